@@ -1,0 +1,97 @@
+"""The WSGI application: match a route, check input, run the view in one transaction."""
+from __future__ import annotations
+
+import json
+import logging
+from datetime import datetime, timezone
+from typing import Callable
+
+from sqlalchemy.exc import IntegrityError, OperationalError
+from werkzeug.exceptions import HTTPException
+from werkzeug.routing import Map, Rule
+from werkzeug.wrappers import Request, Response
+
+from ..config import Settings
+from ..domain.errors import DomainError
+from ..services.users import authenticate
+from ..store.db import Database
+from ..store.uow import UnitOfWork
+from ..store.wakeup import Waker
+from . import errors
+from .inputs import check_body, query_value, read_json
+from .routes import ROUTES, Route
+from .views.context import Context, Reply
+
+log = logging.getLogger("lablease.api")
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+class LabLeaseApp:
+    """One instance per process; holds no per-request state."""
+
+    def __init__(self, settings: Settings, db: Database, clock: Callable[[], datetime] = utcnow):
+        self.settings = settings
+        self.db = db
+        self.clock = clock
+        self.waker = Waker(db)
+        self.routes = {route.endpoint: route for route in ROUTES}
+        self.url_map = Map([Rule(r.path, endpoint=r.endpoint, methods=[r.method]) for r in ROUTES],
+                           strict_slashes=False)
+
+    def __call__(self, environ, start_response):
+        request = Request(environ)
+        request.max_content_length = self.settings.max_body_bytes
+        return self.handle(request)(environ, start_response)
+
+    def handle(self, request: Request) -> Response:
+        try:
+            endpoint, args = self.url_map.bind_to_environ(request.environ).match()
+            return self.run(self.routes[endpoint], request, args)
+        except DomainError as error:
+            return errors.from_domain(error)
+        except HTTPException as error:
+            return errors.from_http(error)
+        except OperationalError as error:
+            log.warning("database busy: %s", error)
+            return errors.problem(503, "Service busy", "the database is busy; retry shortly",
+                                  "busy", headers={"Retry-After": "1"})
+
+    def run(self, route: Route, request: Request, args: dict) -> Response:
+        body = None
+        if route.body is not None:
+            body = read_json(request)
+            check_body(body, route.body)
+        query = {name: query_value(kind, name, request.args[name])
+                 for name, (kind, _) in route.query.items() if request.args.get(name, "") != ""}
+        with UnitOfWork(self.db, write=route.writes, waker=self.waker) as uow:
+            now = self.clock()
+            actor = authenticate(uow.session, request.headers.get("Authorization"), now) if route.auth else None
+            ctx = Context(uow, actor, now, self.settings, args, body or {}, query)
+            try:
+                result = route.view(ctx)
+                if route.writes:
+                    uow.commit()
+            except IntegrityError as error:
+                # The schema's own guards (unique names, the exclusion constraint) caught a race.
+                log.info("integrity error on %s: %s", route.endpoint, error.orig)
+                return errors.problem(409, "Conflict", "the request conflicts with a concurrent change; retry it",
+                                      "conflict")
+        return self.reply(route, result)
+
+    @staticmethod
+    def reply(route: Route, result) -> Response:
+        status = route.status
+        if isinstance(result, Reply):
+            result, status = result.body, result.status
+        if status == 204:
+            return Response(status=204)
+        return Response(json.dumps(result), status=status, mimetype="application/json")
+
+
+def create_app(settings: Settings | None = None, db: Database | None = None,
+               clock: Callable[[], datetime] = utcnow) -> LabLeaseApp:
+    settings = settings or Settings()
+    return LabLeaseApp(settings, db or Database(settings.database), clock)

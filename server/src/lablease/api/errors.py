@@ -1,0 +1,55 @@
+"""One error shape for every route: application/problem+json (RFC 9457).
+
+ERROR_STATUS is the one table that maps domain errors to HTTP statuses.
+"""
+from __future__ import annotations
+
+import json
+
+from werkzeug.exceptions import HTTPException
+from werkzeug.wrappers import Response
+
+from ..domain import errors
+
+ERROR_STATUS: dict[type, int] = {
+    errors.Invalid: 422,
+    errors.NotFound: 404,
+    errors.Unauthenticated: 401,
+    errors.Forbidden: 403,
+    errors.BookingConflict: 409,
+    errors.CapacityExceeded: 409,
+    errors.Conflict: 409,
+    errors.LimitReached: 429,
+    errors.DomainError: 400,
+}
+
+
+def _slug(name: str) -> str:
+    return "".join("-" + c.lower() if c.isupper() else c for c in name).lstrip("-")
+
+
+def problem(status: int, title: str, detail: str, kind: str | None = None, headers=None, **extra) -> Response:
+    body = {
+        "type": f"urn:lablease:problem:{kind or status}",
+        "title": title,
+        "status": status,
+        "detail": detail,
+        **extra,
+    }
+    response = Response(json.dumps(body), status=status, mimetype="application/problem+json", headers=headers)
+    if status == 401:
+        response.headers["WWW-Authenticate"] = 'Bearer realm="lablease"'
+    return response
+
+
+def from_domain(error: errors.DomainError) -> Response:
+    status = next(code for kind, code in ERROR_STATUS.items() if isinstance(error, kind))
+    return problem(status, error.title, error.detail, _slug(type(error).__name__), **error.extra)
+
+
+def from_http(error: HTTPException) -> Response:
+    detail = error.description or error.name
+    headers = None
+    if error.code == 405 and getattr(error, "valid_methods", None):
+        headers = {"Allow": ", ".join(error.valid_methods)}
+    return problem(error.code or 500, error.name, detail, _slug(type(error).__name__), headers=headers)

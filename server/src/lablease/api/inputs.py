@@ -1,0 +1,65 @@
+"""Turning request bodies and query strings into checked Python values."""
+from __future__ import annotations
+
+import json
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import best_match
+from werkzeug.exceptions import BadRequest, UnsupportedMediaType
+
+from ..domain.errors import Invalid
+from ..timeparse import parse_duration, parse_time
+
+
+def read_json(request) -> object:
+    """The JSON body, or 400/413/415 with a clear reason."""
+    data = request.get_data(cache=False)  # raises 413 past max_content_length
+    if not data.strip():
+        return {}
+    if request.mimetype not in ("application/json", "") and not request.mimetype.endswith("+json"):
+        raise UnsupportedMediaType(f"send the body as application/json, not {request.mimetype}")
+    try:
+        return json.loads(data)
+    except (ValueError, UnicodeDecodeError) as error:
+        raise BadRequest(f"the body is not valid JSON: {error}") from None
+
+
+def check_body(body: object, schema: dict) -> None:
+    """422 naming the field at fault when body does not match schema."""
+    error = best_match(Draft202012Validator(schema).iter_errors(body))
+    if error is None:
+        return
+    path = ".".join(str(p) for p in error.absolute_path)
+    if error.validator == "required":
+        missing = next((name for name in error.validator_value if name not in error.instance), "?")
+        raise Invalid(f"{path}.{missing}" if path else missing, "is required")
+    if error.validator == "additionalProperties":
+        extra = sorted(set(error.instance) - set(error.schema.get("properties", {})))
+        name = extra[0] if extra else "?"
+        raise Invalid(f"{path}.{name}" if path else name, "is not a known field")
+    raise Invalid(path or "body", error.message)
+
+
+def query_value(kind: str, name: str, raw: str):
+    if kind == "time":
+        return parse_time(raw, name)
+    if kind == "bool":
+        if raw.lower() in ("1", "true", "yes"):
+            return True
+        if raw.lower() in ("0", "false", "no"):
+            return False
+        raise Invalid(name, "must be true or false")
+    if kind == "int":
+        try:
+            return int(raw)
+        except ValueError:
+            raise Invalid(name, "must be a whole number") from None
+    return raw
+
+
+def time_field(body: dict, name: str):
+    return parse_time(body[name], name) if body.get(name) is not None else None
+
+
+def duration_field(body: dict, name: str, allow_unlimited: bool = False):
+    return parse_duration(body[name], name, allow_unlimited) if body.get(name) is not None else None

@@ -1,0 +1,154 @@
+"""JSON schemas of request bodies and answers: used to validate and to describe (OpenAPI)."""
+from __future__ import annotations
+
+DURATION = {
+    "description": "ISO 8601 (PT4H), 30m 4h 2d 1w, h:m:s, or seconds",
+    "oneOf": [{"type": "string", "minLength": 1, "maxLength": 64}, {"type": "number", "exclusiveMinimum": 0}],
+}
+TIME = {"type": "string", "format": "date-time", "description": "RFC 3339 with a zone, e.g. 2026-11-22T14:00:00Z"}
+NULLABLE_TIME = {"type": ["string", "null"], "format": "date-time"}
+NAME = {"type": "string", "minLength": 1, "maxLength": 255}
+
+SETTINGS_OBJECT = {"type": "object", "description": "driver settings; secrets (password, key, token) are never shown back"}
+
+SYSTEM_FIELDS = {
+    "arch": {"type": "string", "description": "x86_64, aarch64, ppc64le, s390x, ..."},
+    "cpus": {"type": ["integer", "null"], "minimum": 1},
+    "memory_mb": {"type": ["integer", "null"], "minimum": 1},
+    "lab": {"type": ["string", "null"], "maxLength": 64},
+    "attributes": {"type": "object", "description": "key -> value or list of values"},
+    "condition": {"enum": ["automated", "manual", "broken", "removed"]},
+    "owner": {"type": ["string", "null"], "description": "user name"},
+    "power": SETTINGS_OBJECT,
+    "netboot": SETTINGS_OBJECT,
+}
+
+SYSTEM_CREATE = {
+    "type": "object",
+    "required": ["fqdn", "arch"],
+    "properties": {"fqdn": NAME, **SYSTEM_FIELDS},
+    "additionalProperties": False,
+}
+SYSTEM_UPDATE = {"type": "object", "properties": SYSTEM_FIELDS, "additionalProperties": False}
+
+RESERVATION_SUMMARY = {
+    "type": ["object", "null"],
+    "properties": {"id": {"type": "integer"}, "user": {"type": "string"}, "start": TIME, "end": NULLABLE_TIME},
+}
+SYSTEM = {
+    "type": "object",
+    "properties": {
+        "fqdn": {"type": "string"},
+        **SYSTEM_FIELDS,
+        "usage": {"enum": ["idle", "scheduled", "waiting", "installing", "running", "pending"]},
+        "reservation": RESERVATION_SUMMARY,
+        "loan": {"type": ["object", "null"]},
+        "created_at": TIME,
+    },
+}
+
+RESERVATION_CREATE = {
+    "type": "object",
+    "required": ["system"],
+    "properties": {
+        "system": {**NAME, "description": "fqdn of the system"},
+        "start": {**TIME, "description": "default now; a later start reserves in advance"},
+        "end": TIME,
+        "duration": {**DURATION, "description": DURATION["description"] + "; or 'unlimited' where the site allows"},
+        "return_loan": {"type": "boolean", "default": False},
+        "heartbeat": {**DURATION, "description": "return the reservation when no heartbeat came for this long"},
+        "request_id": {"type": "string", "minLength": 1, "maxLength": 128,
+                       "description": "a client-chosen id: retrying with it returns the same reservation"},
+    },
+    "additionalProperties": False,
+}
+RESERVATION_UPDATE = {
+    "type": "object",
+    "properties": {
+        "end": {**TIME, "description": "the new end"},
+        "extend_by": {**DURATION, "description": "added to the current end (not to now)"},
+    },
+    "additionalProperties": False,
+}
+RESERVATION = {
+    "type": "object",
+    "properties": {
+        "id": {"type": "integer"},
+        "system": {"type": "string"},
+        "user": {"type": "string"},
+        "kind": {"enum": ["manual", "recipe"]},
+        "start": TIME,
+        "end": NULLABLE_TIME,
+        "returned_at": NULLABLE_TIME,
+        "state": {"enum": ["active", "upcoming", "returned", "expired"]},
+        "return_loan": {"type": "boolean"},
+        "heartbeat": {"type": ["integer", "null"], "description": "seconds"},
+        "last_heartbeat": NULLABLE_TIME,
+        "due": NULLABLE_TIME,
+        "seconds_left": {"type": ["integer", "null"]},
+        "request_id": {"type": ["string", "null"]},
+    },
+}
+
+SUBJECT_PUT = {
+    "type": "object",
+    "properties": {"default_duration": DURATION},
+    "additionalProperties": False,
+}
+SUBJECT = {
+    "type": "object",
+    "properties": {"name": {"type": "string"}, "default_duration": {"type": "string"},
+                   "resources": {"type": "object"}},
+}
+RESOURCE_PUT = {
+    "type": "object",
+    "required": ["capacity"],
+    "properties": {"capacity": {"type": "integer", "minimum": 1}},
+    "additionalProperties": False,
+}
+RESOURCE = {"type": "object", "properties": {"subject": {"type": "string"}, "resource_id": {"type": "string"},
+                                              "capacity": {"type": "integer"}}}
+SCHEDULE_WINDOW = {"start": TIME, "end": TIME, "duration": DURATION}
+SCHEDULE_CREATE = {
+    "type": "object",
+    "required": ["resource_id"],
+    "properties": {
+        "resource_id": NAME,
+        "resource_spec": {"type": "object", "description": "free-form description of the resource"},
+        "user": {**NAME, "description": "book on behalf of this user (admins)"},
+        "slice": NAME,
+        "quantity": {"type": "integer", "minimum": 1, "default": 1},
+        **SCHEDULE_WINDOW,
+    },
+    "additionalProperties": False,
+}
+SCHEDULE_UPDATE = {
+    "type": "object",
+    "properties": {"resource_spec": {"type": "object"}, "slice": NAME, **SCHEDULE_WINDOW},
+    "additionalProperties": False,
+}
+SCHEDULE_BOOKING = {
+    "type": "object",
+    "properties": {
+        "id": {"type": "integer"}, "subject": {"type": "string"}, "resource_id": {"type": "string"},
+        "resource_spec": {"type": "object"}, "user": {"type": "string"}, "slice": {"type": ["string", "null"]},
+        "start": TIME, "end": NULLABLE_TIME, "quantity": {"type": "integer"},
+    },
+}
+ACTIVITY = {
+    "type": "object",
+    "properties": {k: {"type": ["string", "null"]} for k in ("at", "user", "object", "id", "action", "field", "old", "new")},
+}
+ME = {"type": "object", "properties": {"name": {"type": "string"}, "admin": {"type": "boolean"},
+                                        "groups": {"type": "array", "items": {"type": "string"}}}}
+HEALTH = {"type": "object", "properties": {"status": {"const": "ok"}}}
+PROBLEM = {
+    "type": "object",
+    "required": ["type", "title", "status", "detail"],
+    "properties": {"type": {"type": "string"}, "title": {"type": "string"}, "status": {"type": "integer"},
+                   "detail": {"type": "string"}},
+}
+
+
+def list_of(schema: dict) -> dict:
+    return {"type": "array", "items": schema}

@@ -1,0 +1,1 @@
+"""Views: parse input, call one use case, return what it returns."""

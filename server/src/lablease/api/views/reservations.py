@@ -1,0 +1,45 @@
+"""/reservations"""
+from ...services import activity, reservations
+from ..inputs import duration_field, time_field
+from .context import Context, Reply
+
+
+def create(ctx: Context) -> Reply:
+    body = ctx.body
+    reservation, created = reservations.reserve(
+        ctx.uow, ctx.actor, ctx.now, ctx.settings.reservation_policy, body["system"],
+        start=time_field(body, "start"), end=time_field(body, "end"),
+        duration=duration_field(body, "duration", allow_unlimited=True),
+        return_loan=body.get("return_loan", False), heartbeat=duration_field(body, "heartbeat"),
+        request_id=body.get("request_id"),
+    )
+    return Reply(reservation, 201 if created else 200)
+
+
+def listing(ctx: Context) -> list:
+    q = ctx.query
+    return reservations.list_reservations(ctx.uow, ctx.actor, ctx.now, q.get("user"), q.get("system"), q.get("active"))
+
+
+def show(ctx: Context) -> dict:
+    return reservations.get(ctx.uow, ctx.actor, ctx.now, ctx.args["id"])
+
+
+def update(ctx: Context) -> dict:
+    return reservations.extend(
+        ctx.uow, ctx.actor, ctx.now, ctx.settings.reservation_policy, ctx.args["id"],
+        end=time_field(ctx.body, "end"), extend_by=duration_field(ctx.body, "extend_by"),
+    )
+
+
+def give_back(ctx: Context) -> None:
+    reservations.return_reservation(ctx.uow, ctx.actor, ctx.now, ctx.args["id"])
+
+
+def heartbeat(ctx: Context) -> dict:
+    return reservations.heartbeat(ctx.uow, ctx.actor, ctx.now, ctx.args["id"])
+
+
+def history(ctx: Context) -> list:
+    reservations.get(ctx.uow, ctx.actor, ctx.now, ctx.args["id"])  # 404 unless visible
+    return activity.entries(ctx.uow.session, "reservation", ctx.args["id"], ctx.query.get("limit") or 200)

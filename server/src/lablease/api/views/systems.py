@@ -1,0 +1,33 @@
+"""/systems"""
+from ...services import activity, reservations, systems
+from .context import Context
+
+
+def create(ctx: Context) -> dict:
+    return systems.add_system(ctx.uow, ctx.actor, ctx.now, ctx.body)
+
+
+def listing(ctx: Context) -> list:
+    return systems.list_systems(ctx.uow, ctx.actor, ctx.now, ctx.query)
+
+
+def show(ctx: Context) -> dict:
+    return systems.get_system(ctx.uow, ctx.actor, ctx.now, ctx.args["fqdn"])
+
+
+def update(ctx: Context) -> dict:
+    return systems.update_system(ctx.uow, ctx.actor, ctx.now, ctx.args["fqdn"], ctx.body)
+
+
+def remove(ctx: Context) -> None:
+    session = ctx.uow.session
+
+    def give_back(reservation):
+        reservations.close(session, reservation, ctx.now, "removed", ctx.actor)
+
+    systems.remove_system(ctx.uow, ctx.actor, ctx.now, ctx.args["fqdn"], bool(ctx.query.get("force")), give_back)
+
+
+def history(ctx: Context) -> list:
+    system = systems.find(ctx.uow.session, ctx.args["fqdn"], ctx.actor)
+    return activity.entries(ctx.uow.session, "system", system.fqdn, ctx.query.get("limit") or 200)

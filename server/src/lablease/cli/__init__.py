@@ -1,0 +1,1 @@
+"""Command lines: `lablease-server` (administration) and `lablease` (client)."""

@@ -1,0 +1,205 @@
+"""`lablease-server`: install, migrate, add users and systems, run the server and worker."""
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from dataclasses import replace
+from datetime import datetime, timezone
+
+import yaml
+
+from ..config import Settings, load_settings
+from ..domain.errors import DomainError
+from ..domain.permissions import Actor
+from ..services import systems, users
+from ..store import migrate
+from ..store.db import Database
+from ..store.uow import UnitOfWork
+from ..timeparse import format_time, parse_duration
+
+# Administration from the server's own command line acts with full rights.
+SERVER = Actor(id=0, name="lablease-server", is_admin=True)
+
+
+def now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def _db(settings: Settings, need_schema: bool = True) -> Database:
+    db = Database(settings.database)
+    if need_schema and migrate.current_revision(db) != migrate.head_revision():
+        raise SystemExit("lablease-server: the database is not initialised or not migrated; run: lablease-server init")
+    return db
+
+
+def cmd_init(settings: Settings, args) -> None:
+    db = _db(settings, need_schema=False)
+    before = migrate.current_revision(db)
+    migrate.upgrade(db)
+    after = migrate.current_revision(db)
+    state = "created" if before is None else ("migrated" if before != after else "up to date")
+    print(f"database {state} at revision {after}: {_safe_url(settings.database)}")
+
+
+def _safe_url(url: str) -> str:
+    from sqlalchemy.engine import make_url
+
+    return make_url(url).render_as_string(hide_password=True)
+
+
+def cmd_user_add(settings: Settings, args) -> None:
+    with UnitOfWork(_db(settings)) as uow:
+        _, secret = users.add_user(uow, now(), args.name, args.admin, args.group or (), args.email)
+        uow.commit()
+    print(secret)
+    print(f"user {args.name} created{' (admin)' if args.admin else ''}; the token above is shown only once",
+          file=sys.stderr)
+
+
+def cmd_token_create(settings: Settings, args) -> None:
+    expires = now() + parse_duration(args.expires, "expires") if args.expires else None
+    with UnitOfWork(_db(settings)) as uow:
+        secret = users.create_token(uow, now(), args.user, args.name, expires)
+        uow.commit()
+    print(secret)
+    until = f" until {format_time(expires)}" if expires else ""
+    print(f"token {args.name!r} for {args.user} created{until}; it is shown only once", file=sys.stderr)
+
+
+def cmd_token_revoke(settings: Settings, args) -> None:
+    with UnitOfWork(_db(settings)) as uow:
+        count = users.revoke_tokens(uow, now(), args.user, args.name)
+        uow.commit()
+    print(f"revoked {count} token(s) of {args.user}")
+
+
+def _attributes(pairs: list[str]) -> dict:
+    attributes: dict[str, list[str]] = {}
+    for pair in pairs or ():
+        key, sep, value = pair.partition("=")
+        if not sep:
+            raise SystemExit(f"lablease-server: --attr takes KEY=VALUE, not {pair!r}")
+        attributes.setdefault(key, []).append(value)
+    return attributes
+
+
+def cmd_system_add(settings: Settings, args) -> None:
+    data = {"fqdn": args.fqdn, "arch": args.arch, "condition": args.condition,
+            "attributes": _attributes(args.attr)}
+    for key in ("cpus", "memory_mb", "lab", "owner"):
+        if getattr(args, key) is not None:
+            data[key] = getattr(args, key)
+    with UnitOfWork(_db(settings)) as uow:
+        system = systems.add_system(uow, SERVER, now(), data)
+        uow.commit()
+    print(f"added {system['fqdn']} ({system['arch']}, {system['condition']})")
+
+
+def cmd_system_import(settings: Settings, args) -> None:
+    with open(args.file, encoding="utf-8") as handle:
+        loaded = yaml.safe_load(handle)
+    entries = loaded.get("systems") if isinstance(loaded, dict) else loaded
+    with UnitOfWork(_db(settings)) as uow:
+        result = systems.import_systems(uow, SERVER, now(), entries)
+        uow.commit()
+    print(f"imported {args.file}: {len(result['added'])} added, {len(result['updated'])} updated")
+
+
+def cmd_serve(settings: Settings, args) -> None:
+    from .serve import serve
+
+    if args.listen:
+        settings = replace(settings, listen=args.listen)
+    if args.workers:
+        settings = replace(settings, gunicorn_workers=args.workers)
+    if args.threads:
+        settings = replace(settings, gunicorn_threads=args.threads)
+    _db(settings).dispose()
+    serve(settings, run_worker=not args.no_worker, access_log=args.access_log)
+
+
+def cmd_worker(settings: Settings, args) -> None:
+    from ..worker.loop import Worker
+
+    worker = Worker(settings, _db(settings))
+    try:
+        worker.run()
+    except KeyboardInterrupt:
+        pass
+
+
+def parser() -> argparse.ArgumentParser:
+    top = argparse.ArgumentParser(prog="lablease-server", description=__doc__)
+    top.add_argument("--config", help="YAML settings file (also LABLEASE_CONFIG)")
+    top.add_argument("--debug", action="store_true", help="show tracebacks")
+    sub = top.add_subparsers(dest="command", required=True)
+    sub.add_parser("init", help="create or migrate the database").set_defaults(func=cmd_init)
+
+    user = sub.add_parser("user", help="users").add_subparsers(dest="action", required=True)
+    add = user.add_parser("add", help="create a user and print a token")
+    add.add_argument("name")
+    add.add_argument("--admin", action="store_true")
+    add.add_argument("--group", action="append", help="add to this group (repeatable; created if new)")
+    add.add_argument("--email")
+    add.set_defaults(func=cmd_user_add)
+
+    token = sub.add_parser("token", help="API tokens").add_subparsers(dest="action", required=True)
+    create = token.add_parser("create", help="print a new token for a user")
+    create.add_argument("user")
+    create.add_argument("--name", default="token", help="a label for the token")
+    create.add_argument("--expires", help="lifetime, e.g. 30d")
+    create.set_defaults(func=cmd_token_create)
+    revoke = token.add_parser("revoke", help="revoke a user's tokens")
+    revoke.add_argument("user")
+    revoke.add_argument("--name", help="only tokens with this label")
+    revoke.set_defaults(func=cmd_token_revoke)
+
+    system = sub.add_parser("system", help="systems").add_subparsers(dest="action", required=True)
+    sadd = system.add_parser("add", help="add one system")
+    sadd.add_argument("fqdn")
+    sadd.add_argument("--arch", required=True)
+    sadd.add_argument("--cpus", type=int)
+    sadd.add_argument("--memory-mb", type=int, dest="memory_mb")
+    sadd.add_argument("--lab")
+    sadd.add_argument("--owner")
+    sadd.add_argument("--condition", default="manual", choices=["automated", "manual", "broken", "removed"])
+    sadd.add_argument("--attr", action="append", help="KEY=VALUE (repeatable)")
+    sadd.set_defaults(func=cmd_system_add)
+    simport = system.add_parser("import", help="add or update systems from a YAML file")
+    simport.add_argument("file")
+    simport.set_defaults(func=cmd_system_import)
+
+    serve = sub.add_parser("serve", help="run the API (gunicorn) and, unless --no-worker, the worker")
+    serve.add_argument("--listen", help="HOST:PORT (default LABLEASE_LISTEN or 127.0.0.1:8042)")
+    serve.add_argument("--workers", type=int, help="gunicorn worker processes")
+    serve.add_argument("--threads", type=int, help="threads per worker process")
+    serve.add_argument("--no-worker", action="store_true", help="run the worker apart (lablease-server worker)")
+    serve.add_argument("--access-log", help="file for the access log ('-' for stderr)")
+    serve.set_defaults(func=cmd_serve)
+    sub.add_parser("worker", help="run only the background worker").set_defaults(func=cmd_worker)
+    return top
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("alembic").setLevel(logging.WARNING)
+    try:
+        settings = load_settings(args.config)
+        args.func(settings, args)
+    except DomainError as error:
+        if args.debug:
+            raise
+        print(f"lablease-server: {error.detail}", file=sys.stderr)
+        return 1
+    except OSError as error:
+        if args.debug:
+            raise
+        print(f"lablease-server: {error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Pure rules of lablease: no I/O, no clock, no third-party imports."""

@@ -1,0 +1,136 @@
+"""Reservation rules: the window a request asks for, changes to its end, its state.
+
+Time is always a parameter (`now`); nothing here reads a clock.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from .errors import Invalid
+from .windows import Window, utc
+
+UNLIMITED = "unlimited"
+# Clients' clocks differ a little: a start this far in the past means "now".
+START_TOLERANCE = timedelta(minutes=1)
+
+
+@dataclass(frozen=True)
+class ReservationPolicy:
+    """The site's settings for manual reservations."""
+
+    default_duration: timedelta = timedelta(hours=24)
+    max_duration: timedelta | None = None
+    allow_unlimited: bool = False
+
+
+def _human(delta: timedelta) -> str:
+    seconds = int(delta.total_seconds())
+    for unit, size in (("w", 604800), ("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds % size == 0 and seconds >= size:
+            return f"{seconds // size}{unit}"
+    return f"{seconds}s"
+
+
+def plan_window(
+    now: datetime,
+    policy: ReservationPolicy,
+    start: datetime | None = None,
+    end: datetime | None = None,
+    duration: timedelta | str | None = None,
+    loan_end: datetime | None = None,
+) -> Window:
+    """The window [start, end) a reservation request asks for, with the site's rules applied.
+
+    loan_end is the end of the caller's limited loan of the system: the
+    reservation defaults to it and may not pass it.
+    """
+    start = _start(now, start)
+    if end is not None and duration is not None:
+        raise Invalid("duration", "give either end or duration, not both")
+    if duration == UNLIMITED:
+        if not policy.allow_unlimited:
+            raise Invalid("duration", "unlimited reservations are not allowed on this site")
+        if loan_end is not None:
+            raise Invalid("duration", f"cannot be unlimited: your loan of this system ends at {_iso(loan_end)}")
+        return Window(start, None)
+    if isinstance(duration, timedelta):
+        if duration <= timedelta(0):
+            raise Invalid("duration", "must be positive")
+        end = start + duration
+    if end is None:
+        end = loan_end if loan_end is not None else start + policy.default_duration
+    end = utc(end)
+    if end <= start:
+        raise Invalid("end", "must be after start")
+    _check_limits(policy, start, end, loan_end)
+    return Window(start, end)
+
+
+def _start(now: datetime, start: datetime | None) -> datetime:
+    if start is None:
+        return now
+    start = utc(start)
+    if start < now - START_TOLERANCE:
+        raise Invalid("start", "is in the past")
+    return max(start, now)
+
+
+def _check_limits(policy: ReservationPolicy, start: datetime, end: datetime, loan_end: datetime | None) -> None:
+    if policy.max_duration is not None and end - start > policy.max_duration:
+        raise Invalid("duration", f"is longer than this site's maximum of {_human(policy.max_duration)}")
+    if loan_end is not None and end > loan_end:
+        raise Invalid("end", f"is past the end of your loan of this system ({_iso(loan_end)})")
+
+
+def _iso(moment: datetime) -> str:
+    return moment.isoformat().replace("+00:00", "Z")
+
+
+def plan_new_end(
+    now: datetime,
+    policy: ReservationPolicy,
+    window: Window,
+    end: datetime | None = None,
+    extend_by: timedelta | None = None,
+    loan_end: datetime | None = None,
+) -> datetime:
+    """The new end of a reservation: `end` sets it, `extend_by` adds to the current end.
+
+    `extend_by` adds to the current end rather than to now, so two extensions of
+    an hour add two hours whenever they are sent.
+    """
+    if (end is None) == (extend_by is None):
+        raise Invalid("end", "give exactly one of end or extend_by")
+    if extend_by is not None:
+        if window.end is None:
+            raise Invalid("extend_by", "the reservation has no end to extend")
+        if extend_by <= timedelta(0):
+            raise Invalid("extend_by", "must be positive")
+        end = window.end + extend_by
+    end = utc(end)
+    if end <= now:
+        raise Invalid("end", "must be in the future (return the reservation to end it now)")
+    if end <= window.start:
+        raise Invalid("end", "must be after the reservation's start")
+    _check_limits(policy, window.start, end, loan_end)
+    return end
+
+
+def due_at(end: datetime | None, heartbeat: timedelta | None, last_heartbeat: datetime | None) -> datetime | None:
+    """When the worker must return the reservation: its end, or a missed heartbeat."""
+    deadlines = [d for d in (end, last_heartbeat + heartbeat if heartbeat and last_heartbeat else None) if d]
+    return min(deadlines) if deadlines else None
+
+
+def state(start: datetime, returned_at: datetime | None, return_reason: str | None, now: datetime) -> str:
+    """active, upcoming (starts later), returned (by a person) or expired (by the worker)."""
+    if returned_at is not None:
+        return "expired" if return_reason in ("expired", "heartbeat_missed") else "returned"
+    return "upcoming" if start > now else "active"
+
+
+def heartbeat_interval(value: timedelta) -> timedelta:
+    if value < timedelta(seconds=10):
+        raise Invalid("heartbeat", "must be at least 10 seconds")
+    return value

@@ -1,0 +1,43 @@
+"""System conditions, usage states, and what a valid system looks like."""
+from __future__ import annotations
+
+import re
+
+from .errors import Invalid
+
+CONDITIONS = ("automated", "manual", "broken", "removed")
+USAGES = ("idle", "scheduled", "waiting", "installing", "running", "pending")
+ARCHES = ("x86_64", "aarch64", "ppc64le", "s390x", "i386", "ppc64", "armhfp", "riscv64")
+
+_FQDN = re.compile(r"^(?=.{1,253}$)([a-zA-Z0-9]([a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?)(\.[a-zA-Z0-9]([a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?)*$")
+
+
+def check_fqdn(fqdn: str) -> str:
+    if not isinstance(fqdn, str) or not _FQDN.match(fqdn):
+        raise Invalid("fqdn", f"{fqdn!r} is not a valid host name")
+    return fqdn.lower()
+
+
+def check_condition(condition: str) -> str:
+    if condition not in CONDITIONS:
+        raise Invalid("condition", f"must be one of {', '.join(CONDITIONS)}")
+    return condition
+
+
+def check_arch(arch: str) -> str:
+    if arch not in ARCHES:
+        raise Invalid("arch", f"unknown architecture {arch!r}; known: {', '.join(ARCHES)}")
+    return arch
+
+
+def check_attributes(attributes: dict) -> dict[str, list[str]]:
+    """Attributes map a key to a list of string values; a single value becomes a list."""
+    if not isinstance(attributes, dict):
+        raise Invalid("attributes", "must be an object of key -> value or list of values")
+    cleaned: dict[str, list[str]] = {}
+    for key, value in attributes.items():
+        values = value if isinstance(value, list) else [value]
+        if not all(isinstance(v, (str, int, float, bool)) for v in values):
+            raise Invalid(f"attributes.{key}", "values must be strings or numbers")
+        cleaned[str(key)] = [str(v) for v in values]
+    return cleaned

@@ -1,0 +1,62 @@
+"""The activity log: every change to a system, reservation or schedule booking."""
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import select
+
+from ..domain.permissions import Actor
+from ..store.tables import Activity
+from ..timeparse import format_time
+
+
+def _text(value) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, datetime):
+        return format_time(value)
+    return str(value)
+
+
+def record(session, actor: Actor | None, now: datetime, object_type: str, object_id, action: str,
+           field: str | None = None, old=None, new=None) -> None:
+    """Log one change; actor None (or id 0) means the server itself (e.g. the worker)."""
+    session.add(Activity(
+        at=now,
+        user_id=actor.id if actor and actor.id else None,
+        user_name=actor.name if actor else "lablease",
+        object_type=object_type,
+        object_id=str(object_id),
+        action=action,
+        field=field,
+        old=_text(old),
+        new=_text(new),
+    ))
+
+
+def record_changes(session, actor, now, object_type, object_id, changes: dict[str, tuple]) -> None:
+    for field, (old, new) in changes.items():
+        record(session, actor, now, object_type, object_id, "changed", field, old, new)
+
+
+def entries(session, object_type: str, object_id, limit: int = 200) -> list[dict]:
+    query = (
+        select(Activity)
+        .where(Activity.object_type == object_type, Activity.object_id == str(object_id))
+        .order_by(Activity.id.desc())
+        .limit(limit)
+    )
+    return [as_dict(row) for row in session.execute(query).scalars()]
+
+
+def as_dict(row: Activity) -> dict:
+    return {
+        "at": format_time(row.at),
+        "user": row.user_name,
+        "object": row.object_type,
+        "id": row.object_id,
+        "action": row.action,
+        "field": row.field,
+        "old": row.old,
+        "new": row.new,
+    }

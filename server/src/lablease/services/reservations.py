@@ -1,0 +1,214 @@
+"""Reservations of systems: reserve, extend, return, heartbeat, and the worker's expiry."""
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
+
+from ..domain import reservations as rules
+from ..domain.errors import Forbidden, Invalid, NotFound
+from ..domain.permissions import Actor, Permission, SiteAction, decide_site, may_manage_reservation, may_see_reservation
+from ..domain.windows import Window
+from ..store import calendar
+from ..store.tables import Booking, Reservation, User
+from ..timeparse import format_time
+from . import activity
+from . import systems as system_service
+
+
+def as_dict(reservation: Reservation, now: datetime) -> dict:
+    end = reservation.end_at
+    return {
+        "id": reservation.id,
+        "system": reservation.system.fqdn,
+        "user": reservation.user.name,
+        "kind": reservation.kind,
+        "start": format_time(reservation.start_at),
+        "end": format_time(end),
+        "returned_at": format_time(reservation.returned_at),
+        "state": rules.state(reservation.start_at, reservation.returned_at, reservation.return_reason, now),
+        "return_loan": reservation.return_loan,
+        "heartbeat": reservation.heartbeat_seconds,
+        "last_heartbeat": format_time(reservation.last_heartbeat_at),
+        "due": format_time(reservation.due_at),
+        "seconds_left": max(0, int((end - now).total_seconds())) if end and reservation.returned_at is None else None,
+        "request_id": reservation.request_id,
+    }
+
+
+def _by_request_id(session, actor: Actor, request_id: str | None) -> Reservation | None:
+    if not request_id:
+        return None
+    query = select(Reservation).where(Reservation.user_id == actor.id, Reservation.request_id == request_id)
+    return session.execute(query).unique().scalar_one_or_none()
+
+
+def reserve(uow, actor: Actor, now: datetime, policy: rules.ReservationPolicy, system: str,
+            start: datetime | None = None, end: datetime | None = None, duration=None,
+            return_loan: bool = False, heartbeat: timedelta | None = None, request_id: str | None = None) -> tuple[dict, bool]:
+    """Book the system for the caller; returns (reservation, created).
+
+    A request_id seen before returns that same reservation (created False),
+    so a client may retry a reserve whose answer it never got.
+    """
+    session = uow.session
+    previous = _by_request_id(session, actor, request_id)
+    if previous is not None:
+        return as_dict(previous, now), False
+    target = system_service.find(session, system, actor)
+    system_service.require(actor, Permission.RESERVE, target)
+    window = rules.plan_window(now, policy, start, end, duration)
+    if heartbeat is not None:
+        heartbeat = rules.heartbeat_interval(heartbeat)
+    resource = calendar.lock_resource(session, target.resource_id)
+    booking = calendar.book(session, resource, window, "reservation", actor.id, now)
+    reservation = Reservation(
+        system_id=target.id, user_id=actor.id, booking_id=booking.id, kind="manual",
+        start_at=window.start, end_at=window.end, return_loan=return_loan,
+        heartbeat_seconds=int(heartbeat.total_seconds()) if heartbeat else None,
+        last_heartbeat_at=window.start if heartbeat else None, request_id=request_id, created_at=now,
+    )
+    reservation.due_at = rules.due_at(window.end, heartbeat, reservation.last_heartbeat_at)
+    session.add(reservation)
+    try:
+        session.flush()
+    except IntegrityError:  # the same request_id raced in from a retry on another connection
+        raise Invalid("request_id", "was used by a concurrent request; retry to get its reservation") from None
+    session.refresh(reservation)
+    activity.record(session, actor, now, "reservation", reservation.id, "reserved", "system", None, target.fqdn)
+    activity.record(session, actor, now, "system", target.fqdn, "reserved", "reservation", None,
+                    f"{reservation.id} until {format_time(window.end) or 'no limit'}")
+    uow.wake_worker()
+    return as_dict(reservation, now), True
+
+
+def _get(session, actor: Actor, reservation_id: int) -> Reservation:
+    reservation = session.get(Reservation, reservation_id)
+    if reservation is None or not may_see_reservation(actor, reservation.user_id, system_service.access_of(reservation.system)):
+        raise NotFound(f"no reservation {reservation_id}")
+    return reservation
+
+
+def _managed(session, actor: Actor, reservation_id: int) -> Reservation:
+    reservation = _get(session, actor, reservation_id)
+    decision = may_manage_reservation(actor, reservation.user_id, system_service.access_of(reservation.system))
+    if not decision:
+        raise Forbidden(f"reservation {reservation_id}: {decision.reason}")
+    return reservation
+
+
+def get(uow, actor: Actor, now: datetime, reservation_id: int) -> dict:
+    return as_dict(_get(uow.session, actor, reservation_id), now)
+
+
+def list_reservations(uow, actor: Actor, now: datetime, user: str | None = None, system: str | None = None,
+                      active: bool | None = None, limit: int = 500) -> list[dict]:
+    session = uow.session
+    query = select(Reservation).order_by(Reservation.start_at.desc(), Reservation.id.desc())
+    if user:
+        name = actor.name if user == "me" else user
+        owner = session.execute(select(User).where(User.name == name)).scalar_one_or_none()
+        if owner is None:
+            raise Invalid("user", f"no user named {name}")
+        query = query.where(Reservation.user_id == owner.id)
+    elif not decide_site(actor, SiteAction.VIEW_ALL_RESERVATIONS) and not system:
+        query = query.where(Reservation.user_id == actor.id)
+    if system:
+        query = query.where(Reservation.system_id == system_service.find(session, system, actor).id)
+    if active is True:
+        query = query.where(Reservation.returned_at.is_(None))
+    elif active is False:
+        query = query.where(Reservation.returned_at.is_not(None))
+    rows = session.execute(query.limit(limit)).unique().scalars()
+    return [as_dict(r, now) for r in rows
+            if may_see_reservation(actor, r.user_id, system_service.access_of(r.system))]
+
+
+def _open(reservation: Reservation) -> None:
+    if reservation.returned_at is not None:
+        raise Invalid("reservation", f"reservation {reservation.id} was already returned")
+
+
+def extend(uow, actor: Actor, now: datetime, policy: rules.ReservationPolicy, reservation_id: int,
+           end: datetime | None = None, extend_by: timedelta | None = None) -> dict:
+    """Move the end (later or earlier); never into the next booking, never past the site's maximum."""
+    session = uow.session
+    reservation = _managed(session, actor, reservation_id)
+    _open(reservation)
+    window = Window(reservation.start_at, reservation.end_at)
+    new_end = rules.plan_new_end(now, policy, window, end, extend_by)
+    resource = calendar.lock_resource(session, reservation.system.resource_id)
+    booking = session.get(Booking, reservation.booking_id)
+    calendar.change_end(session, resource, booking, new_end)
+    old_end, reservation.end_at = reservation.end_at, new_end
+    reservation.due_at = _due(reservation)
+    activity.record(session, actor, now, "reservation", reservation.id, "extended", "end", old_end, new_end)
+    uow.wake_worker()
+    return as_dict(reservation, now)
+
+
+def _due(reservation: Reservation) -> datetime | None:
+    interval = timedelta(seconds=reservation.heartbeat_seconds) if reservation.heartbeat_seconds else None
+    return rules.due_at(reservation.end_at, interval, reservation.last_heartbeat_at)
+
+
+def heartbeat(uow, actor: Actor, now: datetime, reservation_id: int) -> dict:
+    """The holder is still alive: the missed-heartbeat deadline moves on."""
+    reservation = _managed(uow.session, actor, reservation_id)
+    _open(reservation)
+    if not reservation.heartbeat_seconds:
+        raise Invalid("heartbeat", f"reservation {reservation_id} was made without a heartbeat interval")
+    reservation.last_heartbeat_at = max(now, reservation.start_at)
+    reservation.due_at = _due(reservation)
+    uow.wake_worker()
+    return as_dict(reservation, now)
+
+
+def close(session, reservation: Reservation, now: datetime, reason: str, actor: Actor | None) -> None:
+    """End a reservation now and free its calendar slot (shared by return, expiry and removal)."""
+    reservation.returned_at = now
+    reservation.return_reason = reason
+    reservation.due_at = None
+    if reservation.end_at is None or reservation.end_at > now:
+        reservation.end_at = max(now, reservation.start_at)
+    if reservation.booking_id is not None:
+        booking = session.get(Booking, reservation.booking_id)
+        if booking.start_at >= now:
+            reservation.booking_id = None
+        calendar.release(session, booking, now)
+    activity.record(session, actor, now, "reservation", reservation.id, reason, "state", "active", reason)
+    activity.record(session, actor, now, "system", reservation.system.fqdn, reason, "reservation", reservation.id, None)
+
+
+def return_reservation(uow, actor: Actor, now: datetime, reservation_id: int) -> dict:
+    reservation = _managed(uow.session, actor, reservation_id)
+    _open(reservation)
+    close(uow.session, reservation, now, "returned", actor)
+    return as_dict(reservation, now)
+
+
+def expire_due(uow, now: datetime, batch: int = 100) -> list[int]:
+    """Return every reservation whose end or heartbeat deadline has passed.
+
+    FOR UPDATE SKIP LOCKED lets several workers share a PostgreSQL database:
+    each row is taken by exactly one of them; SQLite's single writer does the same.
+    """
+    session = uow.session
+    query = (
+        select(Reservation)
+        .where(Reservation.due_at <= now, Reservation.returned_at.is_(None))
+        .order_by(Reservation.due_at)
+        .limit(batch)
+        .with_for_update(skip_locked=True, of=Reservation)
+    )
+    expired = list(session.execute(query).unique().scalars())
+    for reservation in expired:
+        missed = reservation.end_at is None or reservation.due_at < reservation.end_at
+        close(session, reservation, now, "heartbeat_missed" if missed else "expired", None)
+    return [r.id for r in expired]
+
+
+def next_due(uow) -> datetime | None:
+    query = select(Reservation.due_at).where(Reservation.returned_at.is_(None), Reservation.due_at.is_not(None))
+    return uow.session.execute(query.order_by(Reservation.due_at).limit(1)).scalar_one_or_none()

@@ -1,0 +1,256 @@
+"""Systems: add, change, remove, list (with free windows), import from YAML."""
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import and_, exists, or_, select
+
+from ..domain import systems as rules
+from ..domain.errors import Conflict, Forbidden, Invalid, NotFound
+from ..domain.permissions import (
+    Actor,
+    Permission,
+    Rule,
+    SiteAction,
+    SystemAccess,
+    decide,
+    decide_site,
+    default_rules,
+)
+from ..domain.windows import Window
+from ..store.tables import AccessRule, Booking, Reservation, Resource, System, User
+from ..timeparse import format_time
+from . import activity
+
+SECRET_KEYS = {"password", "pass", "secret", "token", "credentials", "key"}
+EDITABLE = ("arch", "cpus", "memory_mb", "lab", "attributes", "condition", "owner", "power", "netboot")
+
+
+def access_of(system: System) -> SystemAccess:
+    rules_ = tuple(Rule(Permission(r.permission), r.user_id, r.group_id) for r in system.rules)
+    return SystemAccess(owner_id=system.owner_id, condition=system.condition, rules=rules_)
+
+
+def require(actor: Actor, permission: Permission, system: System) -> SystemAccess:
+    access = access_of(system)
+    decision = decide(actor, permission, access)
+    if not decision:
+        raise Forbidden(f"{system.fqdn}: {decision.reason}")
+    return access
+
+
+def find(session, fqdn: str, actor: Actor | None = None) -> System:
+    """The system by name; NotFound also when the actor may not view it (no leak of names)."""
+    query = select(System).where(System.fqdn == str(fqdn).lower())
+    system = session.execute(query).unique().scalar_one_or_none()
+    if system is None or (actor is not None and not decide(actor, Permission.VIEW, access_of(system))):
+        raise NotFound(f"no system named {fqdn}")
+    return system
+
+
+def public_settings(settings: dict) -> dict:
+    """Power and netboot settings without their secrets."""
+    return {k: v for k, v in (settings or {}).items() if k.lower() not in SECRET_KEYS}
+
+
+def as_dict(system: System, current: Reservation | None = None) -> dict:
+    return {
+        "fqdn": system.fqdn,
+        "arch": system.arch,
+        "cpus": system.cpus,
+        "memory_mb": system.memory_mb,
+        "lab": system.lab,
+        "attributes": system.attributes or {},
+        "condition": system.condition,
+        "usage": system.usage,
+        "owner": system.owner.name if system.owner else None,
+        "power": public_settings(system.power),
+        "netboot": public_settings(system.netboot),
+        "reservation": _reservation_summary(current),
+        "loan": None,
+        "created_at": format_time(system.created_at),
+    }
+
+
+def _reservation_summary(reservation: Reservation | None) -> dict | None:
+    if reservation is None:
+        return None
+    return {
+        "id": reservation.id,
+        "user": reservation.user.name,
+        "start": format_time(reservation.start_at),
+        "end": format_time(reservation.end_at),
+    }
+
+
+def current_reservations(session, system_ids: list[int], now: datetime) -> dict[int, Reservation]:
+    if not system_ids:
+        return {}
+    query = select(Reservation).where(
+        Reservation.system_id.in_(system_ids), Reservation.returned_at.is_(None), Reservation.start_at <= now
+    )
+    return {r.system_id: r for r in session.execute(query).unique().scalars()}
+
+
+def _user_id(session, name: str | None) -> int | None:
+    if name is None:
+        return None
+    user = session.execute(select(User).where(User.name == name)).scalar_one_or_none()
+    if user is None:
+        raise Invalid("owner", f"no user named {name}")
+    return user.id
+
+
+def _clean(session, data: dict) -> dict:
+    """Validated column values from an API or import body."""
+    out = {}
+    if "arch" in data:
+        out["arch"] = rules.check_arch(data["arch"])
+    for key in ("cpus", "memory_mb"):
+        if key in data and data[key] is not None:
+            if not isinstance(data[key], int) or isinstance(data[key], bool) or data[key] < 1:
+                raise Invalid(key, "must be a positive whole number")
+            out[key] = data[key]
+    if "lab" in data:
+        out["lab"] = data["lab"]
+    if "attributes" in data:
+        out["attributes"] = rules.check_attributes(data["attributes"] or {})
+    if "condition" in data:
+        out["condition"] = rules.check_condition(data["condition"])
+    if "owner" in data:
+        out["owner_id"] = _user_id(session, data["owner"])
+    for key in ("power", "netboot"):
+        if key in data:
+            if not isinstance(data[key], dict):
+                raise Invalid(key, "must be an object")
+            out[key] = data[key]
+    return out
+
+
+def add_system(uow, actor: Actor, now: datetime, data: dict) -> dict:
+    decision = decide_site(actor, SiteAction.ADD_SYSTEM)
+    if not decision:
+        raise Forbidden(decision.reason)
+    session = uow.session
+    fqdn = rules.check_fqdn(data.get("fqdn"))
+    if "arch" not in data:
+        raise Invalid("arch", "is required")
+    if session.execute(select(System.id).where(System.fqdn == fqdn)).first():
+        raise Conflict(f"a system named {fqdn} already exists")
+    values = _clean(session, {"condition": "manual", **data})
+    values.setdefault("owner_id", actor.id or None)  # id 0: the server itself
+    resource = Resource(kind="system", name=fqdn, capacity=1)
+    session.add(resource)
+    session.flush()
+    system = System(fqdn=fqdn, resource_id=resource.id, created_at=now, usage="idle", **values)
+    system.rules = [AccessRule(permission=r.permission.value, user_id=r.user_id, group_id=r.group_id) for r in default_rules()]
+    session.add(system)
+    session.flush()
+    activity.record(session, actor, now, "system", fqdn, "created", "condition", None, system.condition)
+    return as_dict(system)
+
+
+def update_system(uow, actor: Actor, now: datetime, fqdn: str, data: dict) -> dict:
+    session = uow.session
+    system = find(session, fqdn, actor)
+    require(actor, Permission.EDIT_SYSTEM, system)
+    unknown = sorted(set(data) - set(EDITABLE))
+    if unknown:
+        raise Invalid(unknown[0], "cannot be changed (changeable: " + ", ".join(EDITABLE) + ")")
+    changes = _apply(session, system, _clean(session, data))
+    activity.record_changes(session, actor, now, "system", system.fqdn, changes)
+    session.flush()
+    return as_dict(system, current_reservations(session, [system.id], now).get(system.id))
+
+
+def _apply(session, system: System, values: dict) -> dict[str, tuple]:
+    changes = {}
+    for key, new in values.items():
+        old = getattr(system, key)
+        if old == new:
+            continue
+        if key == "owner_id":
+            changes["owner"] = (system.owner.name if system.owner else None, session.get(User, new).name if new else None)
+        elif key in ("power", "netboot"):
+            changes[key] = (public_settings(old), public_settings(new))
+        else:
+            changes[key] = (old, new)
+        setattr(system, key, new)
+    if "owner_id" in values:
+        session.flush()
+        session.refresh(system, ["owner"])
+    return changes
+
+
+def remove_system(uow, actor: Actor, now: datetime, fqdn: str, force: bool = False, on_return=None) -> None:
+    """Mark a system removed (its history stays); refuses while it is reserved unless forced."""
+    session = uow.session
+    system = find(session, fqdn, actor)
+    require(actor, Permission.EDIT_SYSTEM, system)
+    open_ = list(session.execute(select(Reservation).where(
+        Reservation.system_id == system.id, Reservation.returned_at.is_(None))).unique().scalars())
+    if open_ and not force:
+        raise Conflict(f"{system.fqdn} has {len(open_)} active or upcoming reservation(s); remove with force to return them")
+    for reservation in open_:
+        on_return(reservation)
+    if system.condition != "removed":
+        activity.record(session, actor, now, "system", system.fqdn, "changed", "condition", system.condition, "removed")
+        system.condition = "removed"
+
+
+def get_system(uow, actor: Actor, now: datetime, fqdn: str) -> dict:
+    system = find(uow.session, fqdn, actor)
+    return as_dict(system, current_reservations(uow.session, [system.id], now).get(system.id))
+
+
+def list_systems(uow, actor: Actor, now: datetime, filters: dict) -> list[dict]:
+    session = uow.session
+    query = select(System).order_by(System.fqdn)
+    for key in ("arch", "condition", "lab"):
+        if filters.get(key):
+            query = query.where(getattr(System, key) == filters[key])
+    if filters.get("pool"):
+        raise Invalid("pool", f"no pool named {filters['pool']}")
+    if filters.get("owner"):
+        query = query.where(System.owner_id == _user_id(session, filters["owner"]))
+    if filters.get("free_from") or filters.get("free_until"):
+        query = query.where(~_booked_in(_free_window(now, filters)))
+    if filters.get("reserved_by"):
+        name = actor.name if filters["reserved_by"] == "me" else filters["reserved_by"]
+        query = query.where(exists().where(
+            Reservation.system_id == System.id, Reservation.returned_at.is_(None),
+            Reservation.start_at <= now, Reservation.user_id == _user_id(session, name)))
+    systems = [s for s in session.execute(query).unique().scalars() if decide(actor, Permission.VIEW, access_of(s))]
+    current = current_reservations(session, [s.id for s in systems], now)
+    return [as_dict(s, current.get(s.id)) for s in systems]
+
+
+def _free_window(now: datetime, filters: dict) -> Window:
+    start = filters.get("free_from") or now
+    return Window(start, filters.get("free_until"))
+
+
+def _booked_in(window: Window):
+    conditions = [Booking.resource_id == System.resource_id, or_(Booking.end_at.is_(None), Booking.end_at > window.start)]
+    if window.end is not None:
+        conditions.append(Booking.start_at < window.end)
+    return exists().where(and_(*conditions))
+
+
+def import_systems(uow, actor: Actor, now: datetime, entries: list) -> dict:
+    """Add new systems and update known ones from a list; all or nothing."""
+    if not isinstance(entries, list):
+        raise Invalid("systems", "must be a list of systems")
+    added, updated = [], []
+    for index, entry in enumerate(entries):
+        if not isinstance(entry, dict) or "fqdn" not in entry:
+            raise Invalid(f"systems[{index}]", "each system needs at least fqdn and arch")
+        fqdn = rules.check_fqdn(entry["fqdn"])
+        exists_ = uow.session.execute(select(System.id).where(System.fqdn == fqdn)).first()
+        if exists_:
+            update_system(uow, actor, now, fqdn, {k: v for k, v in entry.items() if k != "fqdn"})
+            updated.append(fqdn)
+        else:
+            add_system(uow, actor, now, entry)
+            added.append(fqdn)
+    return {"added": added, "updated": updated}

@@ -1,0 +1,117 @@
+"""Users, groups and API tokens; turning a bearer token into an Actor."""
+from __future__ import annotations
+
+import hashlib
+import re
+import secrets
+from datetime import datetime
+
+from sqlalchemy import select
+
+from ..domain.errors import Conflict, Invalid, NotFound, Unauthenticated
+from ..domain.permissions import Actor
+from ..store.tables import Group, GroupMember, Token, User
+from . import activity
+
+TOKEN_PREFIX = "llt_"
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}$")
+
+
+def hash_token(secret: str) -> str:
+    """Tokens are long random secrets: a fast hash is enough, and keeps auth cheap."""
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+def check_name(name: str, field: str = "name") -> str:
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise Invalid(field, f"{name!r} is not a valid name (letters, digits, _ . @ -; up to 64)")
+    return name
+
+
+def _group(session, name: str, now: datetime) -> Group:
+    group = session.execute(select(Group).where(Group.name == name)).scalar_one_or_none()
+    if group is None:
+        group = Group(name=check_name(name, "group"), created_at=now)
+        session.add(group)
+        session.flush()
+    return group
+
+
+def add_user(uow, now: datetime, name: str, is_admin: bool = False, groups=(), email: str | None = None) -> tuple[User, str]:
+    """Create a user and a first token; returns the user and the token's secret."""
+    session = uow.session
+    check_name(name)
+    if session.execute(select(User).where(User.name == name)).scalar_one_or_none():
+        raise Conflict(f"user {name} already exists")
+    user = User(name=name, is_admin=is_admin, email=email, created_at=now)
+    session.add(user)
+    session.flush()
+    for group_name in groups:
+        session.add(GroupMember(group_id=_group(session, group_name, now).id, user_id=user.id))
+    secret = _new_token(session, user, "default", now)
+    activity.record(session, None, now, "user", name, "created", "is_admin", None, is_admin)
+    return user, secret
+
+
+def _new_token(session, user: User, name: str, now: datetime, expires_at: datetime | None = None) -> str:
+    secret = TOKEN_PREFIX + secrets.token_urlsafe(32)
+    session.add(Token(user_id=user.id, name=name, token_hash=hash_token(secret), created_at=now, expires_at=expires_at))
+    session.flush()
+    return secret
+
+
+def find_user(session, name: str) -> User:
+    user = session.execute(select(User).where(User.name == name)).scalar_one_or_none()
+    if user is None:
+        raise NotFound(f"no user named {name}")
+    return user
+
+
+def create_token(uow, now: datetime, user_name: str, name: str = "token", expires_at: datetime | None = None) -> str:
+    return _new_token(uow.session, find_user(uow.session, user_name), name, now, expires_at)
+
+
+def revoke_tokens(uow, now: datetime, user_name: str, name: str | None = None) -> int:
+    """Revoke a user's tokens (all, or those with the given name); returns how many."""
+    user = find_user(uow.session, user_name)
+    query = select(Token).where(Token.user_id == user.id, Token.revoked_at.is_(None))
+    if name:
+        query = query.where(Token.name == name)
+    tokens = list(uow.session.execute(query).scalars())
+    for token in tokens:
+        token.revoked_at = now
+    return len(tokens)
+
+
+def actor_for(session, user: User) -> Actor:
+    group_ids = session.execute(select(GroupMember.group_id).where(GroupMember.user_id == user.id)).scalars()
+    return Actor(user.id, user.name, user.is_admin, frozenset(group_ids))
+
+
+def authenticate(session, header: str | None, now: datetime) -> Actor:
+    """The Actor behind an `Authorization: Bearer <token>` header, or Unauthenticated."""
+    if not header:
+        raise Unauthenticated("this request needs an API token: send Authorization: Bearer <token>")
+    scheme, _, secret = header.partition(" ")
+    if scheme.lower() != "bearer" or not secret.strip():
+        raise Unauthenticated("the Authorization header must be: Bearer <token>")
+    row = session.execute(
+        select(Token, User).join(User, Token.user_id == User.id).where(Token.token_hash == hash_token(secret.strip()))
+    ).first()
+    if row is None:
+        raise Unauthenticated("the API token is not known")
+    token, user = row
+    if token.revoked_at is not None:
+        raise Unauthenticated("the API token was revoked")
+    if token.expires_at is not None and token.expires_at <= now:
+        raise Unauthenticated("the API token has expired")
+    if user.disabled:
+        raise Unauthenticated(f"user {user.name} is disabled")
+    return actor_for(session, user)
+
+
+def whoami(session, actor: Actor) -> dict:
+    groups = session.execute(
+        select(Group.name).join(GroupMember, GroupMember.group_id == Group.id).where(GroupMember.user_id == actor.id)
+    ).scalars()
+    return {"name": actor.name, "admin": actor.is_admin, "groups": sorted(groups)}

@@ -1,0 +1,1 @@
+"""Storage: SQLAlchemy tables, Alembic migrations, transactions, atomic booking."""

@@ -1,0 +1,208 @@
+"""The tables of lablease (SQLAlchemy 2 declarative).
+
+Alembic migrations in store/migrations build the same schema; a test checks
+that they agree.
+"""
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import (
+    Boolean,
+    CheckConstraint,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+from .types import Json, UTCDateTime
+
+NAMING = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING)
+
+
+class User(Base):
+    __tablename__ = "users"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(64), unique=True)
+    email: Mapped[str | None] = mapped_column(String(254))
+    is_admin: Mapped[bool] = mapped_column(Boolean, default=False)
+    disabled: Mapped[bool] = mapped_column(Boolean, default=False)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+
+
+class Group(Base):
+    __tablename__ = "groups"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(64), unique=True)
+    description: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+
+
+class GroupMember(Base):
+    __tablename__ = "group_members"
+    group_id: Mapped[int] = mapped_column(ForeignKey("groups.id", ondelete="CASCADE"), primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), primary_key=True)
+    is_owner: Mapped[bool] = mapped_column(Boolean, default=False)
+
+
+class Token(Base):
+    """An API token: only its SHA-256 is kept; the secret is shown once."""
+
+    __tablename__ = "tokens"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    name: Mapped[str] = mapped_column(String(64))
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    revoked_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+
+
+class Resource(Base):
+    """Anything the calendar books: a system, or a resource of a schedule subject."""
+
+    __tablename__ = "resources"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    kind: Mapped[str] = mapped_column(String(16))
+    name: Mapped[str] = mapped_column(String(400))
+    capacity: Mapped[int] = mapped_column(Integer, default=1)
+    __table_args__ = (
+        UniqueConstraint("kind", "name", name="uq_resources_kind_name"),
+        CheckConstraint("capacity >= 1", name="capacity_positive"),
+    )
+
+
+class Booking(Base):
+    """One claim [start_at, end_at) on a resource; end_at NULL is open-ended.
+
+    Exclusive bookings (capacity-1 resources) never overlap: checked under a
+    lock by store/calendar.py, and on PostgreSQL also by an exclusion
+    constraint (added in the migration).
+    """
+
+    __tablename__ = "bookings"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    resource_id: Mapped[int] = mapped_column(ForeignKey("resources.id", ondelete="CASCADE"))
+    start_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    end_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    quantity: Mapped[int] = mapped_column(Integer, default=1)
+    exclusive: Mapped[bool] = mapped_column(Boolean, default=True)
+    kind: Mapped[str] = mapped_column(String(16))
+    user_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    __table_args__ = (
+        Index("ix_bookings_resource_start", "resource_id", "start_at"),
+        CheckConstraint("end_at IS NULL OR end_at > start_at", name="end_after_start"),
+        CheckConstraint("quantity >= 1", name="quantity_positive"),
+    )
+
+
+class System(Base):
+    __tablename__ = "systems"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    resource_id: Mapped[int] = mapped_column(ForeignKey("resources.id"), unique=True)
+    fqdn: Mapped[str] = mapped_column(String(255), unique=True)
+    arch: Mapped[str] = mapped_column(String(16))
+    cpus: Mapped[int | None] = mapped_column(Integer)
+    memory_mb: Mapped[int | None] = mapped_column(Integer)
+    lab: Mapped[str | None] = mapped_column(String(64))
+    attributes: Mapped[dict] = mapped_column(Json, default=dict)
+    condition: Mapped[str] = mapped_column(String(16))
+    usage: Mapped[str] = mapped_column(String(16), default="idle")
+    owner_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))
+    power: Mapped[dict] = mapped_column(Json, default=dict)
+    netboot: Mapped[dict] = mapped_column(Json, default=dict)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    owner: Mapped[User | None] = relationship(lazy="joined")
+    rules: Mapped[list[AccessRule]] = relationship(lazy="selectin", cascade="all, delete-orphan")
+
+
+class AccessRule(Base):
+    __tablename__ = "access_rules"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    system_id: Mapped[int] = mapped_column(ForeignKey("systems.id", ondelete="CASCADE"), index=True)
+    permission: Mapped[str] = mapped_column(String(32))
+    user_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
+    group_id: Mapped[int | None] = mapped_column(ForeignKey("groups.id", ondelete="CASCADE"))
+
+
+class Reservation(Base):
+    __tablename__ = "reservations"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    system_id: Mapped[int] = mapped_column(ForeignKey("systems.id", ondelete="CASCADE"), index=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id"), index=True)
+    booking_id: Mapped[int | None] = mapped_column(ForeignKey("bookings.id", ondelete="SET NULL"))
+    kind: Mapped[str] = mapped_column(String(16), default="manual")
+    start_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    end_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    returned_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    return_reason: Mapped[str | None] = mapped_column(String(16))
+    return_loan: Mapped[bool] = mapped_column(Boolean, default=False)
+    heartbeat_seconds: Mapped[int | None] = mapped_column(Integer)
+    last_heartbeat_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    # When the worker must act: min(end, last heartbeat + interval); NULL once returned.
+    due_at: Mapped[datetime | None] = mapped_column(UTCDateTime, index=True)
+    request_id: Mapped[str | None] = mapped_column(String(128))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    system: Mapped[System] = relationship(lazy="joined")
+    user: Mapped[User] = relationship(lazy="joined")
+    __table_args__ = (UniqueConstraint("user_id", "request_id", name="uq_reservations_user_request"),)
+
+
+class ScheduleSubject(Base):
+    __tablename__ = "schedule_subjects"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(64), unique=True)
+    default_duration_seconds: Mapped[int] = mapped_column(Integer, default=86400)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+
+
+class ScheduleReservation(Base):
+    """A booking of a generic schedule subject's resource (an IP, a VLAN, licence seats)."""
+
+    __tablename__ = "schedule_reservations"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    subject_id: Mapped[int] = mapped_column(ForeignKey("schedule_subjects.id", ondelete="CASCADE"), index=True)
+    resource_name: Mapped[str] = mapped_column(String(255))
+    resource_spec: Mapped[dict] = mapped_column(Json, default=dict)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id"), index=True)
+    slice: Mapped[str | None] = mapped_column(String(255))
+    start_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    end_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    quantity: Mapped[int] = mapped_column(Integer, default=1)
+    booking_id: Mapped[int | None] = mapped_column(ForeignKey("bookings.id", ondelete="SET NULL"))
+    cancelled_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    user: Mapped[User] = relationship(lazy="joined")
+
+
+class Activity(Base):
+    """Who changed what, when: field old -> new."""
+
+    __tablename__ = "activity"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    at: Mapped[datetime] = mapped_column(UTCDateTime)
+    user_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))
+    user_name: Mapped[str] = mapped_column(String(64))
+    object_type: Mapped[str] = mapped_column(String(32))
+    object_id: Mapped[str] = mapped_column(String(255))
+    action: Mapped[str] = mapped_column(String(32))
+    field: Mapped[str | None] = mapped_column(String(64))
+    old: Mapped[str | None] = mapped_column(Text)
+    new: Mapped[str | None] = mapped_column(Text)
+    __table_args__ = (Index("ix_activity_object", "object_type", "object_id", "id"),)

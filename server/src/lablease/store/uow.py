@@ -1,0 +1,55 @@
+"""Unit of work: one transaction per request or worker step, rolled back unless committed."""
+from __future__ import annotations
+
+from typing import Callable
+
+from sqlalchemy.orm import Session
+
+from .db import Database
+from .wakeup import Waker
+
+
+class UnitOfWork:
+    """`with UnitOfWork(db) as uow: ...; uow.commit()`; leaving without commit rolls back.
+
+    Callbacks registered with `after_commit` run once the transaction is
+    durable (e.g. waking the worker); they never run for a rolled-back one.
+    """
+
+    def __init__(self, db: Database, write: bool = True, waker: Waker | None = None):
+        self.db = db
+        self.write = write
+        self.waker = waker
+        self.session: Session | None = None
+        self._after_commit: list[Callable[[], None]] = []
+
+    def __enter__(self) -> UnitOfWork:
+        engine = self.db.writer if self.write else self.db.reader
+        self.session = Session(bind=engine, expire_on_commit=False, autoflush=True)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        try:
+            self.session.rollback()
+        finally:
+            self.session.close()
+
+    def commit(self) -> None:
+        self.session.commit()
+        callbacks, self._after_commit = self._after_commit, []
+        for callback in callbacks:
+            callback()
+
+    def after_commit(self, callback: Callable[[], None]) -> None:
+        if callback not in self._after_commit:
+            self._after_commit.append(callback)
+
+    def wake_worker(self) -> None:
+        """The next due time may have moved: wake the worker once this commits."""
+        if self.waker is not None:
+            self.waker.in_transaction(self.session)
+            self.after_commit(self.waker.after_commit)
+
+    @property
+    def is_postgresql(self) -> bool:
+        return self.db.is_postgresql

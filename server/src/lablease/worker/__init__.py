@@ -1,0 +1,1 @@
+"""Background work: returning reservations at their end or missed heartbeat."""

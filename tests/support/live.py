@@ -1,0 +1,132 @@
+"""A real `lablease-server serve` process on loopback, for end-to-end tests.
+
+    server = LiveServer(tmp_path, database_url).start()
+    server.admin.post("/reservations", json={...})   # requests with the admin's token
+    server.stop()
+"""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import requests
+
+from .postgres import free_port
+
+BIN = Path(sys.executable).parent
+
+
+class Api:
+    """requests against /api/v1 with one user's token."""
+
+    def __init__(self, base: str, token: str | None):
+        self.base = base
+        self.token = token
+        self.session = requests.Session()
+        if token:
+            self.session.headers["Authorization"] = f"Bearer {token}"
+
+    def request(self, method: str, path: str, **kwargs) -> requests.Response:
+        kwargs.setdefault("timeout", 30)
+        return self.session.request(method, self.base + "/api/v1" + path, **kwargs)
+
+    def get(self, path, **kw):
+        return self.request("GET", path, **kw)
+
+    def post(self, path, **kw):
+        return self.request("POST", path, **kw)
+
+    def patch(self, path, **kw):
+        return self.request("PATCH", path, **kw)
+
+    def put(self, path, **kw):
+        return self.request("PUT", path, **kw)
+
+    def delete(self, path, **kw):
+        return self.request("DELETE", path, **kw)
+
+
+class LiveServer:
+    def __init__(self, data_dir: Path, database_url: str = "", settings: dict | None = None,
+                 workers: int = 2, threads: int = 4, run_worker: bool = True):
+        self.data_dir = Path(data_dir)
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.env = {**os.environ, "LABLEASE_DATA_DIR": str(self.data_dir), "LABLEASE_LISTEN": f"127.0.0.1:{self.port}"}
+        if database_url:
+            self.env["LABLEASE_DATABASE_URL"] = database_url
+        for key, value in (settings or {}).items():
+            self.env[f"LABLEASE_{key.upper()}"] = str(value)
+        self.workers, self.threads, self.run_worker = workers, threads, run_worker
+        self.process: subprocess.Popen | None = None
+        self.tokens: dict[str, str] = {}
+
+    def admin_cli(self, *args: str) -> str:
+        """Run `lablease-server ARGS` against this server's database; returns stdout."""
+        result = subprocess.run([str(BIN / "lablease-server"), *args], env=self.env, capture_output=True,
+                                text=True, timeout=60)
+        if result.returncode != 0:
+            raise RuntimeError(f"lablease-server {' '.join(args)} failed: {result.stderr}")
+        return result.stdout
+
+    def add_user(self, name: str, admin: bool = False, *groups: str) -> Api:
+        args = ["user", "add", name] + (["--admin"] if admin else []) + [a for g in groups for a in ("--group", g)]
+        self.tokens[name] = self.admin_cli(*args).strip()
+        return self.api(name)
+
+    def api(self, name: str | None = None) -> Api:
+        return Api(self.url, self.tokens.get(name) if name else None)
+
+    def start(self, init: bool = True) -> LiveServer:
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        if init:
+            self.admin_cli("init")
+            if "admin" not in self.tokens:
+                self.admin = self.add_user("admin", admin=True)
+        self.launch()
+        return self
+
+    def launch(self) -> None:
+        args = [str(BIN / "lablease-server"), "serve", "--workers", str(self.workers), "--threads", str(self.threads)]
+        if not self.run_worker:
+            args.append("--no-worker")
+        self.log = open(self.data_dir / "server.log", "ab")
+        self.process = subprocess.Popen(args, env=self.env, stdout=self.log, stderr=subprocess.STDOUT,
+                                        start_new_session=True)
+        self.wait_ready()
+
+    def wait_ready(self, timeout: float = 30) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"server exited with {self.process.returncode}: {self.read_log()[-2000:]}")
+            try:
+                if requests.get(self.url + "/health", timeout=1).status_code == 200:
+                    return
+            except requests.ConnectionError:
+                pass
+            time.sleep(0.1)
+        raise RuntimeError("server did not answer /health in time:\n" + self.read_log()[-2000:])
+
+    def read_log(self) -> str:
+        return (self.data_dir / "server.log").read_text(errors="replace")
+
+    def kill9(self) -> None:
+        """SIGKILL the whole process group (arbiter and workers), as a crash would."""
+        os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait(10)
+
+    def stop(self) -> None:
+        if self.process is None or self.process.poll() is not None:
+            return
+        os.killpg(self.process.pid, signal.SIGTERM)
+        try:
+            self.process.wait(15)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait(10)
+        self.log.close()

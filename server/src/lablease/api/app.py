@@ -60,16 +60,15 @@ class LabLeaseApp:
                                   "busy", headers={"Retry-After": "1"})
 
     def run(self, route: Route, request: Request, args: dict) -> Response:
-        body = None
-        if route.body is not None:
-            body = read_json(request)
-            check_body(body, route.body)
-        query = {name: query_value(kind, name, request.args[name])
-                 for name, (kind, _) in route.query.items() if request.args.get(name, "") != ""}
+        # Read the bounded body (413 past the limit) before the transaction: on SQLite a
+        # writing transaction holds the database, and a slow upload must not hold it too.
+        data = request.get_data(cache=False) if route.body is not None else b""
         with UnitOfWork(self.db, write=route.writes, waker=self.waker) as uow:
             now = self.clock()
+            # Who is asking comes first: an anonymous caller learns nothing about its input.
             actor = authenticate(uow.session, request.headers.get("Authorization"), now) if route.auth else None
-            ctx = Context(uow, actor, now, self.settings, args, body or {}, query)
+            ctx = Context(uow, actor, now, self.settings, args, self.body(route, request, data),
+                          self.query(route, request))
             try:
                 result = route.view(ctx)
                 if route.writes:
@@ -80,6 +79,19 @@ class LabLeaseApp:
                 return errors.problem(409, "Conflict", "the request conflicts with a concurrent change; retry it",
                                       "conflict")
         return self.reply(route, result)
+
+    @staticmethod
+    def body(route: Route, request: Request, data: bytes) -> dict:
+        if route.body is None:
+            return {}
+        body = read_json(request, data)
+        check_body(body, route.body)
+        return body
+
+    @staticmethod
+    def query(route: Route, request: Request) -> dict:
+        return {name: query_value(kind, name, request.args[name])
+                for name, (kind, _) in route.query.items() if request.args.get(name, "") != ""}
 
     @staticmethod
     def reply(route: Route, result) -> Response:

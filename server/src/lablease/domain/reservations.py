@@ -53,6 +53,8 @@ def plan_window(
             raise Invalid("duration", "unlimited reservations are not allowed on this site")
         if loan_end is not None:
             raise Invalid("duration", f"cannot be unlimited: your loan of this system ends at {_iso(loan_end)}")
+        if policy.max_duration is not None:
+            raise Invalid("duration", f"cannot be unlimited: this site's maximum is {_human(policy.max_duration)}")
         return Window(start, None)
     if isinstance(duration, timedelta):
         if duration <= timedelta(0):

@@ -1,0 +1,307 @@
+# -*- coding: utf-8 -*-
+# Copyright: lablease contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The one HTTP client of the lablease.lab collection.
+
+Every module and the inventory plugin talk to the server through `Client`:
+authentication, timeouts, retries with backoff (idempotent calls only) and
+errors turned into one sentence a person can act on (`LableaseError`).
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+import re
+import socket
+import time
+from datetime import datetime, timedelta, timezone
+from urllib.error import HTTPError, URLError
+from urllib.parse import quote, urlencode
+
+from ansible.module_utils.basic import env_fallback
+from ansible.module_utils.common.text.converters import to_native, to_text
+from ansible.module_utils.urls import open_url
+
+API_PREFIX = "/api/v1"
+RETRY_STATUSES = (502, 503, 504)
+IDEMPOTENT_METHODS = ("GET", "HEAD", "PUT", "DELETE", "OPTIONS")
+
+# The connection options every module accepts (documented once in doc_fragments/api.py).
+API_ARGUMENT_SPEC = dict(
+    url=dict(type="str", fallback=(env_fallback, ["LABLEASE_URL"])),
+    token=dict(type="str", no_log=True, fallback=(env_fallback, ["LABLEASE_TOKEN"])),
+    validate_certs=dict(type="bool", default=True),
+    timeout=dict(type="int", default=30),
+    retries=dict(type="int", default=3),
+)
+
+
+def api_argument_spec(**specific):
+    """The connection options plus a module's own."""
+    spec = dict((key, dict(value)) for key, value in API_ARGUMENT_SPEC.items())
+    spec.update(specific)
+    return spec
+
+
+class LableaseError(Exception):
+    """A failed call, with a message for a person and the HTTP details for code."""
+
+    def __init__(self, message, status=None, problem=None, url=None):
+        super(LableaseError, self).__init__(message)
+        self.message = message
+        self.status = status
+        self.problem = problem or {}
+        self.url = url
+
+
+def short_time(value):
+    """2026-11-22T14:00:00Z -> 2026-11-22T14:00Z (seconds kept when they are not zero)."""
+    if isinstance(value, str) and re.match(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:00Z$", value):
+        return value[:-4] + "Z"
+    return value
+
+
+def problem_message(status, problem, method, url):
+    """One sentence from an application/problem+json answer."""
+    conflict = problem.get("conflict") if isinstance(problem, dict) else None
+    if isinstance(conflict, dict) and conflict.get("resource"):
+        who = " by %s" % conflict["user"] if conflict.get("user") else " by another user"
+        until = short_time(conflict.get("end")) or "further notice"
+        text = "%s is reserved%s until %s" % (conflict["resource"], who, until)
+        return text
+    detail = problem.get("detail") if isinstance(problem, dict) else None
+    title = problem.get("title") if isinstance(problem, dict) else None
+    text = detail or title or "HTTP %s" % status
+    if status == 401:
+        return ("the lablease server at %s refused the token (%s): set a valid token "
+                "(option token or LABLEASE_TOKEN); expired or revoked tokens are refused" % (url, text))
+    if status == 403:
+        return "not allowed: %s" % text
+    return text
+
+
+class Client:
+    """Calls /api/v1 of one lablease server with one token."""
+
+    def __init__(self, url, token, validate_certs=True, timeout=30, retries=3, backoff=0.5,
+                 opener=None, sleep=None, user_agent="lablease.lab"):
+        if not url:
+            raise LableaseError("no lablease server URL: set the url option or LABLEASE_URL, "
+                                "e.g. http://127.0.0.1:8042")
+        if not token:
+            raise LableaseError("no lablease API token: set the token option or LABLEASE_TOKEN "
+                                "(an administrator creates one with `lablease-server token create USER`)")
+        url = url.rstrip("/")
+        if url.endswith(API_PREFIX):
+            url = url[:-len(API_PREFIX)]
+        self.url = url
+        self.token = token
+        self.validate_certs = validate_certs
+        self.timeout = timeout
+        self.retries = max(0, retries or 0)
+        self.backoff = backoff
+        self.open = opener or open_url
+        self.sleep = sleep or time.sleep
+        self.user_agent = user_agent
+        self._me = None
+
+    # -- plumbing ---------------------------------------------------------
+    def endpoint(self, path, query=None):
+        target = self.url + API_PREFIX + path
+        if query:
+            pairs = [(k, self._query_value(v)) for k, v in sorted(query.items()) if v is not None]
+            if pairs:
+                target += "?" + urlencode(pairs)
+        return target
+
+    @staticmethod
+    def _query_value(value):
+        if isinstance(value, bool):
+            return "true" if value else "false"
+        return to_native(value)
+
+    def request(self, method, path, body=None, query=None, idempotent=None):
+        """(status, decoded JSON or None); raises LableaseError.
+
+        Connection errors and 502/503/504 are retried with exponential backoff,
+        but only for idempotent calls (GET/PUT/DELETE, or a POST the caller
+        declares idempotent, such as a reservation with a request_id).
+        """
+        method = method.upper()
+        if idempotent is None:
+            idempotent = method in IDEMPOTENT_METHODS
+        target = self.endpoint(path, query)
+        headers = {"Authorization": "Bearer %s" % self.token, "Accept": "application/json"}
+        data = None
+        if body is not None:
+            data = json.dumps(body)
+            headers["Content-Type"] = "application/json"
+        attempts = 1 + (self.retries if idempotent else 0)
+        for attempt in range(1, attempts + 1):
+            last = attempt == attempts
+            try:
+                response = self.open(target, method=method, data=data, headers=headers,
+                                     validate_certs=self.validate_certs, timeout=self.timeout,
+                                     http_agent=self.user_agent, follow_redirects="safe")
+                return response.getcode(), self._decode(response.read())
+            except HTTPError as error:
+                status = error.code
+                if status in RETRY_STATUSES and not last:
+                    self._wait(attempt)
+                    continue
+                raise self._http_error(method, target, error)
+            except (URLError, socket.timeout, socket.error, ConnectionError) as error:
+                if not last:
+                    self._wait(attempt)
+                    continue
+                reason = getattr(error, "reason", error)
+                raise LableaseError(
+                    "cannot reach the lablease server at %s (%s%s); check the url option or LABLEASE_URL "
+                    "and that the server runs" % (self.url, to_native(reason),
+                                                  ", after %d attempts" % attempts if attempts > 1 else ""),
+                    url=self.url)
+        raise LableaseError("unreachable")  # pragma: no cover - the loop always returns or raises
+
+    def _wait(self, attempt):
+        self.sleep(self.backoff * (2 ** (attempt - 1)))
+
+    @staticmethod
+    def _decode(raw):
+        if not raw:
+            return None
+        text = to_text(raw, errors="surrogate_or_strict")
+        if not text.strip():
+            return None
+        try:
+            return json.loads(text)
+        except ValueError:
+            raise LableaseError("the server answered something that is not JSON: %s" % text[:200])
+
+    def _http_error(self, method, target, error):
+        problem = {}
+        try:
+            raw = error.read()
+            if raw:
+                problem = json.loads(to_text(raw, errors="surrogate_or_replace"))
+        except Exception:  # noqa: BLE001 - the status alone still makes a message
+            problem = {}
+        if not isinstance(problem, dict):
+            problem = {}
+        message = problem_message(error.code, problem, method, self.url)
+        if error.code == 404 and not problem:
+            message = "%s %s: not found on the lablease server at %s (is url right?)" % (method, target, self.url)
+        return LableaseError(message, status=error.code, problem=problem, url=self.url)
+
+    # -- helpers every module uses ------------------------------------------
+    def get(self, path, query=None):
+        return self.request("GET", path, query=query)[1]
+
+    def get_or_none(self, path, query=None):
+        """The object, or None on 404."""
+        try:
+            return self.get(path, query)
+        except LableaseError as error:
+            if error.status == 404:
+                return None
+            raise
+
+    def me(self):
+        if self._me is None:
+            self._me = self.get("/me")
+        return self._me
+
+    @staticmethod
+    def quote(segment):
+        return quote(to_native(segment), safe="")
+
+
+def client_from_params(params, opener=None, sleep=None):
+    return Client(params.get("url"), params.get("token"), validate_certs=params.get("validate_certs", True),
+                  timeout=params.get("timeout") or 30, retries=params.get("retries", 3), opener=opener, sleep=sleep)
+
+
+def module_client(module):
+    """A Client for an AnsibleModule, failing the module with a clear message on bad settings."""
+    try:
+        return client_from_params(module.params)
+    except LableaseError as error:
+        module.fail_json(msg=error.message)
+
+
+# -- times and durations, for check mode predictions and comparisons -----------------------
+_UNITS = {
+    "s": 1, "sec": 1, "secs": 1, "second": 1, "seconds": 1,
+    "m": 60, "min": 60, "mins": 60, "minute": 60, "minutes": 60,
+    "h": 3600, "hr": 3600, "hrs": 3600, "hour": 3600, "hours": 3600,
+    "d": 86400, "day": 86400, "days": 86400,
+    "w": 604800, "wk": 604800, "week": 604800, "weeks": 604800,
+}
+_ISO = re.compile(r"^P(?:(?P<w>\d+(?:\.\d+)?)W)?(?:(?P<d>\d+(?:\.\d+)?)D)?"
+                  r"(?:T(?:(?P<h>\d+(?:\.\d+)?)H)?(?:(?P<m>\d+(?:\.\d+)?)M)?(?:(?P<s>\d+(?:\.\d+)?)S)?)?$")
+_PART = re.compile(r"(\d+(?:\.\d+)?)\s*([a-z]+)")
+
+
+def parse_duration(value, name="duration"):
+    """Seconds (float) from 4h, 30m, 1h30m, 2d, 1w, PT4H, 1:30:00 or a number; ValueError otherwise."""
+    hint = "%s: %r is not a duration (try 4h, 30m, 2d, 1w, PT4H or 1:30:00)" % (name, value)
+    if isinstance(value, bool) or value is None:
+        raise ValueError(hint)
+    if isinstance(value, (int, float)):
+        seconds = float(value)
+    else:
+        text = to_text(value).strip().lower()
+        if re.match(r"^\d+(\.\d+)?$", text):
+            seconds = float(text)
+        elif text.upper().startswith("P"):
+            match = _ISO.match(text.upper())
+            if not match or text.upper() in ("P", "PT") or text.upper().endswith("T"):
+                raise ValueError(hint)
+            factors = {"w": 604800, "d": 86400, "h": 3600, "m": 60, "s": 1}
+            seconds = sum(float(match.group(k) or 0) * f for k, f in factors.items())
+        elif re.match(r"^\d+(:\d{1,2}){1,2}$", text):
+            parts = [int(p) for p in text.split(":")]
+            while len(parts) < 3:
+                parts.insert(0, 0)
+            seconds = parts[0] * 3600 + parts[1] * 60 + parts[2]
+        else:
+            compact = text.replace(",", " ").replace(" and ", " ")
+            parts = _PART.findall(compact)
+            if not parts or _PART.sub("", compact).strip():
+                raise ValueError(hint)
+            seconds = 0.0
+            for number, unit in parts:
+                if unit not in _UNITS:
+                    raise ValueError(hint)
+                seconds += float(number) * _UNITS[unit]
+    if seconds <= 0:
+        raise ValueError("%s: must be positive, not %r" % (name, value))
+    return seconds
+
+
+def utcnow():
+    return datetime.now(timezone.utc)
+
+
+def parse_time(value, name="time"):
+    """An aware UTC datetime from RFC 3339 text (Z or an offset); ValueError otherwise."""
+    if isinstance(value, datetime):
+        parsed = value
+    else:
+        text = to_text(value).strip()
+        if text[-1:] in ("Z", "z"):
+            text = text[:-1] + "+00:00"
+        try:
+            parsed = datetime.fromisoformat(text)
+        except ValueError:
+            raise ValueError("%s: %r is not an RFC 3339 time such as 2026-11-22T14:00:00Z" % (name, value))
+    if parsed.tzinfo is None:
+        raise ValueError("%s: %r has no time zone; add Z for UTC" % (name, value))
+    return parsed.astimezone(timezone.utc)
+
+
+def format_time(moment):
+    if moment is None:
+        return None
+    return moment.astimezone(timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")

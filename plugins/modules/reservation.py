@@ -1,0 +1,430 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: lablease contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: reservation
+short_description: Reserve a lab system for a limited time, or return it
+version_added: 0.1.0
+description:
+  - Reserves a system on a lablease server for the calling user, now or in advance, or returns it.
+  - Idempotent. With O(state=present), a reservation the caller already holds on the system is kept
+    (not changed); it is extended when a later end is asked. A system held by somebody else fails the task,
+    saying by whom and until when. With O(state=absent), the caller's reservations on the system are returned;
+    nothing held means nothing changed.
+  - Every reservation has an end (the server's default, 24 hours unless the site changed it, when neither
+    O(duration) nor O(end) is given), so a crashed play never strands a system.
+author:
+  - lablease developers
+extends_documentation_fragment:
+  - lablease.lab.api
+attributes:
+  check_mode:
+    support: full
+    description: Nothing is written; the answer says what would be reserved, extended or returned.
+  diff_mode:
+    support: full
+  action_group:
+    description: Use C(group/lablease.lab.api) in C(module_defaults) to set the connection options.
+    support: full
+    membership:
+      - lablease.lab.api
+options:
+  system:
+    description:
+      - Fully qualified name of the system, for example V(s1.lab.test).
+    type: str
+    required: true
+    aliases: [fqdn, name]
+  state:
+    description:
+      - V(present) makes sure the caller holds a reservation on the system; V(absent) returns it.
+    type: str
+    choices: [present, absent]
+    default: present
+  duration:
+    description:
+      - How long to keep the system, counted from the reservation's start.
+      - V(4h), V(30m), V(2d), V(1w), V(1h30m), ISO 8601 V(PT4H), V(1:30:00), or V(unlimited) where the site allows it.
+      - When the caller already holds the system, a O(duration) that ends later than the reservation extends it.
+      - Mutually exclusive with O(end).
+    type: str
+  start:
+    description:
+      - When the reservation begins, as an RFC 3339 time with a zone (V(2026-11-22T14:00:00Z)). Default now.
+      - A later start reserves in advance; the reservation then matches only an existing one with the same start.
+    type: str
+  end:
+    description:
+      - When the reservation ends, as an RFC 3339 time with a zone. Mutually exclusive with O(duration).
+      - When the caller already holds the system, a later O(end) extends the reservation; an earlier one is ignored
+        (the module never shortens a reservation).
+    type: str
+  return_loan:
+    description:
+      - Also return the caller's loan of the system when this reservation is returned.
+    type: bool
+    default: false
+  heartbeat:
+    description:
+      - Return the reservation early when no heartbeat came for this long (for example V(10m)), on top of its end.
+      - Send heartbeats with O(keepalive=true) while the work runs.
+    type: str
+  keepalive:
+    description:
+      - With O(state=present), send a heartbeat for the caller's reservation if it was made with O(heartbeat).
+      - This writes the time of the heartbeat, so the task reports C(changed).
+    type: bool
+    default: false
+  id:
+    description:
+      - Act on this reservation only (as returned in RV(reservation.id)), for example to return exactly the
+        reservation a play made.
+    type: int
+  request_id:
+    description:
+      - A client-chosen id that makes the reserve call safe to retry; the server answers a known id with the same reservation.
+      - The default is derived from the system name and O(start) (C(ansible-) and a hash), so a retried or re-run play
+        finds its own reservation instead of booking again. When that id belongs to a reservation that has ended, the module
+        derives the next id from it, deterministically, and books anew.
+    type: str
+requirements:
+  - Python 3.8 or later on the host that runs the module (usually localhost).
+notes:
+  - "The module runs on the controller or any host that can reach the server; use C(delegate_to: localhost) or a C(localhost) play."
+seealso:
+  - module: lablease.lab.reservation_info
+  - module: lablease.lab.system_info
+  - role: lablease.lab.lease
+    description: Reserve, use and return a system around the caller's tasks.
+"""
+
+EXAMPLES = r"""
+- name: Reserve s1.lab.test for four hours
+  lablease.lab.reservation:
+    system: s1.lab.test
+    duration: 4h
+  register: lease
+
+- name: Show when it ends
+  ansible.builtin.debug:
+    msg: "{{ lease.reservation.system }} is mine until {{ lease.reservation.end }} ({{ lease.reservation.seconds_left }} s left)"
+
+- name: Reserve with a heartbeat, so that a crashed pipeline frees the system within ten minutes
+  lablease.lab.reservation:
+    system: s1.lab.test
+    duration: 8h
+    heartbeat: 10m
+    url: "{{ lookup('ansible.builtin.env', 'LABLEASE_URL') }}"
+    token: "{{ lookup('ansible.builtin.env', 'LABLEASE_TOKEN') }}"
+
+- name: Send a heartbeat while the work goes on
+  lablease.lab.reservation:
+    system: s1.lab.test
+    keepalive: true
+
+- name: Keep it until a later time
+  lablease.lab.reservation:
+    system: s1.lab.test
+    end: "2030-01-01T18:00:00Z"
+
+- name: Return it
+  lablease.lab.reservation:
+    system: s1.lab.test
+    state: absent
+"""
+
+RETURN = r"""
+reservation:
+  description:
+    - The reservation held (O(state=present)) or the last one returned (O(state=absent)); null when none.
+    - In check mode, the reservation that would be made (without RV(reservation.id)).
+  returned: always
+  type: dict
+  contains:
+    id:
+      description: The reservation's id.
+      type: int
+      sample: 42
+    system:
+      description: The system reserved.
+      type: str
+      sample: s1.lab.test
+    user:
+      description: Who holds it.
+      type: str
+      sample: alice
+    kind:
+      description: V(manual), or V(recipe) for a job's reservation.
+      type: str
+      sample: manual
+    start:
+      description: When it began or begins (RFC 3339, UTC).
+      type: str
+      sample: "2026-11-22T10:00:00Z"
+    end:
+      description: When it ends; null for an unlimited reservation.
+      type: str
+      sample: "2026-11-22T14:00:00Z"
+    seconds_left:
+      description: Seconds until the end; null when unlimited or returned.
+      type: int
+      sample: 14395
+    state:
+      description: V(active), V(upcoming), V(returned) or V(expired).
+      type: str
+      sample: active
+    returned_at:
+      description: When it was returned, or null.
+      type: str
+    return_loan:
+      description: Whether returning it also returns the caller's loan.
+      type: bool
+    heartbeat:
+      description: Heartbeat interval in seconds, or null.
+      type: int
+    last_heartbeat:
+      description: Time of the last heartbeat, or null.
+      type: str
+    due:
+      description: When the server will return it unless extended or kept alive.
+      type: str
+    request_id:
+      description: The request id it was made with.
+      type: str
+      sample: ansible-5f0c7e0a2d7b4e1c9a3f6b21
+returned:
+  description: Ids of the reservations returned (O(state=absent)), or that would be returned in check mode.
+  returned: always
+  type: list
+  elements: int
+  sample: [42]
+"""
+
+import hashlib
+from datetime import timedelta
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.lablease.lab.plugins.module_utils.client import (
+    LableaseError,
+    api_argument_spec,
+    format_time,
+    module_client,
+    parse_duration,
+    parse_time,
+    short_time,
+    utcnow,
+)
+
+MAX_REQUEST_ID_GENERATIONS = 20
+
+
+def derive_request_id(system, start=None):
+    """ansible-<hash of the system and the asked start>: the same for every run of the same task."""
+    seed = "lablease.lab.reservation|%s|%s" % (system.lower(), start or "now")
+    return "ansible-" + hashlib.sha256(seed.encode("utf-8")).hexdigest()[:24]
+
+
+def next_request_id(request_id, ended):
+    """The deterministic successor of a request id whose reservation has ended."""
+    suffix = "-r%s" % ended["id"]
+    return (request_id[:128 - len(suffix)] + suffix) if len(request_id) + len(suffix) > 128 else request_id + suffix
+
+
+class Reservations:
+    def __init__(self, module, client):
+        self.module = module
+        self.client = client
+        self.params = module.params
+        self.system = self.params["system"].strip().lower()
+
+    def fail(self, msg, **kwargs):
+        self.module.fail_json(msg=msg, **kwargs)
+
+    def check_input(self):
+        params = self.params
+        try:
+            if params["duration"] and params["duration"].strip().lower() != "unlimited":
+                parse_duration(params["duration"], "duration")
+            if params["heartbeat"]:
+                parse_duration(params["heartbeat"], "heartbeat")
+            self.start = parse_time(params["start"], "start") if params["start"] else None
+            self.end = parse_time(params["end"], "end") if params["end"] else None
+        except ValueError as error:
+            self.fail(str(error))
+        if self.start and self.end and self.end <= self.start:
+            self.fail("end (%s) must be after start (%s)" % (params["end"], params["start"]))
+
+    # -- finding what the caller holds ----------------------------------------------
+    def mine(self):
+        """The caller's open (not returned) reservations on the system, newest first."""
+        if self.params["id"] is not None:
+            one = self.client.get_or_none("/reservations/%d" % self.params["id"])
+            if one is None or one.get("system") != self.system:
+                if self.params["state"] == "absent":
+                    return []
+                self.fail("no reservation %s on %s" % (self.params["id"], self.system))
+            return [one] if one.get("returned_at") is None else []
+        found = self.client.get("/reservations", {"system": self.system, "active": True, "user": "me"})
+        if self.start is not None:
+            found = [r for r in found if parse_time(r["start"]) == self.start]
+        return found
+
+    def wanted_end(self, reservation):
+        """The end the caller asks for an existing reservation, or None when no extension is asked."""
+        if self.end is not None:
+            return self.end
+        duration = self.params["duration"]
+        if duration and duration.strip().lower() != "unlimited":
+            return parse_time(reservation["start"]) + timedelta(seconds=parse_duration(duration))
+        return None
+
+    # -- present ------------------------------------------------------------------------
+    def present(self):
+        system = self.client.get_or_none("/systems/%s" % self.client.quote(self.system))
+        if system is None:
+            self.fail("no system named %s on the lablease server at %s (or you may not see it)"
+                      % (self.system, self.client.url))
+        held = self.mine()
+        if self.start is None and self.params["id"] is None:
+            held = [r for r in held if r.get("state") == "active"]
+        if held:
+            return self.keep(held[0])
+        if self.params["keepalive"]:
+            self.fail("you hold no reservation on %s to keep alive (it may have ended or missed its heartbeat)"
+                      % self.system)
+        return self.reserve(system)
+
+    def keep(self, current):
+        changed, after, actions = False, dict(current), []
+        wanted = self.wanted_end(current)
+        old_end = parse_time(current["end"]) if current.get("end") else None
+        if wanted is not None and old_end is not None and wanted > old_end:
+            changed = True
+            after["end"] = format_time(wanted)
+            actions.append("extend")
+        if self.params["keepalive"]:
+            if not current.get("heartbeat"):
+                self.fail("reservation %s on %s was made without a heartbeat; keepalive needs one (heartbeat option)"
+                          % (current["id"], self.system))
+            changed = True
+            actions.append("heartbeat")
+        if changed and not self.module.check_mode:
+            if "extend" in actions:
+                after = self.client.request("PATCH", "/reservations/%d" % current["id"], {"end": after["end"]})[1]
+            if "heartbeat" in actions:
+                after = self.client.request("POST", "/reservations/%d/heartbeat" % current["id"])[1]
+        self.exit(changed, current, after, returned=[])
+
+    def reserve(self, system):
+        body = {"system": self.system, "return_loan": self.params["return_loan"]}
+        for key in ("duration", "heartbeat"):
+            if self.params[key]:
+                body[key] = self.params[key]
+        if self.start:
+            body["start"] = format_time(self.start)
+        if self.end:
+            body["end"] = format_time(self.end)
+        if self.module.check_mode:
+            self.exit(True, None, self.predict(system), returned=[])
+        request_id = self.params["request_id"] or derive_request_id(self.system, self.params["start"])
+        for dummy in range(MAX_REQUEST_ID_GENERATIONS):
+            body["request_id"] = request_id
+            # A reserve with a request_id is idempotent on the server, so the client may retry it.
+            status, made = self.client.request("POST", "/reservations", body, idempotent=True)
+            if made.get("returned_at") is None and made.get("system") == self.system:
+                self.exit(status == 201, None, made, returned=[])
+            if self.params["request_id"]:
+                self.fail("request_id %s belongs to reservation %s of %s, which is %s; choose another request_id"
+                          % (request_id, made.get("id"), made.get("system"), made.get("state")))
+            request_id = next_request_id(request_id, made)
+        self.fail("could not derive a fresh request_id for %s; pass request_id" % self.system)
+
+    def predict(self, system):
+        """The reservation that would be made (check mode), after checking that the system is free now."""
+        holder = system.get("reservation")
+        start = self.start or utcnow().replace(microsecond=0)
+        if holder and self.start is None:
+            self.fail("%s is reserved by %s until %s" % (self.system, holder.get("user") or "another user",
+                                                         short_time(holder.get("end")) or "further notice"))
+        end = self.end
+        duration = self.params["duration"]
+        if end is None and duration and duration.strip().lower() != "unlimited":
+            end = start + timedelta(seconds=parse_duration(duration))
+        me = self.client.me()
+        seconds_left = int((end - utcnow()).total_seconds()) if end else None
+        return {
+            "system": self.system, "user": me.get("name"), "kind": "manual", "start": format_time(start),
+            "end": format_time(end), "state": "active" if self.start is None else "upcoming",
+            "return_loan": self.params["return_loan"], "seconds_left": seconds_left,
+            "heartbeat": int(parse_duration(self.params["heartbeat"])) if self.params["heartbeat"] else None,
+        }
+
+    # -- absent -------------------------------------------------------------------------
+    def absent(self):
+        held = self.mine()
+        returned = []
+        for reservation in held:
+            if not self.module.check_mode:
+                try:
+                    self.client.request("DELETE", "/reservations/%d" % reservation["id"])
+                except LableaseError as error:
+                    if error.status != 422:  # 422: already returned meanwhile (by the worker): fine
+                        raise
+            returned.append(reservation["id"])
+        last = held[0] if held else None
+        if last is not None and not self.module.check_mode:
+            last = self.client.get_or_none("/reservations/%d" % last["id"]) or last
+        self.exit(bool(held), held[0] if held else None, None, returned=returned, answer=last)
+
+    # -- answer -------------------------------------------------------------------------
+    def exit(self, changed, before, after, returned, answer=None):
+        diff = {"before": self._diffable(before), "after": self._diffable(after)}
+        result = after if self.params["state"] == "present" else answer
+        self.module.exit_json(changed=changed, reservation=result, returned=returned, diff=diff)
+
+    @staticmethod
+    def _diffable(reservation):
+        if not reservation:
+            return {}
+        keys = ("id", "system", "user", "start", "end", "heartbeat", "return_loan", "state")
+        return dict((k, reservation.get(k)) for k in keys if k in reservation)
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=api_argument_spec(
+            system=dict(type="str", required=True, aliases=["fqdn", "name"]),
+            state=dict(type="str", default="present", choices=["present", "absent"]),
+            duration=dict(type="str"),
+            start=dict(type="str"),
+            end=dict(type="str"),
+            return_loan=dict(type="bool", default=False),
+            heartbeat=dict(type="str"),
+            keepalive=dict(type="bool", default=False),
+            id=dict(type="int"),
+            request_id=dict(type="str"),
+        ),
+        mutually_exclusive=[("duration", "end")],
+        supports_check_mode=True,
+    )
+    client = module_client(module)
+    job = Reservations(module, client)
+    job.check_input()
+    try:
+        if module.params["state"] == "present":
+            job.present()
+        else:
+            job.absent()
+    except LableaseError as error:
+        module.fail_json(msg=error.message, status=error.status, problem=error.problem)
+
+
+if __name__ == "__main__":
+    main()

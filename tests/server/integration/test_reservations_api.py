@@ -1,0 +1,201 @@
+"""Reservations over the API, on SQLite and PostgreSQL."""
+from datetime import timedelta
+
+from .conftest import START, at
+
+H = timedelta(hours=1)
+
+
+def test_reserve_show_and_return(lab):
+    lab.system()
+    status, reservation = lab.alice.post("/reservations", {"system": "s1.lab.test", "duration": "4h"})
+    assert status == 201
+    assert reservation["user"] == "alice" and reservation["state"] == "active" and reservation["kind"] == "manual"
+    assert reservation["start"] == at(START) and reservation["end"] == at(START + 4 * H)
+    assert reservation["seconds_left"] == 4 * 3600
+
+    status, system = lab.bob.get("/systems/s1.lab.test")
+    assert system["reservation"] == {"id": reservation["id"], "user": "alice", "start": at(START), "end": at(START + 4 * H)}
+
+    lab.clock.advance(hours=1)
+    status, _ = lab.alice.delete(f"/reservations/{reservation['id']}")
+    assert status == 204
+    status, returned = lab.alice.get(f"/reservations/{reservation['id']}")
+    assert returned["state"] == "returned" and returned["returned_at"] == at(START + H)
+    assert returned["end"] == at(START + H)
+    # the calendar is free again from the return on
+    status, again = lab.bob.post("/reservations", {"system": "s1.lab.test", "duration": "1h"})
+    assert status == 201, again
+
+
+def test_default_duration_is_the_site_default(lab):
+    lab.system()
+    _, reservation = lab.alice.post("/reservations", {"system": "s1.lab.test"})
+    assert reservation["end"] == at(START + 24 * H)
+
+
+def test_overlap_is_refused_naming_the_holder(lab):
+    lab.system()
+    lab.alice.post("/reservations", {"system": "s1.lab.test", "duration": "2h"})
+    status, problem = lab.bob.post("/reservations", {"system": "s1.lab.test", "start": at(START + H), "duration": "2h"})
+    assert status == 409
+    assert problem["title"] == "Booking conflict"
+    assert problem["detail"] == f"s1.lab.test is reserved by alice from {at(START)} until {at(START + 2 * H)}"
+    assert problem["conflict"]["user"] == "alice" and problem["conflict"]["end"] == at(START + 2 * H)
+    # back to back is fine
+    status, _ = lab.bob.post("/reservations", {"system": "s1.lab.test", "start": at(START + 2 * H), "duration": "2h"})
+    assert status == 201
+
+
+def test_reserve_in_advance(lab):
+    lab.system()
+    status, future = lab.alice.post("/reservations", {"system": "s1.lab.test", "start": at(START + 48 * H),
+                                                       "end": at(START + 50 * H)})
+    assert status == 201 and future["state"] == "upcoming"
+    status, now = lab.bob.post("/reservations", {"system": "s1.lab.test", "duration": "24h"})
+    assert status == 201  # the system is free until the advance reservation begins
+    status, problem = lab.bob.post("/reservations", {"system": "s1.lab.test", "start": at(START + 30 * H),
+                                                     "duration": "20h"})
+    assert status == 409 and "alice" in problem["detail"]
+    lab.clock.advance(hours=48)
+    _, future = lab.alice.get(f"/reservations/{future['id']}")
+    assert future["state"] == "active"
+
+
+def test_request_id_makes_a_retry_idempotent(lab):
+    lab.system()
+    body = {"system": "s1.lab.test", "duration": "1h", "request_id": "ci-build-42"}
+    status, first = lab.alice.post("/reservations", body)
+    assert status == 201
+    lab.clock.advance(minutes=1)
+    status, second = lab.alice.post("/reservations", body)
+    assert status == 200 and second["id"] == first["id"] and second["end"] == first["end"]
+    _, mine = lab.alice.get("/reservations", system="s1.lab.test")
+    assert len(mine) == 1
+    # another user's request id is their own
+    status, problem = lab.bob.post("/reservations", body)
+    assert status == 409
+
+
+def test_extend_by_adds_to_the_current_end_and_is_logged(lab):
+    lab.system()
+    _, r = lab.alice.post("/reservations", {"system": "s1.lab.test", "duration": "2h"})
+    lab.clock.advance(hours=1)
+    status, r2 = lab.alice.patch(f"/reservations/{r['id']}", {"extend_by": "1h"})
+    assert status == 200 and r2["end"] == at(START + 3 * H)
+    status, r3 = lab.alice.patch(f"/reservations/{r['id']}", {"end": at(START + 10 * H)})
+    assert r3["end"] == at(START + 10 * H)
+    _, log = lab.alice.get(f"/reservations/{r['id']}/activity")
+    extensions = [e for e in log if e["action"] == "extended"]
+    assert [(e["old"], e["new"]) for e in reversed(extensions)] == [
+        (at(START + 2 * H), at(START + 3 * H)), (at(START + 3 * H), at(START + 10 * H))]
+    assert all(e["user"] == "alice" for e in extensions)
+
+
+def test_extension_never_runs_into_the_next_booking(lab):
+    lab.system()
+    _, mine = lab.alice.post("/reservations", {"system": "s1.lab.test", "duration": "2h"})
+    lab.bob.post("/reservations", {"system": "s1.lab.test", "start": at(START + 3 * H), "duration": "1h"})
+    status, problem = lab.alice.patch(f"/reservations/{mine['id']}", {"extend_by": "2h"})
+    assert status == 409 and "bob" in problem["detail"]
+    _, unchanged = lab.alice.get(f"/reservations/{mine['id']}")
+    assert unchanged["end"] == at(START + 2 * H)
+    status, _ = lab.alice.patch(f"/reservations/{mine['id']}", {"extend_by": "1h"})
+    assert status == 200
+
+
+def test_others_cannot_extend_or_return(lab):
+    lab.system()
+    _, r = lab.alice.post("/reservations", {"system": "s1.lab.test", "duration": "2h"})
+    status, problem = lab.bob.patch(f"/reservations/{r['id']}", {"extend_by": "1h"})
+    assert status == 403 and "another user" in problem["detail"]
+    status, _ = lab.bob.delete(f"/reservations/{r['id']}")
+    assert status == 403
+    status, _ = lab.admin.delete(f"/reservations/{r['id']}")
+    assert status == 204
+
+
+def test_invalid_input_names_the_field(lab):
+    lab.system()
+    cases = [
+        ({"system": "s1.lab.test", "duration": "soon"}, "duration"),
+        ({"system": "s1.lab.test", "start": "tomorrow"}, "start"),
+        ({"system": "s1.lab.test", "start": at(START + 2 * H), "end": at(START + H)}, "end"),
+        ({"system": "s1.lab.test", "duration": "1h", "end": at(START + H)}, "duration"),
+        ({"system": "s1.lab.test", "duration": "unlimited"}, "duration"),
+        ({"system": "s1.lab.test", "heartbeat": "1s"}, "heartbeat"),
+        ({"system": "s1.lab.test", "colour": "red"}, "colour"),
+        ({"duration": "1h"}, "system"),
+        ({"system": 5}, "system"),
+    ]
+    for body, field in cases:
+        status, problem = lab.alice.post("/reservations", body)
+        assert status == 422, (body, problem)
+        assert problem["field"] == field, (body, problem)
+        assert problem["detail"].startswith(field)
+    _, listed = lab.admin.get("/reservations")
+    assert listed == []  # nothing half-written
+
+
+def test_unknown_system_is_404_and_malformed_json_400(lab):
+    status, problem = lab.alice.post("/reservations", {"system": "nope.lab.test"})
+    assert status == 404 and problem["detail"] == "no system named nope.lab.test"
+    response = lab.client.post("/api/v1/reservations", data="{not json", content_type="application/json",
+                               headers={"Authorization": f"Bearer {lab.tokens['alice']}"})
+    assert response.status_code == 400 and response.mimetype == "application/problem+json"
+    assert "not valid JSON" in response.get_json()["detail"]
+
+
+def test_huge_body_is_413(lab):
+    lab.system()
+    big = '{"system": "s1.lab.test", "request_id": "' + "x" * (2 * 1024 * 1024) + '"}'
+    response = lab.client.post("/api/v1/reservations", data=big, content_type="application/json",
+                               headers={"Authorization": f"Bearer {lab.tokens['alice']}"})
+    assert response.status_code == 413 and response.mimetype == "application/problem+json"
+
+
+def test_automated_systems_are_not_reservable_by_hand(lab):
+    lab.system(condition="automated")
+    status, problem = lab.alice.post("/reservations", {"system": "s1.lab.test", "duration": "1h"})
+    assert status == 403 and "automated" in problem["detail"]
+    status, _ = lab.admin.post("/reservations", {"system": "s1.lab.test", "duration": "1h"})
+    assert status == 201
+
+
+def test_users_see_their_own_reservations_admins_all(lab):
+    lab.system()
+    lab.system("s2.lab.test")
+    lab.alice.post("/reservations", {"system": "s1.lab.test", "duration": "1h"})
+    lab.bob.post("/reservations", {"system": "s2.lab.test", "duration": "1h"})
+    _, mine = lab.alice.get("/reservations")
+    assert [r["user"] for r in mine] == ["alice"]
+    _, everyone = lab.admin.get("/reservations")
+    assert sorted(r["user"] for r in everyone) == ["alice", "bob"]
+    _, bobs = lab.admin.get("/reservations", user="bob", active="true")
+    assert [r["system"] for r in bobs] == ["s2.lab.test"]
+
+
+def test_site_maximum_and_unlimited_settings(db):
+    from lablease.config import Settings
+
+    from .conftest import Lab
+
+    lab = Lab(db, Settings(max_reservation_duration="8h", allow_unlimited_reservations=True))
+    lab.system()
+    status, problem = lab.alice.post("/reservations", {"system": "s1.lab.test", "duration": "9h"})
+    assert status == 422 and "maximum of 8h" in problem["detail"]
+    status, problem = lab.alice.post("/reservations", {"system": "s1.lab.test", "duration": "unlimited"})
+    assert status == 422  # unlimited is longer than the maximum
+
+
+def test_unlimited_where_the_site_allows_it(db):
+    from lablease.config import Settings
+
+    from .conftest import Lab
+
+    lab = Lab(db, Settings(allow_unlimited_reservations=True))
+    lab.system()
+    status, reservation = lab.alice.post("/reservations", {"system": "s1.lab.test", "duration": "unlimited"})
+    assert status == 201 and reservation["end"] is None and reservation["seconds_left"] is None
+    status, problem = lab.bob.post("/reservations", {"system": "s1.lab.test", "start": at(START + 1000 * H)})
+    assert status == 409 and "until further notice" in problem["detail"]

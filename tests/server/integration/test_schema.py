@@ -1,0 +1,41 @@
+"""The Alembic migrations build exactly the schema the models describe."""
+from alembic.autogenerate import compare_metadata
+from alembic.migration import MigrationContext
+from sqlalchemy import text
+
+from lablease.store.migrate import current_revision, head_revision
+from lablease.store.tables import Base
+
+
+def test_migrations_and_models_agree(db):
+    assert current_revision(db) == head_revision()
+    with db.reader.connect() as connection:
+        diff = compare_metadata(MigrationContext.configure(connection, opts={"compare_type": True}), Base.metadata)
+    assert diff == []
+
+
+def test_postgresql_has_the_exclusion_constraint(db):
+    if not db.is_postgresql:
+        return
+    with db.writer.connect() as connection:
+        found = connection.execute(text(
+            "SELECT conname FROM pg_constraint WHERE contype = 'x' AND conrelid = 'bookings'::regclass")).scalars().all()
+    assert found == ["bookings_no_overlap"]
+
+
+def test_the_exclusion_constraint_refuses_an_overlap_written_behind_the_application(db):
+    """Second line of defence: even a raw insert cannot double-book on PostgreSQL."""
+    if not db.is_postgresql:
+        return
+    import pytest
+    from sqlalchemy.exc import IntegrityError
+
+    with db.writer.begin() as connection:
+        connection.execute(text("INSERT INTO resources (kind, name, capacity) VALUES ('system', 'x', 1)"))
+        rid = connection.execute(text("SELECT id FROM resources WHERE name = 'x'")).scalar_one()
+        insert = text("INSERT INTO bookings (resource_id, start_at, end_at, quantity, exclusive, kind, created_at) "
+                      "VALUES (:r, :s, :e, 1, true, 'reservation', now())")
+        connection.execute(insert, {"r": rid, "s": "2026-01-01T00:00Z", "e": "2026-01-01T02:00Z"})
+    with pytest.raises(IntegrityError):
+        with db.writer.begin() as connection:
+            connection.execute(insert, {"r": rid, "s": "2026-01-01T01:00Z", "e": "2026-01-01T03:00Z"})

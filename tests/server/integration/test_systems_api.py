@@ -1,0 +1,106 @@
+"""Systems over the API: add, change (logged), list with filters and free windows, remove."""
+from datetime import timedelta
+
+from .conftest import START, at
+
+H = timedelta(hours=1)
+
+
+def test_add_and_read(lab):
+    body = lab.system("S1.Lab.Test", cpus=8, memory_mb=16384, lab="lab1", attributes={"gpu": "nvidia"},
+                      power={"driver": "ipmitool", "address": "bmc1", "password": "hunter2"})
+    assert body["fqdn"] == "s1.lab.test" and body["usage"] == "idle" and body["owner"] == "admin"
+    assert body["attributes"] == {"gpu": ["nvidia"]}
+    assert body["power"] == {"driver": "ipmitool", "address": "bmc1"}  # the password never comes back
+    status, problem = lab.admin.post("/systems", {"fqdn": "s1.lab.test", "arch": "x86_64"})
+    assert status == 409 and "already exists" in problem["detail"]
+
+
+def test_only_admins_add_systems(lab):
+    status, problem = lab.alice.post("/systems", {"fqdn": "s1.lab.test", "arch": "x86_64"})
+    assert status == 403 and "administrators" in problem["detail"]
+
+
+def test_invalid_systems(lab):
+    for body, field in [({"fqdn": "bad name!", "arch": "x86_64"}, "fqdn"), ({"fqdn": "a.b", "arch": "vax"}, "arch"),
+                        ({"fqdn": "a.b", "arch": "x86_64", "condition": "sleepy"}, "condition"),
+                        ({"fqdn": "a.b", "arch": "x86_64", "cpus": 0}, "cpus"),
+                        ({"fqdn": "a.b", "arch": "x86_64", "owner": "nobody"}, "owner"),
+                        ({"fqdn": "a.b"}, "arch")]:
+        status, problem = lab.admin.post("/systems", body)
+        assert status == 422 and problem["field"] == field, (body, problem)
+    _, listed = lab.admin.get("/systems")
+    assert listed == []
+
+
+def test_changes_are_logged_with_old_and_new(lab):
+    lab.system()
+    lab.clock.advance(minutes=5)
+    status, body = lab.admin.patch("/systems/s1.lab.test", {"condition": "broken", "owner": "alice", "lab": "lab2"})
+    assert status == 200 and body["condition"] == "broken" and body["owner"] == "alice"
+    _, log = lab.alice.get("/systems/s1.lab.test/activity")
+    changes = {(e["field"], e["old"], e["new"]) for e in log if e["action"] == "changed"}
+    assert changes == {("condition", "manual", "broken"), ("owner", "admin", "alice"), ("lab", None, "lab2")}
+    assert all(e["user"] == "admin" and e["at"] == at(START + timedelta(minutes=5)) for e in log if e["action"] == "changed")
+    # the new owner may edit; others may not
+    assert lab.alice.patch("/systems/s1.lab.test", {"cpus": 4})[0] == 200
+    status, problem = lab.bob.patch("/systems/s1.lab.test", {"cpus": 2})
+    assert status == 403 and "edit_system" in problem["detail"]
+
+
+def test_a_failed_change_writes_nothing(lab):
+    lab.system()
+    status, _ = lab.admin.patch("/systems/s1.lab.test", {"lab": "lab9", "owner": "nobody"})
+    assert status == 422
+    _, body = lab.admin.get("/systems/s1.lab.test")
+    assert body["lab"] is None
+    _, log = lab.admin.get("/systems/s1.lab.test/activity")
+    assert [e["action"] for e in log] == ["created"]
+
+
+def test_filters_and_free_windows(lab):
+    lab.system("a.lab.test", lab="lab1")
+    lab.system("b.lab.test", lab="lab2", arch="aarch64")
+    lab.system("c.lab.test", lab="lab1")
+    lab.alice.post("/reservations", {"system": "a.lab.test", "duration": "2h"})
+    lab.bob.post("/reservations", {"system": "c.lab.test", "start": at(START + 5 * H), "duration": "1h"})
+
+    def names(**filters):
+        status, body = lab.alice.get("/systems", **filters)
+        assert status == 200, body
+        return [s["fqdn"] for s in body]
+
+    assert names() == ["a.lab.test", "b.lab.test", "c.lab.test"]
+    assert names(arch="aarch64") == ["b.lab.test"]
+    assert names(lab="lab1") == ["a.lab.test", "c.lab.test"]
+    assert names(free_from=at(START), free_until=at(START + H)) == ["b.lab.test", "c.lab.test"]
+    assert names(free_from=at(START + 2 * H), free_until=at(START + 6 * H)) == ["a.lab.test", "b.lab.test"]
+    assert names(free_from=at(START + 2 * H)) == ["a.lab.test", "b.lab.test"]  # open-ended: free from then on
+    assert names(reserved_by="me") == ["a.lab.test"]
+    status, problem = lab.alice.get("/systems", pool="nosuchpool")
+    assert status == 422 and "no pool named nosuchpool" in problem["detail"]
+    status, problem = lab.alice.get("/systems", free_from="noon")
+    assert status == 422 and problem["field"] == "free_from"
+
+
+def test_remove_refuses_while_reserved_unless_forced(lab):
+    lab.system()
+    _, r = lab.alice.post("/reservations", {"system": "s1.lab.test", "duration": "2h"})
+    status, problem = lab.admin.delete("/systems/s1.lab.test")
+    assert status == 409 and "force" in problem["detail"]
+    status, _ = lab.admin.delete("/systems/s1.lab.test", force="true")
+    assert status == 204
+    _, body = lab.admin.get("/systems/s1.lab.test")
+    assert body["condition"] == "removed"
+    _, returned = lab.alice.get(f"/reservations/{r['id']}")
+    assert returned["state"] == "returned" and returned["returned_at"] == at(START)
+    status, problem = lab.alice.post("/reservations", {"system": "s1.lab.test"})
+    assert status == 403 and "removed" in problem["detail"]
+
+
+def test_unknown_routes_and_methods_are_problems(lab):
+    status, problem = lab.alice.get("/nothing-here")
+    assert status == 404 and problem["status"] == 404
+    response = lab.client.put("/api/v1/systems", headers={"Authorization": f"Bearer {lab.tokens['alice']}"})
+    assert response.status_code == 405 and response.mimetype == "application/problem+json"
+    assert "GET" in response.headers["Allow"]

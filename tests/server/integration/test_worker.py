@@ -1,0 +1,110 @@
+"""The worker's expiry: on time, heartbeats, exactly once with concurrent workers."""
+import threading
+from datetime import timedelta
+
+from sqlalchemy import func, select
+
+from lablease.services import reservations
+from lablease.store.tables import Activity
+from lablease.store.uow import UnitOfWork
+from lablease.worker.loop import Worker, next_due, run_due
+
+from .conftest import START, at
+
+
+def test_reservations_are_returned_at_their_end(lab):
+    lab.system()
+    _, r = lab.alice.post("/reservations", {"system": "s1.lab.test", "duration": "1h"})
+    assert next_due(lab.db) == START + timedelta(hours=1)
+    assert run_due(lab.db, START + timedelta(minutes=59)) == []
+    assert run_due(lab.db, START + timedelta(hours=1)) == [r["id"]]
+    lab.clock.advance(hours=1)
+    _, r = lab.alice.get(f"/reservations/{r['id']}")
+    assert r["state"] == "expired" and r["returned_at"] == at(START + timedelta(hours=1))
+    assert next_due(lab.db) is None
+
+
+def test_a_missed_heartbeat_returns_the_reservation(lab):
+    lab.system()
+    _, r = lab.alice.post("/reservations", {"system": "s1.lab.test", "duration": "4h", "heartbeat": "10m"})
+    assert r["due"] == at(START + timedelta(minutes=10))
+    lab.clock.advance(minutes=8)
+    status, r = lab.alice.post(f"/reservations/{r['id']}/heartbeat")
+    assert status == 200 and r["due"] == at(START + timedelta(minutes=18))
+    assert run_due(lab.db, START + timedelta(minutes=17)) == []
+    assert run_due(lab.db, START + timedelta(minutes=18)) == [r["id"]]
+    lab.clock.advance(minutes=10)
+    _, r = lab.alice.get(f"/reservations/{r['id']}")
+    assert r["state"] == "expired"
+    _, log = lab.alice.get(f"/reservations/{r['id']}/activity")
+    assert log[0]["action"] == "heartbeat_missed" and log[0]["user"] == "lablease"
+    status, problem = lab.alice.post(f"/reservations/{r['id']}/heartbeat")
+    assert status == 422 and "already returned" in problem["detail"]
+
+
+def test_heartbeat_needs_an_interval(lab):
+    lab.system()
+    _, r = lab.alice.post("/reservations", {"system": "s1.lab.test", "duration": "4h"})
+    status, problem = lab.alice.post(f"/reservations/{r['id']}/heartbeat")
+    assert status == 422 and problem["field"] == "heartbeat"
+
+
+def test_concurrent_workers_return_each_reservation_exactly_once(lab):
+    for n in range(12):
+        lab.system(f"s{n}.lab.test")
+        lab.alice.post("/reservations", {"system": f"s{n}.lab.test", "duration": "1h"})
+    barrier = threading.Barrier(4)
+    results = []
+
+    def worker():
+        barrier.wait()
+        results.append(run_due(lab.db, START + timedelta(hours=2)))
+
+    threads = [threading.Thread(target=worker) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    handled = [rid for batch in results for rid in batch]
+    assert len(handled) == 12 and len(set(handled)) == 12
+    with UnitOfWork(lab.db, write=False) as uow:
+        expiries = uow.session.execute(
+            select(func.count()).select_from(Activity).where(Activity.object_type == "reservation",
+                                                              Activity.action == "expired")).scalar_one()
+    assert expiries == 12
+
+
+def test_worker_sleeps_until_the_next_due_time(lab):
+    worker = Worker(lab.settings, lab.db, lab.clock)
+    assert worker.seconds_to_sleep(START, None) == 300  # nothing due: the maximum sleep
+    assert worker.seconds_to_sleep(START, START + timedelta(seconds=42)) == 42
+    assert worker.seconds_to_sleep(START, START - timedelta(seconds=5)) == 0
+
+
+def test_running_worker_is_woken_by_a_new_reservation(lab):
+    """A real worker thread sleeping on an empty queue returns a 2-second reservation on time."""
+    import time
+    from datetime import datetime, timezone
+
+    lab.system()
+    worker = Worker(lab.settings, lab.db)  # the real clock
+    worker.start()
+    try:
+        time.sleep(0.3)  # the worker is now asleep for up to worker_max_sleep
+        with UnitOfWork(lab.db, waker=lab.app.waker) as uow:
+            from lablease.domain.permissions import Actor
+            actor = Actor(2, "alice")
+            r, _ = reservations.reserve(uow, actor, datetime.now(timezone.utc), lab.settings.reservation_policy,
+                                        "s1.lab.test", duration=timedelta(seconds=2))
+            uow.commit()
+        deadline = time.monotonic() + 8
+        while time.monotonic() < deadline:
+            with UnitOfWork(lab.db, write=False) as uow:
+                if reservations.get(uow, Actor(2, "alice"), datetime.now(timezone.utc), r["id"])["state"] == "expired":
+                    break
+            time.sleep(0.1)
+        with UnitOfWork(lab.db, write=False) as uow:
+            final = reservations.get(uow, Actor(2, "alice"), datetime.now(timezone.utc), r["id"])
+        assert final["state"] == "expired"
+    finally:
+        worker.stop()

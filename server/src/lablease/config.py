@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, fields, replace
+from datetime import timedelta
 from pathlib import Path
 
 import yaml
@@ -30,6 +31,18 @@ class Settings:
     gunicorn_threads: int = 4
     worker_max_sleep: str = "5m"  # the worker sleeps until the next due time, at most this long
     log_level: str = "info"
+    default_loan_duration: str = "7d"  # when a loan is asked to be limited without a duration
+    warn_before: str = "24h"
+    warn_before_short: str = "1h"  # for reservations and loans shorter than twice warn_before
+    smtp_host: str = ""  # empty: no mail is sent (webhooks still are)
+    smtp_port: int = 25
+    smtp_from: str = "lablease@localhost"
+    smtp_user: str = ""
+    smtp_password: str = ""
+    smtp_starttls: bool = False
+    outbox_max_attempts: int = 8
+    outbox_retry_delay: str = "30s"  # doubled after each failed attempt
+    webhook_timeout: str = "10s"
 
     @property
     def database(self) -> str:
@@ -45,6 +58,10 @@ class Settings:
             max_duration=parse_duration(maximum, "max_reservation_duration") if maximum else None,
             allow_unlimited=self.allow_unlimited_reservations,
         )
+
+    def duration(self, name: str) -> timedelta:
+        """A duration setting, parsed (the name is in any error)."""
+        return parse_duration(getattr(self, name), name)
 
     @property
     def worker_max_sleep_seconds(self) -> float:
@@ -93,5 +110,11 @@ def load_settings(config_file: str | None = None, environ: dict | None = None) -
             values[name] = environ[env_name]
     settings = replace(Settings(), **{k: _coerce(k, known[k], v) for k, v in values.items()})
     settings.reservation_policy  # noqa: B018 - validates the durations now, not on first use
+    for name in DURATIONS:
+        settings.duration(name)
     return settings
+
+
+DURATIONS = ("worker_max_sleep", "default_loan_duration", "warn_before", "warn_before_short",
+             "outbox_retry_delay", "webhook_timeout")
 

@@ -25,7 +25,7 @@ def test_every_route_is_described(lab):
 
 def _concrete(path: str) -> str:
     return (path.replace("<int:id>", "999999").replace("<fqdn>", "nope.lab.test").replace("<subject>", "nope")
-            .replace("<resource_id>", "r"))
+            .replace("<resource_id>", "r").replace("<name>", "nope").replace("<user>", "nobody"))
 
 
 @pytest.mark.parametrize("route", ROUTES, ids=lambda r: r.endpoint)

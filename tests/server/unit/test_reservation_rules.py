@@ -122,3 +122,15 @@ def test_heartbeat_interval_has_a_floor():
 ])
 def test_state(start, returned_at, reason, expected):
     assert state(start, returned_at, reason, NOW) == expected
+
+
+def test_warning_lead_times():
+    from lablease.domain.notices import retry_at, warn_at
+
+    day, hour = timedelta(hours=24), timedelta(hours=1)
+    assert warn_at(NOW, NOW + 48 * H, day, hour) == NOW + 24 * H
+    assert warn_at(NOW, NOW + 47 * H, day, hour) == NOW + 46 * H  # shorter than twice the lead: the short lead
+    assert warn_at(NOW, NOW + H, day, hour) is None  # over too soon for a warning to help
+    assert warn_at(NOW, None, day, hour) is None
+    assert retry_at(NOW, 1, timedelta(seconds=30)) == NOW + timedelta(seconds=30)
+    assert retry_at(NOW, 3, timedelta(seconds=30)) == NOW + timedelta(seconds=120)

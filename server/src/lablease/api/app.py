@@ -63,7 +63,7 @@ class LabLeaseApp:
         # Read the bounded body (413 past the limit) before the transaction: on SQLite a
         # writing transaction holds the database, and a slow upload must not hold it too.
         data = request.get_data(cache=False) if route.body is not None else b""
-        with UnitOfWork(self.db, write=route.writes, waker=self.waker) as uow:
+        with UnitOfWork(self.db, write=route.writes, waker=self.waker, settings=self.settings) as uow:
             now = self.clock()
             # Who is asking comes first: an anonymous caller learns nothing about its input.
             actor = authenticate(uow.session, request.headers.get("Authorization"), now) if route.auth else None

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from . import schemas as s
-from .views import meta, reservations, schedules, systems
+from .views import access, meta, reservations, schedules, systems
 
 BASE = "/api/v1"
 
@@ -77,6 +77,70 @@ ROUTES: list[Route] = [
           statuses=(403, 404, 409)),
     Route("GET", BASE + "/systems/<fqdn>/activity", systems.history, "The system's activity log, newest first",
           "systems", query=LIMIT, response=s.list_of(s.ACTIVITY), statuses=(404,)),
+    # loans
+    Route("POST", BASE + "/systems/<fqdn>/loan", access.loan_grant,
+          "Lend the system (owner, admins, loan_any to anyone; loan_self to oneself)", "loans",
+          body=s.LOAN_CREATE, response=s.LOAN, status=201, statuses=(403, 404, 409)),
+    Route("GET", BASE + "/systems/<fqdn>/loan", access.loan_show, "The current loan (404 when not lent)", "loans",
+          response=s.LOAN, statuses=(404,)),
+    Route("PATCH", BASE + "/systems/<fqdn>/loan", access.loan_extend,
+          "Extend the loan: {end} or {extend_by} (needs loan_self for one's own loan, or loan_any)", "loans",
+          body=s.LOAN_UPDATE, response=s.LOAN, statuses=(403, 404)),
+    Route("DELETE", BASE + "/systems/<fqdn>/loan", access.loan_return,
+          "Return the loan (recipient) or take it back (loan_any); reservations of users who lose access "
+          "are returned", "loans", status=204, statuses=(403, 404)),
+    Route("GET", BASE + "/systems/<fqdn>/loans", access.loan_history, "The system's loan history, newest first",
+          "loans", response=s.list_of(s.LOAN), statuses=(404,)),
+    # access policies
+    Route("GET", BASE + "/systems/<fqdn>/access-policy", access.policy_show,
+          "The system's access policy (its rules, or the pool whose policy it uses)", "access",
+          response=s.POLICY, statuses=(404,)),
+    Route("PUT", BASE + "/systems/<fqdn>/access-policy", access.policy_put,
+          "Replace the rules and/or use a pool's policy instead (edit_policy)", "access", body=s.POLICY_PUT,
+          response=s.POLICY, statuses=(403, 404)),
+    Route("POST", BASE + "/systems/<fqdn>/access-policy/rules", access.rule_add,
+          "Add one rule: {permission, user | group | everybody: true} (edit_policy)", "access",
+          body=s.RULE_CREATE, response=s.RULE, status=201, statuses=(403, 404)),
+    Route("DELETE", BASE + "/systems/<fqdn>/access-policy/rules/<int:id>", access.rule_remove,
+          "Remove one rule (edit_policy)", "access", status=204, statuses=(403, 404)),
+    # groups and the caller
+    Route("PATCH", BASE + "/me", access.me_update, "Set the caller's mail address and webhook for notices", "meta",
+          body=s.ME_UPDATE, response={"type": "object"}),
+    Route("POST", BASE + "/groups", access.group_create, "Create a group (the caller owns it)", "groups",
+          body=s.GROUP_CREATE, response=s.GROUP, status=201, statuses=(409,)),
+    Route("GET", BASE + "/groups", access.group_list, "Groups with owners and members", "groups",
+          response=s.list_of(s.GROUP)),
+    Route("GET", BASE + "/groups/<name>", access.group_show, "A group", "groups", response=s.GROUP,
+          statuses=(404,)),
+    Route("PATCH", BASE + "/groups/<name>", access.group_update, "Change description or webhook (owners)",
+          "groups", body=s.GROUP_UPDATE, response=s.GROUP, statuses=(403, 404)),
+    Route("DELETE", BASE + "/groups/<name>", access.group_delete, "Delete a group (owners)", "groups", status=204,
+          statuses=(403, 404)),
+    Route("POST", BASE + "/groups/<name>/members", access.member_add, "Add a member, or make one an owner (owners)",
+          "groups", body=s.MEMBER_ADD, response=s.GROUP, statuses=(403, 404)),
+    Route("DELETE", BASE + "/groups/<name>/members/<user>", access.member_remove, "Remove a member (owners)",
+          "groups", status=204, statuses=(403, 404)),
+    # pools
+    Route("POST", BASE + "/pools", access.pool_create, "Create a pool owned by one of the caller's groups",
+          "pools", body=s.POOL_CREATE, response=s.POOL, status=201, statuses=(403, 409)),
+    Route("GET", BASE + "/pools", access.pool_list, "Pools with their systems", "pools", response=s.list_of(s.POOL)),
+    Route("GET", BASE + "/pools/<name>", access.pool_show, "A pool", "pools", response=s.POOL, statuses=(404,)),
+    Route("PATCH", BASE + "/pools/<name>", access.pool_update, "Change description or owning group", "pools",
+          body=s.POOL_UPDATE, response=s.POOL, statuses=(403, 404)),
+    Route("DELETE", BASE + "/pools/<name>", access.pool_delete, "Delete a pool", "pools", status=204,
+          statuses=(403, 404)),
+    Route("POST", BASE + "/pools/<name>/systems", access.pool_add_system,
+          "Add a system (members of the owning group)", "pools", body=s.POOL_MEMBER, response=s.POOL,
+          statuses=(403, 404)),
+    Route("DELETE", BASE + "/pools/<name>/systems/<fqdn>", access.pool_remove_system,
+          "Remove a system (members of the owning group)", "pools", status=204, statuses=(403, 404)),
+    Route("GET", BASE + "/pools/<name>/access-policy", access.pool_policy_show,
+          "The pool's access policy, used by systems that opt into it", "pools", response=s.POOL_POLICY,
+          statuses=(404,)),
+    Route("POST", BASE + "/pools/<name>/access-policy/rules", access.pool_rule_add, "Add a rule to the pool's policy",
+          "pools", body=s.RULE_CREATE, response=s.RULE, status=201, statuses=(403, 404)),
+    Route("DELETE", BASE + "/pools/<name>/access-policy/rules/<int:id>", access.pool_rule_remove,
+          "Remove a rule from the pool's policy", "pools", status=204, statuses=(403, 404)),
     # reservations
     Route("POST", BASE + "/reservations", reservations.create,
           "Reserve a system now or in advance (200 when request_id matched an earlier reservation)",

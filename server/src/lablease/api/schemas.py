@@ -152,3 +152,86 @@ PROBLEM = {
 
 def list_of(schema: dict) -> dict:
     return {"type": "array", "items": schema}
+
+
+PERMISSION = {"enum": ["view", "reserve", "loan_self", "loan_any", "control_system", "edit_system", "edit_policy"]}
+LOAN_CREATE = {
+    "type": "object",
+    "required": ["recipient"],
+    "properties": {
+        "recipient": {**NAME, "description": "user name"},
+        "duration": {**DURATION, "description": "limit the loan to this long (no limit by default)"},
+        "limited": {"type": "boolean", "description": "limit the loan to the site's default_loan_duration"},
+        "comment": {"type": "string", "maxLength": 2000},
+    },
+    "additionalProperties": False,
+}
+LOAN_UPDATE = {
+    "type": "object",
+    "properties": {"end": TIME, "extend_by": {**DURATION, "description": "added to the current end"}},
+    "additionalProperties": False,
+}
+LOAN = {
+    "type": "object",
+    "properties": {"id": {"type": "integer"}, "system": {"type": "string"}, "recipient": {"type": "string"},
+                   "lender": {"type": ["string", "null"]}, "start": TIME, "end": NULLABLE_TIME,
+                   "comment": {"type": ["string", "null"]}, "returned_at": NULLABLE_TIME,
+                   "return_reason": {"type": ["string", "null"]}},
+}
+USER_LIST = {"type": "array", "items": NAME}
+GROUP_CREATE = {
+    "type": "object",
+    "required": ["name"],
+    "properties": {"name": NAME, "description": {"type": "string"}, "members": USER_LIST, "owners": USER_LIST},
+    "additionalProperties": False,
+}
+WEBHOOK = {
+    "webhook_url": {"type": ["string", "null"], "pattern": "^https?://", "maxLength": 2000,
+                    "description": "notices are POSTed here as JSON"},
+    "webhook_secret": {"type": ["string", "null"], "maxLength": 200,
+                       "description": "key of the X-Lablease-Signature HMAC-SHA256 header"},
+}
+GROUP_UPDATE = {"type": "object", "properties": {"description": {"type": ["string", "null"]}, **WEBHOOK},
+                "additionalProperties": False}
+GROUP = {"type": "object", "properties": {"name": {"type": "string"}, "description": {"type": ["string", "null"]},
+                                          "owners": USER_LIST, "members": USER_LIST,
+                                          "webhook_url": {"type": ["string", "null"]}}}
+MEMBER_ADD = {"type": "object", "required": ["user"], "properties": {"user": NAME, "owner": {"type": "boolean"}},
+              "additionalProperties": False}
+ME_UPDATE = {"type": "object", "properties": {"email": {"type": ["string", "null"], "format": "email",
+                                                        "maxLength": 254}, **WEBHOOK},
+             "additionalProperties": False}
+POOL_CREATE = {
+    "type": "object",
+    "required": ["name"],
+    "properties": {"name": NAME, "description": {"type": "string"},
+                   "owner_group": {**NAME, "description": "group whose members manage the pool"}},
+    "additionalProperties": False,
+}
+POOL_UPDATE = {"type": "object", "properties": {"description": {"type": ["string", "null"]},
+                                                "owner_group": {"type": ["string", "null"]}},
+               "additionalProperties": False}
+POOL = {"type": "object", "properties": {"name": {"type": "string"}, "description": {"type": ["string", "null"]},
+                                         "owner_group": {"type": ["string", "null"]},
+                                         "systems": {"type": "array", "items": {"type": "string"}}}}
+POOL_MEMBER = {"type": "object", "required": ["fqdn"], "properties": {"fqdn": NAME}, "additionalProperties": False}
+RULE_CREATE = {
+    "type": "object",
+    "required": ["permission"],
+    "properties": {"permission": PERMISSION, "user": NAME, "group": NAME, "everybody": {"const": True}},
+    "additionalProperties": False,
+}
+RULE = {"type": "object", "properties": {"id": {"type": "integer"}, "permission": PERMISSION,
+                                         "user": {"type": ["string", "null"]}, "group": {"type": ["string", "null"]},
+                                         "everybody": {"type": "boolean"}}}
+POLICY = {"type": "object", "properties": {"system": {"type": "string"},
+                                           "use_pool_policy": {"type": ["string", "null"]},
+                                           "rules": {"type": "array", "items": RULE}}}
+POLICY_PUT = {
+    "type": "object",
+    "properties": {"rules": {"type": "array", "items": RULE_CREATE},
+                   "use_pool_policy": {"type": ["string", "null"],
+                                       "description": "use this pool's policy instead (the system must be in it)"}},
+    "additionalProperties": False,
+}
+POOL_POLICY = {"type": "object", "properties": {"pool": {"type": "string"}, "rules": {"type": "array", "items": RULE}}}

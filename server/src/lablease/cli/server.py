@@ -57,6 +57,16 @@ def cmd_user_add(settings: Settings, args) -> None:
           file=sys.stderr)
 
 
+def cmd_group_add(settings: Settings, args) -> None:
+    from ..services import groups
+
+    with UnitOfWork(_db(settings)) as uow:
+        group = groups.create(uow, SERVER, now(), args.name, args.description, args.member or [], args.owner or [])
+        uow.commit()
+    print(f"group {group['name']} created: owners {', '.join(group['owners']) or '-'}; "
+          f"members {', '.join(group['members']) or '-'}")
+
+
 def cmd_token_create(settings: Settings, args) -> None:
     expires = now() + parse_duration(args.expires, "expires") if args.expires else None
     with UnitOfWork(_db(settings)) as uow:
@@ -143,6 +153,14 @@ def parser() -> argparse.ArgumentParser:
     add.add_argument("--group", action="append", help="add to this group (repeatable; created if new)")
     add.add_argument("--email")
     add.set_defaults(func=cmd_user_add)
+
+    group = sub.add_parser("group", help="groups").add_subparsers(dest="action", required=True)
+    gadd = group.add_parser("add", help="create a group")
+    gadd.add_argument("name")
+    gadd.add_argument("--description")
+    gadd.add_argument("--owner", action="append", help="a user who owns the group (repeatable)")
+    gadd.add_argument("--member", action="append", help="a member (repeatable)")
+    gadd.set_defaults(func=cmd_group_add)
 
     token = sub.add_parser("token", help="API tokens").add_subparsers(dest="action", required=True)
     create = token.add_parser("create", help="print a new token for a user")

@@ -128,3 +128,10 @@ def may_see_reservation(actor: Actor, holder_id: int, system: SystemAccess | Non
     if may_manage_reservation(actor, holder_id, system):
         return True
     return system is not None and bool(decide(actor, Permission.VIEW, system))
+
+
+def may_manage_pool(actor: Actor, owner_group_id: int | None) -> Decision:
+    """Members of a pool's owning group (and admins) add and remove its systems and edit its policy."""
+    if actor.is_admin or (owner_group_id is not None and owner_group_id in actor.group_ids):
+        return ALLOW
+    return Decision(False, "only members of the pool's owning group (or admins) may change it")

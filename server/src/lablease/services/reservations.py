@@ -8,12 +8,13 @@ from sqlalchemy.exc import IntegrityError
 
 from ..domain import reservations as rules
 from ..domain.errors import Forbidden, Invalid, NotFound
+from ..domain.notices import warn_at
 from ..domain.permissions import Actor, Permission, SiteAction, decide_site, may_manage_reservation, may_see_reservation
 from ..domain.windows import Window
 from ..store import calendar
-from ..store.tables import Booking, Reservation, User
+from ..store.tables import Booking, Loan, Reservation, User
 from ..timeparse import format_time
-from . import activity
+from . import activity, endings, notices
 from . import systems as system_service
 
 
@@ -57,8 +58,8 @@ def reserve(uow, actor: Actor, now: datetime, policy: rules.ReservationPolicy, s
     if previous is not None:
         return as_dict(previous, now), False
     target = system_service.find(session, system, actor)
-    system_service.require(actor, Permission.RESERVE, target)
-    window = rules.plan_window(now, policy, start, end, duration)
+    system_service.require(session, actor, Permission.RESERVE, target)
+    window = rules.plan_window(now, policy, start, end, duration, loan_end=_loan_end(session, target.id, actor.id))
     if heartbeat is not None:
         heartbeat = rules.heartbeat_interval(heartbeat)
     resource = calendar.lock_resource(session, target.resource_id)
@@ -70,6 +71,7 @@ def reserve(uow, actor: Actor, now: datetime, policy: rules.ReservationPolicy, s
         last_heartbeat_at=window.start if heartbeat else None, request_id=request_id, created_at=now,
     )
     reservation.due_at = rules.due_at(window.end, heartbeat, reservation.last_heartbeat_at)
+    reservation.warn_at = _warn_at(uow.settings, reservation)
     session.add(reservation)
     try:
         session.flush()
@@ -81,6 +83,13 @@ def reserve(uow, actor: Actor, now: datetime, policy: rules.ReservationPolicy, s
                     f"{reservation.id} until {format_time(window.end) or 'no limit'}")
     uow.wake_worker()
     return as_dict(reservation, now), True
+
+
+def _loan_end(session, system_id: int, holder_id: int) -> datetime | None:
+    """The end of the holder's limited loan of the system, which caps their reservations."""
+    loan = session.execute(select(Loan).where(Loan.system_id == system_id, Loan.returned_at.is_(None),
+                                              Loan.recipient_id == holder_id)).unique().scalar_one_or_none()
+    return loan.end_at if loan is not None else None
 
 
 def _get(session, actor: Actor, reservation_id: int) -> Reservation:
@@ -137,15 +146,24 @@ def extend(uow, actor: Actor, now: datetime, policy: rules.ReservationPolicy, re
     reservation = _managed(session, actor, reservation_id)
     _open(reservation)
     window = Window(reservation.start_at, reservation.end_at)
-    new_end = rules.plan_new_end(now, policy, window, end, extend_by)
+    new_end = rules.plan_new_end(now, policy, window, end, extend_by,
+                                 loan_end=_loan_end(session, reservation.system_id, reservation.user_id))
     resource = calendar.lock_resource(session, reservation.system.resource_id)
     booking = session.get(Booking, reservation.booking_id)
     calendar.change_end(session, resource, booking, new_end)
     old_end, reservation.end_at = reservation.end_at, new_end
     reservation.due_at = _due(reservation)
+    reservation.warn_at = _warn_at(uow.settings, reservation)
     activity.record(session, actor, now, "reservation", reservation.id, "extended", "end", old_end, new_end)
     uow.wake_worker()
     return as_dict(reservation, now)
+
+
+def _warn_at(settings, reservation: Reservation) -> datetime | None:
+    if settings is None:
+        return None
+    return warn_at(reservation.start_at, reservation.end_at, settings.duration("warn_before"),
+                   settings.duration("warn_before_short"))
 
 
 def _due(reservation: Reservation) -> datetime | None:
@@ -165,26 +183,10 @@ def heartbeat(uow, actor: Actor, now: datetime, reservation_id: int) -> dict:
     return as_dict(reservation, now)
 
 
-def close(session, reservation: Reservation, now: datetime, reason: str, actor: Actor | None) -> None:
-    """End a reservation now and free its calendar slot (shared by return, expiry and removal)."""
-    reservation.returned_at = now
-    reservation.return_reason = reason
-    reservation.due_at = None
-    if reservation.end_at is None or reservation.end_at > now:
-        reservation.end_at = max(now, reservation.start_at)
-    if reservation.booking_id is not None:
-        booking = session.get(Booking, reservation.booking_id)
-        if booking.start_at >= now:
-            reservation.booking_id = None
-        calendar.release(session, booking, now)
-    activity.record(session, actor, now, "reservation", reservation.id, reason, "state", "active", reason)
-    activity.record(session, actor, now, "system", reservation.system.fqdn, reason, "reservation", reservation.id, None)
-
-
 def return_reservation(uow, actor: Actor, now: datetime, reservation_id: int) -> dict:
     reservation = _managed(uow.session, actor, reservation_id)
     _open(reservation)
-    close(uow.session, reservation, now, "returned", actor)
+    endings.close_reservation(uow.session, reservation, now, "returned", actor, uow.settings)
     return as_dict(reservation, now)
 
 
@@ -205,10 +207,27 @@ def expire_due(uow, now: datetime, batch: int = 100) -> list[int]:
     expired = list(session.execute(query).unique().scalars())
     for reservation in expired:
         missed = reservation.end_at is None or reservation.due_at < reservation.end_at
-        close(session, reservation, now, "heartbeat_missed" if missed else "expired", None)
+        endings.close_reservation(session, reservation, now, "heartbeat_missed" if missed else "expired", None,
+                                  uow.settings)
     return [r.id for r in expired]
 
 
+def warn_due(uow, now: datetime, batch: int = 100) -> list[int]:
+    """Queue the before-the-end warning of every reservation whose warning time has come."""
+    query = (select(Reservation).where(Reservation.warn_at <= now, Reservation.returned_at.is_(None))
+             .order_by(Reservation.warn_at).limit(batch).with_for_update(skip_locked=True, of=Reservation))
+    warned = list(uow.session.execute(query).unique().scalars())
+    for reservation in warned:
+        reservation.warn_at = None
+        notices.reservation_ending(uow.session, uow.settings, reservation, now)
+    return [r.id for r in warned]
+
+
 def next_due(uow) -> datetime | None:
-    query = select(Reservation.due_at).where(Reservation.returned_at.is_(None), Reservation.due_at.is_not(None))
-    return uow.session.execute(query.order_by(Reservation.due_at).limit(1)).scalar_one_or_none()
+    """The earliest moment the worker has something to do for reservations."""
+    times = [
+        uow.session.execute(select(column).where(Reservation.returned_at.is_(None), column.is_not(None))
+                            .order_by(column).limit(1)).scalar_one_or_none()
+        for column in (Reservation.due_at, Reservation.warn_at)
+    ]
+    return min((t for t in times if t is not None), default=None)

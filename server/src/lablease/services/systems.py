@@ -18,7 +18,7 @@ from ..domain.permissions import (
     default_rules,
 )
 from ..domain.windows import Window
-from ..store.tables import AccessRule, Booking, Reservation, Resource, System, User
+from ..store.tables import AccessRule, Booking, Loan, Pool, Reservation, Resource, System, User
 from ..timeparse import format_time
 from . import activity
 
@@ -26,13 +26,28 @@ SECRET_KEYS = {"password", "pass", "secret", "token", "credentials", "key"}
 EDITABLE = ("arch", "cpus", "memory_mb", "lab", "attributes", "condition", "owner", "power", "netboot")
 
 
-def access_of(system: System) -> SystemAccess:
-    rules_ = tuple(Rule(Permission(r.permission), r.user_id, r.group_id) for r in system.rules)
-    return SystemAccess(owner_id=system.owner_id, condition=system.condition, rules=rules_)
+def access_of(system: System, loan: Loan | None = None) -> SystemAccess:
+    """What the permission rules need: the system's own policy, or its pool's when it uses one."""
+    source = system.policy_pool.rules if system.policy_pool is not None else system.rules
+    rules_ = tuple(Rule(Permission(r.permission), r.user_id, r.group_id) for r in source)
+    return SystemAccess(owner_id=system.owner_id, condition=system.condition, rules=rules_,
+                        loan_recipient_id=loan.recipient_id if loan is not None else None)
 
 
-def require(actor: Actor, permission: Permission, system: System) -> SystemAccess:
-    access = access_of(system)
+def active_loans(session, system_ids: list[int]) -> dict[int, Loan]:
+    if not system_ids:
+        return {}
+    query = select(Loan).where(Loan.system_id.in_(system_ids), Loan.returned_at.is_(None))
+    return {loan.system_id: loan for loan in session.execute(query).unique().scalars()}
+
+
+def active_loan(session, system: System) -> Loan | None:
+    return active_loans(session, [system.id]).get(system.id)
+
+
+def require(session, actor: Actor, permission: Permission, system: System) -> SystemAccess:
+    """The system's access (loan included), or Forbidden with the reason."""
+    access = access_of(system, active_loan(session, system))
     decision = decide(actor, permission, access)
     if not decision:
         raise Forbidden(f"{system.fqdn}: {decision.reason}")
@@ -53,7 +68,7 @@ def public_settings(settings: dict) -> dict:
     return {k: v for k, v in (settings or {}).items() if k.lower() not in SECRET_KEYS}
 
 
-def as_dict(system: System, current: Reservation | None = None) -> dict:
+def as_dict(system: System, current: Reservation | None = None, loan: Loan | None = None) -> dict:
     return {
         "fqdn": system.fqdn,
         "arch": system.arch,
@@ -67,7 +82,9 @@ def as_dict(system: System, current: Reservation | None = None) -> dict:
         "power": public_settings(system.power),
         "netboot": public_settings(system.netboot),
         "reservation": _reservation_summary(current),
-        "loan": None,
+        "loan": {"recipient": loan.recipient.name, "end": format_time(loan.end_at)} if loan else None,
+        "pools": [pool.name for pool in system.pools],
+        "policy_pool": system.policy_pool.name if system.policy_pool else None,
         "created_at": format_time(system.created_at),
     }
 
@@ -153,14 +170,18 @@ def add_system(uow, actor: Actor, now: datetime, data: dict) -> dict:
 def update_system(uow, actor: Actor, now: datetime, fqdn: str, data: dict) -> dict:
     session = uow.session
     system = find(session, fqdn, actor)
-    require(actor, Permission.EDIT_SYSTEM, system)
+    require(session, actor, Permission.EDIT_SYSTEM, system)
     unknown = sorted(set(data) - set(EDITABLE))
     if unknown:
         raise Invalid(unknown[0], "cannot be changed (changeable: " + ", ".join(EDITABLE) + ")")
     changes = _apply(session, system, _clean(session, data))
     activity.record_changes(session, actor, now, "system", system.fqdn, changes)
     session.flush()
-    return as_dict(system, current_reservations(session, [system.id], now).get(system.id))
+    return describe(session, system, now)
+
+
+def describe(session, system: System, now: datetime) -> dict:
+    return as_dict(system, current_reservations(session, [system.id], now).get(system.id), active_loan(session, system))
 
 
 def _apply(session, system: System, values: dict) -> dict[str, tuple]:
@@ -186,7 +207,7 @@ def remove_system(uow, actor: Actor, now: datetime, fqdn: str, force: bool = Fal
     """Mark a system removed (its history stays); refuses while it is reserved unless forced."""
     session = uow.session
     system = find(session, fqdn, actor)
-    require(actor, Permission.EDIT_SYSTEM, system)
+    require(session, actor, Permission.EDIT_SYSTEM, system)
     open_ = list(session.execute(select(Reservation).where(
         Reservation.system_id == system.id, Reservation.returned_at.is_(None))).unique().scalars())
     if open_ and not force:
@@ -199,8 +220,7 @@ def remove_system(uow, actor: Actor, now: datetime, fqdn: str, force: bool = Fal
 
 
 def get_system(uow, actor: Actor, now: datetime, fqdn: str) -> dict:
-    system = find(uow.session, fqdn, actor)
-    return as_dict(system, current_reservations(uow.session, [system.id], now).get(system.id))
+    return describe(uow.session, find(uow.session, fqdn, actor), now)
 
 
 def list_systems(uow, actor: Actor, now: datetime, filters: dict) -> list[dict]:
@@ -210,7 +230,10 @@ def list_systems(uow, actor: Actor, now: datetime, filters: dict) -> list[dict]:
         if filters.get(key):
             query = query.where(getattr(System, key) == filters[key])
     if filters.get("pool"):
-        raise Invalid("pool", f"no pool named {filters['pool']}")
+        pool = session.execute(select(Pool).where(Pool.name == filters["pool"])).unique().scalar_one_or_none()
+        if pool is None:
+            raise Invalid("pool", f"no pool named {filters['pool']}")
+        query = query.where(System.pools.any(Pool.id == pool.id))
     if filters.get("owner"):
         query = query.where(System.owner_id == _user_id(session, filters["owner"]))
     if filters.get("free_from") or filters.get("free_until"):
@@ -221,8 +244,9 @@ def list_systems(uow, actor: Actor, now: datetime, filters: dict) -> list[dict]:
             Reservation.system_id == System.id, Reservation.returned_at.is_(None),
             Reservation.start_at <= now, Reservation.user_id == _user_id(session, name)))
     systems = [s for s in session.execute(query).unique().scalars() if decide(actor, Permission.VIEW, access_of(s))]
-    current = current_reservations(session, [s.id for s in systems], now)
-    return [as_dict(s, current.get(s.id)) for s in systems]
+    ids = [s.id for s in systems]
+    current, loans = current_reservations(session, ids, now), active_loans(session, ids)
+    return [as_dict(s, current.get(s.id), loans.get(s.id)) for s in systems]
 
 
 def _free_window(now: datetime, filters: dict) -> Window:
@@ -254,3 +278,7 @@ def import_systems(uow, actor: Actor, now: datetime, entries: list) -> dict:
             add_system(uow, actor, now, entry)
             added.append(fqdn)
     return {"added": added, "updated": updated}
+
+
+def fqdn_of(session, system_id: int) -> str:
+    return session.execute(select(System.fqdn).where(System.id == system_id)).scalar_one()

@@ -17,6 +17,7 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
+    text,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
@@ -40,6 +41,8 @@ class User(Base):
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     name: Mapped[str] = mapped_column(String(64), unique=True)
     email: Mapped[str | None] = mapped_column(String(254))
+    webhook_url: Mapped[str | None] = mapped_column(String(2000))
+    webhook_secret: Mapped[str | None] = mapped_column(String(200))
     is_admin: Mapped[bool] = mapped_column(Boolean, default=False)
     disabled: Mapped[bool] = mapped_column(Boolean, default=False)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime)
@@ -50,6 +53,8 @@ class Group(Base):
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     name: Mapped[str] = mapped_column(String(64), unique=True)
     description: Mapped[str | None] = mapped_column(Text)
+    webhook_url: Mapped[str | None] = mapped_column(String(2000))
+    webhook_secret: Mapped[str | None] = mapped_column(String(200))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime)
 
 
@@ -127,9 +132,14 @@ class System(Base):
     owner_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))
     power: Mapped[dict] = mapped_column(Json, default=dict)
     netboot: Mapped[dict] = mapped_column(Json, default=dict)
+    # When set, the system is governed by this pool's access policy instead of its own rules.
+    policy_pool_id: Mapped[int | None] = mapped_column(ForeignKey("pools.id", ondelete="SET NULL"))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime)
     owner: Mapped[User | None] = relationship(lazy="joined")
     rules: Mapped[list[AccessRule]] = relationship(lazy="selectin", cascade="all, delete-orphan")
+    pools: Mapped[list[Pool]] = relationship(secondary="pool_systems", lazy="selectin", back_populates="systems",
+                                             order_by="Pool.name")
+    policy_pool: Mapped[Pool | None] = relationship(lazy="selectin", foreign_keys=[policy_pool_id])
 
 
 class AccessRule(Base):
@@ -139,6 +149,83 @@ class AccessRule(Base):
     permission: Mapped[str] = mapped_column(String(32))
     user_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
     group_id: Mapped[int | None] = mapped_column(ForeignKey("groups.id", ondelete="CASCADE"))
+
+
+class Pool(Base):
+    """A named set of systems owned by a group, whose members add and remove systems."""
+
+    __tablename__ = "pools"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(64), unique=True)
+    description: Mapped[str | None] = mapped_column(Text)
+    owner_group_id: Mapped[int | None] = mapped_column(ForeignKey("groups.id", ondelete="SET NULL"))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    owner_group: Mapped[Group | None] = relationship(lazy="joined")
+    systems: Mapped[list[System]] = relationship(secondary="pool_systems", lazy="selectin", back_populates="pools",
+                                                 order_by="System.fqdn")
+    rules: Mapped[list[PoolAccessRule]] = relationship(lazy="selectin", cascade="all, delete-orphan")
+
+
+class PoolSystem(Base):
+    __tablename__ = "pool_systems"
+    pool_id: Mapped[int] = mapped_column(ForeignKey("pools.id", ondelete="CASCADE"), primary_key=True)
+    system_id: Mapped[int] = mapped_column(ForeignKey("systems.id", ondelete="CASCADE"), primary_key=True, index=True)
+
+
+class PoolAccessRule(Base):
+    """A rule of a pool's access policy, used by the systems that opt into it."""
+
+    __tablename__ = "pool_access_rules"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    pool_id: Mapped[int] = mapped_column(ForeignKey("pools.id", ondelete="CASCADE"), index=True)
+    permission: Mapped[str] = mapped_column(String(32))
+    user_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
+    group_id: Mapped[int | None] = mapped_column(ForeignKey("groups.id", ondelete="CASCADE"))
+
+
+class Loan(Base):
+    """A system lent to one user; at most one active loan per system."""
+
+    __tablename__ = "loans"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    system_id: Mapped[int] = mapped_column(ForeignKey("systems.id", ondelete="CASCADE"))
+    recipient_id: Mapped[int] = mapped_column(ForeignKey("users.id"))
+    lender_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))
+    start_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    end_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    returned_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    return_reason: Mapped[str | None] = mapped_column(String(32))
+    comment: Mapped[str | None] = mapped_column(Text)
+    warn_at: Mapped[datetime | None] = mapped_column(UTCDateTime, index=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    recipient: Mapped[User] = relationship(lazy="joined", foreign_keys=[recipient_id])
+    lender: Mapped[User | None] = relationship(lazy="joined", foreign_keys=[lender_id])
+    __table_args__ = (
+        Index("ix_loans_system", "system_id"),
+        Index("ix_loans_end_open", "end_at", sqlite_where=text("returned_at IS NULL"),
+              postgresql_where=text("returned_at IS NULL")),
+        Index("uq_loans_one_active", "system_id", unique=True, sqlite_where=text("returned_at IS NULL"),
+              postgresql_where=text("returned_at IS NULL")),
+    )
+
+
+class Outbox(Base):
+    """Messages to send (mail, webhook): written in the transaction that caused them, sent by the worker."""
+
+    __tablename__ = "outbox"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    channel: Mapped[str] = mapped_column(String(16))
+    destination: Mapped[str] = mapped_column(String(2000))
+    subject: Mapped[str] = mapped_column(String(400))
+    payload: Mapped[dict] = mapped_column(Json, default=dict)
+    # One message per event and destination, however often the event is noticed.
+    dedupe_key: Mapped[str] = mapped_column(String(400), unique=True)
+    status: Mapped[str] = mapped_column(String(16), default="pending")
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    next_attempt_at: Mapped[datetime | None] = mapped_column(UTCDateTime, index=True)
+    sent_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    last_error: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
 
 
 class Reservation(Base):
@@ -157,6 +244,7 @@ class Reservation(Base):
     last_heartbeat_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     # When the worker must act: min(end, last heartbeat + interval); NULL once returned.
     due_at: Mapped[datetime | None] = mapped_column(UTCDateTime, index=True)
+    warn_at: Mapped[datetime | None] = mapped_column(UTCDateTime, index=True)
     request_id: Mapped[str | None] = mapped_column(String(128))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime)
     system: Mapped[System] = relationship(lazy="joined")

@@ -16,8 +16,9 @@ class UnitOfWork:
     durable (e.g. waking the worker); they never run for a rolled-back one.
     """
 
-    def __init__(self, db: Database, write: bool = True, waker: Waker | None = None):
+    def __init__(self, db: Database, write: bool = True, waker: Waker | None = None, settings=None):
         self.db = db
+        self.settings = settings  # the site's Settings, for use cases that queue notices
         self.write = write
         self.waker = waker
         self.session: Session | None = None

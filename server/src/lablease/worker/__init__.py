@@ -1,1 +1,1 @@
-"""Background work: returning reservations at their end or missed heartbeat."""
+"""Background work: expiry of reservations and loans, warnings, outbox delivery."""

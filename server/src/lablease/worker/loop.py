@@ -14,10 +14,11 @@ from datetime import datetime, timezone
 from typing import Callable
 
 from ..config import Settings
-from ..services import reservations
+from ..services import loans, outbox, reservations
 from ..store.db import Database
 from ..store.uow import UnitOfWork
 from ..store.wakeup import WakeListener
+from .delivery import DeliveryFailed, senders
 
 log = logging.getLogger("lablease.worker")
 
@@ -26,23 +27,62 @@ def utcnow() -> datetime:
     return datetime.now(timezone.utc)
 
 
-def run_due(db: Database, now: datetime) -> list[int]:
-    """Return every reservation due at `now`; one transaction per batch."""
-    done: list[int] = []
+# What the worker does when its time comes, in order: (name, use case). Each runs in
+# batches, one transaction per batch, until nothing is left that is due.
+DUE_STEPS = (
+    ("returned reservation", reservations.expire_due),
+    ("returned loan", loans.expire_due),
+    ("warned about reservation", reservations.warn_due),
+    ("warned about loan", loans.warn_due),
+)
+
+
+def run_due(db: Database, now: datetime, settings: Settings | None = None) -> list[int]:
+    """Do everything due at `now`; returns the ids of the reservations returned."""
+    returned: list[int] = []
+    for label, step in DUE_STEPS:
+        while True:
+            with UnitOfWork(db, settings=settings) as uow:
+                batch = step(uow, now)
+                uow.commit()
+            for ident in batch:
+                log.info("%s %s", label, ident)
+            if step is reservations.expire_due:
+                returned += batch
+            if not batch:
+                break
+    return returned
+
+
+def deliver_due(db: Database, now: datetime, settings: Settings, senders: dict) -> int:
+    """Send the outbox messages that are due; returns how many were sent."""
+    sent = 0
     while True:
-        with UnitOfWork(db) as uow:
-            batch = reservations.expire_due(uow, now)
+        with UnitOfWork(db, settings=settings) as uow:
+            claimed = outbox.claim_due(uow, now)
             uow.commit()
-        done += batch
-        for reservation_id in batch:
-            log.info("returned reservation %s (end or heartbeat reached)", reservation_id)
-        if not batch:
-            return done
+        if not claimed:
+            return sent
+        for message in claimed:
+            try:
+                senders[message.channel].send(message)
+                error = None
+            except DeliveryFailed as failure:
+                error = str(failure)
+                log.warning("delivery %s failed (attempt %s): %s", message.id, message.attempts, error)
+            with UnitOfWork(db, settings=settings) as uow:
+                if error is None:
+                    outbox.mark_sent(uow, message.id, now)
+                    sent += 1
+                else:
+                    outbox.mark_failed(uow, message.id, now, error, settings)
+                uow.commit()
 
 
 def next_due(db: Database) -> datetime | None:
     with UnitOfWork(db, write=False) as uow:
-        return reservations.next_due(uow)
+        times = (reservations.next_due(uow), loans.next_due(uow), outbox.next_due(uow))
+    return min((t for t in times if t is not None), default=None)
 
 
 class Worker:
@@ -50,6 +90,7 @@ class Worker:
         self.settings = settings
         self.db = db
         self.clock = clock
+        self.senders = senders(settings)
         self.stopping = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -62,10 +103,15 @@ class Worker:
     def run(self) -> None:
         listener = WakeListener(self.db)
         log.info("worker started")
+        with UnitOfWork(self.db) as uow:
+            if recovered := outbox.recover_interrupted(uow):
+                log.info("re-queued %s message(s) interrupted by a stop", recovered)
+            uow.commit()
         try:
             while not self.stopping.is_set():
                 try:
-                    run_due(self.db, self.clock())
+                    run_due(self.db, self.clock(), self.settings)
+                    deliver_due(self.db, self.clock(), self.settings, self.senders)
                     pause = self.seconds_to_sleep(self.clock(), next_due(self.db))
                 except Exception:  # a failing pass must not kill the worker; it retries soon
                     log.exception("worker pass failed; retrying in 1 s")

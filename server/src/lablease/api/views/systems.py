@@ -1,5 +1,5 @@
 """/systems"""
-from ...services import activity, reservations, systems
+from ...services import activity, endings, systems
 from .context import Context
 
 
@@ -23,7 +23,7 @@ def remove(ctx: Context) -> None:
     session = ctx.uow.session
 
     def give_back(reservation):
-        reservations.close(session, reservation, ctx.now, "removed", ctx.actor)
+        endings.close_reservation(session, reservation, ctx.now, "removed", ctx.actor, ctx.settings)
 
     systems.remove_system(ctx.uow, ctx.actor, ctx.now, ctx.args["fqdn"], bool(ctx.query.get("force")), give_back)
 

@@ -1,0 +1,172 @@
+"""The `lablease` command line: every command, its options, and the handler it runs.
+
+Global options (--url, --token, --json, --xml, --debug) are accepted both
+before and after the command: `lablease --json systems` and `lablease
+systems --json` mean the same.
+"""
+from __future__ import annotations
+
+import argparse
+from importlib import metadata
+
+from . import client_commands as c
+from . import client_sharing as sh
+
+PERMISSIONS = ("view", "reserve", "loan_self", "loan_any", "control_system", "edit_system", "edit_policy")
+CONDITIONS = ("automated", "manual", "broken", "removed")
+
+
+def global_options(defaults: bool) -> argparse.ArgumentParser:
+    """The options every command takes; subcommands leave them unset unless given after the command."""
+    keep = None if defaults else argparse.SUPPRESS
+    parser = argparse.ArgumentParser(add_help=False)
+    parser.add_argument("--url", default=keep, help="server URL (default: $LABLEASE_URL, else http://127.0.0.1:8042)")
+    parser.add_argument("--token", default=keep, help="API token (default: $LABLEASE_TOKEN)")
+    formats = parser.add_mutually_exclusive_group()
+    formats.add_argument("--json", dest="format", action="store_const", const="json", default=keep,
+                         help="print the answer as JSON")
+    formats.add_argument("--xml", dest="format", action="store_const", const="xml", default=keep,
+                         help="print the answer as XML (see docs/cli.md)")
+    parser.add_argument("--debug", action="store_true", default=False if defaults else argparse.SUPPRESS,
+                       help="log each request and show tracebacks")
+    return parser
+
+
+def installed_version() -> str:
+    try:
+        return metadata.version("lablease")
+    except metadata.PackageNotFoundError:
+        return "(not installed)"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="lablease", parents=[global_options(True)],
+        description="Reserve and lend lab systems through a lablease server.",
+        epilog="Exit status: 0 ok, 1 error, 2 usage, 3 not found, 4 forbidden, 5 conflict, "
+               "6 invalid input, 7 server unreachable.")
+    parser.add_argument("--version", action="version", version=f"lablease {installed_version()}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    common = global_options(False)
+    add_system_commands(commands, common)
+    add_reservation_commands(commands, common)
+    add_loan_commands(commands.add_parser("loan", help="lend systems to users", parents=[common]), common)
+    add_pool_commands(commands, common)
+    add_policy_commands(commands.add_parser("policy", help="who may do what on a system", parents=[common]),
+                        common)
+    whoami = commands.add_parser("whoami", help="who the token belongs to", parents=[common])
+    whoami.set_defaults(handler=c.whoami)
+    return parser
+
+
+def add_system_commands(commands, common) -> None:
+    p = commands.add_parser("systems", help="list systems", parents=[common])
+    p.add_argument("--arch", help="only this architecture")
+    p.add_argument("--lab", help="only this lab")
+    p.add_argument("--pool", help="only systems in this pool")
+    p.add_argument("--condition", choices=CONDITIONS)
+    p.add_argument("--free-from", metavar="TIME", help="only systems free from TIME (RFC 3339) ...")
+    p.add_argument("--free-until", metavar="TIME", help="... until TIME")
+    p.add_argument("--mine", action="store_true", help="only systems I hold a reservation on now")
+    p.set_defaults(handler=c.systems)
+
+
+def add_reservation_commands(commands, common) -> None:
+    p = commands.add_parser("reserve", help="reserve a system", parents=[common])
+    p.add_argument("system", metavar="SYSTEM", help="fqdn")
+    length = p.add_mutually_exclusive_group()
+    length.add_argument("--duration", help="e.g. 4h, PT4H, 1:30:00, or unlimited (default: the site's)")
+    length.add_argument("--end", metavar="TIME", help="RFC 3339 end")
+    p.add_argument("--start", metavar="TIME", help="RFC 3339 start, to reserve in advance (default: now)")
+    p.add_argument("--heartbeat", metavar="DURATION", help="return it when no heartbeat came for this long")
+    p.add_argument("--return-loan", action="store_true", help="return my loan of the system with it")
+    p.add_argument("--request-id", metavar="ID", help="retrying with the same ID never books twice")
+    p.set_defaults(handler=c.reserve)
+
+    p = commands.add_parser("extend", help="move a reservation's end", parents=[common])
+    p.add_argument("id", metavar="ID", type=int)
+    by = p.add_mutually_exclusive_group(required=True)
+    by.add_argument("--by", metavar="DURATION", help="add this to the current end")
+    by.add_argument("--end", metavar="TIME", help="set the end (RFC 3339)")
+    p.set_defaults(handler=c.extend)
+
+    p = commands.add_parser("return", help="return a reservation now", parents=[common])
+    p.add_argument("id", metavar="ID", type=int)
+    p.set_defaults(handler=c.give_back)
+
+    p = commands.add_parser("heartbeat", help="renew a heartbeat reservation", parents=[common])
+    p.add_argument("id", metavar="ID", type=int)
+    p.set_defaults(handler=c.heartbeat)
+
+    p = commands.add_parser("reservations", help="list reservations (mine unless --all or --user)",
+                            parents=[common])
+    p.add_argument("--all", action="store_true", help="everybody's I may see (admins: all)")
+    p.add_argument("--user", metavar="USER", help="this user's")
+    p.add_argument("--system", metavar="SYSTEM", help="of this system")
+    p.add_argument("--active", action="store_true", help="only those not yet returned")
+    p.set_defaults(handler=c.reservations)
+
+
+def add_loan_commands(loan, common) -> None:
+    sub = loan.add_subparsers(dest="action", metavar="ACTION", required=True)
+    p = sub.add_parser("grant", help="lend a system to a user", parents=[common])
+    p.add_argument("system", metavar="SYSTEM")
+    p.add_argument("recipient", metavar="RECIPIENT")
+    length = p.add_mutually_exclusive_group()
+    length.add_argument("--duration", help="a limited loan for this long (e.g. 7d)")
+    length.add_argument("--limited", action="store_true", help="a limited loan of the site's default length")
+    p.add_argument("--comment")
+    p.set_defaults(handler=sh.loan_grant)
+
+    p = sub.add_parser("extend", help="move a loan's end", parents=[common])
+    p.add_argument("system", metavar="SYSTEM")
+    by = p.add_mutually_exclusive_group(required=True)
+    by.add_argument("--by", metavar="DURATION", help="add this to the current end")
+    by.add_argument("--end", metavar="TIME", help="set the end (RFC 3339)")
+    p.set_defaults(handler=sh.loan_extend)
+
+    for name, handler, text in (("return", sh.loan_return, "end the loan now"),
+                                ("show", sh.loan_show, "the system's current loan")):
+        p = sub.add_parser(name, help=text, parents=[common])
+        p.add_argument("system", metavar="SYSTEM")
+        p.set_defaults(handler=handler)
+
+
+def add_pool_commands(commands, common) -> None:
+    commands.add_parser("pools", help="list pools and their systems", parents=[common]).set_defaults(
+        handler=sh.pools)
+    pool = commands.add_parser("pool", help="show, create and fill a pool", parents=[common])
+    sub = pool.add_subparsers(dest="action", metavar="ACTION", required=True)
+    p = sub.add_parser("show", help="a pool and its systems", parents=[common])
+    p.add_argument("name", metavar="NAME")
+    p.set_defaults(handler=sh.pool_show)
+    p = sub.add_parser("create", help="create a pool", parents=[common])
+    p.add_argument("name", metavar="NAME")
+    p.add_argument("--group", metavar="GROUP", help="the group whose members manage it")
+    p.add_argument("--description")
+    p.set_defaults(handler=sh.pool_create)
+    for name, handler, text in (("add", sh.pool_add, "add systems"), ("remove", sh.pool_remove, "remove systems")):
+        p = sub.add_parser(name, help=text, parents=[common])
+        p.add_argument("name", metavar="NAME")
+        p.add_argument("fqdns", metavar="FQDN", nargs="+")
+        p.set_defaults(handler=handler)
+
+
+def add_policy_commands(policy, common) -> None:
+    sub = policy.add_subparsers(dest="action", metavar="ACTION", required=True)
+    p = sub.add_parser("show", help="a system's access policy", parents=[common])
+    p.add_argument("system", metavar="SYSTEM")
+    p.set_defaults(handler=sh.policy_show)
+    p = sub.add_parser("grant", help="add a rule", parents=[common])
+    p.add_argument("system", metavar="SYSTEM")
+    p.add_argument("permission", metavar="PERMISSION", choices=PERMISSIONS,
+                   help=", ".join(PERMISSIONS))
+    whom = p.add_mutually_exclusive_group(required=True)
+    whom.add_argument("--user", metavar="USER")
+    whom.add_argument("--group", metavar="GROUP")
+    whom.add_argument("--everybody", action="store_true")
+    p.set_defaults(handler=sh.policy_grant)
+    p = sub.add_parser("revoke", help="remove a rule", parents=[common])
+    p.add_argument("system", metavar="SYSTEM")
+    p.add_argument("rule_id", metavar="RULE_ID", type=int)
+    p.set_defaults(handler=sh.policy_revoke)

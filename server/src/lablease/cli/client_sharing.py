@@ -1,0 +1,72 @@
+"""Handlers of `lablease loan ...`, `pools`, `pool ...` and `policy ...`: sharing systems with people."""
+from __future__ import annotations
+
+from .client_commands import Outcome, body, system_path
+from .client_http import Api, segment
+from .client_views import LOAN, POLICY, POOL, RULE
+
+
+def loan_grant(api: Api, args) -> Outcome:
+    loan = api.post(system_path(args.system, "/loan"), body(
+        recipient=args.recipient, duration=args.duration, limited=args.limited, comment=args.comment))
+    return Outcome(loan, LOAN)
+
+
+def loan_extend(api: Api, args) -> Outcome:
+    change = {"extend_by": args.by} if args.by is not None else {"end": args.end}
+    return Outcome(api.patch(system_path(args.system, "/loan"), change), LOAN)
+
+
+def loan_return(api: Api, args) -> Outcome:
+    api.delete(system_path(args.system, "/loan"))
+    return Outcome(None, LOAN, f"returned the loan of {args.system}")
+
+
+def loan_show(api: Api, args) -> Outcome:
+    return Outcome(api.get(system_path(args.system, "/loan")), LOAN)
+
+
+def pool_path(name: str, rest: str = "") -> str:
+    return f"/pools/{segment(name)}{rest}"
+
+
+def pools(api: Api, args) -> Outcome:
+    return Outcome(api.get("/pools"), POOL)
+
+
+def pool_show(api: Api, args) -> Outcome:
+    return Outcome(api.get(pool_path(args.name)), POOL)
+
+
+def pool_create(api: Api, args) -> Outcome:
+    pool = api.post("/pools", body(name=args.name, description=args.description, owner_group=args.group))
+    return Outcome(pool, POOL)
+
+
+def pool_add(api: Api, args) -> Outcome:
+    """One call per system, in order; the first refusal stops (the earlier ones stay added)."""
+    pool = None
+    for fqdn in args.fqdns:
+        pool = api.post(pool_path(args.name, "/systems"), {"fqdn": fqdn})
+    return Outcome(pool, POOL)
+
+
+def pool_remove(api: Api, args) -> Outcome:
+    for fqdn in args.fqdns:
+        api.delete(pool_path(args.name, f"/systems/{segment(fqdn)}"))
+    return Outcome(api.get(pool_path(args.name)), POOL)
+
+
+def policy_show(api: Api, args) -> Outcome:
+    return Outcome(api.get(system_path(args.system, "/access-policy")), POLICY)
+
+
+def policy_grant(api: Api, args) -> Outcome:
+    rule = api.post(system_path(args.system, "/access-policy/rules"), body(
+        permission=args.permission, user=args.user, group=args.group, everybody=args.everybody))
+    return Outcome(rule, RULE)
+
+
+def policy_revoke(api: Api, args) -> Outcome:
+    api.delete(system_path(args.system, f"/access-policy/rules/{args.rule_id}"))
+    return Outcome(None, RULE, f"revoked rule {args.rule_id} of {args.system}")

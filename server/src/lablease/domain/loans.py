@@ -1,0 +1,58 @@
+"""Loan rules: who may lend, extend and return, and a loan's window."""
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from .errors import Invalid
+from .permissions import ALLOW, Actor, Decision, Permission, SystemAccess, decide
+
+
+def may_lend(actor: Actor, recipient_id: int, system: SystemAccess) -> Decision:
+    """Owner, admins and loan_any lend to anyone; loan_self lends only to oneself."""
+    if system.condition == "removed":
+        return Decision(False, "the system is removed")
+    if decide(actor, Permission.LOAN_ANY, system):
+        return ALLOW
+    if recipient_id == actor.id and decide(actor, Permission.LOAN_SELF, system):
+        return ALLOW
+    if recipient_id == actor.id:
+        return Decision(False, "you need loan_self or loan_any on this system to borrow it")
+    return Decision(False, "you need loan_any on this system to lend it to somebody else")
+
+
+def may_extend_loan(actor: Actor, recipient_id: int, system: SystemAccess) -> Decision:
+    """Extending needs loan_any, or loan_self for one's own loan: being the recipient is not enough."""
+    if decide(actor, Permission.LOAN_ANY, system):
+        return ALLOW
+    if recipient_id == actor.id and decide(actor, Permission.LOAN_SELF, system):
+        return ALLOW
+    return Decision(False, "extending a loan needs loan_self (for your own loan) or loan_any on this system")
+
+
+def may_return_loan(actor: Actor, recipient_id: int, system: SystemAccess) -> Decision:
+    """The recipient, or anyone who may lend the system to others."""
+    if recipient_id == actor.id or decide(actor, Permission.LOAN_ANY, system):
+        return ALLOW
+    return Decision(False, "only the recipient or someone with loan_any may return this loan")
+
+
+def plan_loan_end(now: datetime, duration: timedelta | None, limited: bool, default: timedelta) -> datetime | None:
+    """No limit unless asked: a duration, or `limited` for the site's default length."""
+    if duration is not None:
+        if duration <= timedelta(0):
+            raise Invalid("duration", "must be positive")
+        return now + duration
+    return now + default if limited else None
+
+
+def plan_loan_extension(now: datetime, current_end: datetime | None, end: datetime | None,
+                        extend_by: timedelta | None) -> datetime:
+    if (end is None) == (extend_by is None):
+        raise Invalid("end", "give exactly one of end or extend_by")
+    if extend_by is not None:
+        if current_end is None:
+            raise Invalid("extend_by", "the loan has no end to extend")
+        end = current_end + extend_by
+    if end <= now:
+        raise Invalid("end", "must be in the future (return the loan to end it now)")
+    return end

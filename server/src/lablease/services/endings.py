@@ -1,0 +1,91 @@
+"""Ending reservations and loans, with what follows from it.
+
+- A reservation ends: its calendar slot is freed from now; with
+  `return_loan` the holder's loan of the system ends too.
+- A loan ends: every open reservation of a user who thereby loses the right
+  to reserve the system is returned (reason `loan_ended`).
+- Whatever the server ends by itself (the worker, a cascade) is told to the
+  holder through the outbox.
+"""
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import select
+
+from ..domain.permissions import Actor, Permission, decide
+from ..store import calendar
+from ..store.tables import Booking, Loan, Reservation, System
+from . import activity, notices
+from .systems import access_of
+from .users import actor_for
+from ..timeparse import format_time
+
+WHY = {
+    "expired": "its end was reached",
+    "heartbeat_missed": "no heartbeat arrived in time",
+    "loan_ended": "the loan that gave you access ended",
+    "removed": "the system was removed",
+    "returned": "returned by hand",
+    "returned_with_reservation": "returned together with your reservation (return_loan)",
+}
+
+
+def close_reservation(session, reservation: Reservation, now: datetime, reason: str, actor: Actor | None,
+                      settings=None) -> None:
+    """End a reservation now, free its slot, and follow through (return_loan, notices)."""
+    reservation.returned_at = now
+    reservation.return_reason = reason
+    reservation.due_at = reservation.warn_at = None
+    if reservation.end_at is None or reservation.end_at > now:
+        reservation.end_at = max(now, reservation.start_at)
+    if reservation.booking_id is not None:
+        booking = session.get(Booking, reservation.booking_id)
+        if booking.start_at >= now:
+            reservation.booking_id = None
+        calendar.release(session, booking, now)
+    activity.record(session, actor, now, "reservation", reservation.id, reason, "state", "active", reason)
+    activity.record(session, actor, now, "system", reservation.system.fqdn, reason, "reservation", reservation.id, None)
+    if actor is None or actor.id != reservation.user_id:
+        notices.reservation_returned(session, settings, reservation, now, WHY.get(reason, reason))
+    if reservation.return_loan and reason != "loan_ended":
+        loan = _holder_loan(session, reservation)
+        if loan is not None:
+            close_loan(session, loan, now, "returned_with_reservation", actor, settings)
+
+
+def _holder_loan(session, reservation: Reservation) -> Loan | None:
+    return session.execute(select(Loan).where(
+        Loan.system_id == reservation.system_id, Loan.recipient_id == reservation.user_id,
+        Loan.returned_at.is_(None))).unique().scalar_one_or_none()
+
+
+def close_loan(session, loan: Loan, now: datetime, reason: str, actor: Actor | None, settings=None) -> list[int]:
+    """End a loan now; returns the ids of reservations returned because their holders lost access."""
+    system = session.get(System, loan.system_id)
+    loan.returned_at = now
+    loan.return_reason = reason
+    loan.warn_at = None
+    activity.record(session, actor, now, "system", system.fqdn, "loan_returned", "loan",
+                    f"{loan.recipient.name} until {format_time(loan.end_at) or 'no limit'}",
+                    reason)
+    if actor is None or actor.id != loan.recipient_id:
+        notices.loan_returned(session, settings, loan, system.fqdn, now, WHY.get(reason, reason))
+    session.flush()
+    return _return_reservations_without_access(session, system, now, actor, settings)
+
+
+def _return_reservations_without_access(session, system, now: datetime, actor, settings) -> list[int]:
+    access = access_of(system)  # the loan is over: no recipient any more
+    open_ = session.execute(select(Reservation).where(
+        Reservation.system_id == system.id, Reservation.returned_at.is_(None))).unique().scalars()
+    returned = []
+    for reservation in list(open_):
+        holder = actor_for(session, reservation.user)
+        if decide(holder, Permission.RESERVE, access):
+            continue
+        close_reservation(session, reservation, now, "loan_ended", actor, settings)
+        activity.record(session, actor, now, "reservation", reservation.id, "loan_ended", "reason", None,
+                        f"{reservation.user.name} lost access to {system.fqdn} when the loan ended")
+        returned.append(reservation.id)
+    return returned

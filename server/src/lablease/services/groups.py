@@ -1,0 +1,150 @@
+"""Groups with owners and members; the caller's notification settings."""
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import select
+
+from ..domain.errors import Conflict, Forbidden, Invalid, NotFound
+from ..domain.permissions import Actor
+from ..store.tables import Group, GroupMember, User
+from . import activity
+from .users import check_name, find_user
+
+
+def _find(session, name: str) -> Group:
+    group = session.execute(select(Group).where(Group.name == name)).scalar_one_or_none()
+    if group is None:
+        raise NotFound(f"no group named {name}")
+    return group
+
+
+def find_group(session, name: str, field: str = "group") -> Group:
+    """A group named in some input: unknown is a 422 naming the field."""
+    group = session.execute(select(Group).where(Group.name == name)).scalar_one_or_none()
+    if group is None:
+        raise Invalid(field, f"no group named {name}")
+    return group
+
+
+def _members(session, group: Group) -> list[tuple[User, bool]]:
+    rows = session.execute(select(User, GroupMember.is_owner).join(GroupMember, GroupMember.user_id == User.id)
+                           .where(GroupMember.group_id == group.id).order_by(User.name))
+    return list(rows)
+
+
+def as_dict(session, group: Group) -> dict:
+    members = _members(session, group)
+    return {
+        "name": group.name,
+        "description": group.description,
+        "owners": [user.name for user, owner in members if owner],
+        "members": [user.name for user, _ in members],
+        "webhook_url": group.webhook_url,
+    }
+
+
+def is_owner(session, actor: Actor, group: Group) -> bool:
+    if actor.is_admin:
+        return True
+    row = session.get(GroupMember, (group.id, actor.id))
+    return row is not None and row.is_owner
+
+
+def _require_owner(session, actor: Actor, group: Group) -> None:
+    if not is_owner(session, actor, group):
+        raise Forbidden(f"only owners of group {group.name} (or admins) may change it")
+
+
+def create(uow, actor: Actor, now: datetime, name: str, description: str | None = None,
+           members: list[str] = (), owners: list[str] = ()) -> dict:
+    """Any user may create a group; its creator owns it."""
+    session = uow.session
+    check_name(name)
+    if session.execute(select(Group.id).where(Group.name == name)).first():
+        raise Conflict(f"group {name} already exists")
+    group = Group(name=name, description=description, created_at=now)
+    session.add(group)
+    session.flush()
+    wanted = {user: False for user in members} | {user: True for user in owners}
+    if actor.id:  # the creator owns the group (the server's own commands are not a user)
+        wanted[actor.name] = True
+    for user_name, owner in wanted.items():
+        session.add(GroupMember(group_id=group.id, user_id=find_user_field(session, user_name).id, is_owner=owner))
+    activity.record(session, actor, now, "group", name, "created")
+    session.flush()
+    return as_dict(session, group)
+
+
+def find_user_field(session, name: str, field: str = "user") -> User:
+    user = session.execute(select(User).where(User.name == name)).scalar_one_or_none()
+    if user is None:
+        raise Invalid(field, f"no user named {name}")
+    return user
+
+
+def listing(uow) -> list[dict]:
+    groups = uow.session.execute(select(Group).order_by(Group.name)).scalars()
+    return [as_dict(uow.session, group) for group in groups]
+
+
+def show(uow, name: str) -> dict:
+    return as_dict(uow.session, _find(uow.session, name))
+
+
+def update(uow, actor: Actor, now: datetime, name: str, data: dict) -> dict:
+    session = uow.session
+    group = _find(session, name)
+    _require_owner(session, actor, group)
+    for key in ("description", "webhook_url", "webhook_secret"):
+        if key in data and getattr(group, key) != data[key]:
+            shown = "(secret)" if key == "webhook_secret" else data[key]
+            activity.record(session, actor, now, "group", name, "changed", key, None, shown)
+            setattr(group, key, data[key])
+    return as_dict(session, group)
+
+
+def add_member(uow, actor: Actor, now: datetime, name: str, user: str, owner: bool = False) -> dict:
+    session = uow.session
+    group = _find(session, name)
+    _require_owner(session, actor, group)
+    member = find_user_field(session, user)
+    row = session.get(GroupMember, (group.id, member.id))
+    if row is None:
+        session.add(GroupMember(group_id=group.id, user_id=member.id, is_owner=owner))
+        activity.record(session, actor, now, "group", name, "member_added", "member", None, user)
+    elif row.is_owner != owner:
+        row.is_owner = owner
+        activity.record(session, actor, now, "group", name, "changed", f"owner {user}", not owner, owner)
+    session.flush()
+    return as_dict(session, group)
+
+
+def remove_member(uow, actor: Actor, now: datetime, name: str, user: str) -> None:
+    session = uow.session
+    group = _find(session, name)
+    _require_owner(session, actor, group)
+    member = find_user(session, user)
+    row = session.get(GroupMember, (group.id, member.id))
+    if row is None:
+        raise NotFound(f"{user} is not a member of {name}")
+    session.delete(row)
+    activity.record(session, actor, now, "group", name, "member_removed", "member", user, None)
+
+
+def delete(uow, actor: Actor, now: datetime, name: str) -> None:
+    session = uow.session
+    group = _find(session, name)
+    _require_owner(session, actor, group)
+    session.delete(group)
+    activity.record(session, actor, now, "group", name, "deleted")
+
+
+def update_me(uow, actor: Actor, now: datetime, data: dict) -> dict:
+    """The caller's own mail address and webhook for notices."""
+    user = uow.session.get(User, actor.id)
+    for key in ("email", "webhook_url", "webhook_secret"):
+        if key in data:
+            setattr(user, key, data[key] or None)
+    activity.record(uow.session, actor, now, "user", actor.name, "changed", "notifications")
+    return {"name": user.name, "email": user.email, "webhook_url": user.webhook_url}

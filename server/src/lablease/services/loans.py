@@ -1,0 +1,136 @@
+"""Loans: lend a system to one user, extend, return; the worker's loan expiry."""
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from sqlalchemy import select
+
+from ..domain import loans as rules
+from ..domain.errors import Conflict, Forbidden, Invalid, NotFound
+from ..domain.notices import warn_at
+from ..domain.permissions import Actor
+from ..store.tables import Loan, User
+from ..timeparse import format_time
+from . import activity, endings, notices
+from . import systems as system_service
+
+
+def as_dict(loan: Loan, fqdn: str) -> dict:
+    return {
+        "id": loan.id,
+        "system": fqdn,
+        "recipient": loan.recipient.name,
+        "lender": loan.lender.name if loan.lender else None,
+        "start": format_time(loan.start_at),
+        "end": format_time(loan.end_at),
+        "comment": loan.comment,
+        "returned_at": format_time(loan.returned_at),
+        "return_reason": loan.return_reason,
+    }
+
+
+def _check(decision, fqdn: str) -> None:
+    if not decision:
+        raise Forbidden(f"{fqdn}: {decision.reason}")
+
+
+def _warn_at(settings, loan: Loan) -> datetime | None:
+    if settings is None:
+        return None
+    return warn_at(loan.start_at, loan.end_at, settings.duration("warn_before"), settings.duration("warn_before_short"))
+
+
+def grant(uow, actor: Actor, now: datetime, fqdn: str, recipient: str, duration: timedelta | None = None,
+          limited: bool = False, comment: str | None = None) -> dict:
+    session = uow.session
+    system = system_service.find(session, fqdn, actor)
+    user = session.execute(select(User).where(User.name == recipient)).scalar_one_or_none()
+    if user is None:
+        raise Invalid("recipient", f"no user named {recipient}")
+    current = system_service.active_loan(session, system)
+    _check(rules.may_lend(actor, user.id, system_service.access_of(system, current)), system.fqdn)
+    if current is not None:
+        until = format_time(current.end_at) or "further notice"
+        raise Conflict(f"{system.fqdn} is already lent to {current.recipient.name} until {until}")
+    default = uow.settings.duration("default_loan_duration") if uow.settings else timedelta(days=7)
+    loan = Loan(system_id=system.id, recipient_id=user.id, lender_id=actor.id or None, start_at=now,
+                end_at=rules.plan_loan_end(now, duration, limited, default), comment=comment, created_at=now)
+    loan.warn_at = _warn_at(uow.settings, loan)
+    session.add(loan)
+    session.flush()
+    session.refresh(loan)
+    activity.record(session, actor, now, "system", system.fqdn, "lent", "loan", None,
+                    f"{user.name} until {format_time(loan.end_at) or 'no limit'}")
+    uow.wake_worker()
+    return as_dict(loan, system.fqdn)
+
+
+def _current(session, actor: Actor, fqdn: str):
+    system = system_service.find(session, fqdn, actor)
+    loan = system_service.active_loan(session, system)
+    if loan is None:
+        raise NotFound(f"{system.fqdn} is not lent to anybody")
+    return system, loan
+
+
+def show(uow, actor: Actor, fqdn: str) -> dict:
+    system, loan = _current(uow.session, actor, fqdn)
+    return as_dict(loan, system.fqdn)
+
+
+def extend(uow, actor: Actor, now: datetime, fqdn: str, end: datetime | None = None,
+           extend_by: timedelta | None = None) -> dict:
+    session = uow.session
+    system, loan = _current(session, actor, fqdn)
+    _check(rules.may_extend_loan(actor, loan.recipient_id, system_service.access_of(system, loan)), system.fqdn)
+    new_end = rules.plan_loan_extension(now, loan.end_at, end, extend_by)
+    activity.record(session, actor, now, "system", system.fqdn, "loan_extended", "loan end", loan.end_at, new_end)
+    loan.end_at = new_end
+    loan.warn_at = _warn_at(uow.settings, loan)
+    uow.wake_worker()
+    return as_dict(loan, system.fqdn)
+
+
+def give_back(uow, actor: Actor, now: datetime, fqdn: str) -> None:
+    """Return the loan (the recipient) or take it back (anyone with loan_any)."""
+    session = uow.session
+    system, loan = _current(session, actor, fqdn)
+    _check(rules.may_return_loan(actor, loan.recipient_id, system_service.access_of(system, loan)), system.fqdn)
+    reason = "returned" if actor.id == loan.recipient_id else "taken_back"
+    endings.close_loan(session, loan, now, reason, actor, uow.settings)
+
+
+def history(uow, actor: Actor, fqdn: str) -> list[dict]:
+    system = system_service.find(uow.session, fqdn, actor)
+    loans = uow.session.execute(select(Loan).where(Loan.system_id == system.id)
+                                .order_by(Loan.start_at.desc())).unique().scalars()
+    return [as_dict(loan, system.fqdn) for loan in loans]
+
+
+def expire_due(uow, now: datetime, batch: int = 100) -> list[int]:
+    """Return every limited loan whose end has come (each exactly once across workers)."""
+    query = (select(Loan).where(Loan.end_at <= now, Loan.returned_at.is_(None)).order_by(Loan.end_at)
+             .limit(batch).with_for_update(skip_locked=True, of=Loan))
+    expired = list(uow.session.execute(query).unique().scalars())
+    for loan in expired:
+        endings.close_loan(uow.session, loan, now, "expired", None, uow.settings)
+    return [loan.id for loan in expired]
+
+
+def warn_due(uow, now: datetime, batch: int = 100) -> list[int]:
+    query = (select(Loan).where(Loan.warn_at <= now, Loan.returned_at.is_(None)).order_by(Loan.warn_at)
+             .limit(batch).with_for_update(skip_locked=True, of=Loan))
+    warned = list(uow.session.execute(query).unique().scalars())
+    for loan in warned:
+        loan.warn_at = None
+        notices.loan_ending(uow.session, uow.settings, loan, system_service.fqdn_of(uow.session, loan.system_id), now)
+    return [loan.id for loan in warned]
+
+
+def next_due(uow) -> datetime | None:
+    times = [
+        uow.session.execute(select(column).where(Loan.returned_at.is_(None), column.is_not(None))
+                            .order_by(column).limit(1)).scalar_one_or_none()
+        for column in (Loan.end_at, Loan.warn_at)
+    ]
+    return min((t for t in times if t is not None), default=None)

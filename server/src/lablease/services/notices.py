@@ -1,0 +1,77 @@
+"""Notices to holders, queued in the outbox in the same transaction as their cause.
+
+Each notice goes to the user's mail address (when SMTP is configured), the
+user's webhook, and the webhooks of the user's groups. A dedupe key per
+event and destination means a notice is queued once however often its cause
+is seen; the worker delivers it (worker/delivery.py).
+"""
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import select
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+
+from ..config import Settings
+from ..store.tables import Group, GroupMember, Outbox, User
+from ..timeparse import format_time
+
+
+def destinations(session, user: User, settings: Settings) -> list[tuple[str, str]]:
+    found = []
+    if user.email and settings.smtp_host:
+        found.append(("mail", user.email))
+    if user.webhook_url:
+        found.append(("webhook", f"user:{user.id}"))
+    groups = session.execute(select(Group).join(GroupMember, GroupMember.group_id == Group.id)
+                             .where(GroupMember.user_id == user.id, Group.webhook_url.is_not(None))).scalars()
+    found += [("webhook", f"group:{group.id}") for group in groups]
+    return found
+
+
+def queue(session, settings: Settings | None, user: User, now: datetime, event: str, key: str,
+          subject: str, text: str, data: dict) -> int:
+    """Queue one notice to every destination of user; returns how many were new."""
+    if settings is None:
+        return 0
+    insert = pg_insert if session.get_bind().dialect.name == "postgresql" else sqlite_insert
+    queued = 0
+    for channel, destination in destinations(session, user, settings):
+        payload = {"event": event, "at": format_time(now), "user": user.name, "message": text, **data}
+        statement = insert(Outbox).values(
+            channel=channel, destination=destination, subject=subject, payload=payload,
+            dedupe_key=f"{event}:{key}:{channel}:{destination}", status="pending", attempts=0,
+            next_attempt_at=now, created_at=now,
+        ).on_conflict_do_nothing()
+        queued += session.execute(statement).rowcount or 0
+    return queued
+
+
+def reservation_ending(session, settings, reservation, now: datetime) -> None:
+    end = format_time(reservation.end_at)
+    text = (f"Your reservation {reservation.id} of {reservation.system.fqdn} ends at {end}. "
+            f"Extend it with: lablease extend {reservation.id} --by 4h")
+    queue(session, settings, reservation.user, now, "reservation.ending", f"{reservation.id}:{end}",
+          f"[lablease] {reservation.system.fqdn}: your reservation ends at {end}", text,
+          {"reservation": reservation.id, "system": reservation.system.fqdn, "end": end})
+
+
+def reservation_returned(session, settings, reservation, now: datetime, why: str) -> None:
+    text = f"Your reservation {reservation.id} of {reservation.system.fqdn} was returned: {why}."
+    queue(session, settings, reservation.user, now, "reservation.returned", str(reservation.id),
+          f"[lablease] {reservation.system.fqdn}: your reservation was returned", text,
+          {"reservation": reservation.id, "system": reservation.system.fqdn, "reason": why})
+
+
+def loan_ending(session, settings, loan, fqdn: str, now: datetime) -> None:
+    end = format_time(loan.end_at)
+    text = f"Your loan of {fqdn} ends at {end}. Ask someone with loan_any on it to extend it."
+    queue(session, settings, loan.recipient, now, "loan.ending", f"{loan.id}:{end}",
+          f"[lablease] {fqdn}: your loan ends at {end}", text, {"loan": loan.id, "system": fqdn, "end": end})
+
+
+def loan_returned(session, settings, loan, fqdn: str, now: datetime, why: str) -> None:
+    text = f"Your loan of {fqdn} was returned: {why}."
+    queue(session, settings, loan.recipient, now, "loan.returned", str(loan.id),
+          f"[lablease] {fqdn}: your loan was returned", text, {"loan": loan.id, "system": fqdn, "reason": why})

@@ -1,0 +1,89 @@
+"""The outbox: claiming messages to deliver, recording the outcome, recovering after a crash.
+
+Delivery is at least once: a message is claimed (status `sending`) in one
+transaction, delivered outside any transaction, and marked `sent` in
+another. A crash between delivery and marking leaves it `sending`; on start
+the worker puts such messages back to `pending`, and receivers tell a repeat
+by its stable id (mail Message-ID, webhook X-Lablease-Delivery).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import select, update
+
+from ..domain.notices import retry_at
+from ..store.tables import Group, Outbox, User
+
+
+@dataclass(frozen=True)
+class Delivery:
+    id: int
+    channel: str
+    address: str  # a mail address or a URL
+    secret: str | None
+    subject: str
+    payload: dict
+    attempts: int
+
+
+def _resolve(session, row: Outbox) -> tuple[str | None, str | None]:
+    """Webhook destinations name a user or group: their current URL and secret are used."""
+    if row.channel == "mail":
+        return row.destination, None
+    kind, _, ident = row.destination.partition(":")
+    owner = session.get(User if kind == "user" else Group, int(ident))
+    return (owner.webhook_url, owner.webhook_secret) if owner is not None else (None, None)
+
+
+def claim_due(uow, now: datetime, batch: int = 20) -> list[Delivery]:
+    session = uow.session
+    query = (select(Outbox).where(Outbox.status == "pending", Outbox.next_attempt_at <= now)
+             .order_by(Outbox.next_attempt_at).limit(batch).with_for_update(skip_locked=True))
+    claimed = []
+    for row in session.execute(query).scalars():
+        address, secret = _resolve(session, row)
+        row.attempts += 1
+        if not address:
+            row.status, row.last_error, row.next_attempt_at = "failed", "the destination no longer exists", None
+            continue
+        row.status = "sending"
+        claimed.append(Delivery(row.id, row.channel, address, secret, row.subject, row.payload, row.attempts))
+    return claimed
+
+
+def mark_sent(uow, message_id: int, now: datetime) -> None:
+    row = uow.session.get(Outbox, message_id)
+    row.status, row.sent_at, row.next_attempt_at, row.last_error = "sent", now, None, None
+
+
+def mark_failed(uow, message_id: int, now: datetime, error: str, settings) -> None:
+    row = uow.session.get(Outbox, message_id)
+    row.last_error = error[:2000]
+    if row.attempts >= settings.outbox_max_attempts:
+        row.status, row.next_attempt_at = "failed", None
+    else:
+        row.status = "pending"
+        row.next_attempt_at = retry_at(now, row.attempts, settings.duration("outbox_retry_delay"))
+
+
+def recover_interrupted(uow) -> int:
+    """Messages a crashed worker was sending go back to the queue."""
+    result = uow.session.execute(update(Outbox).where(Outbox.status == "sending").values(status="pending"))
+    return result.rowcount or 0
+
+
+def next_due(uow) -> datetime | None:
+    query = (select(Outbox.next_attempt_at).where(Outbox.status == "pending")
+             .order_by(Outbox.next_attempt_at).limit(1))
+    return uow.session.execute(query).scalar_one_or_none()
+
+
+def listing(uow, status: str | None = None, limit: int = 200) -> list[dict]:
+    query = select(Outbox).order_by(Outbox.id.desc()).limit(limit)
+    if status:
+        query = query.where(Outbox.status == status)
+    return [{"id": r.id, "channel": r.channel, "destination": r.destination, "subject": r.subject,
+             "status": r.status, "attempts": r.attempts, "last_error": r.last_error,
+             "event": (r.payload or {}).get("event")} for r in uow.session.execute(query).scalars()]

@@ -1,0 +1,130 @@
+"""Pools: named sets of systems owned by a group."""
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import select
+
+from ..domain.errors import Conflict, Forbidden, Invalid, NotFound
+from ..domain.permissions import Actor, may_manage_pool
+from ..store.tables import Pool, System
+from . import activity
+from . import systems as system_service
+from .groups import find_group
+from .users import check_name
+
+
+def as_dict(pool: Pool) -> dict:
+    return {
+        "name": pool.name,
+        "description": pool.description,
+        "owner_group": pool.owner_group.name if pool.owner_group else None,
+        "systems": [system.fqdn for system in pool.systems],
+    }
+
+
+def find(session, name: str) -> Pool:
+    pool = session.execute(select(Pool).where(Pool.name == name)).unique().scalar_one_or_none()
+    if pool is None:
+        raise NotFound(f"no pool named {name}")
+    return pool
+
+
+def require_manager(actor: Actor, pool: Pool) -> None:
+    decision = may_manage_pool(actor, pool.owner_group_id)
+    if not decision:
+        raise Forbidden(f"pool {pool.name}: {decision.reason}")
+
+
+def create(uow, actor: Actor, now: datetime, name: str, description: str | None = None,
+           owner_group: str | None = None) -> dict:
+    session = uow.session
+    check_name(name, "name")
+    if session.execute(select(Pool.id).where(Pool.name == name)).first():
+        raise Conflict(f"pool {name} already exists")
+    group = find_group(session, owner_group, "owner_group") if owner_group else None
+    if not actor.is_admin and (group is None or group.id not in actor.group_ids):
+        raise Forbidden("a pool must be owned by a group you belong to (only admins may create pools without one)")
+    pool = Pool(name=name, description=description, owner_group_id=group.id if group else None, created_at=now)
+    session.add(pool)
+    session.flush()
+    activity.record(session, actor, now, "pool", name, "created", "owner_group", None, owner_group)
+    return as_dict(pool)
+
+
+def listing(uow) -> list[dict]:
+    return [as_dict(pool) for pool in uow.session.execute(select(Pool).order_by(Pool.name)).unique().scalars()]
+
+
+def show(uow, name: str) -> dict:
+    return as_dict(find(uow.session, name))
+
+
+def update(uow, actor: Actor, now: datetime, name: str, data: dict) -> dict:
+    session = uow.session
+    pool = find(session, name)
+    require_manager(actor, pool)
+    if "description" in data and data["description"] != pool.description:
+        activity.record(session, actor, now, "pool", name, "changed", "description", pool.description,
+                        data["description"])
+        pool.description = data["description"]
+    if "owner_group" in data:
+        group = find_group(session, data["owner_group"], "owner_group") if data["owner_group"] else None
+        old = pool.owner_group.name if pool.owner_group else None
+        if old != data["owner_group"]:
+            activity.record(session, actor, now, "pool", name, "changed", "owner_group", old, data["owner_group"])
+            pool.owner_group_id = group.id if group else None
+            session.flush()
+            session.refresh(pool, ["owner_group"])
+    return as_dict(pool)
+
+
+def delete(uow, actor: Actor, now: datetime, name: str) -> None:
+    session = uow.session
+    pool = find(session, name)
+    require_manager(actor, pool)
+    for system in session.execute(select(System).where(System.policy_pool_id == pool.id)).unique().scalars():
+        _stop_using_policy(session, actor, now, system, pool)
+    session.delete(pool)
+    activity.record(session, actor, now, "pool", name, "deleted")
+
+
+def add_system(uow, actor: Actor, now: datetime, name: str, fqdn: str) -> dict:
+    session = uow.session
+    pool = find(session, name)
+    require_manager(actor, pool)
+    system = system_service.find(session, fqdn, actor)
+    if pool not in system.pools:
+        system.pools.append(pool)
+        activity.record(session, actor, now, "pool", name, "system_added", "system", None, system.fqdn)
+        activity.record(session, actor, now, "system", system.fqdn, "changed", "pools", None, name)
+    session.flush()
+    session.refresh(pool)
+    return as_dict(pool)
+
+
+def remove_system(uow, actor: Actor, now: datetime, name: str, fqdn: str) -> None:
+    session = uow.session
+    pool = find(session, name)
+    require_manager(actor, pool)
+    system = system_service.find(session, fqdn, actor)
+    if pool not in system.pools:
+        raise NotFound(f"{system.fqdn} is not in pool {name}")
+    if system.policy_pool_id == pool.id:
+        _stop_using_policy(session, actor, now, system, pool)
+    system.pools.remove(pool)
+    activity.record(session, actor, now, "pool", name, "system_removed", "system", system.fqdn, None)
+    activity.record(session, actor, now, "system", system.fqdn, "changed", "pools", name, None)
+
+
+def _stop_using_policy(session, actor, now, system: System, pool: Pool) -> None:
+    """A system leaving a pool whose policy it used falls back to its own rules."""
+    system.policy_pool_id = None
+    system.policy_pool = None
+    activity.record(session, actor, now, "system", system.fqdn, "changed", "access policy", f"pool {pool.name}",
+                    "own rules")
+
+
+def check_member(pool: Pool, system: System) -> None:
+    if pool not in system.pools:
+        raise Invalid("use_pool_policy", f"{system.fqdn} is not in pool {pool.name}")

@@ -199,3 +199,12 @@ def test_unlimited_where_the_site_allows_it(db):
     assert status == 201 and reservation["end"] is None and reservation["seconds_left"] is None
     status, problem = lab.bob.post("/reservations", {"system": "s1.lab.test", "start": at(START + 1000 * H)})
     assert status == 409 and "until further notice" in problem["detail"]
+
+
+def test_a_returned_reservation_cannot_be_returned_or_extended_again(lab):
+    lab.system()
+    _, r = lab.alice.post("/reservations", {"system": "s1.lab.test", "duration": "2h"})
+    assert lab.alice.delete(f"/reservations/{r['id']}")[0] == 204
+    status, problem = lab.alice.delete(f"/reservations/{r['id']}")
+    assert status == 409 and problem["detail"] == f"reservation {r['id']} was already returned"
+    assert lab.alice.patch(f"/reservations/{r['id']}", {"extend_by": "1h"})[0] == 409

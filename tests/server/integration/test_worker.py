@@ -39,7 +39,7 @@ def test_a_missed_heartbeat_returns_the_reservation(lab):
     _, log = lab.alice.get(f"/reservations/{r['id']}/activity")
     assert log[0]["action"] == "heartbeat_missed" and log[0]["user"] == "lablease"
     status, problem = lab.alice.post(f"/reservations/{r['id']}/heartbeat")
-    assert status == 422 and "already returned" in problem["detail"]
+    assert status == 409 and "already returned" in problem["detail"]
 
 
 def test_heartbeat_needs_an_interval(lab):

@@ -28,7 +28,7 @@ def global_options(defaults: bool) -> argparse.ArgumentParser:
     formats.add_argument("--xml", dest="format", action="store_const", const="xml", default=keep,
                          help="print the answer as XML (see docs/cli.md)")
     parser.add_argument("--debug", action="store_true", default=False if defaults else argparse.SUPPRESS,
-                       help="log each request and show tracebacks")
+                        help="log each request and show tracebacks")
     return parser
 
 

@@ -1,0 +1,91 @@
+"""`lablease`: the command-line client of a lablease server.
+
+    main(["systems", "--json"], env={"LABLEASE_URL": ..., "LABLEASE_TOKEN": ...}, stdout=out, stderr=err)
+
+main() takes its environment and streams as arguments (tests run it
+in-process) and returns the exit status (client_status.ExitStatus). An
+expected failure prints one line on stderr, `lablease: <reason>`; a
+traceback appears only with --debug.
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import sys
+import traceback
+from typing import IO, Mapping, Sequence
+
+from .client_http import DEFAULT_URL, Api, ClientError, Environment
+from .client_parser import build_parser
+from .client_status import ExitStatus
+
+PROG = "lablease"
+
+
+def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None,
+         stdout: IO[str] | None = None, stderr: IO[str] | None = None) -> int:
+    environment = Environment(**{k: v for k, v in (("env", env), ("stdout", stdout), ("stderr", stderr))
+                                 if v is not None})
+    args = parse(list(sys.argv[1:] if argv is None else argv), environment)
+    if isinstance(args, int):
+        return args
+    try:
+        return run(args, environment)
+    except ClientError as error:
+        return fail(environment, args.debug, error.message, error.status)
+    except BrokenPipeError:  # `lablease systems | head -1`: the reader left, nothing to say
+        silence(environment.stdout)
+        return ExitStatus.ERROR
+    except KeyboardInterrupt:
+        return fail(environment, args.debug, "interrupted", ExitStatus.INTERRUPTED)
+    except Exception as error:  # a bug: say so in one line, the traceback is for --debug
+        return fail(environment, args.debug, f"internal error: {type(error).__name__}: {error} "
+                    "(run with --debug for the traceback)", ExitStatus.ERROR)
+
+
+def parse(argv: list[str], environment: Environment):
+    """The parsed arguments, or argparse's exit status (2 for usage errors, 0 for --help)."""
+    with contextlib.redirect_stdout(environment.stdout), contextlib.redirect_stderr(environment.stderr):
+        try:
+            return build_parser().parse_args(argv)
+        except SystemExit as leaving:
+            return leaving.code if isinstance(leaving.code, int) else ExitStatus.USAGE
+
+
+def run(args, environment: Environment) -> int:
+    url = args.url or environment.env.get("LABLEASE_URL") or DEFAULT_URL
+    token = args.token or environment.env.get("LABLEASE_TOKEN") or None
+    api = Api(url, token, environment.stderr if args.debug else None)
+    try:
+        outcome = args.handler(api, args)
+    finally:
+        api.close()
+    show(environment.stdout, outcome, args.format)
+    return ExitStatus.SUCCESS
+
+
+def show(stream: IO[str], outcome, fmt: str | None) -> None:
+    if fmt is None and outcome.message is not None:
+        print(outcome.message, file=stream)
+    elif outcome.data is not None:
+        print(outcome.shape.render(outcome.data, fmt), file=stream)
+
+
+def silence(stream: IO[str]) -> None:
+    """Point a closed pipe at /dev/null so the interpreter's last flush does not complain."""
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), stream.fileno())
+    except (OSError, ValueError, io.UnsupportedOperation):
+        pass
+
+
+def fail(environment: Environment, debug: bool, message: str, status: ExitStatus) -> int:
+    if debug:
+        traceback.print_exc(file=environment.stderr)
+    print(f"{PROG}: {message}", file=environment.stderr)
+    return int(status)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

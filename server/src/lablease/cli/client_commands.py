@@ -1,0 +1,72 @@
+"""Handlers of `lablease systems`, `reserve`, `extend`, `return`, `heartbeat`, `reservations`, `whoami`.
+
+A handler takes the API and the parsed arguments, makes its calls, and
+returns an Outcome; it never prints. Durations and times go to the server
+as typed: the server parses them and names the field when it cannot.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .client_http import Api, segment
+from .client_views import RESERVATION, SYSTEM, USER, Shape, end_time
+
+
+@dataclass
+class Outcome:
+    """What a command has to show: `data` through `shape`, or `message` for people when set."""
+
+    data: object = None
+    shape: Shape | None = None
+    message: str | None = None
+
+
+def body(**fields) -> dict:
+    """A request body without the options that were not given."""
+    return {key: value for key, value in fields.items() if value is not None and value is not False}
+
+
+def systems(api: Api, args) -> Outcome:
+    params = {"arch": args.arch, "lab": args.lab, "pool": args.pool, "condition": args.condition,
+              "free_from": args.free_from, "free_until": args.free_until,
+              "reserved_by": "me" if args.mine else None}
+    return Outcome(api.get("/systems", params), SYSTEM)
+
+
+def reserve(api: Api, args) -> Outcome:
+    reservation = api.post("/reservations", body(
+        system=args.system, start=args.start, end=args.end, duration=args.duration,
+        heartbeat=args.heartbeat, return_loan=args.return_loan, request_id=args.request_id))
+    return Outcome(reservation, RESERVATION)
+
+
+def extend(api: Api, args) -> Outcome:
+    change = {"extend_by": args.by} if args.by is not None else {"end": args.end}
+    return Outcome(api.patch(f"/reservations/{args.id}", change), RESERVATION)
+
+
+def give_back(api: Api, args) -> Outcome:
+    api.delete(f"/reservations/{args.id}")
+    reservation = api.get(f"/reservations/{args.id}")
+    return Outcome(reservation, RESERVATION,
+                   f"returned reservation {args.id} of {reservation.get('system')}")
+
+
+def heartbeat(api: Api, args) -> Outcome:
+    reservation = api.post(f"/reservations/{args.id}/heartbeat")
+    due = end_time(reservation.get("due"))
+    return Outcome(reservation, RESERVATION, f"reservation {args.id}: next heartbeat due by {due}")
+
+
+def reservations(api: Api, args) -> Outcome:
+    user = args.user or (None if args.all else "me")
+    params = {"user": user, "system": args.system, "active": "true" if args.active else None}
+    return Outcome(api.get("/reservations", params), RESERVATION)
+
+
+def whoami(api: Api, args) -> Outcome:
+    return Outcome(api.get("/me"), USER)
+
+
+def system_path(fqdn: str, rest: str = "") -> str:
+    return f"/systems/{segment(fqdn)}{rest}"

@@ -15,7 +15,7 @@ from ..config import Settings
 from ..domain.errors import DomainError
 from ..services.users import authenticate
 from ..store.db import Database
-from ..store.uow import UnitOfWork
+from ..services import unit_of_work
 from ..store.wakeup import Waker
 from . import errors
 from .inputs import check_body, query_value, read_json
@@ -62,13 +62,13 @@ class LabLeaseApp:
     def run(self, route: Route, request: Request, args: dict) -> Response:
         # Read the bounded body (413 past the limit) before the transaction: on SQLite a
         # writing transaction holds the database, and a slow upload must not hold it too.
-        data = request.get_data(cache=False) if route.body is not None else b""
-        with UnitOfWork(self.db, write=route.writes, waker=self.waker, settings=self.settings) as uow:
+        data = request.get_data(cache=False) if (route.body is not None or route.raw) else b""
+        with unit_of_work(self.db, self.settings, self.waker, write=route.writes) as uow:
             now = self.clock()
             # Who is asking comes first: an anonymous caller learns nothing about its input.
             actor = authenticate(uow.session, request.headers.get("Authorization"), now) if route.auth else None
             ctx = Context(uow, actor, now, self.settings, args, self.body(route, request, data),
-                          self.query(route, request))
+                          self.query(route, request), raw=data, mimetype=request.mimetype)
             try:
                 result = route.view(ctx)
                 if route.writes:

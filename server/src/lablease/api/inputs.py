@@ -15,7 +15,7 @@ def read_json(request, data: bytes) -> object:
     """The JSON body (already read, bounded), or 400/415 with a clear reason."""
     if not data.strip():
         return {}
-    if request.mimetype not in ("application/json", "") and not request.mimetype.endswith("+json"):
+    if request is not None and request.mimetype not in ("application/json", "") and not request.mimetype.endswith("+json"):
         raise UnsupportedMediaType(f"send the body as application/json, not {request.mimetype}")
     try:
         return json.loads(data)

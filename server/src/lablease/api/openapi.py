@@ -12,6 +12,7 @@ _KINDS = {"time": {"type": "string", "format": "date-time"}, "bool": {"type": "b
           "int": {"type": "integer"}, "str": {"type": "string"}}
 _REASONS = {400: "Malformed request", 401: "Missing, unknown, revoked or expired token", 403: "Not allowed",
             404: "Not found", 409: "Conflict (e.g. the calendar is booked)", 413: "Body too large",
+            415: "Body of a type the route does not take",
             422: "Invalid input (names the field)", 429: "Limit reached"}
 
 
@@ -39,7 +40,8 @@ def _operation(route: Route) -> dict:
     if route.response is not None:
         ok["content"] = {"application/json": {"schema": route.response}}
     responses = {str(route.status): ok}
-    failures = {400, 422} | ({401} if route.auth else set()) | ({413} if route.body else set()) | set(route.statuses)
+    failures = ({400, 422} | ({401} if route.auth else set()) | ({413} if route.body or route.raw else set())
+                | set(route.statuses))
     for code in sorted(failures):
         responses[str(code)] = _problem(_REASONS[code])
     operation = {
@@ -51,6 +53,10 @@ def _operation(route: Route) -> dict:
     }
     if route.body is not None:
         operation["requestBody"] = {"required": True, "content": {"application/json": {"schema": route.body}}}
+    elif route.raw:
+        operation["requestBody"] = {"required": True, "content": {
+            "application/xml": {"schema": {"type": "string", "description": "job XML (see docs/jobs.md)"}},
+            "application/json": {"schema": {"type": "object", "description": "the job's JSON form"}}}}
     if not route.auth:
         operation["security"] = []
     return operation

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from . import schemas as s
-from .views import access, meta, reservations, schedules, systems
+from .views import access, jobs, meta, reservations, schedules, systems
 
 BASE = "/api/v1"
 
@@ -27,6 +27,7 @@ class Route:
     status: int = 200
     auth: bool = True
     statuses: tuple[int, ...] = ()  # failures worth documenting beyond 400/401/422
+    raw: bool = False  # the view reads the body itself (e.g. XML or JSON)
 
     @property
     def endpoint(self) -> str:
@@ -162,6 +163,43 @@ ROUTES: list[Route] = [
     Route("GET", BASE + "/reservations/<int:id>/activity", reservations.history,
           "The reservation's activity log (extensions, return)", "reservations", query=LIMIT,
           response=s.list_of(s.ACTIVITY), statuses=(404,)),
+    # jobs and the scheduler
+    Route("POST", BASE + "/jobs", jobs.submit,
+          "Submit a job: job XML (application/xml) or the same as JSON; 422 names what is wrong", "jobs",
+          response=s.JOB, status=201, raw=True, statuses=(403, 413, 415)),
+    Route("GET", BASE + "/jobs", jobs.listing, "Jobs, newest first: the caller's (admins: mine=false for all)",
+          "jobs", query={"mine": ("bool", "only the caller's (default true)"), "status": ("str", "only this status")},
+          response=s.list_of(s.JOB)),
+    Route("GET", BASE + "/jobs/<int:id>", jobs.show, "A job with its recipe sets and recipes", "jobs",
+          response=s.JOB, statuses=(404,)),
+    Route("POST", BASE + "/jobs/<int:id>/cancel", jobs.cancel, "Cancel every unfinished recipe of the job", "jobs",
+          response=s.JOB, statuses=(403, 404)),
+    Route("GET", BASE + "/recipes/<int:id>", jobs.show_recipe, "A recipe; while it waits, why", "jobs",
+          response=s.RECIPE, statuses=(404,)),
+    Route("PATCH", BASE + "/recipes/<int:id>", jobs.update_recipe,
+          "Report task results and/or finish: {status: completed, result} or {status: aborted}", "jobs",
+          body=s.RECIPE_UPDATE, response=s.RECIPE, statuses=(403, 404, 409)),
+    Route("GET", BASE + "/queue", jobs.queue, "Waiting recipes in scheduling order, each with why it waits", "jobs",
+          response={"type": "array", "items": {"type": "object"}}),
+    Route("POST", BASE + "/distro-trees", jobs.distro_add, "Register a distro tree (admins)", "distros",
+          body=s.DISTRO_CREATE, response=s.DISTRO, status=201, statuses=(403, 409)),
+    Route("GET", BASE + "/distro-trees", jobs.distro_list, "Distro trees", "distros",
+          query={k: ("str", f"only this {k}") for k in ("name", "family", "arch", "variant")},
+          response=s.list_of(s.DISTRO)),
+    Route("GET", BASE + "/distro-trees/<int:id>", jobs.distro_show, "A distro tree", "distros", response=s.DISTRO,
+          statuses=(404,)),
+    Route("DELETE", BASE + "/distro-trees/<int:id>", jobs.distro_remove,
+          "Remove a distro tree (admins); recipes waiting for it are aborted", "distros", status=204,
+          statuses=(403, 404)),
+    Route("GET", BASE + "/systems/<fqdn>/usage", jobs.usage_history,
+          "The system's usage and condition history, and time in each usage state", "systems",
+          query={"from": ("time", "start of the period (default 7 days ago)"),
+                 "until": ("time", "end of the period (default now)")}, response={"type": "object"},
+          statuses=(404,)),
+    Route("GET", BASE + "/reports/utilisation", jobs.utilisation,
+          "Time in each usage state and share busy, per system and in total", "systems",
+          query={"from": ("time", "start (default 7 days ago)"), "until": ("time", "end (default now)"),
+                 "pool": ("str", "only systems of this pool")}, response={"type": "object"}),
     # generic schedules
     Route("GET", BASE + "/schedules", schedules.subjects, "Schedule subjects", "schedules",
           response=s.list_of(s.SUBJECT)),

@@ -235,3 +235,49 @@ POLICY_PUT = {
     "additionalProperties": False,
 }
 POOL_POLICY = {"type": "object", "properties": {"pool": {"type": "string"}, "rules": {"type": "array", "items": RULE}}}
+
+
+RECIPE_BRIEF = {"type": "object", "properties": {
+    "id": {"type": "integer"}, "status": {"type": "string"}, "result": {"enum": ["none", "pass", "warn", "fail"]},
+    "system": {"type": ["string", "null"]}, "whiteboard": {"type": "string"}, "started_at": NULLABLE_TIME,
+    "finished_at": NULLABLE_TIME, "distro_tree": {"type": ["integer", "null"]}}}
+JOB = {"type": "object", "properties": {
+    "id": {"type": "integer"}, "owner": {"type": "string"}, "whiteboard": {"type": "string"},
+    "status": {"type": "string"}, "result": {"type": "string"}, "submitted_at": TIME, "finished_at": NULLABLE_TIME,
+    "recipe_sets": {"type": "array", "items": {"type": "object", "properties": {
+        "id": {"type": "integer"}, "priority": {"enum": ["Low", "Medium", "Normal", "High", "Urgent"]},
+        "status": {"type": "string"}, "result": {"type": "string"}, "ar": {"type": ["integer", "null"]},
+        "recipes": {"type": "array", "items": RECIPE_BRIEF}}}}}}
+RECIPE = {"type": "object", "properties": {
+    **RECIPE_BRIEF["properties"], "job": {"type": "integer"}, "recipe_set": {"type": "integer"},
+    "reservation": {"type": ["integer", "null"]}, "watchdog": NULLABLE_TIME, "spec": {"type": "object"},
+    "tasks": {"type": "array"}, "why": {"type": "object", "description": "while waiting: why"}}}
+RESULT = {"enum": ["pass", "warn", "fail"]}
+RECIPE_UPDATE = {
+    "type": "object",
+    "properties": {
+        "status": {"enum": ["completed", "aborted", "cancelled"]},
+        "result": RESULT,
+        "tasks": {"type": "array", "items": {"type": "object", "required": ["name", "result"],
+                                             "properties": {"name": NAME, "result": RESULT,
+                                                            "message": {"type": "string", "maxLength": 4000}},
+                                             "additionalProperties": False}},
+    },
+    "additionalProperties": False,
+}
+DISTRO_CREATE = {
+    "type": "object",
+    "required": ["name", "arch", "url", "kernel", "initrd"],
+    "properties": {
+        "name": NAME, "family": {"type": "string"}, "arch": {"type": "string"}, "variant": {"type": "string"},
+        "tags": {"type": "array", "items": {"type": "string"}},
+        "url": {"type": "string", "description": "install tree URL"},
+        "kernel": {"type": "string", "description": "kernel path, relative to url"},
+        "initrd": {"type": "string", "description": "initrd path, relative to url"},
+        "ks_meta": {"type": "string"}, "kernel_options": {"type": "string"},
+        "labs": {"type": "array", "items": {"type": "string"}, "description": "labs that have it (empty: all)"},
+    },
+    "additionalProperties": False,
+}
+DISTRO = {"type": "object", "properties": {"id": {"type": "integer"}, **DISTRO_CREATE["properties"],
+                                           "created_at": TIME}}

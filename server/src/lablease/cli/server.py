@@ -15,7 +15,7 @@ from ..domain.permissions import Actor
 from ..services import systems, users
 from ..store import migrate
 from ..store.db import Database
-from ..store.uow import UnitOfWork
+from ..services import unit_of_work
 from ..timeparse import format_time, parse_duration
 
 # Administration from the server's own command line acts with full rights.
@@ -49,7 +49,7 @@ def _safe_url(url: str) -> str:
 
 
 def cmd_user_add(settings: Settings, args) -> None:
-    with UnitOfWork(_db(settings)) as uow:
+    with unit_of_work(_db(settings), settings) as uow:
         _, secret = users.add_user(uow, now(), args.name, args.admin, args.group or (), args.email)
         uow.commit()
     print(secret)
@@ -60,7 +60,7 @@ def cmd_user_add(settings: Settings, args) -> None:
 def cmd_group_add(settings: Settings, args) -> None:
     from ..services import groups
 
-    with UnitOfWork(_db(settings)) as uow:
+    with unit_of_work(_db(settings), settings) as uow:
         group = groups.create(uow, SERVER, now(), args.name, args.description, args.member or [], args.owner or [])
         uow.commit()
     print(f"group {group['name']} created: owners {', '.join(group['owners']) or '-'}; "
@@ -69,7 +69,7 @@ def cmd_group_add(settings: Settings, args) -> None:
 
 def cmd_token_create(settings: Settings, args) -> None:
     expires = now() + parse_duration(args.expires, "expires") if args.expires else None
-    with UnitOfWork(_db(settings)) as uow:
+    with unit_of_work(_db(settings), settings) as uow:
         secret = users.create_token(uow, now(), args.user, args.name, expires)
         uow.commit()
     print(secret)
@@ -78,7 +78,7 @@ def cmd_token_create(settings: Settings, args) -> None:
 
 
 def cmd_token_revoke(settings: Settings, args) -> None:
-    with UnitOfWork(_db(settings)) as uow:
+    with unit_of_work(_db(settings), settings) as uow:
         count = users.revoke_tokens(uow, now(), args.user, args.name)
         uow.commit()
     print(f"revoked {count} token(s) of {args.user}")
@@ -100,7 +100,7 @@ def cmd_system_add(settings: Settings, args) -> None:
     for key in ("cpus", "memory_mb", "lab", "owner"):
         if getattr(args, key) is not None:
             data[key] = getattr(args, key)
-    with UnitOfWork(_db(settings)) as uow:
+    with unit_of_work(_db(settings), settings) as uow:
         system = systems.add_system(uow, SERVER, now(), data)
         uow.commit()
     print(f"added {system['fqdn']} ({system['arch']}, {system['condition']})")
@@ -110,7 +110,7 @@ def cmd_system_import(settings: Settings, args) -> None:
     with open(args.file, encoding="utf-8") as handle:
         loaded = yaml.safe_load(handle)
     entries = loaded.get("systems") if isinstance(loaded, dict) else loaded
-    with UnitOfWork(_db(settings)) as uow:
+    with unit_of_work(_db(settings), settings) as uow:
         result = systems.import_systems(uow, SERVER, now(), entries)
         uow.commit()
     print(f"imported {args.file}: {len(result['added'])} added, {len(result['updated'])} updated")

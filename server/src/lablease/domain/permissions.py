@@ -135,3 +135,23 @@ def may_manage_pool(actor: Actor, owner_group_id: int | None) -> Decision:
     if actor.is_admin or (owner_group_id is not None and owner_group_id in actor.group_ids):
         return ALLOW
     return Decision(False, "only members of the pool's owning group (or admins) may change it")
+
+
+def decide_schedule(actor: Actor, system: SystemAccess) -> Decision:
+    """May the scheduler give this system to actor's recipe now?
+
+    Only Automated systems are scheduled; a lent system only to its
+    recipient; otherwise the reserve permission decides, as for manual
+    reservations.
+    """
+    if system.condition != "automated":
+        return Decision(False, f"the system is {system.condition}, not automated")
+    privileged = actor.is_admin or system.owner_id == actor.id
+    lent_to = system.loan_recipient_id
+    if lent_to is not None and lent_to != actor.id and not privileged:
+        return Decision(False, "the system is lent to another user")
+    if privileged or lent_to == actor.id:
+        return ALLOW
+    if any(rule.permission is Permission.RESERVE and rule.applies_to(actor) for rule in system.rules):
+        return ALLOW
+    return Decision(False, "you may not use this system")

@@ -1,1 +1,12 @@
 """Use cases: each takes a unit of work, the acting user and the time."""
+from __future__ import annotations
+
+from ..store.db import Database
+from ..store.uow import UnitOfWork
+
+
+def unit_of_work(db: Database, settings=None, waker=None, write: bool = True) -> UnitOfWork:
+    """A unit of work whose events (a freed system, a new recipe set) reach the scheduler."""
+    from .scheduling import handle
+
+    return UnitOfWork(db, write=write, waker=waker, settings=settings, handlers=(handle,))

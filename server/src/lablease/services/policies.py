@@ -9,6 +9,7 @@ from ..domain.errors import Invalid, NotFound
 from ..domain.permissions import Actor, Permission
 from ..store.tables import AccessRule, Group, PoolAccessRule, User
 from . import activity, pools
+from ..store.uow import emit
 from . import systems as system_service
 from .groups import find_group, find_user_field
 
@@ -67,6 +68,7 @@ def add_system_rule(uow, actor: Actor, now: datetime, fqdn: str, data: dict) -> 
     session.flush()
     shown = _rule_dict(session, rule)
     activity.record(session, actor, now, "system", system.fqdn, "policy_changed", "rule", None, _describe(shown))
+    emit(session, "system_changed", (system.id, now))
     return shown
 
 
@@ -79,6 +81,7 @@ def remove_system_rule(uow, actor: Actor, now: datetime, fqdn: str, rule_id: int
     shown = _rule_dict(session, rule)
     system.rules.remove(rule)
     activity.record(session, actor, now, "system", system.fqdn, "policy_changed", "rule", _describe(shown), None)
+    emit(session, "system_changed", (system.id, now))
 
 
 def put_system_policy(uow, actor: Actor, now: datetime, fqdn: str, data: dict) -> dict:
@@ -98,6 +101,7 @@ def put_system_policy(uow, actor: Actor, now: datetime, fqdn: str, data: dict) -
     if "use_pool_policy" in data:
         _use_pool_policy(session, actor, now, system, data["use_pool_policy"])
     session.flush()
+    emit(session, "system_changed", (system.id, now))
     return system_policy(uow, actor, fqdn)
 
 

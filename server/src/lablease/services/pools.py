@@ -9,6 +9,7 @@ from ..domain.errors import Conflict, Forbidden, Invalid, NotFound
 from ..domain.permissions import Actor, may_manage_pool
 from ..store.tables import Pool, System
 from . import activity
+from ..store.uow import emit
 from . import systems as system_service
 from .groups import find_group
 from .users import check_name
@@ -98,6 +99,7 @@ def add_system(uow, actor: Actor, now: datetime, name: str, fqdn: str) -> dict:
         system.pools.append(pool)
         activity.record(session, actor, now, "pool", name, "system_added", "system", None, system.fqdn)
         activity.record(session, actor, now, "system", system.fqdn, "changed", "pools", None, name)
+        emit(session, "system_changed", (system.id, now))
     session.flush()
     session.refresh(pool)
     return as_dict(pool)
@@ -115,6 +117,7 @@ def remove_system(uow, actor: Actor, now: datetime, name: str, fqdn: str) -> Non
     system.pools.remove(pool)
     activity.record(session, actor, now, "pool", name, "system_removed", "system", system.fqdn, None)
     activity.record(session, actor, now, "system", system.fqdn, "changed", "pools", name, None)
+    emit(session, "system_changed", (system.id, now))
 
 
 def _stop_using_policy(session, actor, now, system: System, pool: Pool) -> None:

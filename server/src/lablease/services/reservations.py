@@ -7,7 +7,7 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 
 from ..domain import reservations as rules
-from ..domain.errors import Forbidden, Invalid, NotFound
+from ..domain.errors import Conflict, Forbidden, Invalid, NotFound
 from ..domain.notices import warn_at
 from ..domain.permissions import Actor, Permission, SiteAction, decide_site, may_manage_reservation, may_see_reservation
 from ..domain.windows import Window
@@ -136,7 +136,7 @@ def list_reservations(uow, actor: Actor, now: datetime, user: str | None = None,
 
 def _open(reservation: Reservation) -> None:
     if reservation.returned_at is not None:
-        raise Invalid("reservation", f"reservation {reservation.id} was already returned")
+        raise Conflict(f"reservation {reservation.id} was already returned")
 
 
 def extend(uow, actor: Actor, now: datetime, policy: rules.ReservationPolicy, reservation_id: int,

@@ -20,7 +20,8 @@ from ..domain.permissions import (
 from ..domain.windows import Window
 from ..store.tables import AccessRule, Booking, Loan, Pool, Reservation, Resource, System, User
 from ..timeparse import format_time
-from . import activity
+from . import activity, usage
+from ..store.uow import emit
 
 SECRET_KEYS = {"password", "pass", "secret", "token", "credentials", "key"}
 EDITABLE = ("arch", "cpus", "memory_mb", "lab", "attributes", "condition", "owner", "power", "netboot")
@@ -164,6 +165,7 @@ def add_system(uow, actor: Actor, now: datetime, data: dict) -> dict:
     session.add(system)
     session.flush()
     activity.record(session, actor, now, "system", fqdn, "created", "condition", None, system.condition)
+    emit(session, "system_changed", (system.id, now))
     return as_dict(system)
 
 
@@ -174,9 +176,14 @@ def update_system(uow, actor: Actor, now: datetime, fqdn: str, data: dict) -> di
     unknown = sorted(set(data) - set(EDITABLE))
     if unknown:
         raise Invalid(unknown[0], "cannot be changed (changeable: " + ", ".join(EDITABLE) + ")")
+    old_condition = system.condition
     changes = _apply(session, system, _clean(session, data))
     activity.record_changes(session, actor, now, "system", system.fqdn, changes)
+    if system.condition != old_condition:
+        usage.record_condition(session, system, old_condition, now)
     session.flush()
+    if changes:
+        emit(session, "system_changed", (system.id, now))
     return describe(session, system, now)
 
 
@@ -216,7 +223,8 @@ def remove_system(uow, actor: Actor, now: datetime, fqdn: str, force: bool = Fal
         on_return(reservation)
     if system.condition != "removed":
         activity.record(session, actor, now, "system", system.fqdn, "changed", "condition", system.condition, "removed")
-        system.condition = "removed"
+        old, system.condition = system.condition, "removed"
+        usage.record_condition(session, system, old, now)
 
 
 def get_system(uow, actor: Actor, now: datetime, fqdn: str) -> dict:

@@ -294,3 +294,96 @@ class Activity(Base):
     old: Mapped[str | None] = mapped_column(Text)
     new: Mapped[str | None] = mapped_column(Text)
     __table_args__ = (Index("ix_activity_object", "object_type", "object_id", "id"),)
+
+
+class DistroTree(Base):
+    """An installable tree; jobs' distroRequires match against these."""
+
+    __tablename__ = "distro_trees"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(128))
+    family: Mapped[str | None] = mapped_column(String(64))
+    arch: Mapped[str] = mapped_column(String(16))
+    variant: Mapped[str | None] = mapped_column(String(64))
+    tags: Mapped[list] = mapped_column(Json, default=list)
+    url: Mapped[str] = mapped_column(String(2000))
+    kernel: Mapped[str] = mapped_column(String(400))
+    initrd: Mapped[str] = mapped_column(String(400))
+    ks_meta: Mapped[str | None] = mapped_column(Text)
+    kernel_options: Mapped[str | None] = mapped_column(Text)
+    labs: Mapped[list] = mapped_column(Json, default=list)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    __table_args__ = (UniqueConstraint("name", "arch", "variant", name="uq_distro_trees_name_arch_variant"),)
+
+
+class Job(Base):
+    __tablename__ = "jobs"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    owner_id: Mapped[int] = mapped_column(ForeignKey("users.id"), index=True)
+    group_id: Mapped[int | None] = mapped_column(ForeignKey("groups.id", ondelete="SET NULL"))
+    whiteboard: Mapped[str] = mapped_column(Text, default="")
+    status: Mapped[str] = mapped_column(String(16), default="new")
+    result: Mapped[str] = mapped_column(String(8), default="none")
+    submitted_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    owner: Mapped[User] = relationship(lazy="joined")
+    recipe_sets: Mapped[list[RecipeSet]] = relationship(lazy="selectin", order_by="RecipeSet.id",
+                                                        back_populates="job")
+
+
+class RecipeSet(Base):
+    """Recipes placed together, all or nothing."""
+
+    __tablename__ = "recipe_sets"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    job_id: Mapped[int] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"), index=True)
+    priority: Mapped[int] = mapped_column(Integer, default=2)
+    ar_id: Mapped[int | None] = mapped_column(Integer)
+    status: Mapped[str] = mapped_column(String(16), default="new")
+    result: Mapped[str] = mapped_column(String(8), default="none")
+    queued_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    job: Mapped[Job] = relationship(lazy="joined", back_populates="recipe_sets")
+    recipes: Mapped[list[Recipe]] = relationship(lazy="selectin", order_by="Recipe.id", back_populates="recipe_set")
+    __table_args__ = (Index("ix_recipe_sets_queue", "status", "priority", "queued_at"),)
+
+
+class Recipe(Base):
+    __tablename__ = "recipes"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    recipe_set_id: Mapped[int] = mapped_column(ForeignKey("recipe_sets.id", ondelete="CASCADE"), index=True)
+    job_id: Mapped[int] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"))
+    spec: Mapped[dict] = mapped_column(Json, default=dict)
+    status: Mapped[str] = mapped_column(String(16), default="new")
+    result: Mapped[str] = mapped_column(String(8), default="none")
+    system_id: Mapped[int | None] = mapped_column(ForeignKey("systems.id", ondelete="SET NULL"), index=True)
+    reservation_id: Mapped[int | None] = mapped_column(ForeignKey("reservations.id", ondelete="SET NULL"))
+    distro_tree_id: Mapped[int | None] = mapped_column(ForeignKey("distro_trees.id", ondelete="SET NULL"))
+    task_results: Mapped[list] = mapped_column(Json, default=list)
+    started_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    watchdog_at: Mapped[datetime | None] = mapped_column(UTCDateTime, index=True)
+    recipe_set: Mapped[RecipeSet] = relationship(lazy="joined", back_populates="recipes")
+    system: Mapped[System | None] = relationship(lazy="joined")
+
+
+class RecipeCandidate(Base):
+    """The systems a queued recipe could run on: a freed system finds its recipes by this index."""
+
+    __tablename__ = "recipe_candidates"
+    recipe_id: Mapped[int] = mapped_column(ForeignKey("recipes.id", ondelete="CASCADE"), primary_key=True)
+    system_id: Mapped[int] = mapped_column(ForeignKey("systems.id", ondelete="CASCADE"), primary_key=True,
+                                           index=True)
+    rank: Mapped[int] = mapped_column(Integer, default=0)  # autopick preference: lower first
+
+
+class UsageChange(Base):
+    """System usage and condition history, for utilisation reports."""
+
+    __tablename__ = "usage_history"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    system_id: Mapped[int] = mapped_column(ForeignKey("systems.id", ondelete="CASCADE"))
+    at: Mapped[datetime] = mapped_column(UTCDateTime)
+    field: Mapped[str] = mapped_column(String(16))
+    old: Mapped[str | None] = mapped_column(String(16))
+    new: Mapped[str] = mapped_column(String(16))
+    __table_args__ = (Index("ix_usage_history_system_at", "system_id", "at"),)

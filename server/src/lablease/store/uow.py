@@ -16,9 +16,11 @@ class UnitOfWork:
     durable (e.g. waking the worker); they never run for a rolled-back one.
     """
 
-    def __init__(self, db: Database, write: bool = True, waker: Waker | None = None, settings=None):
+    def __init__(self, db: Database, write: bool = True, waker: Waker | None = None, settings=None,
+                 handlers: tuple = ()):
         self.db = db
         self.settings = settings  # the site's Settings, for use cases that queue notices
+        self.handlers = handlers  # called for each event emitted in this transaction, before it commits
         self.write = write
         self.waker = waker
         self.session: Session | None = None
@@ -36,6 +38,7 @@ class UnitOfWork:
             self.session.close()
 
     def commit(self) -> None:
+        self.dispatch()
         self.session.commit()
         callbacks, self._after_commit = self._after_commit, []
         for callback in callbacks:
@@ -44,6 +47,13 @@ class UnitOfWork:
     def after_commit(self, callback: Callable[[], None]) -> None:
         if callback not in self._after_commit:
             self._after_commit.append(callback)
+
+    def dispatch(self) -> None:
+        """Handle the events emitted so far (handling may emit more; they are handled too)."""
+        while events := self.session.info.pop("events", None):
+            for event in events:
+                for handler in self.handlers:
+                    handler(self, *event)
 
     def wake_worker(self) -> None:
         """The next due time may have moved: wake the worker once this commits."""
@@ -54,3 +64,8 @@ class UnitOfWork:
     @property
     def is_postgresql(self) -> bool:
         return self.db.is_postgresql
+
+
+def emit(session, name: str, payload) -> None:
+    """Record an event (e.g. ("system_freed", system_id)) for the handlers of this transaction."""
+    session.info.setdefault("events", []).append((name, payload))

@@ -10,11 +10,11 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from typing import Callable
 
 from ..config import Settings
-from ..services import loans, outbox, reservations
+from ..services import jobs, loans, outbox, reservations, unit_of_work
 from ..store.db import Database
 from ..store.uow import UnitOfWork
 from ..store.wakeup import WakeListener
@@ -32,9 +32,13 @@ def utcnow() -> datetime:
 DUE_STEPS = (
     ("returned reservation", reservations.expire_due),
     ("returned loan", loans.expire_due),
+    ("aborted recipe past its runtime limit", jobs.abort_overdue),
     ("warned about reservation", reservations.warn_due),
     ("warned about loan", loans.warn_due),
 )
+
+
+REPAIR_EVERY = timedelta(minutes=10)
 
 
 def run_due(db: Database, now: datetime, settings: Settings | None = None) -> list[int]:
@@ -42,7 +46,7 @@ def run_due(db: Database, now: datetime, settings: Settings | None = None) -> li
     returned: list[int] = []
     for label, step in DUE_STEPS:
         while True:
-            with UnitOfWork(db, settings=settings) as uow:
+            with unit_of_work(db, settings) as uow:
                 batch = step(uow, now)
                 uow.commit()
             for ident in batch:
@@ -81,7 +85,7 @@ def deliver_due(db: Database, now: datetime, settings: Settings, senders: dict) 
 
 def next_due(db: Database) -> datetime | None:
     with UnitOfWork(db, write=False) as uow:
-        times = (reservations.next_due(uow), loans.next_due(uow), outbox.next_due(uow))
+        times = (reservations.next_due(uow), loans.next_due(uow), outbox.next_due(uow), jobs.next_due(uow))
     return min((t for t in times if t is not None), default=None)
 
 
@@ -91,6 +95,7 @@ class Worker:
         self.db = db
         self.clock = clock
         self.senders = senders(settings)
+        self.next_repair: datetime | None = None
         self.stopping = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -112,7 +117,9 @@ class Worker:
                 try:
                     run_due(self.db, self.clock(), self.settings)
                     deliver_due(self.db, self.clock(), self.settings, self.senders)
-                    pause = self.seconds_to_sleep(self.clock(), next_due(self.db))
+                    self.repair_if_due()
+                    due = min(filter(None, (next_due(self.db), self.next_repair)), default=None)
+                    pause = self.seconds_to_sleep(self.clock(), due)
                 except Exception:  # a failing pass must not kill the worker; it retries soon
                     log.exception("worker pass failed; retrying in 1 s")
                     pause = 1.0
@@ -120,6 +127,17 @@ class Worker:
         finally:
             listener.close()
             log.info("worker stopped")
+
+    def repair_if_due(self) -> None:
+        """The slow consistency pass (not scheduling: events do that)."""
+        now = self.clock()
+        if self.next_repair is not None and now < self.next_repair:
+            return
+        with unit_of_work(self.db, self.settings) as uow:
+            for recipe_id in jobs.repair(uow, now):
+                log.info("aborted recipe %s: its distro tree no longer exists", recipe_id)
+            uow.commit()
+        self.next_repair = now + REPAIR_EVERY
 
     def _sleep(self, listener: WakeListener, pause: float) -> None:
         """Sleep for pause seconds, or less when woken; in 1 s slices so stop() is prompt."""

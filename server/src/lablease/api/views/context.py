@@ -18,6 +18,8 @@ class Context:
     args: dict
     body: dict = field(default_factory=dict)
     query: dict = field(default_factory=dict)
+    raw: bytes = b""
+    mimetype: str = ""
 
 
 @dataclass

@@ -1,0 +1,82 @@
+"""/jobs, /recipes, /queue, /distro-trees, usage and utilisation."""
+from datetime import timedelta
+
+from werkzeug.exceptions import UnsupportedMediaType
+
+from ...services import distros, jobs, usage
+from ...services import systems as system_service
+from ..inputs import read_json
+from .context import Context, Reply
+
+XML = ("application/xml", "text/xml")
+
+
+def _job_body(ctx: Context) -> dict:
+    from ...jobxml import normalise_job, parse_job_xml
+
+    if ctx.mimetype in XML:
+        return parse_job_xml(ctx.raw)
+    if ctx.mimetype in ("application/json", ""):
+        return normalise_job(read_json(None, ctx.raw) if ctx.raw.strip() else {})
+    raise UnsupportedMediaType(f"send job XML (application/xml) or JSON (application/json), not {ctx.mimetype}")
+
+
+def submit(ctx: Context) -> Reply:
+    return Reply(jobs.submit(ctx.uow, ctx.actor, ctx.now, _job_body(ctx)), 201)
+
+
+def listing(ctx: Context) -> list:
+    return jobs.listing(ctx.uow, ctx.actor, ctx.query.get("mine", True), ctx.query.get("status"))
+
+
+def show(ctx: Context) -> dict:
+    return jobs.show(ctx.uow, ctx.actor, ctx.now, ctx.args["id"])
+
+
+def cancel(ctx: Context) -> dict:
+    return jobs.cancel(ctx.uow, ctx.actor, ctx.now, ctx.args["id"])
+
+
+def show_recipe(ctx: Context) -> dict:
+    return jobs.show_recipe(ctx.uow, ctx.actor, ctx.now, ctx.args["id"])
+
+
+def update_recipe(ctx: Context) -> dict:
+    return jobs.update_recipe(ctx.uow, ctx.actor, ctx.now, ctx.args["id"], ctx.body)
+
+
+def queue(ctx: Context) -> list:
+    return jobs.queue(ctx.uow, ctx.actor, ctx.now)
+
+
+def distro_add(ctx: Context) -> dict:
+    return distros.add(ctx.uow, ctx.actor, ctx.now, ctx.body)
+
+
+def distro_list(ctx: Context) -> list:
+    return distros.listing(ctx.uow, ctx.query)
+
+
+def distro_show(ctx: Context) -> dict:
+    return distros.get(ctx.uow, ctx.args["id"])
+
+
+def distro_remove(ctx: Context) -> None:
+    distros.remove(ctx.uow, ctx.actor, ctx.now, ctx.args["id"])
+
+
+def _period(ctx: Context):
+    until = ctx.query.get("until") or ctx.now
+    return ctx.query.get("from") or until - timedelta(days=7), until
+
+
+def usage_history(ctx: Context) -> dict:
+    system = system_service.find(ctx.uow.session, ctx.args["fqdn"], ctx.actor)
+    start, end = _period(ctx)
+    return {"system": system.fqdn, "changes": usage.history(ctx.uow.session, system, start, end),
+            "seconds": usage.time_in_states(ctx.uow.session, system, start, end)}
+
+
+def utilisation(ctx: Context) -> dict:
+    start, end = _period(ctx)
+    return usage.utilisation(ctx.uow.session, start, end, ctx.query.get("pool"))

@@ -1,0 +1,146 @@
+"""Recipe-set placement: all or nothing, in autopick preference order.
+
+`place(needs, is_free)` matches every recipe of a set to a distinct free
+candidate system (augmenting paths, so one recipe's choice never blocks
+another's needlessly) or returns None: a set never starts with part of its
+systems, which is what rules out ABBA deadlocks between multi-host sets.
+`place_partial` is the same matching without the all-or-nothing rule, for
+the one blocked set allowed to hold systems while it waits.
+"""
+from __future__ import annotations
+
+import random as random_module
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Callable, Iterable
+
+from .filters import Host, verdict
+
+
+@dataclass(frozen=True)
+class Need:
+    """One recipe's demand: candidate systems in preference order, and how long it runs."""
+
+    recipe_id: int
+    candidates: tuple[int, ...]
+    runtime: timedelta | None = None
+    held: int | None = None  # a system this recipe already holds
+
+
+FreeCheck = Callable[[int, "timedelta | None"], bool]
+
+
+def _match(needs: list[Need], is_free: FreeCheck) -> dict[int, int]:
+    """Maximum matching recipe -> system, trying candidates in preference order."""
+    owner: dict[int, int] = {}  # system -> recipe
+    chosen: dict[int, int] = {}  # recipe -> system
+    by_id = {need.recipe_id: need for need in needs}
+    for need in needs:
+        if need.held is not None:
+            owner[need.held], chosen[need.recipe_id] = need.recipe_id, need.held
+
+    def free_candidates(need: Need) -> list[int]:
+        return [s for s in need.candidates if is_free(s, need.runtime)]
+
+    options = {need.recipe_id: free_candidates(need) for need in needs if need.held is None}
+
+    def augment(recipe_id: int, seen: set[int]) -> bool:
+        for system in options[recipe_id]:
+            if system in seen:
+                continue
+            seen.add(system)
+            other = owner.get(system)
+            if other is None or (by_id[other].held is None and augment(other, seen)):
+                owner[system], chosen[recipe_id] = recipe_id, system
+                return True
+        return False
+
+    # Recipes with the fewest options choose first: they are the hardest to satisfy.
+    for recipe_id in sorted(options, key=lambda r: len(options[r])):
+        augment(recipe_id, set())
+    return chosen
+
+
+def place(needs: Iterable[Need], is_free: FreeCheck) -> dict[int, int] | None:
+    """Every recipe -> a distinct free system, or None when the set cannot start whole."""
+    needs = list(needs)
+    chosen = _match(needs, is_free)
+    return chosen if len(chosen) == len(needs) else None
+
+
+def place_partial(needs: Iterable[Need], is_free: FreeCheck) -> dict[int, int]:
+    return _match(list(needs), is_free)
+
+
+def preference_order(hosts: Iterable[Host], pools: list[str], randomly: bool,
+                     rng: random_module.Random | None = None) -> tuple[int, ...]:
+    """autopick: systems of the first pool, then the second, ..., then any other; random within a tier."""
+    tiers: dict[int, list[Host]] = {}
+    for host in hosts:
+        tier = next((i for i, pool in enumerate(pools) if pool in host.pools), len(pools))
+        tiers.setdefault(tier, []).append(host)
+    ordered: list[int] = []
+    for tier in sorted(tiers):
+        members = sorted(tiers[tier], key=lambda h: h.fqdn)
+        if randomly:
+            (rng or random_module).shuffle(members)
+        ordered += [h.id for h in members]
+    return tuple(ordered)
+
+
+Usable = Callable[[Host], "tuple[bool, str | None]"]
+
+
+def candidates(tree: dict | None, hosts: Iterable[Host], usable: Usable, force: str | None = None) -> list[Host]:
+    """Systems a recipe could ever run on: its requirements, and the owner's right to use them."""
+    found = []
+    for host in hosts:
+        if force is not None and host.fqdn != force:
+            continue
+        if verdict(tree, host)[0] and usable(host)[0]:
+            found.append(host)
+    return found
+
+
+@dataclass
+class Explanation:
+    """Why a recipe waits: systems ruled out per reason, and when busy candidates free up."""
+
+    total: int = 0
+    ruled_out: dict[str, int] = field(default_factory=dict)
+    candidates: int = 0
+    busy: list[tuple[str, datetime | None]] = field(default_factory=list)
+
+    def message(self) -> str:
+        parts = [f"{count} system(s): {reason}" for reason, count in
+                 sorted(self.ruled_out.items(), key=lambda item: -item[1])]
+        if self.busy:
+            shown = ", ".join(f"{fqdn} until {until.isoformat().replace('+00:00', 'Z') if until else 'further notice'}"
+                              for fqdn, until in self.busy[:5])
+            parts.append(f"{len(self.busy)} candidate(s) busy: {shown}")
+        if not self.candidates:
+            parts.append("no system can ever satisfy this recipe")
+        return "; ".join(parts)
+
+
+def explain(tree: dict | None, hosts: Iterable[Host], usable: Usable, busy_until: Callable[[int], object],
+            force: str | None = None) -> Explanation:
+    """busy_until(system id) is False for a free system, else the end of what holds it (None: open-ended)."""
+    result = Explanation()
+    for host in hosts:
+        result.total += 1
+        if force is not None and host.fqdn != force:
+            reason = f"not the forced system {force}"
+        else:
+            ok, reason = verdict(tree, host)
+            if ok:
+                ok, reason = usable(host)
+        if reason:
+            result.ruled_out[reason] = result.ruled_out.get(reason, 0) + 1
+            continue
+        result.candidates += 1
+        state = busy_until(host.id)
+        if state is not False:
+            result.busy.append((host.fqdn, state))
+    result.busy.sort(key=lambda item: (item[1] is None, item[1].timestamp() if item[1] else 0))
+    return result

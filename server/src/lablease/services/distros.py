@@ -1,0 +1,96 @@
+"""Distro trees (admins register them) and matching jobs' distroRequires against them."""
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import select
+
+from ..domain.errors import Conflict, Forbidden, Invalid, NotFound
+from ..domain.permissions import Actor, SiteAction, decide_site
+from ..domain.systems import check_arch
+from ..scheduler.filters import _compare, leaves  # noqa: F401 - leaves used by callers via this module
+from ..store.tables import DistroTree
+from ..timeparse import format_time
+from . import activity
+
+FIELDS = {"distro_name": "name", "distro_family": "family", "distro_arch": "arch", "distro_variant": "variant"}
+
+
+def as_dict(tree: DistroTree) -> dict:
+    return {"id": tree.id, "name": tree.name, "family": tree.family, "arch": tree.arch, "variant": tree.variant,
+            "tags": tree.tags or [], "url": tree.url, "kernel": tree.kernel, "initrd": tree.initrd,
+            "ks_meta": tree.ks_meta, "kernel_options": tree.kernel_options, "labs": tree.labs or [],
+            "created_at": format_time(tree.created_at)}
+
+
+def add(uow, actor: Actor, now: datetime, data: dict) -> dict:
+    decision = decide_site(actor, SiteAction.ADD_SYSTEM)
+    if not decision:
+        raise Forbidden("only administrators may register distro trees")
+    session = uow.session
+    check_arch(data["arch"])
+    duplicate = session.execute(select(DistroTree.id).where(
+        DistroTree.name == data["name"], DistroTree.arch == data["arch"],
+        DistroTree.variant == data.get("variant"))).first()
+    if duplicate:
+        raise Conflict(f"distro tree {data['name']} {data['arch']} {data.get('variant') or ''} already exists".strip())
+    tree = DistroTree(created_at=now, **{k: data.get(k) for k in (
+        "name", "family", "arch", "variant", "url", "kernel", "initrd", "ks_meta", "kernel_options")},
+        tags=data.get("tags", []), labs=data.get("labs", []))
+    session.add(tree)
+    session.flush()
+    activity.record(session, actor, now, "distro_tree", tree.id, "created", "name", None, tree.name)
+    return as_dict(tree)
+
+
+def listing(uow, filters: dict) -> list[dict]:
+    query = select(DistroTree).order_by(DistroTree.name, DistroTree.arch)
+    for key in ("name", "family", "arch", "variant"):
+        if filters.get(key):
+            query = query.where(getattr(DistroTree, key) == filters[key])
+    return [as_dict(t) for t in uow.session.execute(query).scalars()]
+
+
+def get(uow, tree_id: int) -> dict:
+    tree = uow.session.get(DistroTree, tree_id)
+    if tree is None:
+        raise NotFound(f"no distro tree {tree_id}")
+    return as_dict(tree)
+
+
+def remove(uow, actor: Actor, now: datetime, tree_id: int) -> None:
+    if not actor.is_admin:
+        raise Forbidden("only administrators may remove distro trees")
+    tree = uow.session.get(DistroTree, tree_id)
+    if tree is None:
+        raise NotFound(f"no distro tree {tree_id}")
+    uow.session.delete(tree)
+    activity.record(uow.session, actor, now, "distro_tree", tree_id, "deleted", "name", tree.name, None)
+
+
+def _tree_matches(tree: dict | None, distro: DistroTree) -> bool:
+    if not tree:
+        return True
+    if "and" in tree:
+        return all(_tree_matches(t, distro) for t in tree["and"])
+    if "or" in tree:
+        return any(_tree_matches(t, distro) for t in tree["or"])
+    if "not" in tree:
+        return not _tree_matches(tree["not"], distro)
+    if tree["field"] == "distro_tag":
+        wanted = tree["value"] in (distro.tags or [])
+        return wanted if tree["op"] != "!=" else not wanted
+    return _compare(tree["op"], getattr(distro, FIELDS[tree["field"]]), tree["value"])
+
+
+def matching(session, tree: dict) -> list[DistroTree]:
+    """Distro trees satisfying a distroRequires tree, newest first."""
+    trees = session.execute(select(DistroTree).order_by(DistroTree.created_at.desc(), DistroTree.id.desc()))
+    return [t for t in trees.scalars() if _tree_matches(tree, t)]
+
+
+def require_match(session, tree: dict, where: str) -> list[DistroTree]:
+    found = matching(session, tree)
+    if not found:
+        raise Invalid(where, "no distro tree matches distroRequires")
+    return found

@@ -1,0 +1,321 @@
+"""Jobs: submit, show, cancel; recipes: report results, finish, watchdog; why a recipe waits."""
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from sqlalchemy import select
+
+from ..domain import recipes as rules
+from ..domain.errors import Forbidden, Invalid, NotFound
+from ..domain.permissions import Actor, decide_schedule
+from ..domain.reservations import due_at
+from ..domain.windows import Window
+from ..scheduler.filters import leaves
+from ..scheduler.planner import explain
+from ..store import calendar
+from ..store.tables import Booking, Group, GroupMember, Job, Pool, Recipe, RecipeSet, Reservation, System
+from ..store.uow import emit
+from ..timeparse import format_time
+from . import activity, distros, scheduling, usage
+from . import systems as system_service
+from .endings import close_reservation
+from .users import actor_for
+
+
+def _check_references(session, job: dict) -> None:
+    """Unknown pools, attribute keys and distros are errors, never a silent match-all."""
+    pools = set(session.execute(select(Pool.name)).scalars())
+    keys = {key for attrs in session.execute(select(System.attributes)).scalars() for key in (attrs or {})}
+    for s_index, recipe_set in enumerate(job["recipe_sets"]):
+        for r_index, recipe in enumerate(recipe_set["recipes"]):
+            where = f"recipe_sets[{s_index}].recipes[{r_index}]"
+            for leaf in leaves(recipe.get("host_requires")):
+                if leaf["field"] == "pool" and leaf["value"] != "" and leaf["op"] != "like" and leaf["value"] not in pools:
+                    raise Invalid(f"{where}.host_requires", f"no pool named {leaf['value']}")
+                if leaf["field"] == "key_value" and leaf["key"] not in keys:
+                    raise Invalid(f"{where}.host_requires", f"no system has an attribute named {leaf['key']}")
+            for pool in (recipe.get("autopick") or {}).get("pools", []):
+                if pool not in pools:
+                    raise Invalid(f"{where}.autopick", f"no pool named {pool}")
+            if recipe.get("force") and not session.execute(select(System.id).where(System.fqdn == recipe["force"])).first():
+                raise Invalid(f"{where}.force", f"no system named {recipe['force']}")
+            if recipe.get("distro_requires"):
+                distros.require_match(session, recipe["distro_requires"], f"{where}.distro_requires")
+        if recipe_set.get("ar") is not None:
+            raise Invalid(f"recipe_sets[{s_index}].ar", f"no advance reservation {recipe_set['ar']}")
+
+
+def _group(session, actor: Actor, name: str | None) -> int | None:
+    if not name:
+        return None
+    group = session.execute(select(Group).where(Group.name == name)).scalar_one_or_none()
+    if group is None:
+        raise Invalid("group", f"no group named {name}")
+    if not actor.is_admin and session.get(GroupMember, (group.id, actor.id)) is None:
+        raise Forbidden(f"you are not a member of group {name}")
+    return group.id
+
+
+def submit(uow, actor: Actor, now: datetime, job: dict) -> dict:
+    """Create the job, compute each recipe's candidate systems, and try to place every set now."""
+    session = uow.session
+    _check_references(session, job)
+    row = Job(owner_id=actor.id, group_id=_group(session, actor, job.get("group")),
+              whiteboard=job.get("whiteboard", ""), status="queued", submitted_at=now)
+    session.add(row)
+    session.flush()
+    systems = scheduling.schedulable_systems(session)
+    for spec_set in job["recipe_sets"]:
+        recipe_set = RecipeSet(job_id=row.id, priority=rules.priority_value(spec_set.get("priority", "Normal")),
+                               ar_id=spec_set.get("ar"), status="queued", queued_at=now)
+        session.add(recipe_set)
+        session.flush()
+        for spec in spec_set["recipes"]:
+            recipe = Recipe(recipe_set_id=recipe_set.id, job_id=row.id, spec=_with_distro_arches(session, spec),
+                            status="queued")
+            if spec.get("distro_requires"):
+                recipe.distro_tree_id = distros.matching(session, spec["distro_requires"])[0].id
+            session.add(recipe)
+            session.flush()
+            session.refresh(recipe_set)
+            scheduling.compute_candidates(session, recipe, systems)
+        emit(session, "recipe_set_new", (recipe_set.id, now))
+    activity.record(session, actor, now, "job", row.id, "submitted")
+    session.flush()
+    uow.dispatch()
+    session.flush()
+    session.expire_all()  # relationships loaded before the recipes existed are read again
+    return show(uow, actor, now, row.id)
+
+
+def _with_distro_arches(session, spec: dict) -> dict:
+    """A recipe that installs a distro needs a system of an arch that distro has a tree for."""
+    if not spec.get("distro_requires"):
+        return spec
+    arches = sorted({t.arch for t in distros.matching(session, spec["distro_requires"])})
+    arch_leaf = {"or": [{"field": "arch", "op": "=", "value": a} for a in arches]}
+    host = spec.get("host_requires")
+    return {**spec, "host_requires": {"and": [host, arch_leaf]} if host else arch_leaf}
+
+
+def _visible_job(session, actor: Actor, job_id: int) -> Job:
+    job = session.get(Job, job_id)
+    if job is None or not (actor.is_admin or job.owner_id == actor.id or
+                           (job.group_id is not None and job.group_id in actor.group_ids)):
+        raise NotFound(f"no job {job_id}")
+    return job
+
+
+def recipe_dict(recipe: Recipe) -> dict:
+    return {"id": recipe.id, "status": recipe.status, "result": recipe.result,
+            "system": recipe.system.fqdn if recipe.system else None,
+            "whiteboard": recipe.spec.get("whiteboard", ""), "started_at": format_time(recipe.started_at),
+            "finished_at": format_time(recipe.finished_at), "distro_tree": recipe.distro_tree_id}
+
+
+def job_dict(job: Job) -> dict:
+    return {
+        "id": job.id, "owner": job.owner.name, "whiteboard": job.whiteboard, "status": job.status,
+        "result": job.result, "submitted_at": format_time(job.submitted_at), "finished_at": format_time(job.finished_at),
+        "recipe_sets": [{"id": rs.id, "priority": rules.PRIORITIES[rs.priority], "status": rs.status,
+                         "result": rs.result, "ar": rs.ar_id, "recipes": [recipe_dict(r) for r in rs.recipes]}
+                        for rs in job.recipe_sets],
+    }
+
+
+def show(uow, actor: Actor, now: datetime, job_id: int) -> dict:
+    return job_dict(_visible_job(uow.session, actor, job_id))
+
+
+def listing(uow, actor: Actor, mine: bool = True, status: str | None = None, limit: int = 200) -> list[dict]:
+    query = select(Job).order_by(Job.id.desc()).limit(limit)
+    if mine or not actor.is_admin:
+        query = query.where(Job.owner_id == actor.id)
+    if status:
+        query = query.where(Job.status == status)
+    return [job_dict(job) for job in uow.session.execute(query).unique().scalars()]
+
+
+def _recipe(session, actor: Actor, recipe_id: int) -> Recipe:
+    recipe = session.get(Recipe, recipe_id)
+    if recipe is None:
+        raise NotFound(f"no recipe {recipe_id}")
+    _visible_job(session, actor, recipe.job_id)
+    return recipe
+
+
+def show_recipe(uow, actor: Actor, now: datetime, recipe_id: int) -> dict:
+    session = uow.session
+    recipe = _recipe(session, actor, recipe_id)
+    body = recipe_dict(recipe) | {
+        "job": recipe.job_id, "recipe_set": recipe.recipe_set_id, "reservation": recipe.reservation_id,
+        "watchdog": format_time(recipe.watchdog_at), "spec": recipe.spec, "tasks": recipe.task_results or [],
+    }
+    if recipe.status in scheduling.WAITING:
+        body["why"] = why_waiting(session, recipe, now)
+    return body
+
+
+def why_waiting(session, recipe: Recipe, now: datetime) -> dict:
+    owner = actor_for(session, recipe.recipe_set.job.owner)
+    systems = scheduling.schedulable_systems(session)
+    by_id = {s.id: s for s in systems}
+    loans = system_service.active_loans(session, list(by_id))
+
+    def usable(h):
+        decision = decide_schedule(owner, system_service.access_of(by_id[h.id], loans.get(h.id)))
+        return decision.allowed, None if decision.allowed else decision.reason
+
+    runtime = scheduling._runtime(recipe)
+    window = Window(now, now + runtime if runtime else None)
+
+    def busy_until(system_id: int):
+        blocking = calendar.touching(session, by_id[system_id].resource_id, window)
+        if not blocking:
+            return False
+        return max((b.end_at for b in blocking), default=None) if all(b.end_at for b in blocking) else None
+
+    result = explain(recipe.spec.get("host_requires"), [scheduling.host(s) for s in systems], usable, busy_until,
+                     recipe.spec.get("force"))
+    if recipe.status == "assigned":
+        message = f"holding {recipe.system.fqdn} until the rest of its recipe set can start"
+    else:
+        message = result.message() or "waiting for its recipe set's other recipes"
+    return {"message": message, "systems": result.total, "candidates": result.candidates,
+            "ruled_out": result.ruled_out,
+            "busy": [{"system": fqdn, "until": format_time(until)} for fqdn, until in result.busy]}
+
+
+def queue(uow, actor: Actor, now: datetime, limit: int = 100) -> list[dict]:
+    """Waiting recipes in scheduling order, each with why it waits."""
+    session = uow.session
+    sets = session.execute(scheduling.queue_order(select(RecipeSet).where(
+        RecipeSet.status.in_(scheduling.WAITING))).limit(limit)).unique().scalars()
+    out = []
+    for recipe_set in sets:
+        for recipe in recipe_set.recipes:
+            if recipe.status in scheduling.WAITING:
+                out.append({"recipe": recipe.id, "job": recipe.job_id, "owner": recipe_set.job.owner.name,
+                            "priority": rules.PRIORITIES[recipe_set.priority], "status": recipe.status,
+                            "queued_at": format_time(recipe_set.queued_at),
+                            "why": why_waiting(session, recipe, now)["message"]})
+    return out
+
+
+def _may_report(session, actor: Actor, recipe: Recipe) -> None:
+    job = session.get(Job, recipe.job_id)
+    if not (actor.is_admin or job.owner_id == actor.id):
+        raise Forbidden(f"only the owner of job {job.id} (or an admin) may report on its recipes")
+
+
+def update_recipe(uow, actor: Actor, now: datetime, recipe_id: int, data: dict) -> dict:
+    """Report task results, and/or finish: {status: completed, result} or {status: aborted}."""
+    session = uow.session
+    recipe = _recipe(session, actor, recipe_id)
+    _may_report(session, actor, recipe)
+    if data.get("tasks"):
+        recipe.task_results = list(recipe.task_results or []) + data["tasks"]
+        recipe.result = rules.worst_result([recipe.result] + [t["result"] for t in data["tasks"]])
+    status = data.get("status")
+    if status == "completed":
+        if recipe.status != "running":
+            raise Invalid("status", f"only a running recipe can complete; recipe {recipe_id} is {recipe.status}")
+        result = data.get("result") or recipe.result
+        recipe.result = rules.worst_result([recipe.result, result])
+        finish(session, recipe, "completed", now, actor, uow.settings)
+    elif status in ("aborted", "cancelled"):
+        finish(session, recipe, status, now, actor, uow.settings)
+    elif status is not None:
+        raise Invalid("status", "must be completed, aborted or cancelled")
+    scheduling.refresh_rollups(session, recipe.recipe_set, now)
+    return show_recipe(uow, actor, now, recipe_id)
+
+
+def finish(session, recipe: Recipe, status: str, now: datetime, actor: Actor | None, settings=None) -> None:
+    """End a recipe; its system is kept for the owner (reservesys) or freed for the queue."""
+    rules.check_transition(recipe.status, status)
+    was = recipe.status
+    recipe.status, recipe.finished_at, recipe.watchdog_at = status, now, None
+    activity.record(session, actor, now, "recipe", recipe.id, status, "status", was, status)
+    if recipe.reservation_id is None:
+        return
+    reservation = session.get(Reservation, recipe.reservation_id)
+    system = session.get(System, recipe.system_id)
+    usage.set_usage(session, system, "idle", now)
+    reservesys = recipe.spec.get("reservesys")
+    if was != "assigned" and rules.keeps_system(reservesys, status, recipe.result):
+        _keep_for_owner(session, reservation, system, now, timedelta(seconds=reservesys.get("duration", 86400)),
+                        settings)
+    else:
+        close_reservation(session, reservation, now, "recipe_finished", actor, settings)
+
+
+def _keep_for_owner(session, reservation: Reservation, system: System, now: datetime, duration: timedelta,
+                    settings) -> None:
+    """reservesys: the recipe's booking becomes the owner's reservation until now + duration,
+    shortened to the next booking if one comes sooner."""
+    booking = session.get(Booking, reservation.booking_id)
+    resource = calendar.lock_resource(session, system.resource_id)
+    following = session.execute(select(Booking.start_at).where(
+        Booking.resource_id == resource.id, Booking.id != booking.id, Booking.start_at >= now)
+        .order_by(Booking.start_at).limit(1)).scalar_one_or_none()
+    end = now + duration if following is None else min(now + duration, following)
+    calendar.change_end(session, resource, booking, end)
+    reservation.kind, reservation.end_at = "manual", end
+    reservation.due_at = due_at(end, None, None)
+    if settings is not None:
+        from ..domain.notices import warn_at
+
+        reservation.warn_at = warn_at(reservation.start_at, end, settings.duration("warn_before"),
+                                      settings.duration("warn_before_short"))
+    booking.kind = "reservation"
+    activity.record(session, None, now, "reservation", reservation.id, "kept", "end", None, end)
+
+
+def cancel(uow, actor: Actor, now: datetime, job_id: int) -> dict:
+    session = uow.session
+    job = _visible_job(session, actor, job_id)
+    if not (actor.is_admin or job.owner_id == actor.id):
+        raise Forbidden(f"only the owner of job {job_id} (or an admin) may cancel it")
+    for recipe_set in job.recipe_sets:
+        for recipe in recipe_set.recipes:
+            if recipe.status not in rules.FINISHED:
+                if recipe.status == "assigned":
+                    scheduling.release(session, recipe_set, now)
+                finish(session, recipe, "cancelled", now, actor, uow.settings)
+        scheduling.refresh_rollups(session, recipe_set, now)
+    return show(uow, actor, now, job_id)
+
+
+def abort_overdue(uow, now: datetime, batch: int = 100) -> list[int]:
+    """The watchdog: a recipe past its runtime limit is aborted."""
+    query = (select(Recipe).where(Recipe.watchdog_at <= now, Recipe.status.notin_(rules.FINISHED))
+             .order_by(Recipe.watchdog_at).limit(batch).with_for_update(skip_locked=True, of=Recipe))
+    overdue = list(uow.session.execute(query).unique().scalars())
+    for recipe in overdue:
+        finish(uow.session, recipe, "aborted", now, None, uow.settings)
+        activity.record(uow.session, None, now, "recipe", recipe.id, "watchdog", "reason", None,
+                        "runtime limit reached")
+        scheduling.refresh_rollups(uow.session, recipe.recipe_set, now)
+    return [r.id for r in overdue]
+
+
+def next_due(uow) -> datetime | None:
+    return uow.session.execute(select(Recipe.watchdog_at).where(Recipe.watchdog_at.is_not(None),
+                               Recipe.status.notin_(rules.FINISHED)).order_by(Recipe.watchdog_at).limit(1)
+                               ).scalar_one_or_none()
+
+
+def repair(uow, now: datetime) -> list[int]:
+    """The slow consistency pass: recipes whose distro tree vanished are aborted."""
+    query = select(Recipe).where(Recipe.status.in_(("queued", "assigned", "waiting")),
+                                 Recipe.distro_tree_id.is_(None))
+    broken = [r for r in uow.session.execute(query).unique().scalars() if r.spec.get("distro_requires")]
+    for recipe in broken:
+        if recipe.status == "assigned":
+            scheduling.release(uow.session, recipe.recipe_set, now)
+        finish(uow.session, recipe, "aborted", now, None, uow.settings)
+        activity.record(uow.session, None, now, "recipe", recipe.id, "repair", "reason", None,
+                        "its distro tree no longer exists")
+        scheduling.refresh_rollups(uow.session, recipe.recipe_set, now)
+    return [r.id for r in broken]

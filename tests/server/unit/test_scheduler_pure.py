@@ -114,3 +114,12 @@ def test_state_machine_and_rollups():
 ])
 def test_reservesys_flags(flags, status, result, keeps):
     assert keeps_system(flags, status, result) is keeps
+
+
+def test_attribute_values_compare_as_numbers_when_both_are_numbers():
+    host = Host(1, "a.lab.test", "x86_64", attributes={"disks": ["10"], "model": ["r640"]})
+    assert verdict(leaf("key_value", ">", "9", key="disks"), host) == (True, None)
+    assert verdict(leaf("key_value", ">", 9, key="disks"), host) == (True, None)
+    assert verdict(leaf("key_value", "<", "9", key="disks"), host)[0] is False
+    assert verdict(leaf("key_value", "=", "r640", key="model"), host) == (True, None)
+    assert verdict(leaf("key_value", "like", "r6%", key="model"), host) == (True, None)

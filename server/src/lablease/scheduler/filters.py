@@ -41,7 +41,7 @@ def _like(pattern: str, value: str) -> bool:
     return re.match(regex, value or "", re.IGNORECASE) is not None
 
 
-def _compare(op: str, actual, wanted) -> bool:
+def compare(op: str, actual, wanted) -> bool:
     if op == "like":
         return _like(wanted, "" if actual is None else str(actual))
     if actual is None:
@@ -64,19 +64,18 @@ def _leaf(leaf: dict, host: Host) -> bool:
         values = host.attributes.get(leaf["key"], [])
         if op == "!=":
             return value not in values
-        return any(_compare(op, _number_or_text(v, value), value) for v in values)
+        return any(compare(op, *_comparable(v, value)) for v in values)
     if name == "hostname":
-        return _compare(op, host.fqdn, value)
-    return _compare(op, getattr(host, name), value)
+        return compare(op, host.fqdn, value)
+    return compare(op, getattr(host, name), value)
 
 
-def _number_or_text(raw: str, wanted):
-    if isinstance(wanted, (int, float)):
-        try:
-            return float(raw)
-        except ValueError:
-            return None
-    return raw
+def _comparable(actual: str, wanted) -> tuple:
+    """Attribute values are text; when both sides are numbers they compare as numbers (10 > 9)."""
+    try:
+        return float(actual), float(wanted)
+    except (TypeError, ValueError):
+        return actual, str(wanted)
 
 
 def verdict(tree: dict | None, host: Host) -> tuple[bool, str | None]:

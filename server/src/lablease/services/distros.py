@@ -8,7 +8,7 @@ from sqlalchemy import select
 from ..domain.errors import Conflict, Forbidden, Invalid, NotFound
 from ..domain.permissions import Actor, SiteAction, decide_site
 from ..domain.systems import check_arch
-from ..scheduler.filters import _compare, leaves  # noqa: F401 - leaves used by callers via this module
+from ..scheduler.filters import compare
 from ..store.tables import DistroTree
 from ..timeparse import format_time
 from . import activity
@@ -80,7 +80,7 @@ def _tree_matches(tree: dict | None, distro: DistroTree) -> bool:
     if tree["field"] == "distro_tag":
         wanted = tree["value"] in (distro.tags or [])
         return wanted if tree["op"] != "!=" else not wanted
-    return _compare(tree["op"], getattr(distro, FIELDS[tree["field"]]), tree["value"])
+    return compare(tree["op"], getattr(distro, FIELDS[tree["field"]]), tree["value"])
 
 
 def matching(session, tree: dict) -> list[DistroTree]:

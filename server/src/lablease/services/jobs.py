@@ -10,7 +10,7 @@ from ..domain.errors import Forbidden, Invalid, NotFound
 from ..domain.permissions import Actor, decide_schedule
 from ..domain.reservations import due_at
 from ..domain.windows import Window
-from ..scheduler.filters import leaves
+from ..jobxml import referenced_names
 from ..scheduler.planner import explain
 from ..store import calendar
 from ..store.tables import Booking, Group, GroupMember, Job, Pool, Recipe, RecipeSet, Reservation, System
@@ -23,26 +23,22 @@ from .users import actor_for
 
 
 def _check_references(session, job: dict) -> None:
-    """Unknown pools, attribute keys and distros are errors, never a silent match-all."""
-    pools = set(session.execute(select(Pool.name)).scalars())
-    keys = {key for attrs in session.execute(select(System.attributes)).scalars() for key in (attrs or {})}
-    for s_index, recipe_set in enumerate(job["recipe_sets"]):
-        for r_index, recipe in enumerate(recipe_set["recipes"]):
-            where = f"recipe_sets[{s_index}].recipes[{r_index}]"
-            for leaf in leaves(recipe.get("host_requires")):
-                if leaf["field"] == "pool" and leaf["value"] != "" and leaf["op"] != "like" and leaf["value"] not in pools:
-                    raise Invalid(f"{where}.host_requires", f"no pool named {leaf['value']}")
-                if leaf["field"] == "key_value" and leaf["key"] not in keys:
-                    raise Invalid(f"{where}.host_requires", f"no system has an attribute named {leaf['key']}")
-            for pool in (recipe.get("autopick") or {}).get("pools", []):
-                if pool not in pools:
-                    raise Invalid(f"{where}.autopick", f"no pool named {pool}")
-            if recipe.get("force") and not session.execute(select(System.id).where(System.fqdn == recipe["force"])).first():
-                raise Invalid(f"{where}.force", f"no system named {recipe['force']}")
-            if recipe.get("distro_requires"):
-                distros.require_match(session, recipe["distro_requires"], f"{where}.distro_requires")
+    """Unknown pools, attribute keys, systems and distros are errors, never a silent match-all."""
+    named = referenced_names(job)
+    known_pools = set(session.execute(select(Pool.name)).scalars())
+    for pool in sorted(named["pools"] - known_pools):
+        raise Invalid("host_requires", f"no pool named {pool}")
+    known_keys = {key for attrs in session.execute(select(System.attributes)).scalars() for key in (attrs or {})}
+    for key in sorted(named["attribute_keys"] - known_keys):
+        raise Invalid("host_requires", f"no system has an attribute named {key}")
+    for fqdn in sorted(named["systems"]):
+        if not session.execute(select(System.id).where(System.fqdn == fqdn)).first():
+            raise Invalid("force", f"no system named {fqdn}")
+    for tree in named["distros"]:
+        distros.require_match(session, tree, "distro_requires")
+    for index, recipe_set in enumerate(job["recipe_sets"]):
         if recipe_set.get("ar") is not None:
-            raise Invalid(f"recipe_sets[{s_index}].ar", f"no advance reservation {recipe_set['ar']}")
+            raise Invalid(f"recipe_sets[{index}].ar", f"no advance reservation {recipe_set['ar']}")
 
 
 def _group(session, actor: Actor, name: str | None) -> int | None:
@@ -64,21 +60,21 @@ def submit(uow, actor: Actor, now: datetime, job: dict) -> dict:
               whiteboard=job.get("whiteboard", ""), status="queued", submitted_at=now)
     session.add(row)
     session.flush()
-    systems = scheduling.schedulable_systems(session)
     for spec_set in job["recipe_sets"]:
-        recipe_set = RecipeSet(job_id=row.id, priority=rules.priority_value(spec_set.get("priority", "Normal")),
-                               ar_id=spec_set.get("ar"), status="queued", queued_at=now)
+        priority = rules.priority_value(spec_set.get("priority", "Normal"))
+        recipe_set = RecipeSet(job_id=row.id, priority=priority, ar_id=spec_set.get("ar"), status="queued",
+                               queued_at=now, multi=len(spec_set["recipes"]) > 1)
         session.add(recipe_set)
         session.flush()
         for spec in spec_set["recipes"]:
-            recipe = Recipe(recipe_set_id=recipe_set.id, job_id=row.id, spec=_with_distro_arches(session, spec),
-                            status="queued")
+            spec = _with_distro_arches(session, spec)
+            recipe = Recipe(recipe_set_id=recipe_set.id, job_id=row.id, spec=spec, status="queued",
+                            priority=priority, queued_at=now,
+                            class_id=scheduling.requirement_class(session, actor.id, spec, now).id)
             if spec.get("distro_requires"):
                 recipe.distro_tree_id = distros.matching(session, spec["distro_requires"])[0].id
             session.add(recipe)
-            session.flush()
-            session.refresh(recipe_set)
-            scheduling.compute_candidates(session, recipe, systems)
+        session.flush()
         emit(session, "recipe_set_new", (recipe_set.id, now))
     activity.record(session, actor, now, "job", row.id, "submitted")
     session.flush()

@@ -16,9 +16,12 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
+import hashlib
+import heapq
+import json
 import random
 
-from sqlalchemy import and_, delete, exists, func, or_, select
+from sqlalchemy import and_, delete, exists, or_, select
 
 from ..domain import recipes as rules
 from ..domain.permissions import decide_schedule
@@ -26,7 +29,8 @@ from ..domain.windows import Window
 from ..scheduler.filters import Host
 from ..scheduler.planner import Need, candidates, place, place_partial, preference_order
 from ..store import calendar
-from ..store.tables import (Booking, Recipe, RecipeCandidate, RecipeSet, Reservation, System)
+from ..store.tables import (Booking, ClassCandidate, Recipe, RecipeSet, RequirementClass, Reservation, System,
+                            User)
 from ..store.uow import emit
 from . import systems as system_service
 from . import usage
@@ -54,22 +58,41 @@ def usable_by(owner):
     return usable
 
 
-def compute_candidates(session, recipe: Recipe, systems: list[System], only: System | None = None) -> None:
-    """Store which systems the recipe could ever run on, ranked by its autopick preferences."""
-    owner = actor_for(session, recipe.recipe_set.job.owner)
+def class_key(owner_id: int, spec: dict) -> str:
+    """Recipes with the same owner, requirements and autopick pools can run on the same systems."""
+    wanted = {"owner": owner_id, "host": spec.get("host_requires"), "force": spec.get("force"),
+              "pools": (spec.get("autopick") or {}).get("pools", [])}
+    return hashlib.sha256(json.dumps(wanted, sort_keys=True).encode()).hexdigest()
+
+
+def requirement_class(session, owner_id: int, spec: dict, now: datetime) -> RequirementClass:
+    """The recipe's class, created (with its candidate systems) the first time it is seen."""
+    key = class_key(owner_id, spec)
+    found = session.execute(select(RequirementClass).where(RequirementClass.key == key)).scalar_one_or_none()
+    if found is not None:
+        return found
+    cls = RequirementClass(key=key, owner_id=owner_id, created_at=now, spec={
+        "host_requires": spec.get("host_requires"), "force": spec.get("force"),
+        "pools": (spec.get("autopick") or {}).get("pools", [])})
+    session.add(cls)
+    session.flush()
+    compute_candidates(session, cls, schedulable_systems(session))
+    return cls
+
+
+def compute_candidates(session, cls: RequirementClass, systems: list[System], only: System | None = None) -> None:
+    """Store which systems the class could ever run on, ranked by its autopick preferences."""
+    owner = actor_for(session, session.get(User, cls.owner_id))
     by_id = {s.id: s for s in systems}
-    spec = recipe.spec
     check = usable_by(owner)
-    found = candidates(spec.get("host_requires"), [host(s) for s in systems], lambda h: check(h, by_id),
-                       spec.get("force"))
-    autopick = spec.get("autopick") or {}
-    order = preference_order(found, autopick.get("pools", []), False)
-    ranks = _ranks(found, autopick.get("pools", []))
-    query = delete(RecipeCandidate).where(RecipeCandidate.recipe_id == recipe.id)
+    found = candidates(cls.spec.get("host_requires"), [host(s) for s in systems], lambda h: check(h, by_id),
+                       cls.spec.get("force"))
+    ranks = _ranks(found, cls.spec.get("pools", []))
+    query = delete(ClassCandidate).where(ClassCandidate.class_id == cls.id)
     if only is not None:
-        query = query.where(RecipeCandidate.system_id == only.id)
+        query = query.where(ClassCandidate.system_id == only.id)
     session.execute(query)
-    session.add_all(RecipeCandidate(recipe_id=recipe.id, system_id=sid, rank=ranks[sid]) for sid in order)
+    session.add_all(ClassCandidate(class_id=cls.id, system_id=h.id, rank=ranks[h.id]) for h in found)
 
 
 def _ranks(found: list[Host], pools: list[str]) -> dict[int, int]:
@@ -104,12 +127,12 @@ def free_candidates(session, recipe: Recipe, now: datetime, only: int | None = N
     """
     runtime = _runtime(recipe)
     window = Window(now, now + runtime if runtime else None)
-    query = (select(RecipeCandidate.system_id, RecipeCandidate.rank)
-             .join(System, System.id == RecipeCandidate.system_id)
-             .where(RecipeCandidate.recipe_id == recipe.id, System.condition == "automated", ~_booked(window))
-             .order_by(RecipeCandidate.rank, System.fqdn))
+    query = (select(ClassCandidate.system_id, ClassCandidate.rank)
+             .join(System, System.id == ClassCandidate.system_id)
+             .where(ClassCandidate.class_id == recipe.class_id, System.condition == "automated", ~_booked(window))
+             .order_by(ClassCandidate.rank, System.fqdn))
     if only is not None:
-        query = query.where(RecipeCandidate.system_id == only)
+        query = query.where(ClassCandidate.system_id == only)
     rows = session.execute(query).all()
     if (recipe.spec.get("autopick") or {}).get("random"):
         return _shuffled_tiers(rows)
@@ -235,25 +258,44 @@ def try_start(session, recipe_set: RecipeSet, now: datetime, freed: int | None =
     return True
 
 
-def _multi_host():
-    return select(func.count(Recipe.id)).where(Recipe.recipe_set_id == RecipeSet.id).scalar_subquery() > 1
-
-
 def queue_order(query):
     return query.order_by(RecipeSet.priority.desc(), RecipeSet.queued_at, RecipeSet.id)
 
 
 def head(session) -> RecipeSet | None:
-    """The one set allowed to hold systems: the first blocked multi-host set of the queue."""
-    query = queue_order(select(RecipeSet).where(RecipeSet.status.in_(WAITING), _multi_host())).limit(1)
-    return session.execute(query).unique().scalar_one_or_none()
+    """The one set allowed to hold systems: the first blocked multi-host set of the queue
+    that could ever start whole (one that never can must not hold systems from others)."""
+    query = queue_order(select(RecipeSet.id).where(RecipeSet.multi.is_(True), RecipeSet.status.in_(WAITING)))
+    offset = 0
+    while page := list(session.execute(query.offset(offset).limit(20)).scalars()):
+        for set_id in page:
+            recipe_set = session.get(RecipeSet, set_id)
+            if could_ever_start(session, recipe_set):
+                return recipe_set
+        offset += len(page)
+    return None
+
+
+def could_ever_start(session, recipe_set: RecipeSet) -> bool:
+    """Do the recipes' candidate systems allow a distinct system each, were all of them free?"""
+    needs = []
+    for recipe in recipe_set.recipes:
+        if recipe.status in WAITING:
+            rows = session.execute(select(ClassCandidate.system_id).where(ClassCandidate.class_id == recipe.class_id))
+            needs.append(Need(recipe.id, tuple(rows.scalars())))
+    return place(needs, lambda system, runtime: True) is not None
+
+
+def holders(session) -> list[RecipeSet]:
+    """Sets holding systems while they wait (a set's own status may still say queued)."""
+    ids = session.execute(select(Recipe.recipe_set_id).where(Recipe.status == "assigned").distinct()).scalars()
+    return [session.get(RecipeSet, set_id) for set_id in list(ids)]
 
 
 def settle_holding(session, now: datetime) -> None:
     """Only the head holds: others give back; the head takes whatever free systems it can use."""
     first = head(session)
-    holders = session.execute(select(RecipeSet).where(RecipeSet.status == "assigned")).unique().scalars()
-    for holder in list(holders):
+    for holder in holders(session):
         if first is None or holder.id != first.id:
             release(session, holder, now)
     if first is not None:
@@ -279,9 +321,13 @@ def on_new_set(uow, set_id: int, now: datetime) -> None:
 def on_system_freed(uow, system_id: int, now: datetime) -> None:
     """Offer a freed system: to the holding set first, then to waiting sets by priority then age.
 
-    The head of the queue (first blocked multi-host set) that cannot start yet
-    holds the system rather than let younger work take it: that is what keeps
-    large sets from starving.
+    The waiting work that could use the system is found through the candidate
+    index (the classes that list it), and each class's queue is read in
+    scheduling order from its own index and merged: the cost depends on how
+    many classes there are, not on how long the queue is. The head of the
+    queue (first blocked multi-host set) that cannot start yet holds the
+    system rather than let younger work take it: that keeps large sets from
+    starving.
     """
     session = uow.session
     system = session.get(System, system_id)
@@ -289,30 +335,50 @@ def on_system_freed(uow, system_id: int, now: datetime) -> None:
         return
     first = head(session)
     tried: set[int] = set()
-    while _free_now(session, system, now):
-        page = list(session.execute(_interested(system_id, tried)).scalars())
-        if not page:
+    for set_id in _offers(session, system_id, first):
+        if not _free_now(session, system, now):
             break
-        for set_id in page:
-            tried.add(set_id)
-            if not _free_now(session, system, now):
-                break
-            recipe_set = session.get(RecipeSet, set_id)
-            if not try_start(session, recipe_set, now, freed=system_id) and first is not None and set_id == first.id:
-                _hold_what_is_free(session, recipe_set, now)
+        if set_id in tried:
+            continue
+        tried.add(set_id)
+        recipe_set = session.get(RecipeSet, set_id)
+        if recipe_set.status not in WAITING:
+            continue
+        if not try_start(session, recipe_set, now, freed=system_id) and first is not None and set_id == first.id:
+            _hold_what_is_free(session, recipe_set, now)
     settle_holding(session, now)
 
 
-def _interested(system_id: int, tried: set[int], page: int = 50):
-    """Ids of waiting sets with a waiting recipe that could use the system: holder first, then
-    by priority and age. Found through the candidate index; read a page at a time."""
-    query = select(RecipeSet.id).where(RecipeSet.status.in_(WAITING), exists().where(
-        RecipeCandidate.system_id == system_id, RecipeCandidate.recipe_id == Recipe.id,
-        Recipe.recipe_set_id == RecipeSet.id, Recipe.status.in_(WAITING)))
-    if tried:
-        query = query.where(RecipeSet.id.notin_(tried))
-    return query.order_by((RecipeSet.status == "assigned").desc(), RecipeSet.priority.desc(),
-                          RecipeSet.queued_at, RecipeSet.id).limit(page)
+def _offers(session, system_id: int, first: RecipeSet | None):
+    """Ids of recipe sets to offer the system to, best first (a set may come more than once)."""
+    if first is not None and any(r.status == "assigned" for r in first.recipes):
+        yield first.id
+    classes = list(session.execute(select(ClassCandidate.class_id).where(ClassCandidate.system_id == system_id))
+                   .scalars())
+    queues = [_class_queue(session, class_id) for class_id in classes]
+    for _, _, _, set_id in heapq.merge(*queues):
+        yield set_id
+
+
+def _class_queue(session, class_id: int, page: int = 20):
+    """One class's queued recipes in scheduling order, read a page at a time from its index."""
+    after = None
+    while True:
+        query = (select(Recipe.priority, Recipe.queued_at, Recipe.id, Recipe.recipe_set_id)
+                 .where(Recipe.class_id == class_id, Recipe.status == "queued")
+                 .order_by(Recipe.priority.desc(), Recipe.queued_at, Recipe.id).limit(page))
+        if after is not None:
+            priority, queued_at, recipe_id = after
+            query = query.where(or_(Recipe.priority < priority,
+                                    and_(Recipe.priority == priority, or_(
+                                        Recipe.queued_at > queued_at,
+                                        and_(Recipe.queued_at == queued_at, Recipe.id > recipe_id)))))
+        rows = session.execute(query).all()
+        for priority, queued_at, recipe_id, set_id in rows:
+            yield (-priority, queued_at, recipe_id, set_id)
+        if len(rows) < page:
+            return
+        after = rows[-1][:3]
 
 
 def _free_now(session, system: System, now: datetime) -> bool:
@@ -326,9 +392,8 @@ def on_system_changed(uow, system_id: int, now: datetime) -> None:
     system = session.get(System, system_id)
     if system is None:
         return
-    waiting = session.execute(select(Recipe).where(Recipe.status.in_(WAITING))).unique().scalars()
-    for recipe in waiting:
-        compute_candidates(session, recipe, [system], only=system)
+    for cls in list(session.execute(select(RequirementClass)).scalars()):
+        compute_candidates(session, cls, [system], only=system)
     session.flush()
     on_system_freed(uow, system_id, now)
 

@@ -342,9 +342,10 @@ class RecipeSet(Base):
     status: Mapped[str] = mapped_column(String(16), default="new")
     result: Mapped[str] = mapped_column(String(8), default="none")
     queued_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    multi: Mapped[bool] = mapped_column(Boolean, default=False)  # more than one recipe
     job: Mapped[Job] = relationship(lazy="joined", back_populates="recipe_sets")
     recipes: Mapped[list[Recipe]] = relationship(lazy="selectin", order_by="Recipe.id", back_populates="recipe_set")
-    __table_args__ = (Index("ix_recipe_sets_queue", "status", "priority", "queued_at"),)
+    __table_args__ = (Index("ix_recipe_sets_queue", "multi", "status", "priority", "queued_at"),)
 
 
 class Recipe(Base):
@@ -355,6 +356,11 @@ class Recipe(Base):
     spec: Mapped[dict] = mapped_column(Json, default=dict)
     status: Mapped[str] = mapped_column(String(16), default="new")
     result: Mapped[str] = mapped_column(String(8), default="none")
+    # Copied from the recipe set and its requirements, so that the queue of each
+    # requirement class is read in scheduling order straight from an index.
+    class_id: Mapped[int | None] = mapped_column(ForeignKey("requirement_classes.id", ondelete="SET NULL"))
+    priority: Mapped[int] = mapped_column(Integer, default=2)
+    queued_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     system_id: Mapped[int | None] = mapped_column(ForeignKey("systems.id", ondelete="SET NULL"), index=True)
     reservation_id: Mapped[int | None] = mapped_column(ForeignKey("reservations.id", ondelete="SET NULL"))
     distro_tree_id: Mapped[int | None] = mapped_column(ForeignKey("distro_trees.id", ondelete="SET NULL"))
@@ -364,13 +370,28 @@ class Recipe(Base):
     watchdog_at: Mapped[datetime | None] = mapped_column(UTCDateTime, index=True)
     recipe_set: Mapped[RecipeSet] = relationship(lazy="joined", back_populates="recipes")
     system: Mapped[System | None] = relationship(lazy="joined")
+    __table_args__ = (Index("ix_recipes_class_queue", "class_id", "status", "priority", "queued_at", "id"),)
 
 
-class RecipeCandidate(Base):
-    """The systems a queued recipe could run on: a freed system finds its recipes by this index."""
+class RequirementClass(Base):
+    """Recipes that ask for the same systems (requirements, owner, autopick pools) share one class.
 
-    __tablename__ = "recipe_candidates"
-    recipe_id: Mapped[int] = mapped_column(ForeignKey("recipes.id", ondelete="CASCADE"), primary_key=True)
+    Its candidate systems are stored once, however many recipes wait in it.
+    """
+
+    __tablename__ = "requirement_classes"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    key: Mapped[str] = mapped_column(String(64), unique=True)
+    owner_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
+    spec: Mapped[dict] = mapped_column(Json, default=dict)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+
+
+class ClassCandidate(Base):
+    """The systems a requirement class could run on: a freed system finds its waiting work by this index."""
+
+    __tablename__ = "class_candidates"
+    class_id: Mapped[int] = mapped_column(ForeignKey("requirement_classes.id", ondelete="CASCADE"), primary_key=True)
     system_id: Mapped[int] = mapped_column(ForeignKey("systems.id", ondelete="CASCADE"), primary_key=True,
                                            index=True)
     rank: Mapped[int] = mapped_column(Integer, default=0)  # autopick preference: lower first

@@ -1,0 +1,17 @@
+"""Jobs as submitted: job XML (Beaker-compatible subset) and its JSON form.
+
+Pure: no database, no HTTP. `parse_job_xml` reads untrusted XML safely,
+`normalise_job` checks and completes the JSON form, both returning the same
+dict for the same job; `referenced_names` lists what the services must look
+up; `render_job_xml` writes a job back as XML. Format reference: docs/jobs.md.
+"""
+from .normalise import MAX_FILTER_DEPTH, normalise_job, referenced_names
+from .parse import parse_job_xml
+from .render import render_job_xml
+from .safexml import MAX_BYTES, MAX_DEPTH, MAX_ELEMENTS
+from .schema import JOB_SCHEMA
+
+__all__ = [
+    "JOB_SCHEMA", "MAX_BYTES", "MAX_DEPTH", "MAX_ELEMENTS", "MAX_FILTER_DEPTH",
+    "normalise_job", "parse_job_xml", "referenced_names", "render_job_xml",
+]

@@ -1,0 +1,147 @@
+"""Job XML (already checked against the grammar) -> the job's JSON input form.
+
+The conversion only maps structure; values that need checking (numbers,
+durations, combinations) are left for `normalise_job`, which says what is
+wrong by JSON path. `Lines` remembers which element each path came from, so
+an XML submitter hears "line 14: <memory> value: ..." instead.
+"""
+from __future__ import annotations
+
+import re
+
+from . import fields
+from .errors import PathError
+
+_WHOLE_NUMBER = re.compile(r"\s*\d{1,19}\s*")  # 2**63 - 1 has 19 digits; the schema checks the range
+_TRUE = {"true", "1", "TRUE"}
+
+HOST = {"leaves": fields.HOST_ELEMENTS, "wrappers": fields.HOST_WRAPPERS}
+DISTRO = {"leaves": fields.DISTRO_ELEMENTS, "wrappers": {}}
+
+
+class Lines:
+    """JSON path -> the element it was read from."""
+
+    def __init__(self):
+        self.elements: dict[tuple, object] = {}
+
+    def mark(self, path: tuple, element) -> tuple:
+        self.elements[path] = element  # the innermost element wins
+        return path
+
+    def locate(self, path: tuple):
+        """The element for the longest known prefix of `path`, and the rest of the path."""
+        for cut in range(len(path), -1, -1):
+            if path[:cut] in self.elements:
+                return self.elements[path[:cut]], path[cut:]
+        return None, path
+
+
+def job_from_xml(root, lines: Lines) -> dict:
+    job = {"recipe_sets": []}
+    lines.mark((), root)
+    _copy(root, job, "group")
+    for whiteboard in root.iterchildren("whiteboard"):
+        job["whiteboard"] = whiteboard.text or ""
+        lines.mark(("whiteboard",), whiteboard)
+    for i, element in enumerate(root.iterchildren("recipeSet")):
+        path = lines.mark(("recipe_sets", i), element)
+        recipe_set = {"recipes": []}
+        _copy(element, recipe_set, "priority")
+        if "ar" in element.attrib:
+            recipe_set["ar"] = _number(element.get("ar"))
+        for j, recipe in enumerate(element.iterchildren("recipe")):
+            recipe_set["recipes"].append(_recipe(recipe, path + ("recipes", j), lines))
+        job["recipe_sets"].append(recipe_set)
+    return job
+
+
+def _recipe(element, path: tuple, lines: Lines) -> dict:
+    lines.mark(path, element)
+    recipe = {}
+    for name in ("whiteboard", "ks_meta", "kernel_options", "runtime_limit"):
+        _copy(element, recipe, name)
+    for child in element.iterchildren("autopick"):
+        lines.mark(path + ("autopick",), child)
+        recipe["autopick"] = {"pools": [(pool.text or "").strip() for pool in child.iterchildren("pool")]}
+        if "random" in child.attrib:
+            recipe["autopick"]["random"] = child.get("random") in _TRUE
+    for child in element.iterchildren("distroRequires"):
+        recipe["distro_requires"] = _requires(child, DISTRO, path + ("distro_requires",), lines, empty={"and": []})
+    for child in element.iterchildren("hostRequires"):
+        lines.mark(path + ("force",), child)
+        _copy(child, recipe, "force")
+        recipe["host_requires"] = _requires(child, HOST, path + ("host_requires",), lines, empty=None)
+    for child in element.iterchildren("reservesys"):
+        recipe["reservesys"] = _reservesys(child, lines.mark(path + ("reservesys",), child))
+    recipe["tasks"] = [_task(task, path + ("tasks", k), lines)
+                       for k, task in enumerate(element.iterchildren("task"))]
+    return recipe
+
+
+def _reservesys(element, path: tuple) -> dict:
+    reservesys = {}
+    _copy(element, reservesys, "when")
+    _copy(element, reservesys, "duration")
+    for flag in fields.RESERVE_FLAGS:
+        if flag in element.attrib:
+            reservesys[flag] = element.get(flag) in _TRUE
+    return reservesys
+
+
+def _task(element, path: tuple, lines: Lines) -> dict:
+    lines.mark(path, element)
+    task = {"name": element.get("name"), "params": {}}
+    _copy(element, task, "role")
+    for params in element.iterchildren("params"):
+        for param in params.iterchildren("param"):
+            name = param.get("name")
+            lines.mark(path + ("params", name), param)
+            if name in task["params"]:
+                raise PathError(path + ("params", name), f"parameter {name!r} is given twice")
+            task["params"][name] = param.get("value")
+    return task
+
+
+def _requires(container, context: dict, path: tuple, lines: Lines, empty):
+    """A container (<hostRequires>, <system>...): no child = `empty`, one = it, more = and."""
+    lines.mark(path, container)
+    children = list(container)
+    if not children:
+        return empty
+    if len(children) == 1:
+        return _filter(children[0], context, path, lines)
+    return {"and": [_filter(child, context, path + ("and", k), lines) for k, child in enumerate(children)]}
+
+
+def _filter(element, context: dict, path: tuple, lines: Lines) -> dict:
+    lines.mark(path, element)
+    tag = element.tag
+    if tag in ("and", "or"):
+        return {tag: [_filter(child, context, path + (tag, k), lines) for k, child in enumerate(element)]}
+    if tag == "not":
+        if len(element) == 0:
+            raise PathError(path, "<not> needs a filter inside it")
+        return {"not": _requires(element, context, path + ("not",), lines, empty=None)}
+    if tag in context["wrappers"]:
+        inner = {"leaves": context["wrappers"][tag], "wrappers": {}}
+        return _requires(element, inner, path, lines, empty={"and": []})
+    field = context["leaves"].get(tag)
+    if field is None:  # the grammar and fields.py disagree: a bug, but say so plainly
+        raise PathError(path, f"<{tag}> is not a known filter here")
+    value = element.get("value")
+    if field in fields.NUMERIC_FIELDS and _WHOLE_NUMBER.fullmatch(value):
+        value = int(value)
+    leaf = {"field": field, "op": element.get("op", "="), "value": value}
+    if field == "key_value":
+        leaf["key"] = element.get("key")
+    return leaf
+
+
+def _number(text: str):
+    return int(text) if _WHOLE_NUMBER.fullmatch(text) else text
+
+
+def _copy(element, into: dict, name: str) -> None:
+    if name in element.attrib:
+        into[name] = element.get(name)

@@ -1,0 +1,213 @@
+"""The job's JSON form: validate a submission, fill defaults, list what it names.
+
+`normalise_job` is where XML and JSON submissions meet: both come out as the
+same complete dict (docs/jobs.md, "The JSON form"). It knows nothing of the
+database; `referenced_names` lists the pools, attribute keys, systems and
+distro filters that a service must check exist.
+"""
+from __future__ import annotations
+
+from functools import cache
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import best_match
+
+from ..domain.errors import Invalid
+from ..timeparse import parse_duration
+from . import fields
+from .errors import PathError
+from .schema import JOB_SCHEMA, MAX_SECONDS
+from .safexml import MAX_DEPTH, MAX_ELEMENTS
+
+# Each XML level is at most two JSON levels (an object and its list). Filter
+# nesting is capped apart: jsonschema spends ~13 stack frames per level, and
+# 32 levels (~420 frames) leave room under Python's 1000 for the caller.
+MAX_JSON_DEPTH = 2 * MAX_DEPTH + 8
+MAX_FILTER_DEPTH = 32
+MAX_JSON_NODES = 5 * MAX_ELEMENTS
+
+
+def normalise_job(data) -> dict:
+    """The complete JSON form of a job, or Invalid naming the JSON path at fault."""
+    try:
+        return normalise(data)
+    except PathError as error:
+        raise Invalid(error.field, error.reason) from None
+
+
+def normalise(data) -> dict:
+    """As normalise_job, raising PathError (the XML front end turns paths into lines)."""
+    _check_size(data)
+    error = _most_telling(list(_validator().iter_errors(data)))
+    if error is not None:
+        raise PathError(tuple(error.absolute_path), _message(error))
+    return {
+        "whiteboard": data.get("whiteboard", "").strip(),
+        "group": data.get("group"),
+        "recipe_sets": [_recipe_set(rs, ("recipe_sets", i)) for i, rs in enumerate(data["recipe_sets"])],
+    }
+
+
+def _recipe_set(data: dict, path: tuple) -> dict:
+    return {
+        "priority": data.get("priority", "Normal"),
+        "ar": data.get("ar"),
+        "recipes": [_recipe(r, path + ("recipes", j)) for j, r in enumerate(data["recipes"])],
+    }
+
+
+def _recipe(data: dict, path: tuple) -> dict:
+    if data.get("force") is not None and data.get("host_requires") is not None:
+        raise PathError(path + ("force",), "force= names exactly one system; it cannot be combined with host requirements")
+    autopick = data.get("autopick", {})
+    runtime_limit = data.get("runtime_limit")
+    return {
+        "whiteboard": data.get("whiteboard", "").strip(),
+        "host_requires": _filter(data.get("host_requires")),
+        "force": data.get("force"),
+        "distro_requires": _filter(data.get("distro_requires")),
+        "autopick": {"random": autopick.get("random", False), "pools": list(autopick.get("pools", []))},
+        "reservesys": _reservesys(data.get("reservesys"), path + ("reservesys",)),
+        "runtime_limit": None if runtime_limit is None else _seconds(runtime_limit, path + ("runtime_limit",)),
+        "ks_meta": data.get("ks_meta", "").strip(),
+        "kernel_options": data.get("kernel_options", "").strip(),
+        "tasks": [
+            {"name": task["name"], "role": task.get("role", fields.DEFAULT_ROLE), "params": dict(task.get("params", {}))}
+            for task in data.get("tasks", [])
+        ],
+    }
+
+
+def _reservesys(data: dict | None, path: tuple) -> dict | None:
+    if data is None:
+        return None
+    flags = [flag for flag in fields.RESERVE_FLAGS if flag in data]
+    if "when" in data and flags:
+        raise PathError(path, f"give either when= or the flags (onabort, onfail, onwarn, onpass), not both"
+                              f" (found when= and {', '.join(flags)}=)")
+    if "when" in data:
+        values = dict(zip(fields.RESERVE_FLAGS, fields.WHEN[data["when"]]))
+    else:
+        values = {flag: data.get(flag, True) for flag in fields.RESERVE_FLAGS}
+    duration = data.get("duration", fields.DEFAULT_RESERVE_SECONDS)
+    return {**values, "duration": _seconds(duration, path + ("duration",))}
+
+
+def _filter(tree: dict | None) -> dict | None:
+    """Defaults filled, == spelt =, key_value values as text. Iterative: trees may be deep."""
+    if tree is None:
+        return None
+    result: dict = {}
+    stack = [(tree, result)]
+    while stack:
+        node, out = stack.pop()
+        if "and" in node or "or" in node:
+            key = "and" if "and" in node else "or"
+            out[key] = [{} for _ in node[key]]
+            stack.extend(zip(node[key], out[key]))
+        elif "not" in node:
+            out["not"] = {}
+            stack.append((node["not"], out["not"]))
+        else:
+            op = node.get("op", "=")
+            out.update(field=node["field"], op=fields.OP_ALIASES.get(op, op), value=node["value"])
+            if node["field"] == "key_value":
+                out["key"], out["value"] = node["key"], str(node["value"])
+    return result
+
+
+def _seconds(value, path: tuple) -> int:
+    try:
+        seconds = int(parse_duration(value, "duration").total_seconds())
+    except Invalid as error:
+        raise PathError(path, error.extra["reason"]) from None
+    except (OverflowError, ValueError):
+        seconds = MAX_SECONDS + 1
+    if not 1 <= seconds <= MAX_SECONDS:
+        raise PathError(path, f"{value!r} is out of range (1 second to {MAX_SECONDS} seconds)")
+    return seconds
+
+
+def _check_size(data) -> None:
+    """Depth and size before jsonschema, which recurses and would overflow the stack."""
+    if not isinstance(data, dict):
+        raise PathError((), "must be a JSON object with recipe_sets")
+    count, stack = 0, [(data, (), 1, 0)]
+    while stack:
+        node, path, depth, filters = stack.pop()
+        count += 1
+        if depth > MAX_JSON_DEPTH or filters > MAX_FILTER_DEPTH:
+            raise PathError(path[:6], f"too deeply nested (at most {MAX_FILTER_DEPTH} levels of and/or/not,"
+                                      f" {MAX_JSON_DEPTH} levels in all)")
+        if count > MAX_JSON_NODES:
+            raise PathError((), f"too large (at most {MAX_JSON_NODES} values)")
+        items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+        stack.extend((child, path + (key,), depth + 1, filters + (key in fields.BRANCHES)) for key, child in items)
+
+
+@cache
+def _validator() -> Draft202012Validator:
+    return Draft202012Validator(JOB_SCHEMA)
+
+
+def _most_telling(errors: list):
+    """A wrong filter field explains the rest (its value then fails too): say that first."""
+    on_field = [error for error in errors if list(error.absolute_path)[-1:] == ["field"]]
+    return best_match(on_field or errors)
+
+
+def _message(error) -> str:
+    value = error.instance
+    if error.validator == "type" and "integer" in error.validator_value and "string" not in error.validator_value:
+        return f"{value!r} is not a whole number"
+    if error.validator == "enum":
+        return f"{value!r} is not one of: {', '.join(map(str, error.validator_value))}"
+    if error.validator == "pattern":
+        return "contains a control character, which XML cannot carry"
+    if error.validator in ("minimum", "maximum"):
+        return f"{value!r} is out of range"
+    if error.validator == "minItems":
+        return "needs at least one item"
+    if error.validator == "not":  # the one "not": names
+        return f"{value!r} must not begin or end with white space"
+    if error.validator == "minLength":
+        return "must not be empty"
+    if error.validator == "uniqueItems":
+        return "lists the same name twice"
+    if error.schema is False:  # the one false schema: "key" outside key_value
+        return "key is only allowed when field is key_value"
+    return error.message
+
+
+def referenced_names(job: dict) -> dict:
+    """What a normalised job names, for the service to check against the database.
+
+    pools: pool names in host filters (not the "" of "in no/any pool") and in
+    autopick; attribute_keys: keys of key_value filters; distros: the distinct
+    distro filter trees; systems: the fqdns given as force=.
+    """
+    pools, keys, systems, distros = set(), set(), set(), []
+    for recipe_set in job["recipe_sets"]:
+        for recipe in recipe_set["recipes"]:
+            pools.update(recipe["autopick"]["pools"])
+            if recipe["force"] is not None:
+                systems.add(recipe["force"])
+            for leaf in _leaves(recipe["host_requires"]):
+                if leaf["field"] == "pool" and leaf["value"] != "":
+                    pools.add(leaf["value"])
+                elif leaf["field"] == "key_value":
+                    keys.add(leaf["key"])
+            if recipe["distro_requires"] is not None and recipe["distro_requires"] not in distros:
+                distros.append(recipe["distro_requires"])
+    return {"pools": pools, "attribute_keys": keys, "distros": distros, "systems": systems}
+
+
+def _leaves(tree: dict | None):
+    stack = [tree] if tree is not None else []
+    while stack:
+        node = stack.pop()
+        if "field" in node:
+            yield node
+        else:
+            children = node.get("and", node.get("or", [node["not"]] if "not" in node else []))
+            stack.extend(children)

@@ -1,0 +1,167 @@
+"""JSON Schema (Draft 2020-12) of the job's JSON form as submitted.
+
+Submissions may leave out anything that has a default, write durations as
+seconds or text (`4h`, `PT4H`, `1:30:00`), write Beaker's `==` and, in
+reservesys, Beaker's `when`. `normalise_job` turns a valid submission into
+the complete form described in docs/jobs.md. Built from fields.py, so the
+vocabulary lives in one place.
+"""
+from __future__ import annotations
+
+from . import fields
+
+# Characters XML 1.0 cannot carry: a job must survive a round trip through XML.
+XML_SAFE = r"^[^\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]*$"
+MAX_INT = 2**63 - 1
+MAX_SECONDS = 2**31 - 1
+
+TEXT = {"type": "string", "pattern": XML_SAFE}
+NAME = {"type": "string", "minLength": 1, "pattern": XML_SAFE, "not": {"type": "string", "pattern": r"^\s|\s$"}}
+DURATION = {"type": ["integer", "string"], "minimum": 1, "maximum": MAX_SECONDS, "pattern": XML_SAFE}
+FLAG = {"type": "boolean"}
+
+
+def _ops(ops: tuple) -> dict:
+    return {"enum": list(ops) + (["=="] if "=" in ops else [])}
+
+
+_VALUES = {
+    "number": {"type": "integer", "minimum": 0, "maximum": MAX_INT},
+    "key_value": {"type": ["string", "integer"], "pattern": XML_SAFE},
+    "text": TEXT,
+}
+
+
+def _value_kind(field: str) -> str:
+    if field in fields.NUMERIC_FIELDS:
+        return "number"
+    return "key_value" if field == "key_value" else "text"
+
+
+def _leaf(field_ops: dict) -> dict:
+    """A leaf; fields that share operators and value type share one branch of an if/else chain.
+
+    A chain, not an allOf of one `if` per field: jsonschema then evaluates a
+    couple of conditions per leaf, not one per field (big jobs stay fast).
+    """
+    groups: dict[tuple, list[str]] = {}
+    for field, ops in field_ops.items():
+        groups.setdefault((ops, _value_kind(field)), []).append(field)
+    chain: dict = {}
+    for (ops, kind), names in reversed(list(groups.items())):
+        rules = {"properties": {"op": _ops(ops), "value": _VALUES[kind]}}
+        if kind == "key_value":
+            rules["required"] = ["key"]
+        else:
+            rules["properties"]["key"] = False
+        if not chain:
+            chain = rules
+        else:
+            chain = {"if": {"properties": {"field": {"enum": names}}, "required": ["field"]}, "then": rules,
+                     "else": chain}
+    return {
+        "type": "object",
+        "required": ["field", "value"],
+        "properties": {"field": {"enum": list(field_ops)}, "op": _ops(fields.ALL_OPS), "value": {}, "key": NAME},
+        "additionalProperties": False,
+        "allOf": [chain],
+    }
+
+
+def _tree(name: str, leaf: str) -> dict:
+    """Leaf / and / or / not, told apart by their key so errors point at the right place."""
+    me = {"$ref": f"#/$defs/{name}"}
+
+    def branch(key: str, schema: dict) -> dict:
+        return {"properties": {key: schema}, "additionalProperties": False}
+
+    return {
+        "type": "object",
+        "if": {"required": ["field"]}, "then": {"$ref": f"#/$defs/{leaf}"},
+        "else": {
+            "if": {"required": ["and"]}, "then": branch("and", {"type": "array", "items": me}),
+            "else": {
+                "if": {"required": ["or"]}, "then": branch("or", {"type": "array", "items": me}),
+                "else": {
+                    "if": {"required": ["not"]}, "then": branch("not", me),
+                    "else": {"$ref": f"#/$defs/{leaf}"},
+                },
+            },
+        },
+    }
+
+
+def _nullable(ref: str) -> dict:
+    return {"if": {"type": "null"}, "else": {"$ref": ref}}
+
+
+RECIPE = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        "whiteboard": TEXT,
+        "host_requires": _nullable("#/$defs/host_filter"),
+        "force": {**NAME, "type": ["string", "null"]},
+        "distro_requires": _nullable("#/$defs/distro_filter"),
+        "autopick": {
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {"random": FLAG, "pools": {"type": "array", "items": NAME, "uniqueItems": True}},
+        },
+        "reservesys": _nullable("#/$defs/reservesys"),
+        "runtime_limit": {**DURATION, "type": ["integer", "string", "null"]},
+        "ks_meta": TEXT,
+        "kernel_options": TEXT,
+        "tasks": {"type": "array", "items": {"$ref": "#/$defs/task"}},
+    },
+}
+
+JOB_SCHEMA = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "$id": "https://lablease.invalid/schemas/job.json",
+    "title": "lablease job",
+    "type": "object",
+    "required": ["recipe_sets"],
+    "additionalProperties": False,
+    "properties": {
+        "whiteboard": TEXT,
+        "group": {**NAME, "type": ["string", "null"]},
+        "recipe_sets": {"type": "array", "minItems": 1, "items": {"$ref": "#/$defs/recipe_set"}},
+    },
+    "$defs": {
+        "recipe_set": {
+            "type": "object",
+            "required": ["recipes"],
+            "additionalProperties": False,
+            "properties": {
+                "priority": {"enum": list(fields.PRIORITIES)},
+                "ar": {"type": ["integer", "null"], "minimum": 1, "maximum": MAX_INT},
+                "recipes": {"type": "array", "minItems": 1, "items": {"$ref": "#/$defs/recipe"}},
+            },
+        },
+        "recipe": RECIPE,
+        "reservesys": {
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {
+                **{flag: FLAG for flag in fields.RESERVE_FLAGS},
+                "when": {"enum": list(fields.WHEN)},
+                "duration": DURATION,
+            },
+        },
+        "task": {
+            "type": "object",
+            "required": ["name"],
+            "additionalProperties": False,
+            "properties": {
+                "name": NAME,
+                "role": NAME,
+                "params": {"type": "object", "propertyNames": NAME, "additionalProperties": TEXT},
+            },
+        },
+        "host_filter": _tree("host_filter", "host_leaf"),
+        "host_leaf": _leaf(fields.HOST_FIELD_OPS),
+        "distro_filter": _tree("distro_filter", "distro_leaf"),
+        "distro_leaf": _leaf(fields.DISTRO_FIELD_OPS),
+    },
+}

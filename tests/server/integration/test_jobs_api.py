@@ -1,0 +1,109 @@
+"""Jobs over the API: XML and JSON submission, references checked, results rolled up."""
+from .conftest import START, at  # noqa: F401
+
+JOB_XML = b"""<job>
+  <whiteboard>nightly</whiteboard>
+  <recipeSet priority="High">
+    <recipe whiteboard="server">
+      <autopick random="false"><pool>fast</pool></autopick>
+      <hostRequires><and><arch op="=" value="x86_64"/><memory op="&gt;=" value="2048"/></and></hostRequires>
+      <reservesys duration="3600" when="onfail"/>
+      <task name="/distribution/check-install"/>
+    </recipe>
+    <recipe whiteboard="client">
+      <hostRequires><key_value key="gpu" op="=" value="nvidia"/></hostRequires>
+    </recipe>
+  </recipeSet>
+</job>"""
+
+
+def setup_lab(lab):
+    lab.system("a.lab.test", condition="automated", memory_mb=4096)
+    lab.system("b.lab.test", condition="automated", attributes={"gpu": "nvidia"})
+    lab.admin.post("/pools", {"name": "fast"})
+
+
+def post_xml(lab, user, body):
+    response = lab.client.post("/api/v1/jobs", data=body, content_type="application/xml",
+                               headers={"Authorization": f"Bearer {lab.tokens[user]}"})
+    return response.status_code, response.get_json()
+
+
+def test_submit_xml_runs_a_two_host_set(lab):
+    setup_lab(lab)
+    status, job = post_xml(lab, "alice", JOB_XML)
+    assert status == 201, job
+    [recipe_set] = job["recipe_sets"]
+    assert recipe_set["priority"] == "High" and job["whiteboard"] == "nightly"
+    assert [(r["whiteboard"], r["status"], r["system"]) for r in recipe_set["recipes"]] == [
+        ("server", "running", "a.lab.test"), ("client", "running", "b.lab.test")]
+    server, client = recipe_set["recipes"]
+    lab.alice.patch(f"/recipes/{client['id']}", {"status": "completed", "result": "pass"})
+    status, body = lab.alice.patch(f"/recipes/{server['id']}", {
+        "tasks": [{"name": "/distribution/check-install", "result": "fail"}], "status": "completed"})
+    assert status == 200 and body["result"] == "fail"
+    _, job = lab.alice.get(f"/jobs/{job['id']}")
+    assert job["status"] == "completed" and job["result"] == "fail"
+    _, system = lab.alice.get("/systems/a.lab.test")
+    assert system["reservation"]["user"] == "alice"  # reservesys when=onfail kept it
+
+
+def test_the_same_job_as_json(lab):
+    setup_lab(lab)
+    status, job = lab.bob.post("/jobs", {"recipe_sets": [{"recipes": [
+        {"host_requires": {"field": "arch", "op": "=", "value": "x86_64"}}]}]})
+    assert status == 201, job
+    assert job["recipe_sets"][0]["recipes"][0]["system"] == "a.lab.test"
+
+
+def test_unknown_names_are_refused_not_matched(lab):
+    setup_lab(lab)
+    cases = [
+        ({"field": "pool", "op": "=", "value": "slow"}, "no pool named slow"),
+        ({"field": "key_value", "key": "fpga", "op": "=", "value": "x"}, "no system has an attribute named fpga"),
+    ]
+    for host, reason in cases:
+        status, problem = lab.alice.post("/jobs", {"recipe_sets": [{"recipes": [{"host_requires": host}]}]})
+        assert status == 422 and reason in problem["detail"], problem
+    status, problem = lab.alice.post("/jobs", {"recipe_sets": [{"recipes": [
+        {"distro_requires": {"field": "distro_family", "op": "=", "value": "Fedora40"}}]}]})
+    assert status == 422 and "no distro tree matches" in problem["detail"]
+    status, problem = post_xml(lab, "alice", b"<job><recipeSet><recipe><hostRequires><colour value='red'/>"
+                                             b"</hostRequires></recipe></recipeSet></job>")
+    assert status == 422 and "colour" in problem["detail"]
+    _, jobs = lab.admin.get("/jobs", mine="false")
+    assert jobs == []  # nothing half-written
+
+
+def test_hostile_xml_is_refused(lab):
+    bomb = (b'<?xml version="1.0"?><!DOCTYPE lolz [<!ENTITY lol "lol"><!ENTITY lol2 "&lol;&lol;&lol;">]>'
+            b'<job><whiteboard>&lol2;</whiteboard></job>')
+    status, problem = post_xml(lab, "alice", bomb)
+    assert status == 422 and "DOCTYPE" in problem["detail"]
+    response = lab.client.post("/api/v1/jobs", data=b"recipe", content_type="text/plain",
+                               headers={"Authorization": f"Bearer {lab.tokens['alice']}"})
+    assert response.status_code == 415
+
+
+def test_distro_requires_waits_for_provisioning(lab):
+    lab.system("a.lab.test", condition="automated")
+    lab.system("arm.lab.test", condition="automated", arch="aarch64")
+    status, tree = lab.admin.post("/distro-trees", {"name": "Fedora-40", "family": "Fedora40", "arch": "aarch64",
+                                                    "url": "http://mirror/f40/", "kernel": "vmlinuz",
+                                                    "initrd": "initrd.img"})
+    assert status == 201
+    status, job = lab.alice.post("/jobs", {"recipe_sets": [{"recipes": [
+        {"distro_requires": {"field": "distro_family", "op": "=", "value": "Fedora40"}}]}]})
+    assert status == 201, job
+    recipe = job["recipe_sets"][0]["recipes"][0]
+    assert recipe["status"] == "waiting" and recipe["system"] == "arm.lab.test"  # the arch the tree exists for
+    assert recipe["distro_tree"] == tree["id"]
+
+
+def test_others_cannot_see_or_finish_my_recipes(lab):
+    setup_lab(lab)
+    _, job = lab.alice.post("/jobs", {"recipe_sets": [{"recipes": [{}]}]})
+    recipe_id = job["recipe_sets"][0]["recipes"][0]["id"]
+    assert lab.bob.get(f"/jobs/{job['id']}")[0] == 404
+    assert lab.bob.patch(f"/recipes/{recipe_id}", {"status": "aborted"})[0] == 404
+    assert lab.bob.post(f"/jobs/{job['id']}/cancel")[0] == 404

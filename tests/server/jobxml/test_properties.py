@@ -1,0 +1,118 @@
+"""Property-based: any valid job survives render -> parse unchanged; no input crashes the parser."""
+import string
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from lablease.domain.errors import Invalid
+from lablease.jobxml import normalise_job, parse_job_xml, render_job_xml
+from lablease.jobxml import fields
+
+from .jobs import MULTIHOST
+
+SETTINGS = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+# Any text XML 1.0 can carry: no C0 controls but tab, newline and carriage return; no surrogates.
+xml_text = st.text(
+    st.characters(exclude_categories=("Cs", "Cc"), exclude_characters="\ufffe\uffff") | st.sampled_from("\t\n\r "),
+    max_size=12,
+)
+names = xml_text.map(str.strip).filter(lambda text: text != "")
+numbers = st.integers(min_value=0, max_value=2**63 - 1)
+
+
+def leaves(field_ops: dict):
+    def leaf(field: str):
+        ops = field_ops[field]
+        op = st.sampled_from(ops + (("==",) if "=" in ops else ()))
+        if field in fields.NUMERIC_FIELDS:
+            value = numbers
+        elif field == "key_value":
+            value = xml_text | numbers
+        else:
+            value = xml_text
+        base = st.fixed_dictionaries({"field": st.just(field), "op": op, "value": value})
+        if field == "key_value":
+            return st.builds(lambda leaf, key: {**leaf, "key": key}, base, names)
+        return base
+
+    return st.sampled_from(sorted(field_ops)).flatmap(leaf)
+
+
+def trees(field_ops: dict):
+    return st.recursive(
+        leaves(field_ops),
+        lambda children: st.one_of(
+            st.lists(children, max_size=4).map(lambda items: {"and": items}),
+            st.lists(children, max_size=4).map(lambda items: {"or": items}),
+            children.map(lambda child: {"not": child}),
+        ),
+        max_leaves=16,
+    )
+
+
+host_trees = trees(fields.HOST_FIELD_OPS)
+distro_trees = trees(fields.DISTRO_FIELD_OPS)
+
+recipes = st.fixed_dictionaries(
+    {"host_requires": st.none() | host_trees, "distro_requires": st.none() | distro_trees},
+    optional={
+        "whiteboard": xml_text,
+        "ks_meta": xml_text,
+        "autopick": st.fixed_dictionaries({}, optional={
+            "random": st.booleans(), "pools": st.lists(names, max_size=3, unique=True)}),
+        "reservesys": st.none() | st.fixed_dictionaries({}, optional={
+            "onabort": st.booleans(), "onfail": st.booleans(), "onwarn": st.booleans(), "onpass": st.booleans(),
+            "duration": st.integers(1, 10**6)}),
+        "runtime_limit": st.none() | st.integers(1, 10**6) | st.sampled_from(["4h", "PT30M", "1:30:00", "2d"]),
+        "tasks": st.lists(st.fixed_dictionaries({"name": names}, optional={
+            "role": names, "params": st.dictionaries(names, xml_text, max_size=3)}), max_size=3),
+    },
+)
+jobs = st.fixed_dictionaries(
+    {"recipe_sets": st.lists(st.fixed_dictionaries(
+        {"recipes": st.lists(recipes, min_size=1, max_size=3)},
+        optional={"priority": st.sampled_from(fields.PRIORITIES), "ar": st.none() | st.integers(1, 10**9)},
+    ), min_size=1, max_size=2)},
+    optional={"whiteboard": xml_text, "group": st.none() | names},
+)
+
+
+@SETTINGS
+@given(host_trees, distro_trees)
+def test_filter_trees_survive_render_and_parse(host_tree, distro_tree):
+    job = normalise_job({"recipe_sets": [{"recipes": [{"host_requires": host_tree, "distro_requires": distro_tree}]}]})
+    assert parse_job_xml(render_job_xml(job)) == job
+
+
+@SETTINGS
+@given(jobs)
+def test_whole_jobs_survive_render_and_parse(job):
+    normal = normalise_job(job)
+    assert normalise_job(normal) == normal
+    assert parse_job_xml(render_job_xml(job)) == normal
+
+
+@SETTINGS
+@given(st.binary(max_size=300))
+def test_random_bytes_are_refused_cleanly(data):
+    try:
+        parse_job_xml(data)
+    except Invalid as error:
+        assert error.field == "job" and error.extra["reason"]
+
+
+@SETTINGS
+@given(st.integers(0, len(MULTIHOST) - 1), st.integers(1, 40), st.sampled_from(["cut", "delete", "insert"]),
+       st.text(string.printable, min_size=1, max_size=5))
+def test_damaged_jobs_are_refused_cleanly_or_still_read(position, length, damage, junk):
+    if damage == "cut":
+        data = MULTIHOST[:position]
+    elif damage == "delete":
+        data = MULTIHOST[:position] + MULTIHOST[position + length:]
+    else:
+        data = MULTIHOST[:position] + junk.encode() + MULTIHOST[position:]
+    try:
+        assert parse_job_xml(data)["recipe_sets"]
+    except Invalid as error:
+        assert error.field == "job" and error.extra["reason"]

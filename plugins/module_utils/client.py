@@ -16,7 +16,7 @@ import json
 import re
 import socket
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 from urllib.error import HTTPError, URLError
 from urllib.parse import quote, urlencode
 

@@ -21,7 +21,7 @@ description:
   - Every reservation has an end (the server's default, 24 hours unless the site changed it, when neither
     O(duration) nor O(end) is given), so a crashed play never strands a system.
 author:
-  - lablease developers
+  - lablease developers (@lablease)
 extends_documentation_fragment:
   - lablease.lab.api
 attributes:
@@ -30,6 +30,7 @@ attributes:
     description: Nothing is written; the answer says what would be reserved, extended or returned.
   diff_mode:
     support: full
+    description: Shows the fields that change, before and after.
   action_group:
     description: Use C(group/lablease.lab.api) in C(module_defaults) to set the connection options.
     support: full
@@ -90,9 +91,10 @@ options:
   request_id:
     description:
       - A client-chosen id that makes the reserve call safe to retry; the server answers a known id with the same reservation.
-      - The default is derived from the system name and O(start) (C(ansible-) and a hash), so a retried or re-run play
-        finds its own reservation instead of booking again. When that id belongs to a reservation that has ended, the module
-        derives the next id from it, deterministically, and books anew.
+      - The default is derived (C(ansible-) and a hash) from the system name, O(start) and the id of the caller's
+        last ended reservation on the system. It stays the same for every run of the task until a reservation it made
+        ends, so a retried call or a re-run play finds its own reservation instead of booking again (a re-run also
+        finds it by listing the caller's reservations first).
     type: str
 requirements:
   - Python 3.8 or later on the host that runs the module (usually localhost).
@@ -101,12 +103,18 @@ notes:
 seealso:
   - module: lablease.lab.reservation_info
   - module: lablease.lab.system_info
-  - role: lablease.lab.lease
-    description: Reserve, use and return a system around the caller's tasks.
 """
 
 EXAMPLES = r"""
-- name: Reserve s1.lab.test for four hours
+- name: Reserve s1.lab.test for eight hours, with a heartbeat so that a crashed pipeline frees it within ten minutes
+  lablease.lab.reservation:
+    system: s1.lab.test
+    duration: 8h
+    heartbeat: 10m
+    url: "{{ lookup('ansible.builtin.env', 'LABLEASE_URL') }}"
+    token: "{{ lookup('ansible.builtin.env', 'LABLEASE_TOKEN') }}"
+
+- name: Reserve s1.lab.test for four hours (not changed - it is already mine for longer)
   lablease.lab.reservation:
     system: s1.lab.test
     duration: 4h
@@ -115,14 +123,6 @@ EXAMPLES = r"""
 - name: Show when it ends
   ansible.builtin.debug:
     msg: "{{ lease.reservation.system }} is mine until {{ lease.reservation.end }} ({{ lease.reservation.seconds_left }} s left)"
-
-- name: Reserve with a heartbeat, so that a crashed pipeline frees the system within ten minutes
-  lablease.lab.reservation:
-    system: s1.lab.test
-    duration: 8h
-    heartbeat: 10m
-    url: "{{ lookup('ansible.builtin.env', 'LABLEASE_URL') }}"
-    token: "{{ lookup('ansible.builtin.env', 'LABLEASE_TOKEN') }}"
 
 - name: Send a heartbeat while the work goes on
   lablease.lab.reservation:
@@ -225,9 +225,13 @@ from ansible_collections.lablease.lab.plugins.module_utils.client import (
 MAX_REQUEST_ID_GENERATIONS = 20
 
 
-def derive_request_id(system, start=None):
-    """ansible-<hash of the system and the asked start>: the same for every run of the same task."""
-    seed = "lablease.lab.reservation|%s|%s" % (system.lower(), start or "now")
+def derive_request_id(system, start=None, previous=None):
+    """ansible-<hash of the system, the asked start and the caller's last ended reservation on it>.
+
+    The same for every run of the same task until a reservation it made ends, so a retried
+    or re-run play finds its own reservation; a fresh one after that.
+    """
+    seed = "lablease.lab.reservation|%s|%s|%s" % (system.lower(), start or "now", previous or 0)
     return "ansible-" + hashlib.sha256(seed.encode("utf-8")).hexdigest()[:24]
 
 
@@ -333,7 +337,11 @@ class Reservations:
             body["end"] = format_time(self.end)
         if self.module.check_mode:
             self.exit(True, None, self.predict(system), returned=[])
-        request_id = self.params["request_id"] or derive_request_id(self.system, self.params["start"])
+        request_id = self.params["request_id"]
+        if not request_id:
+            ended = self.client.get("/reservations", {"system": self.system, "active": False, "user": "me"})
+            last = max([r["id"] for r in ended] or [0])
+            request_id = derive_request_id(self.system, self.params["start"], last)
         for dummy in range(MAX_REQUEST_ID_GENERATIONS):
             body["request_id"] = request_id
             # A reserve with a request_id is idempotent on the server, so the client may retry it.
@@ -375,7 +383,7 @@ class Reservations:
                 try:
                     self.client.request("DELETE", "/reservations/%d" % reservation["id"])
                 except LableaseError as error:
-                    if error.status != 422:  # 422: already returned meanwhile (by the worker): fine
+                    if error.status not in (409, 422):  # already returned meanwhile (by the worker): fine
                         raise
             returned.append(reservation["id"])
         last = held[0] if held else None

@@ -64,6 +64,7 @@ class LiveServer:
         self.workers, self.threads, self.run_worker = workers, threads, run_worker
         self.process: subprocess.Popen | None = None
         self.tokens: dict[str, str] = {}
+        self._apis: list[Api] = []
 
     def admin_cli(self, *args: str) -> str:
         """Run `lablease-server ARGS` against this server's database; returns stdout."""
@@ -79,7 +80,14 @@ class LiveServer:
         return self.api(name)
 
     def api(self, name: str | None = None) -> Api:
-        return Api(self.url, self.tokens.get(name) if name else None)
+        api = Api(self.url, self.tokens.get(name) if name else None)
+        self._apis.append(api)
+        return api
+
+    def close_sessions(self) -> None:
+        """Drop the kept-alive connections of every Api handed out (a stopping gunicorn waits for them)."""
+        for api in self._apis:
+            api.session.close()
 
     def start(self, init: bool = True) -> LiveServer:
         self.data_dir.mkdir(parents=True, exist_ok=True)
@@ -94,10 +102,15 @@ class LiveServer:
         args = [str(BIN / "lablease-server"), "serve", "--workers", str(self.workers), "--threads", str(self.threads)]
         if not self.run_worker:
             args.append("--no-worker")
+        self._close_log()
         self.log = open(self.data_dir / "server.log", "ab")
         self.process = subprocess.Popen(args, env=self.env, stdout=self.log, stderr=subprocess.STDOUT,
                                         start_new_session=True)
-        self.wait_ready()
+        try:
+            self.wait_ready()
+        except BaseException:
+            self.stop()  # never leave a server behind when it did not come up
+            raise
 
     def wait_ready(self, timeout: float = 30) -> None:
         deadline = time.monotonic() + timeout
@@ -107,7 +120,7 @@ class LiveServer:
             try:
                 if requests.get(self.url + "/health", timeout=1).status_code == 200:
                     return
-            except requests.ConnectionError:
+            except (requests.ConnectionError, requests.Timeout):
                 pass
             time.sleep(0.1)
         raise RuntimeError("server did not answer /health in time:\n" + self.read_log()[-2000:])
@@ -119,9 +132,17 @@ class LiveServer:
         """SIGKILL the whole process group (arbiter and workers), as a crash would."""
         os.killpg(self.process.pid, signal.SIGKILL)
         self.process.wait(10)
+        self._close_log()
+
+    def _close_log(self) -> None:
+        log = getattr(self, "log", None)
+        if log is not None and not log.closed:
+            log.close()
 
     def stop(self) -> None:
+        self.close_sessions()
         if self.process is None or self.process.poll() is not None:
+            self._close_log()
             return
         os.killpg(self.process.pid, signal.SIGTERM)
         try:
@@ -129,4 +150,4 @@ class LiveServer:
         except subprocess.TimeoutExpired:
             os.killpg(self.process.pid, signal.SIGKILL)
             self.process.wait(10)
-        self.log.close()
+        self._close_log()

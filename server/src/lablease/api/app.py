@@ -7,6 +7,7 @@ from datetime import datetime, timezone
 from typing import Callable
 
 from sqlalchemy.exc import IntegrityError, OperationalError
+from sqlalchemy.orm import configure_mappers
 from werkzeug.exceptions import HTTPException
 from werkzeug.routing import Map, Rule
 from werkzeug.wrappers import Request, Response
@@ -105,5 +106,6 @@ class LabLeaseApp:
 
 def create_app(settings: Settings | None = None, db: Database | None = None,
                clock: Callable[[], datetime] = utcnow) -> LabLeaseApp:
+    configure_mappers()  # once, now, rather than by whichever request thread comes first
     settings = settings or Settings()
     return LabLeaseApp(settings, db or Database(settings.database), clock)

@@ -1,28 +1,36 @@
-"""`lablease-server serve`: gunicorn with threaded workers, and the worker in the arbiter.
+"""`lablease-server serve`: gunicorn with threaded workers, plus one background worker process.
 
-The API runs in gunicorn's worker processes; the background worker runs as
-a thread of the arbiter (the master process), started once it is ready, so
-there is exactly one however many processes serve requests.
+The API runs in gunicorn's worker processes. The background worker runs as
+one child process of the arbiter, started once the arbiter is ready and
+stopped when it exits: exactly one however many processes serve requests.
+It is a process, not a thread of the arbiter, because the arbiter forks
+request workers at any time, and a fork copies a thread's held locks
+(SQLite, SQLAlchemy's mapper registry) into a child that can never
+release them.
 """
 from __future__ import annotations
 
 import logging
+import os
+import signal
+import subprocess
+import sys
 
 from gunicorn.app.base import BaseApplication
 
 from ..config import Settings
-from ..store.db import Database
-from ..worker.loop import Worker
 
 log = logging.getLogger("lablease.serve")
 
 
 class LabLeaseServer(BaseApplication):
-    def __init__(self, settings: Settings, run_worker: bool = True, access_log: str | None = None):
+    def __init__(self, settings: Settings, run_worker: bool = True, access_log: str | None = None,
+                 config_file: str | None = None):
         self.settings = settings
         self.run_worker = run_worker
         self.access_log = access_log
-        self.worker: Worker | None = None
+        self.config_file = config_file
+        self.worker: subprocess.Popen | None = None
         super().__init__()
 
     def load_config(self):
@@ -45,14 +53,21 @@ class LabLeaseServer(BaseApplication):
 
     def _when_ready(self, _arbiter):
         if self.run_worker:
-            self.worker = Worker(self.settings, Database(self.settings.database))
-            self.worker.start()
+            command = [sys.executable, "-m", "lablease.cli.server"]
+            if self.config_file:
+                command += ["--config", self.config_file]
+            command += ["worker", "--parent", str(os.getpid())]
+            self.worker = subprocess.Popen(command)
         log.info("lablease serving on http://%s (worker %s)", self.settings.listen,
-                 "in this process" if self.run_worker else "off")
+                 f"process {self.worker.pid}" if self.worker else "off")
 
     def _on_exit(self, _arbiter):
-        if self.worker is not None:
-            self.worker.stop()
+        if self.worker is not None and self.worker.poll() is None:
+            self.worker.send_signal(signal.SIGTERM)
+            try:
+                self.worker.wait(10)
+            except subprocess.TimeoutExpired:
+                self.worker.kill()
 
     def load(self):
         from ..api import create_app  # built in each worker process after the fork
@@ -60,5 +75,6 @@ class LabLeaseServer(BaseApplication):
         return create_app(self.settings)
 
 
-def serve(settings: Settings, run_worker: bool = True, access_log: str | None = None) -> None:
-    LabLeaseServer(settings, run_worker, access_log).run()
+def serve(settings: Settings, run_worker: bool = True, access_log: str | None = None,
+          config_file: str | None = None) -> None:
+    LabLeaseServer(settings, run_worker, access_log, config_file).run()

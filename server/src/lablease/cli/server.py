@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import signal
 import sys
 from dataclasses import replace
 from datetime import datetime, timezone
@@ -126,13 +127,14 @@ def cmd_serve(settings: Settings, args) -> None:
     if args.threads:
         settings = replace(settings, gunicorn_threads=args.threads)
     _db(settings).dispose()
-    serve(settings, run_worker=not args.no_worker, access_log=args.access_log)
+    serve(settings, run_worker=not args.no_worker, access_log=args.access_log, config_file=args.config)
 
 
 def cmd_worker(settings: Settings, args) -> None:
     from ..worker.loop import Worker
 
-    worker = Worker(settings, _db(settings))
+    worker = Worker(settings, _db(settings), parent_pid=args.parent)
+    signal.signal(signal.SIGTERM, lambda *_: worker.stopping.set())
     try:
         worker.run()
     except KeyboardInterrupt:
@@ -195,7 +197,9 @@ def parser() -> argparse.ArgumentParser:
     serve.add_argument("--no-worker", action="store_true", help="run the worker apart (lablease-server worker)")
     serve.add_argument("--access-log", help="file for the access log ('-' for stderr)")
     serve.set_defaults(func=cmd_serve)
-    sub.add_parser("worker", help="run only the background worker").set_defaults(func=cmd_worker)
+    worker = sub.add_parser("worker", help="run only the background worker")
+    worker.add_argument("--parent", type=int, help=argparse.SUPPRESS)  # serve's pid: stop when it is gone
+    worker.set_defaults(func=cmd_worker)
     return top
 
 

@@ -8,6 +8,7 @@ catches up on everything already due.
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from datetime import datetime, timedelta, timezone
@@ -90,12 +91,14 @@ def next_due(db: Database) -> datetime | None:
 
 
 class Worker:
-    def __init__(self, settings: Settings, db: Database, clock: Callable[[], datetime] = utcnow):
+    def __init__(self, settings: Settings, db: Database, clock: Callable[[], datetime] = utcnow,
+                 parent_pid: int | None = None):
         self.settings = settings
         self.db = db
         self.clock = clock
         self.senders = senders(settings)
         self.next_repair: datetime | None = None
+        self.parent_pid = parent_pid  # under `serve`: stop when the server that started us is gone
         self.stopping = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -143,6 +146,10 @@ class Worker:
         """Sleep for pause seconds, or less when woken; in 1 s slices so stop() is prompt."""
         deadline = time.monotonic() + pause
         while not self.stopping.is_set():
+            if self.parent_pid is not None and os.getppid() != self.parent_pid:
+                log.warning("the server that started this worker is gone; stopping")
+                self.stopping.set()
+                return
             remaining = deadline - time.monotonic()
             if remaining <= 0 or listener.wait(min(remaining, 1.0)):
                 return

@@ -1,0 +1,259 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: lablease contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: schedule
+short_description: Book a generic resource (IP address, VLAN, licence seat) on a schedule
+version_added: 0.1.0
+description:
+  - Books a resource of a generic schedule subject on a lablease server for the caller, or cancels the booking.
+  - Schedule subjects (for example V(vlans)) and their resources' capacities are set up by an administrator;
+    a resource books exclusively unless its capacity is above 1. Overbooking is refused with the booking in the way named.
+  - Idempotent. With O(state=present), a current or future booking of the caller for the same resource (and O(slice),
+    when given) is kept; a later O(end) or a longer O(duration) moves its end, and a different O(resource_spec) is updated.
+    With O(state=absent), the caller's current and future bookings of the resource are cancelled.
+author:
+  - lablease developers (@lablease)
+extends_documentation_fragment:
+  - lablease.lab.api
+attributes:
+  check_mode:
+    support: full
+    description: Nothing is written; the answer says what would be booked, changed or cancelled.
+  diff_mode:
+    support: full
+    description: Shows the fields that change, before and after.
+  action_group:
+    description: Use C(group/lablease.lab.api) in C(module_defaults) to set the connection options.
+    support: full
+    membership:
+      - lablease.lab.api
+options:
+  subject:
+    description:
+      - The schedule subject, for example V(vlans) or V(ip-addresses).
+    type: str
+    required: true
+  resource_id:
+    description:
+      - The resource of the subject, for example V(vlan-42) or V(10.0.0.7).
+    type: str
+    required: true
+    aliases: [resource]
+  state:
+    description:
+      - V(present) books the resource; V(absent) cancels the caller's bookings of it.
+    type: str
+    choices: [present, absent]
+    default: present
+  start:
+    description:
+      - When the booking begins (RFC 3339 with a zone). Default now.
+    type: str
+  end:
+    description:
+      - When the booking ends (RFC 3339 with a zone). Mutually exclusive with O(duration).
+    type: str
+  duration:
+    description:
+      - How long, counted from the start (V(4h), V(2d), V(PT30M), ...). Without O(end) or O(duration),
+        the subject's default duration applies.
+    type: str
+  quantity:
+    description:
+      - How many units of the resource to book (for resources with a capacity above 1).
+    type: int
+    default: 1
+  slice:
+    description:
+      - A label grouping bookings, for example the experiment or pipeline they belong to.
+    type: str
+  resource_spec:
+    description:
+      - Free-form description of what is booked, kept with the booking.
+    type: dict
+requirements:
+  - Python 3.8 or later on the host that runs the module.
+seealso:
+  - module: lablease.lab.reservation
+"""
+
+EXAMPLES = r"""
+- name: Book VLAN 42 for the next two days
+  lablease.lab.schedule:
+    subject: vlans
+    resource_id: vlan-42
+    duration: 2d
+    slice: nightly-ci
+    resource_spec:
+      purpose: storage tests
+  register: vlan
+
+- name: Show its end
+  ansible.builtin.debug:
+    msg: "vlan-42 is mine until {{ vlan.booking.end }}"
+
+- name: Give it back
+  lablease.lab.schedule:
+    subject: vlans
+    resource_id: vlan-42
+    slice: nightly-ci
+    state: absent
+"""
+
+RETURN = r"""
+booking:
+  description: The booking held (O(state=present)) or the last one cancelled (O(state=absent)); null when none.
+  returned: always
+  type: dict
+  contains:
+    id:
+      description: The booking's id (absent in check mode for a new booking).
+      type: int
+      sample: 7
+    subject:
+      description: The schedule subject.
+      type: str
+      sample: vlans
+    resource_id:
+      description: The resource.
+      type: str
+      sample: vlan-42
+    user:
+      description: Who holds it.
+      type: str
+      sample: alice
+    slice:
+      description: Its slice, or null.
+      type: str
+    start:
+      description: Start (RFC 3339, UTC).
+      type: str
+      sample: "2026-11-22T10:00:00Z"
+    end:
+      description: End (RFC 3339, UTC).
+      type: str
+      sample: "2026-11-24T10:00:00Z"
+    quantity:
+      description: Units booked.
+      type: int
+      sample: 1
+    resource_spec:
+      description: The free-form description.
+      type: dict
+cancelled:
+  description: Ids of the bookings cancelled (O(state=absent)), or that would be in check mode.
+  returned: always
+  type: list
+  elements: int
+  sample: [7]
+"""
+
+from datetime import timedelta
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.lablease.lab.plugins.module_utils.client import (
+    LableaseError,
+    api_argument_spec,
+    format_time,
+    module_client,
+    parse_duration,
+    parse_time,
+    utcnow,
+)
+
+
+def shown(booking):
+    if not booking:
+        return {}
+    keys = ("id", "subject", "resource_id", "user", "slice", "start", "end", "quantity", "resource_spec")
+    return dict((k, booking.get(k)) for k in keys if k in booking)
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=api_argument_spec(
+            subject=dict(type="str", required=True),
+            resource_id=dict(type="str", required=True, aliases=["resource"]),
+            state=dict(type="str", default="present", choices=["present", "absent"]),
+            start=dict(type="str"),
+            end=dict(type="str"),
+            duration=dict(type="str"),
+            quantity=dict(type="int", default=1),
+            slice=dict(type="str"),
+            resource_spec=dict(type="dict"),
+        ),
+        mutually_exclusive=[("duration", "end")],
+        supports_check_mode=True,
+    )
+    client = module_client(module)
+    params = module.params
+    try:
+        start = parse_time(params["start"], "start") if params["start"] else None
+        end = parse_time(params["end"], "end") if params["end"] else None
+        seconds = parse_duration(params["duration"], "duration") if params["duration"] else None
+    except ValueError as error:
+        module.fail_json(msg=str(error))
+    base = "/schedules/%s/reservations" % client.quote(params["subject"])
+    try:
+        me = client.me()["name"]
+        query = {"resource_id": params["resource_id"], "user": me, "slice": params["slice"],
+                 "start": format_time(start or utcnow())}
+        mine = client.get(base, query)
+        if start is not None:
+            mine = [b for b in mine if parse_time(b["start"]) == start]
+
+        if params["state"] == "absent":
+            cancelled = [b["id"] for b in mine]
+            if not module.check_mode:
+                for booking in mine:
+                    client.request("DELETE", "%s/%d" % (base, booking["id"]))
+            last = mine[-1] if mine else None
+            module.exit_json(changed=bool(mine), booking=last, cancelled=cancelled,
+                             diff={"before": shown(last), "after": {}})
+
+        if mine:
+            current = mine[0]
+            changes = {}
+            wanted = end
+            if seconds is not None:
+                wanted = parse_time(current["start"]) + timedelta(seconds=seconds)
+            if wanted is not None and current.get("end") and wanted > parse_time(current["end"]):
+                changes["end"] = format_time(wanted)
+            if params["resource_spec"] is not None and params["resource_spec"] != (current.get("resource_spec") or {}):
+                changes["resource_spec"] = params["resource_spec"]
+            after = dict(current, **changes)
+            if changes and not module.check_mode:
+                after = client.request("PATCH", "%s/%d" % (base, current["id"]), changes)[1]
+            module.exit_json(changed=bool(changes), booking=after, cancelled=[],
+                             diff={"before": shown(current), "after": shown(after)})
+
+        body = {"resource_id": params["resource_id"], "quantity": params["quantity"]}
+        for key in ("slice", "resource_spec", "duration"):
+            if params[key] is not None:
+                body[key] = params[key]
+        if start is not None:
+            body["start"] = format_time(start)
+        if end is not None:
+            body["end"] = format_time(end)
+        if module.check_mode:
+            begin = start or utcnow().replace(microsecond=0)
+            predicted = dict(body, subject=params["subject"], user=me, start=format_time(begin),
+                             end=format_time(end or (begin + timedelta(seconds=seconds) if seconds else None)))
+            predicted.pop("duration", None)
+            module.exit_json(changed=True, booking=predicted, cancelled=[], diff={"before": {}, "after": shown(predicted)})
+        made = client.request("POST", base, body)[1]
+        module.exit_json(changed=True, booking=made, cancelled=[], diff={"before": {}, "after": shown(made)})
+    except LableaseError as error:
+        module.fail_json(msg=error.message, status=error.status)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,311 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: lablease contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: system
+short_description: Add, change or remove a lab system (administrators)
+version_added: 0.1.0
+description:
+  - Makes sure a system exists on a lablease server with the given settings, or is removed.
+  - Only the options given are compared and changed; the others keep their value on the server.
+  - Adding systems needs an administrator's token; changing one needs the C(edit_system) permission on it.
+author:
+  - lablease developers (@lablease)
+extends_documentation_fragment:
+  - lablease.lab.api
+attributes:
+  check_mode:
+    support: full
+    description: Nothing is written; the answer shows the system as it would be.
+  diff_mode:
+    support: full
+    description: Shows the fields that change, before and after.
+  action_group:
+    description: Use C(group/lablease.lab.api) in C(module_defaults) to set the connection options.
+    support: full
+    membership:
+      - lablease.lab.api
+options:
+  fqdn:
+    description:
+      - Fully qualified name of the system.
+    type: str
+    required: true
+    aliases: [name, system]
+  state:
+    description:
+      - V(present) adds or updates the system; V(absent) marks it C(removed) (its history stays).
+    type: str
+    choices: [present, absent]
+    default: present
+  arch:
+    description:
+      - Architecture, for example V(x86_64), V(aarch64), V(ppc64le) or V(s390x). Required to add a system.
+    type: str
+  cpus:
+    description:
+      - Number of CPUs.
+    type: int
+  memory_mb:
+    description:
+      - Memory in MiB.
+    type: int
+  lab:
+    description:
+      - The lab (location) the system is in.
+    type: str
+  owner:
+    description:
+      - User name of the system's owner.
+    type: str
+  condition:
+    description:
+      - V(manual) systems are reserved by people; V(automated) ones are handed out by the scheduler;
+        V(broken) ones are out of service. Use O(state=absent) to remove a system.
+      - New systems are V(manual) unless set.
+    type: str
+    choices: [automated, manual, broken]
+  attributes:
+    description:
+      - "Key -> value, or key -> list of values, for example V({gpu: [a100], numa: 2}). Values are kept as strings."
+      - The whole set is replaced (keys not listed are removed). Use V({}) to clear them.
+    type: dict
+  power:
+    description:
+      - "Power settings as the server accepts them, for example V({driver: ipmitool, address: bmc1.lab.test, user: admin})."
+      - Keys are compared one by one; keys not given keep their value. Put secrets in O(power_password).
+    type: dict
+  power_password:
+    description:
+      - The power driver's password, stored as C(power.password). The server never shows it back, so it is sent
+        only when the system is added or when O(update_password=always).
+    type: str
+  update_password:
+    description:
+      - V(on_create) sends O(power_password) only when adding the system; V(always) sends it on every run
+        (the task then always reports C(changed)).
+    type: str
+    choices: [always, on_create]
+    default: on_create
+  netboot:
+    description:
+      - "Netboot settings as the server accepts them, for example V({mac: 52:54:00:12:34:56, loader: grub2})."
+      - Keys are compared one by one; keys not given keep their value.
+    type: dict
+  force:
+    description:
+      - With O(state=absent), remove the system even while it is reserved; its reservations are returned.
+    type: bool
+    default: false
+requirements:
+  - Python 3.8 or later on the host that runs the module.
+seealso:
+  - module: lablease.lab.system_info
+"""
+
+EXAMPLES = r"""
+- name: Add a system
+  lablease.lab.system:
+    fqdn: s3.lab.test
+    arch: x86_64
+    cpus: 16
+    memory_mb: 65536
+    lab: lab-a
+    condition: manual
+    attributes:
+      gpu: [a100]
+      rack: r12
+
+- name: Set its power and netboot settings
+  lablease.lab.system:
+    fqdn: s3.lab.test
+    power:
+      driver: ipmitool
+      address: bmc-s3.lab.test
+      user: admin
+    power_password: "{{ bmc_password | default('changeme') }}"
+    netboot:
+      mac: "52:54:00:12:34:56"
+      loader: grub2
+
+- name: Take it out of service
+  lablease.lab.system:
+    fqdn: s3.lab.test
+    condition: broken
+
+- name: Remove it, returning its reservations
+  lablease.lab.system:
+    fqdn: s3.lab.test
+    state: absent
+    force: true
+"""
+
+RETURN = r"""
+system:
+  description: The system as the server shows it after the change (in check mode, as it would be); null when it does not exist.
+  returned: always
+  type: dict
+  contains:
+    fqdn:
+      description: Its name.
+      type: str
+      sample: s3.lab.test
+    arch:
+      description: Architecture.
+      type: str
+      sample: x86_64
+    cpus:
+      description: CPUs.
+      type: int
+    memory_mb:
+      description: Memory in MiB.
+      type: int
+    lab:
+      description: Lab.
+      type: str
+    owner:
+      description: Owner's user name.
+      type: str
+    condition:
+      description: V(automated), V(manual), V(broken) or V(removed).
+      type: str
+    usage:
+      description: V(idle), V(scheduled), V(waiting), V(installing), V(running) or V(pending).
+      type: str
+    attributes:
+      description: Key -> list of values.
+      type: dict
+      sample: {"gpu": ["a100"], "rack": ["r12"]}
+    power:
+      description: Power settings without secrets.
+      type: dict
+    netboot:
+      description: Netboot settings without secrets.
+      type: dict
+    reservation:
+      description: The current reservation (C(id), C(user), C(start), C(end)), or null.
+      type: dict
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.lablease.lab.plugins.module_utils.client import (
+    LableaseError,
+    api_argument_spec,
+    module_client,
+)
+
+SCALARS = ("arch", "cpus", "memory_mb", "lab", "owner", "condition")
+SECRET_KEYS = ("password", "pass", "secret", "token", "credentials", "key")
+
+
+def normal_attributes(attributes):
+    """As the server keeps them: key -> list of strings."""
+    out = {}
+    for key, value in (attributes or {}).items():
+        values = value if isinstance(value, list) else [value]
+        out[str(key)] = [str(v).lower() if isinstance(v, bool) else str(v) for v in values]
+    return out
+
+
+def wanted_changes(params, current):
+    """The fields to send: those given that differ from the server's (current None: a new system)."""
+    changes = {}
+    for key in SCALARS:
+        if params[key] is not None and (current is None or current.get(key) != params[key]):
+            changes[key] = params[key]
+    if params["attributes"] is not None:
+        attributes = normal_attributes(params["attributes"])
+        if current is None or (current.get("attributes") or {}) != attributes:
+            changes["attributes"] = attributes
+    for key in ("power", "netboot"):
+        given = dict(params[key] or {})
+        if key == "power" and params["power_password"] is not None and (
+                current is None or params["update_password"] == "always"):
+            given["password"] = params["power_password"]
+        if not given:
+            continue
+        have = dict((current or {}).get(key) or {})
+        merged = dict(have)
+        merged.update(given)
+        visible = dict((k, v) for k, v in given.items() if k.lower() not in SECRET_KEYS)
+        secret = len(visible) != len(given)
+        if current is None or secret or any(have.get(k) != v for k, v in visible.items()):
+            changes[key] = merged
+    return changes
+
+
+def shown(system):
+    """What the diff compares."""
+    if not system:
+        return {}
+    keys = SCALARS + ("attributes", "power", "netboot")
+    return dict((k, system.get(k)) for k in keys)
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=api_argument_spec(
+            fqdn=dict(type="str", required=True, aliases=["name", "system"]),
+            state=dict(type="str", default="present", choices=["present", "absent"]),
+            arch=dict(type="str"),
+            cpus=dict(type="int"),
+            memory_mb=dict(type="int"),
+            lab=dict(type="str"),
+            owner=dict(type="str"),
+            condition=dict(type="str", choices=["automated", "manual", "broken"]),
+            attributes=dict(type="dict"),
+            power=dict(type="dict"),
+            power_password=dict(type="str", no_log=True),
+            update_password=dict(type="str", default="on_create", choices=["always", "on_create"], no_log=False),
+            netboot=dict(type="dict"),
+            force=dict(type="bool", default=False),
+        ),
+        supports_check_mode=True,
+    )
+    client = module_client(module)
+    params = module.params
+    fqdn = params["fqdn"].strip().lower()
+    path = "/systems/%s" % client.quote(fqdn)
+    try:
+        current = client.get_or_none(path)
+        if params["state"] == "absent":
+            if current is None or current.get("condition") == "removed":
+                module.exit_json(changed=False, system=current, diff={"before": shown(current), "after": shown(current)})
+            after = dict(current, condition="removed")
+            if not module.check_mode:
+                client.request("DELETE", path, query={"force": True} if params["force"] else None)
+                after = client.get(path)
+            module.exit_json(changed=True, system=after, diff={"before": shown(current), "after": shown(after)})
+
+        if current is None and not params["arch"]:
+            module.fail_json(msg="%s does not exist; arch is required to add it" % fqdn)
+        changes = wanted_changes(params, current)
+        if current is not None and current.get("condition") == "removed" and params["condition"] is None:
+            changes["condition"] = "manual"  # present brings a removed system back
+        if current is not None and not changes:
+            module.exit_json(changed=False, system=current, diff={"before": shown(current), "after": shown(current)})
+        predicted = dict(current or {"fqdn": fqdn, "condition": "manual", "attributes": {}, "power": {}, "netboot": {}})
+        predicted.update(dict((k, v) for k, v in changes.items()))
+        for key in ("power", "netboot"):
+            if key in predicted:
+                predicted[key] = dict((k, v) for k, v in (predicted[key] or {}).items() if k.lower() not in SECRET_KEYS)
+        if module.check_mode:
+            module.exit_json(changed=True, system=predicted, diff={"before": shown(current), "after": shown(predicted)})
+        if current is None:
+            after = client.request("POST", "/systems", dict(changes, fqdn=fqdn))[1]
+        else:
+            after = client.request("PATCH", path, changes)[1]
+        module.exit_json(changed=True, system=after, diff={"before": shown(current), "after": shown(after)})
+    except LableaseError as error:
+        module.fail_json(msg=error.message, status=error.status)
+
+
+if __name__ == "__main__":
+    main()

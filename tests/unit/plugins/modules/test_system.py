@@ -1,0 +1,62 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.lablease.lab.plugins.modules import system, system_info
+
+
+def test_add_then_idempotent(api, run):
+    args = {"fqdn": "s3.lab.test", "arch": "x86_64", "cpus": 4, "attributes": {"gpu": "a100", "numa": 2}}
+    result, failed = run(system.main, args)
+    assert not failed and result["changed"]
+    assert api.writes[0][:2] == ("POST", "/systems")
+    assert api.writes[0][2]["attributes"] == {"gpu": ["a100"], "numa": ["2"]}
+    api.calls[:] = []
+    result, failed = run(system.main, args)
+    assert not result["changed"] and api.writes == []
+
+
+def test_change_only_what_differs(api, run):
+    api.add_system("s3.lab.test", cpus=4, power={"driver": "ipmitool", "address": "bmc"})
+    result, failed = run(system.main, {"fqdn": "s3.lab.test", "cpus": 8, "power": {"address": "bmc"}}, diff=True)
+    assert result["changed"]
+    assert api.writes == [("PATCH", "/systems/s3.lab.test", {"cpus": 8})]
+    assert result["diff"]["before"]["cpus"] == 4 and result["diff"]["after"]["cpus"] == 8
+
+
+def test_password_is_sent_only_on_create(api, run):
+    api.add_system("s3.lab.test", power={"driver": "ipmitool"})
+    result, failed = run(system.main, {"fqdn": "s3.lab.test", "power_password": "pw"})
+    assert not result["changed"]
+    result, failed = run(system.main, {"fqdn": "s3.lab.test", "power_password": "pw", "update_password": "always"})
+    assert result["changed"]
+    assert api.writes[-1][2]["power"] == {"driver": "ipmitool", "password": "pw"}
+
+
+def test_check_mode_and_absent(api, run):
+    api.add_system("s3.lab.test")
+    result, failed = run(system.main, {"fqdn": "s3.lab.test", "state": "absent"}, check=True)
+    assert result["changed"] and api.writes == []
+    result, failed = run(system.main, {"fqdn": "s3.lab.test", "state": "absent"})
+    assert result["changed"] and result["system"]["condition"] == "removed"
+    result, failed = run(system.main, {"fqdn": "s3.lab.test", "state": "absent"})
+    assert not result["changed"]
+
+
+def test_new_system_needs_arch(api, run):
+    result, failed = run(system.main, {"fqdn": "new.lab.test"})
+    assert failed and "arch is required" in result["msg"]
+
+
+def test_system_info_filters_and_unknown(api, run):
+    api.add_system("a.lab.test", arch="aarch64")
+    api.add_system("b.lab.test")
+    result, failed = run(system_info.main, {"arch": "aarch64"})
+    assert [s["fqdn"] for s in result["systems"]] == ["a.lab.test"]
+    result, failed = run(system_info.main, {"fqdn": "zz.lab.test"})
+    assert failed and "no system named zz.lab.test" in result["msg"]
+    result, failed = run(system_info.main, {"free_for": "later"})
+    assert failed and "free_for" in result["msg"]

@@ -42,6 +42,8 @@ def test_overlap_is_refused_naming_the_holder(lab):
     assert problem["title"] == "Booking conflict"
     assert problem["detail"] == f"s1.lab.test is reserved by alice from {at(START)} until {at(START + 2 * H)}"
     assert problem["conflict"]["user"] == "alice" and problem["conflict"]["end"] == at(START + 2 * H)
+    _, held = lab.admin.get(f"/reservations/{problem['conflict']['id']}")
+    assert held["user"] == "alice"  # the id names the reservation, which a client can look up
     # back to back is fine
     status, _ = lab.bob.post("/reservations", {"system": "s1.lab.test", "start": at(START + 2 * H), "duration": "2h"})
     assert status == 201

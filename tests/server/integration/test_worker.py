@@ -108,3 +108,14 @@ def test_running_worker_is_woken_by_a_new_reservation(lab):
         assert final["state"] == "expired"
     finally:
         worker.stop()
+
+
+def test_the_heartbeat_can_be_changed_or_stopped(lab):
+    lab.system()
+    _, r = lab.alice.post("/reservations", {"system": "s1.lab.test", "duration": "4h", "heartbeat": "10m"})
+    lab.clock.advance(minutes=5)
+    status, r = lab.alice.patch(f"/reservations/{r['id']}", {"heartbeat": "30m"})
+    assert status == 200 and r["heartbeat"] == 1800 and r["due"] == at(START + timedelta(minutes=35))
+    status, r = lab.alice.patch(f"/reservations/{r['id']}", {"heartbeat": None})
+    assert status == 200 and r["heartbeat"] is None and r["due"] == at(START + timedelta(hours=4))
+    assert run_due(lab.db, START + timedelta(hours=1)) == []

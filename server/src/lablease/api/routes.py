@@ -154,7 +154,8 @@ ROUTES: list[Route] = [
     Route("GET", BASE + "/reservations/<int:id>", reservations.show, "A reservation", "reservations",
           response=s.RESERVATION, statuses=(404,)),
     Route("PATCH", BASE + "/reservations/<int:id>", reservations.update,
-          "Extend (or shorten): {end} sets it, {extend_by} adds to the current end", "reservations",
+          "Extend (or shorten): {end} sets it, {extend_by} adds to the current end; {heartbeat} changes or "
+          "(null) stops the heartbeat", "reservations",
           body=s.RESERVATION_UPDATE, response=s.RESERVATION, statuses=(403, 404, 409)),
     Route("DELETE", BASE + "/reservations/<int:id>", reservations.give_back, "Return a reservation now",
           "reservations", status=204, statuses=(403, 404)),

@@ -67,6 +67,8 @@ RESERVATION_UPDATE = {
     "properties": {
         "end": {**TIME, "description": "the new end"},
         "extend_by": {**DURATION, "description": "added to the current end (not to now)"},
+        "heartbeat": {"oneOf": [DURATION, {"type": "null"}],
+                      "description": "a new heartbeat interval, counted from now; null stops heartbeats"},
     },
     "additionalProperties": False,
 }
@@ -140,7 +142,8 @@ ACTIVITY = {
     "properties": {k: {"type": ["string", "null"]} for k in ("at", "user", "object", "id", "action", "field", "old", "new")},
 }
 ME = {"type": "object", "properties": {"name": {"type": "string"}, "admin": {"type": "boolean"},
-                                        "groups": {"type": "array", "items": {"type": "string"}}}}
+                                        "groups": {"type": "array", "items": {"type": "string"}},
+                                        "site": {"type": "object", "description": "the site's reservation rules"}}}
 HEALTH = {"type": "object", "properties": {"status": {"const": "ok"}}}
 PROBLEM = {
     "type": "object",

@@ -171,6 +171,23 @@ def _due(reservation: Reservation) -> datetime | None:
     return rules.due_at(reservation.end_at, interval, reservation.last_heartbeat_at)
 
 
+def set_heartbeat(uow, actor: Actor, now: datetime, reservation_id: int, interval: timedelta | None) -> dict:
+    """Start, change or (None) stop the heartbeat of a reservation; the deadline counts from now."""
+    reservation = _managed(uow.session, actor, reservation_id)
+    _open(reservation)
+    old = reservation.heartbeat_seconds
+    if interval is None:
+        reservation.heartbeat_seconds, reservation.last_heartbeat_at = None, None
+    else:
+        reservation.heartbeat_seconds = int(rules.heartbeat_interval(interval).total_seconds())
+        reservation.last_heartbeat_at = max(now, reservation.start_at)
+    reservation.due_at = _due(reservation)
+    activity.record(uow.session, actor, now, "reservation", reservation.id, "changed", "heartbeat", old,
+                    reservation.heartbeat_seconds)
+    uow.wake_worker()
+    return as_dict(reservation, now)
+
+
 def heartbeat(uow, actor: Actor, now: datetime, reservation_id: int) -> dict:
     """The holder is still alive: the missed-heartbeat deadline moves on."""
     reservation = _managed(uow.session, actor, reservation_id)

@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session
 from ..domain import calendar as rules
 from ..domain.errors import BookingConflict, CapacityExceeded, Holder
 from ..domain.windows import Window
-from .tables import Booking, Resource, User
+from .tables import Booking, Reservation, Resource, ScheduleReservation, User
 
 
 def lock_resource(session: Session, resource_id: int) -> Resource:
@@ -52,8 +52,17 @@ def touching(session: Session, resource_id: int, window: Window, exclude: int | 
 
 
 def holder_of(session: Session, booking: Booking, resource_name: str, show_user: bool = True) -> BookingConflict:
+    """The refusal, naming the holder and the id a client can look up (reservation or booking)."""
     user = session.get(User, booking.user_id) if (booking.user_id and show_user) else None
-    holder = Holder(booking.start_at, booking.end_at, user.name if user else None, booking.kind, booking.id)
+    ref = booking.id
+    if booking.kind in ("reservation", "recipe"):
+        reservation_id = session.execute(select(Reservation.id).where(Reservation.booking_id == booking.id)).scalar()
+        ref = reservation_id or ref
+    elif booking.kind == "schedule":
+        schedule_id = session.execute(select(ScheduleReservation.id).where(
+            ScheduleReservation.booking_id == booking.id)).scalar()
+        ref = schedule_id or ref
+    holder = Holder(booking.start_at, booking.end_at, user.name if user else None, booking.kind, ref)
     return BookingConflict(resource_name, holder)
 
 

@@ -1,5 +1,6 @@
 """Health and identity."""
 from ...services import users
+from ...timeparse import format_duration
 from .context import Context
 
 
@@ -8,7 +9,11 @@ def health(ctx: Context) -> dict:
 
 
 def me(ctx: Context) -> dict:
-    return users.whoami(ctx.uow.session, ctx.actor)
+    policy = ctx.settings.reservation_policy
+    site = {"default_reservation_duration": format_duration(policy.default_duration),
+            "max_reservation_duration": format_duration(policy.max_duration),
+            "allow_unlimited_reservations": policy.allow_unlimited}
+    return users.whoami(ctx.uow.session, ctx.actor) | {"site": site}
 
 
 def openapi(ctx: Context) -> dict:

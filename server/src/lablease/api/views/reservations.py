@@ -2,6 +2,7 @@
 from ...services import activity, reservations
 from ..inputs import duration_field, time_field
 from .context import Context, Reply
+from ...domain.errors import Invalid
 
 
 def create(ctx: Context) -> Reply:
@@ -26,10 +27,17 @@ def show(ctx: Context) -> dict:
 
 
 def update(ctx: Context) -> dict:
-    return reservations.extend(
-        ctx.uow, ctx.actor, ctx.now, ctx.settings.reservation_policy, ctx.args["id"],
-        end=time_field(ctx.body, "end"), extend_by=duration_field(ctx.body, "extend_by"),
-    )
+    body, result = ctx.body, None
+    if "end" in body or "extend_by" in body:
+        result = reservations.extend(
+            ctx.uow, ctx.actor, ctx.now, ctx.settings.reservation_policy, ctx.args["id"],
+            end=time_field(body, "end"), extend_by=duration_field(body, "extend_by"))
+    if "heartbeat" in body:
+        result = reservations.set_heartbeat(ctx.uow, ctx.actor, ctx.now, ctx.args["id"],
+                                            duration_field(body, "heartbeat"))
+    if result is None:
+        raise Invalid("end", "give end, extend_by or heartbeat")
+    return result
 
 
 def give_back(ctx: Context) -> None:

@@ -144,7 +144,7 @@ def summary(times: list[float]) -> str:
 
 
 def server_query_ids(db: Database):
-    query = select(System.id).where(~system_service._booked_in(Window(T1, T2)))
+    query = select(System.id).where(~calendar.booked_during(Window(T1, T2), System.resource_id, db.dialect))
     with UnitOfWork(db, write=False) as uow:
         return set(uow.session.execute(query).scalars())
 

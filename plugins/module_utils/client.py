@@ -122,12 +122,14 @@ class Client:
             return "true" if value else "false"
         return to_native(value)
 
-    def request(self, method, path, body=None, query=None, idempotent=None):
+    def request(self, method, path, body=None, query=None, idempotent=None, raw=None, content_type=None):
         """(status, decoded JSON or None); raises LableaseError.
 
         Connection errors and 502/503/504 are retried with exponential backoff,
         but only for idempotent calls (GET/PUT/DELETE, or a POST the caller
         declares idempotent, such as a reservation with a request_id).
+        ``raw`` (text or bytes) is sent as it is with ``content_type`` instead
+        of ``body`` as JSON (job XML: application/xml).
         """
         method = method.upper()
         if idempotent is None:
@@ -135,7 +137,10 @@ class Client:
         target = self.endpoint(path, query)
         headers = {"Authorization": "Bearer %s" % self.token, "Accept": "application/json"}
         data = None
-        if body is not None:
+        if raw is not None:
+            data = raw
+            headers["Content-Type"] = content_type or "application/octet-stream"
+        elif body is not None:
             data = json.dumps(body)
             headers["Content-Type"] = "application/json"
         attempts = 1 + (self.retries if idempotent else 0)
@@ -211,6 +216,16 @@ class Client:
         if self._me is None:
             self._me = self.get("/me")
         return self._me
+
+    def delete_or_none(self, path):
+        """DELETE; False when it was already gone (404), True otherwise."""
+        try:
+            self.request("DELETE", path)
+            return True
+        except LableaseError as error:
+            if error.status == 404:
+                return False
+            raise
 
     @staticmethod
     def quote(segment):
@@ -305,3 +320,31 @@ def format_time(moment):
     if moment is None:
         return None
     return moment.astimezone(timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+
+
+def list_plan(current, wanted, mode):
+    """(to_add, to_remove) for a list option: mode exact, add or remove; wanted None manages nothing."""
+    current = list(current or [])
+    if wanted is None:
+        return [], []
+    wanted = list(dict.fromkeys(wanted))
+    if mode == "remove":
+        return [], [item for item in wanted if item in current]
+    adds = [item for item in wanted if item not in current]
+    removes = [item for item in current if item not in wanted] if mode == "exact" else []
+    return adds, removes
+
+
+def wait_until(check, timeout, sleep_seconds=2, sleep=None, clock=None):
+    """Call check() until it returns something other than None, at most timeout seconds (monotonic);
+    returns (value, timed_out)."""
+    sleep = sleep or time.sleep
+    clock = clock or time.monotonic
+    deadline = clock() + max(0, timeout)
+    while True:
+        value = check()
+        if value is not None:
+            return value, False
+        if clock() >= deadline:
+            return None, True
+        sleep(max(0.05, min(sleep_seconds, deadline - clock())))

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, fields, replace
+from functools import cached_property
 from datetime import timedelta
 from pathlib import Path
 
@@ -50,7 +51,7 @@ class Settings:
             return self.database_url
         return f"sqlite:///{Path(self.data_dir).resolve() / 'lablease.db'}"
 
-    @property
+    @cached_property
     def reservation_policy(self) -> ReservationPolicy:
         maximum = self.max_reservation_duration
         return ReservationPolicy(
@@ -61,7 +62,10 @@ class Settings:
 
     def duration(self, name: str) -> timedelta:
         """A duration setting, parsed (the name is in any error)."""
-        return parse_duration(getattr(self, name), name)
+        cache = self.__dict__.setdefault("_durations", {})
+        if name not in cache:
+            cache[name] = parse_duration(getattr(self, name), name)
+        return cache[name]
 
     @property
     def worker_max_sleep_seconds(self) -> float:

@@ -33,13 +33,15 @@ class Cli:
             env["LABLEASE_TOKEN"] = self.server.tokens[user]
         return env
 
-    def __call__(self, *argv: str, user: str | None = "admin", env: dict | None = None) -> Result:
+    def __call__(self, *argv: str, user: str | None = "admin", env: dict | None = None,
+                 stdin: str | bytes | None = None) -> Result:
         out, err = io.StringIO(), io.StringIO()
-        code = main(list(argv), env=self.env(user) if env is None else env, stdout=out, stderr=err)
+        source = None if stdin is None else io.BytesIO(stdin) if isinstance(stdin, bytes) else io.StringIO(stdin)
+        code = main(list(argv), env=self.env(user) if env is None else env, stdout=out, stderr=err, stdin=source)
         return Result(int(code), out.getvalue(), err.getvalue())
 
-    def ok(self, *argv: str, user: str | None = "admin") -> Result:
-        result = self(*argv, user=user)
+    def ok(self, *argv: str, user: str | None = "admin", stdin: str | bytes | None = None) -> Result:
+        result = self(*argv, user=user, stdin=stdin)
         assert (result.code, result.err) == (0, ""), result
         return result
 

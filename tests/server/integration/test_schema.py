@@ -7,10 +7,20 @@ from lablease.store.migrate import current_revision, head_revision
 from lablease.store.tables import Base
 
 
+# PostgreSQL-only objects that migrations add and the models cannot express:
+# the exclusion constraint's partner GiST over the booking range.
+MIGRATION_ONLY = {"ix_bookings_range"}
+
+
+def _modelled(obj, name, type_, reflected, compare_to):
+    return name not in MIGRATION_ONLY
+
+
 def test_migrations_and_models_agree(db):
     assert current_revision(db) == head_revision()
     with db.reader.connect() as connection:
-        diff = compare_metadata(MigrationContext.configure(connection, opts={"compare_type": True}), Base.metadata)
+        context = MigrationContext.configure(connection, opts={"compare_type": True, "include_object": _modelled})
+        diff = compare_metadata(context, Base.metadata)
     assert diff == []
 
 

@@ -44,6 +44,13 @@ class FakeApi:
         self.systems = {}
         self.reservations = []
         self.bookings = []  # schedule "vlans"
+        self.loans = {}  # fqdn -> loan
+        self.groups = {}
+        self.pools = {}
+        self.policies = {}  # fqdn -> {"use_pool_policy", "rules"}
+        self.jobs = {}
+        self.recipes = {}
+        self.polls = {}  # recipe id -> statuses to go through on each GET of its job
         self.calls = []  # (method, path, body)
         self.fail_next = []  # statuses or exceptions to raise before answering
 
@@ -106,6 +113,10 @@ class FakeApi:
                 self.problem(url, 409, "Conflict", "a system named %s already exists" % body["fqdn"])
             fqdn = body.pop("fqdn")
             return 201, self.add_system(fqdn, **body)
+        for prefix, handler in (("/systems/", self.access), ("/groups", self.group), ("/pools", self.pool),
+                                ("/jobs", self.job), ("/recipes/", self.recipe)):
+            if path.startswith(prefix) and (prefix != "/systems/" or path.count("/") > 2):
+                return handler(url, method, path, body)
         if match:
             system = self.systems.get(match.group(1))
             if system is None:
@@ -144,6 +155,152 @@ class FakeApi:
                 return 204, None
             return 200, reservation
         self.problem(url, 404, "Not Found", "The requested URL was not found on the server.")
+
+    # -- loans and access policies ------------------------------------------------------
+    def access(self, url, method, path, body):
+        parts = path.split("/")  # ['', 'systems', fqdn, 'loan' | 'access-policy', ...]
+        fqdn = parts[2]
+        if fqdn not in self.systems:
+            self.problem(url, 404, "Not found", "no system named %s" % fqdn)
+        if parts[3] == "loan":
+            loan = self.loans.get(fqdn)
+            if method == "POST":
+                if loan:
+                    self.problem(url, 409, "Conflict", "%s is already lent to %s" % (fqdn, loan["recipient"]))
+                seconds = body.get("duration")
+                end = iso(NOW + timedelta(seconds=int(seconds))) if seconds and str(seconds).isdigit() else (
+                    iso(NOW + timedelta(days=1)) if seconds else None)
+                self.loans[fqdn] = {"id": 1, "system": fqdn, "recipient": body["recipient"], "lender": self.user,
+                                    "start": iso(NOW), "end": end, "comment": body.get("comment"),
+                                    "returned_at": None, "return_reason": None}
+                return 201, self.loans[fqdn]
+            if loan is None:
+                self.problem(url, 404, "Not found", "%s is not lent to anybody" % fqdn)
+            if method == "PATCH":
+                loan["end"] = body.get("end") or "extended"
+            elif method == "DELETE":
+                del self.loans[fqdn]
+                return 204, None
+            return 200, loan
+        policy = self.policies.setdefault(fqdn, {"system": fqdn, "use_pool_policy": None, "rules": [
+            {"id": 1, "permission": "view", "user": None, "group": None, "everybody": True}]})
+        if method == "PUT":
+            if "rules" in body:
+                policy["rules"] = [self.rule(r) for r in body["rules"]]
+            if "use_pool_policy" in body:
+                policy["use_pool_policy"] = body["use_pool_policy"]
+        elif method == "POST":
+            rule = self.rule(body)
+            policy["rules"].append(rule)
+            return 201, rule
+        elif method == "DELETE":
+            policy["rules"] = [r for r in policy["rules"] if r["id"] != int(parts[-1])]
+            return 204, None
+        return 200, policy
+
+    def rule(self, body):
+        self.rule_ids = getattr(self, "rule_ids", 1) + 1
+        return {"id": self.rule_ids, "permission": body["permission"], "user": body.get("user"),
+                "group": body.get("group"), "everybody": bool(body.get("everybody"))}
+
+    # -- groups and pools ---------------------------------------------------------------
+    def group(self, url, method, path, body):
+        parts = path.split("/")
+        if len(parts) == 2 and method == "POST":
+            group = {"name": body["name"], "description": body.get("description"), "owners": [self.user],
+                     "members": [self.user], "webhook_url": None}
+            self.groups[body["name"]] = group
+            return 201, group
+        group = self.groups.get(parts[2])
+        if group is None:
+            self.problem(url, 404, "Not found", "no group named %s" % parts[2])
+        if len(parts) > 3:  # members
+            if method == "POST":
+                if body["user"] not in group["members"]:
+                    group["members"].append(body["user"])
+                owners = [u for u in group["owners"] if u != body["user"]]
+                group["owners"] = owners + ([body["user"]] if body.get("owner") else [])
+                return 200, group
+            user = parts[4]
+            group["members"] = [u for u in group["members"] if u != user]
+            group["owners"] = [u for u in group["owners"] if u != user]
+            return 204, None
+        if method == "PATCH":
+            group.update((k, v) for k, v in body.items() if k != "webhook_secret")
+        elif method == "DELETE":
+            del self.groups[parts[2]]
+            return 204, None
+        return 200, group
+
+    def pool(self, url, method, path, body):
+        parts = path.split("/")
+        if len(parts) == 2 and method == "POST":
+            pool = {"name": body["name"], "description": body.get("description"),
+                    "owner_group": body.get("owner_group"), "systems": []}
+            self.pools[body["name"]] = pool
+            return 201, pool
+        pool = self.pools.get(parts[2])
+        if pool is None:
+            self.problem(url, 404, "Not found", "no pool named %s" % parts[2])
+        if len(parts) > 3:
+            if method == "POST":
+                pool["systems"].append(body["fqdn"])
+                return 200, pool
+            pool["systems"].remove(parts[4])
+            return 204, None
+        if method == "PATCH":
+            pool.update(body)
+        elif method == "DELETE":
+            del self.pools[parts[2]]
+            return 204, None
+        return 200, pool
+
+    # -- jobs and recipes ---------------------------------------------------------------
+    def add_job(self, statuses=("queued",), systems=()):
+        job_id = len(self.jobs) + 1
+        recipes = []
+        for index, status in enumerate(statuses):
+            recipe_id = len(self.recipes) + 1
+            system = systems[index] if index < len(systems) else None
+            recipe = {"id": recipe_id, "status": status, "result": "none", "system": system, "whiteboard": "",
+                      "job": job_id, "reservation": 100 + recipe_id if system else None, "tasks": []}
+            self.recipes[recipe_id] = recipe
+            recipes.append(recipe)
+        self.jobs[job_id] = {"id": job_id, "owner": self.user, "whiteboard": "", "status": statuses[0],
+                             "recipe_sets": [{"id": job_id, "recipes": recipes}]}
+        return self.jobs[job_id]
+
+    def job(self, url, method, path, body):
+        parts = path.split("/")
+        if len(parts) == 2 and method == "POST":
+            job = self.add_job()
+            job["whiteboard"] = (body or {}).get("whiteboard", "")
+            return 201, job
+        job = self.jobs.get(int(parts[2]))
+        if job is None:
+            self.problem(url, 404, "Not found", "no job %s" % parts[2])
+        recipes = job["recipe_sets"][0]["recipes"]
+        if len(parts) > 3 and parts[3] == "cancel":
+            for recipe in recipes:
+                if recipe["status"] not in ("completed", "cancelled", "aborted"):
+                    recipe["status"] = "cancelled"
+        for recipe in recipes:
+            if self.polls.get(recipe["id"]):
+                recipe.update(self.polls[recipe["id"]].pop(0))
+        return 200, job
+
+    def recipe(self, url, method, path, body):
+        recipe = self.recipes.get(int(path.split("/")[2]))
+        if recipe is None:
+            self.problem(url, 404, "Not found", "no recipe")
+        if method == "PATCH":
+            recipe["tasks"] = recipe["tasks"] + body.get("tasks", [])
+            if body.get("status"):
+                recipe["status"] = body["status"]
+                recipe["result"] = body.get("result") or recipe["result"]
+        if recipe["status"] in ("queued", "scheduled", "waiting"):
+            return 200, dict(recipe, why={"message": "no system matches"})
+        return 200, recipe
 
     def reserve(self, url, body):
         for reservation in self.reservations:

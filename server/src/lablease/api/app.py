@@ -64,7 +64,7 @@ class LabLeaseApp:
         # Read the bounded body (413 past the limit) before the transaction: on SQLite a
         # writing transaction holds the database, and a slow upload must not hold it too.
         data = request.get_data(cache=False) if (route.body is not None or route.raw) else b""
-        with unit_of_work(self.db, self.settings, self.waker, write=route.writes) as uow:
+        with unit_of_work(self.db, self.settings, self.waker, write=route.writes, read_first=route.read_first) as uow:
             now = self.clock()
             # Who is asking comes first: an anonymous caller learns nothing about its input.
             actor = authenticate(uow.session, request.headers.get("Authorization"), now) if route.auth else None

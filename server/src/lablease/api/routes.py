@@ -28,6 +28,7 @@ class Route:
     auth: bool = True
     statuses: tuple[int, ...] = ()  # failures worth documenting beyond 400/401/422
     raw: bool = False  # the view reads the body itself (e.g. XML or JSON)
+    read_first: bool = False  # only reads until it locks the calendar (SQLite: short write lock)
 
     @property
     def endpoint(self) -> str:
@@ -145,7 +146,8 @@ ROUTES: list[Route] = [
     # reservations
     Route("POST", BASE + "/reservations", reservations.create,
           "Reserve a system now or in advance (200 when request_id matched an earlier reservation)",
-          "reservations", body=s.RESERVATION_CREATE, response=s.RESERVATION, status=201, statuses=(403, 404, 409)),
+          "reservations", body=s.RESERVATION_CREATE, response=s.RESERVATION, status=201, statuses=(403, 404, 409),
+          read_first=True),
     Route("GET", BASE + "/reservations", reservations.listing,
           "Reservations, newest first: the caller's (admins: everybody's)", "reservations",
           query={"user": ("str", "this user's ('me' for the caller)"), "system": ("str", "of this system"),
@@ -181,7 +183,7 @@ ROUTES: list[Route] = [
           "Report task results and/or finish: {status: completed, result} or {status: aborted}", "jobs",
           body=s.RECIPE_UPDATE, response=s.RECIPE, statuses=(403, 404, 409)),
     Route("GET", BASE + "/queue", jobs.queue, "Waiting recipes in scheduling order, each with why it waits", "jobs",
-          response={"type": "array", "items": {"type": "object"}}),
+          response=s.list_of(s.QUEUE_ENTRY)),
     Route("POST", BASE + "/distro-trees", jobs.distro_add, "Register a distro tree (admins)", "distros",
           body=s.DISTRO_CREATE, response=s.DISTRO, status=201, statuses=(403, 409)),
     Route("GET", BASE + "/distro-trees", jobs.distro_list, "Distro trees", "distros",

@@ -256,6 +256,10 @@ RECIPE = {"type": "object", "properties": {
     "reservation": {"type": ["integer", "null"]}, "watchdog": NULLABLE_TIME, "spec": {"type": "object"},
     "tasks": {"type": "array"}, "why": {"type": "object", "description": "while waiting: why"}}}
 RESULT = {"enum": ["pass", "warn", "fail"]}
+QUEUE_ENTRY = {"type": "object", "properties": {
+    "recipe": {"type": "integer"}, "job": {"type": "integer"}, "owner": {"type": "string"},
+    "priority": {"enum": ["Low", "Medium", "Normal", "High", "Urgent"]}, "status": {"enum": ["queued", "assigned"]},
+    "queued_at": TIME, "why": {"type": "string"}}}
 RECIPE_UPDATE = {
     "type": "object",
     "properties": {

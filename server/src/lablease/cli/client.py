@@ -1,6 +1,7 @@
 """`lablease`: the command-line client of a lablease server.
 
     main(["systems", "--json"], env={"LABLEASE_URL": ..., "LABLEASE_TOKEN": ...}, stdout=out, stderr=err)
+    main(["job", "submit", "-"], env=..., stdin=io.BytesIO(b"<job>...</job>"))
 
 main() takes its environment and streams as arguments (tests run it
 in-process) and returns the exit status (client_status.ExitStatus). An
@@ -24,9 +25,9 @@ PROG = "lablease"
 
 
 def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None,
-         stdout: IO[str] | None = None, stderr: IO[str] | None = None) -> int:
-    environment = Environment(**{k: v for k, v in (("env", env), ("stdout", stdout), ("stderr", stderr))
-                                 if v is not None})
+         stdout: IO[str] | None = None, stderr: IO[str] | None = None, stdin: IO | None = None) -> int:
+    environment = Environment(**{k: v for k, v in (("env", env), ("stdout", stdout), ("stderr", stderr),
+                                                   ("stdin", stdin)) if v is not None})
     args = parse(list(sys.argv[1:] if argv is None else argv), environment)
     if isinstance(args, int):
         return args
@@ -57,8 +58,13 @@ def run(args, environment: Environment) -> int:
     url = args.url or environment.env.get("LABLEASE_URL") or DEFAULT_URL
     token = args.token or environment.env.get("LABLEASE_TOKEN") or None
     api = Api(url, token, environment.stderr if args.debug else None)
+    args.environment = environment  # for the commands that read stdin or print as they go
     try:
         outcome = args.handler(api, args)
+    except ClientError as error:
+        if error.outcome is not None:
+            show(environment.stdout, error.outcome, args.format)
+        raise
     finally:
         api.close()
     show(environment.stdout, outcome, args.format)

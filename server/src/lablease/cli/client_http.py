@@ -26,6 +26,7 @@ class Environment:
     """What the command line touches outside itself; tests pass their own."""
 
     env: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
+    stdin: IO = field(default_factory=lambda: sys.stdin)
     stdout: IO[str] = field(default_factory=lambda: sys.stdout)
     stderr: IO[str] = field(default_factory=lambda: sys.stderr)
 
@@ -33,11 +34,13 @@ class Environment:
 class ClientError(Exception):
     """An expected failure: `message` is the line shown after `lablease: `."""
 
-    def __init__(self, message: str, status: ExitStatus = ExitStatus.ERROR, problem: dict | None = None):
+    def __init__(self, message: str, status: ExitStatus = ExitStatus.ERROR, problem: dict | None = None,
+                 outcome=None):
         super().__init__(message)
         self.message = message
         self.status = status
         self.problem = problem or {}
+        self.outcome = outcome  # shown on stdout before the error line (a submitted job's id matters)
 
 
 def segment(value) -> str:
@@ -66,6 +69,10 @@ class Api:
 
     def post(self, path: str, body: dict | None = None):
         return self.request("POST", path, json=body if body is not None else {})
+
+    def post_raw(self, path: str, data: bytes, content_type: str):
+        """POST a body as it is (job XML or JSON read from a file)."""
+        return self.request("POST", path, data=data, headers={"Content-Type": content_type})
 
     def patch(self, path: str, body: dict):
         return self.request("PATCH", path, json=body)

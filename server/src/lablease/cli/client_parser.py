@@ -10,10 +10,15 @@ import argparse
 from importlib import metadata
 
 from . import client_commands as c
+from . import client_jobs as j
 from . import client_sharing as sh
 
 PERMISSIONS = ("view", "reserve", "loan_self", "loan_any", "control_system", "edit_system", "edit_policy")
 CONDITIONS = ("automated", "manual", "broken", "removed")
+STATES = ("new", "queued", "assigned", "scheduled", "waiting", "installing", "running", "completed", "cancelled",
+          "aborted")
+RESULTS = ("pass", "warn", "fail")
+DEFAULT_INTERVAL = 2.0  # seconds between polls of `job submit --wait` and `job watch`
 
 
 def global_options(defaults: bool) -> argparse.ArgumentParser:
@@ -44,7 +49,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="lablease", parents=[global_options(True)],
         description="Reserve and lend lab systems through a lablease server.",
         epilog="Exit status: 0 ok, 1 error, 2 usage, 3 not found, 4 forbidden, 5 conflict, "
-               "6 invalid input, 7 server unreachable.")
+               "6 invalid input, 7 server unreachable, 8 a recipe ended while waiting, 9 timed out, "
+               "130 interrupted.")
     parser.add_argument("--version", action="version", version=f"lablease {installed_version()}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     common = global_options(False)
@@ -54,6 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_pool_commands(commands, common)
     add_policy_commands(commands.add_parser("policy", help="who may do what on a system", parents=[common]),
                         common)
+    add_job_commands(commands, common)
     whoami = commands.add_parser("whoami", help="who the token belongs to", parents=[common])
     whoami.set_defaults(handler=c.whoami)
     return parser
@@ -170,3 +177,75 @@ def add_policy_commands(policy, common) -> None:
     p.add_argument("system", metavar="SYSTEM")
     p.add_argument("rule_id", metavar="RULE_ID", type=int)
     p.set_defaults(handler=sh.policy_revoke)
+
+
+def duration(value: str) -> float:
+    """--timeout: seconds, from the durations the server takes (90, 30s, 10m, 1h, PT10M, 1:30:00)."""
+    from ..domain.errors import Invalid
+    from ..timeparse import parse_duration
+
+    try:
+        return parse_duration(value, "timeout").total_seconds()
+    except Invalid as error:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a duration (try 90, 30s, 10m, 1h or PT10M)") from error
+
+
+def interval(value: str) -> float:
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = 0
+    if not 0 < seconds <= 3600:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a number of seconds between 0 and 3600")
+    return seconds
+
+
+def add_interval(parser) -> None:
+    parser.add_argument("--interval", metavar="SECONDS", type=interval, default=DEFAULT_INTERVAL,
+                        help=f"seconds between polls (default {DEFAULT_INTERVAL:g})")
+
+
+def add_job_commands(commands, common) -> None:
+    job = commands.add_parser("job", help="submit, follow and cancel a job", parents=[common])
+    sub = job.add_subparsers(dest="action", metavar="ACTION", required=True)
+    p = sub.add_parser("submit", help="submit job XML or its JSON form", parents=[common])
+    p.add_argument("file", metavar="FILE", help="a .xml or .json file, or - for stdin (XML if it starts with <)")
+    p.add_argument("--wait", action="store_true", help="wait until every recipe is running")
+    p.add_argument("--timeout", metavar="DURATION", type=duration,
+                   help="wait at most this long (exit 9 then); implies --wait; default: as long as it takes")
+    add_interval(p)
+    p.set_defaults(handler=j.job_submit)
+    for name, handler, text in (("status", j.job_status, "a job, its recipe sets and recipes"),
+                                ("cancel", j.job_cancel, "cancel every unfinished recipe")):
+        p = sub.add_parser(name, help=text, parents=[common])
+        p.add_argument("id", metavar="ID", type=int)
+        p.set_defaults(handler=handler)
+    p = sub.add_parser("watch", help="print each recipe status change until the job is finished",
+                       parents=[common])
+    p.add_argument("id", metavar="ID", type=int)
+    add_interval(p)
+    p.set_defaults(handler=j.job_watch)
+
+    p = commands.add_parser("jobs", help="list jobs (mine unless --all)", parents=[common])
+    p.add_argument("--all", action="store_true", help="everybody's (admins; for others the same as without)")
+    p.add_argument("--status", choices=STATES, help="only jobs with this status")
+    p.set_defaults(handler=j.jobs)
+
+    recipe = commands.add_parser("recipe", help="show or finish a recipe", parents=[common])
+    sub = recipe.add_subparsers(dest="action", metavar="ACTION", required=True)
+    p = sub.add_parser("show", help="a recipe, and why it waits", parents=[common])
+    p.add_argument("id", metavar="ID", type=int)
+    p.set_defaults(handler=j.recipe_show)
+    p = sub.add_parser("finish", help="complete a running recipe with a result, or abort it", parents=[common])
+    p.add_argument("id", metavar="ID", type=int)
+    how = p.add_mutually_exclusive_group(required=True)
+    how.add_argument("--result", choices=RESULTS, help="complete it with this result")
+    how.add_argument("--abort", action="store_true", help="abort it")
+    p.set_defaults(handler=j.recipe_finish)
+
+    p = commands.add_parser("queue", help="waiting recipes in scheduling order, and why", parents=[common])
+    p.set_defaults(handler=j.queue)
+    p = commands.add_parser("distros", help="list distro trees", parents=[common])
+    for option in ("name", "family", "arch", "variant"):
+        p.add_argument(f"--{option}", help=f"only this {option}")
+    p.set_defaults(handler=j.distros)

@@ -18,6 +18,8 @@ class ExitStatus(IntEnum):
     CONFLICT = 5  # 409: the calendar, a loan or a name is in the way
     INVALID = 6  # 422 (and 400, 413, 415): the server refused the input
     UNREACHABLE = 7  # no answer from LABLEASE_URL
+    ENDED = 8  # `job submit --wait`: a recipe ended before every recipe was running
+    TIMED_OUT = 9  # `job submit --wait --timeout`: the time ran out first
     INTERRUPTED = 130  # Ctrl-C
 
 

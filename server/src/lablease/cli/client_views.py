@@ -147,3 +147,100 @@ POLICY = Shape("access-policy", "access-policies", RULE.columns,
 USER = Shape("user", "users", [("NAME", lambda u: u.get("name")), ("ADMIN", lambda u: u.get("admin")),
                                ("GROUPS", lambda u: u.get("groups"))],
              lambda u: [("name", u.get("name")), ("admin", u.get("admin")), ("groups", u.get("groups"))])
+
+
+# --- jobs, recipes, the queue, distro trees ---------------------------------------------------
+
+def job_recipes(job: dict) -> list[dict]:
+    """Every recipe of the job, each with its recipe set's id and priority (for the table)."""
+    return [{**recipe, "recipe_set": recipe_set.get("id"), "priority": recipe_set.get("priority")}
+            for recipe_set in job.get("recipe_sets") or [] for recipe in recipe_set.get("recipes") or []]
+
+
+RECIPE_ROWS: Sequence[Column] = [
+    ("SET", lambda r: r.get("recipe_set")),
+    ("PRIORITY", lambda r: r.get("priority")),
+    ("RECIPE", lambda r: r.get("id")),
+    ("STATUS", lambda r: r.get("status")),
+    ("RESULT", lambda r: r.get("result")),
+    ("SYSTEM", lambda r: r.get("system")),
+    ("WHITEBOARD", lambda r: r.get("whiteboard")),
+]
+
+
+def _job_details(j: dict) -> list:
+    return [("id", j.get("id")), ("owner", j.get("owner")), ("whiteboard", j.get("whiteboard")),
+            ("status", j.get("status")), ("result", j.get("result")),
+            ("submitted", format_time(j.get("submitted_at"))), ("finished", format_time(j.get("finished_at")))]
+
+
+def _job_human(j: dict) -> str:
+    return output.key_values(_job_details(j)) + "\n\n" + output.table(job_recipes(j), RECIPE_ROWS)
+
+
+JOB = Shape("job", "jobs", [
+    ("ID", lambda j: j.get("id")),
+    ("OWNER", lambda j: j.get("owner")),
+    ("STATUS", lambda j: j.get("status")),
+    ("RESULT", lambda j: j.get("result")),
+    ("RECIPES", lambda j: len(job_recipes(j))),
+    ("SYSTEMS", lambda j: [r["system"] for r in job_recipes(j) if r.get("system")]),
+    ("SUBMITTED", lambda j: format_time(j.get("submitted_at"))),
+    ("WHITEBOARD", lambda j: j.get("whiteboard")),
+], _job_details, _job_human)
+
+
+def busy_text(busy: dict) -> str:
+    until = busy.get("until")
+    return f"{busy.get('system')} until {format_time(until) if until else 'further notice'}"
+
+
+def _why_details(why: dict) -> list:
+    pairs = [("why", why.get("message")), ("systems", why.get("systems")), ("candidates", why.get("candidates"))]
+    for reason, count in sorted((why.get("ruled_out") or {}).items(), key=lambda item: -item[1]):
+        pairs.append(("ruled out", f"{count} system(s): {reason}"))
+    pairs += [("busy", busy_text(b)) for b in why.get("busy") or []]
+    return pairs
+
+
+def _recipe_details(r: dict) -> list:
+    spec = r.get("spec") or {}
+    pairs = [("id", r.get("id")), ("job", r.get("job")), ("recipe set", r.get("recipe_set")),
+             ("status", r.get("status")), ("result", r.get("result")), ("system", r.get("system")),
+             ("whiteboard", r.get("whiteboard")), ("distro tree", r.get("distro_tree")),
+             ("started", format_time(r.get("started_at"))), ("finished", format_time(r.get("finished_at"))),
+             ("watchdog", format_time(r.get("watchdog"))), ("reservation", r.get("reservation")),
+             ("tasks", [t.get("name") for t in spec.get("tasks") or []])]
+    if r.get("tasks"):
+        pairs.append(("task results", [f"{t.get('name')} {t.get('result')}" for t in r["tasks"]]))
+    return pairs
+
+
+def _recipe_human(r: dict) -> str:
+    text = output.key_values(_recipe_details(r))
+    if r.get("why"):
+        text += "\n\n" + output.key_values(_why_details(r["why"]))
+    return text
+
+
+RECIPE = Shape("recipe", "recipes", RECIPE_ROWS[2:], _recipe_details, _recipe_human)
+
+QUEUE = Shape("queued-recipe", "queue", [
+    ("RECIPE", lambda q: q.get("recipe")),
+    ("JOB", lambda q: q.get("job")),
+    ("OWNER", lambda q: q.get("owner")),
+    ("PRIORITY", lambda q: q.get("priority")),
+    ("STATUS", lambda q: q.get("status")),
+    ("QUEUED", lambda q: format_time(q.get("queued_at"))),
+    ("WHY", lambda q: q.get("why")),
+], lambda q: [(k, q.get(k)) for k in ("recipe", "job", "owner", "priority", "status", "queued_at", "why")])
+
+DISTRO = Shape("distro-tree", "distro-trees", [
+    ("ID", lambda d: d.get("id")),
+    ("NAME", lambda d: d.get("name")),
+    ("FAMILY", lambda d: d.get("family")),
+    ("VARIANT", lambda d: d.get("variant")),
+    ("ARCH", lambda d: d.get("arch")),
+    ("TAGS", lambda d: d.get("tags")),
+    ("LABS", lambda d: d.get("labs")),
+], lambda d: [(k, d.get(k)) for k in ("id", "name", "family", "variant", "arch", "tags", "labs", "url")])

@@ -15,7 +15,8 @@ from typing import Callable, Iterable, Sequence
 
 EMPTY = "-"
 SINGULAR = {"systems": "system", "groups": "group", "rules": "rule", "pools": "pool",
-            "reservations": "reservation", "loans": "loan"}
+            "reservations": "reservation", "loans": "loan", "jobs": "job", "recipe_sets": "recipe_set",
+            "recipes": "recipe", "tasks": "task", "busy": "candidate", "tags": "tag", "labs": "lab"}
 XML_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9._-]*$")
 
 Column = tuple[str, Callable[[dict], object]]

@@ -5,8 +5,8 @@ from ..store.db import Database
 from ..store.uow import UnitOfWork
 
 
-def unit_of_work(db: Database, settings=None, waker=None, write: bool = True) -> UnitOfWork:
+def unit_of_work(db: Database, settings=None, waker=None, write: bool = True, read_first: bool = False) -> UnitOfWork:
     """A unit of work whose events (a freed system, a new recipe set) reach the scheduler."""
     from .scheduling import handle
 
-    return UnitOfWork(db, write=write, waker=waker, settings=settings, handlers=(handle,))
+    return UnitOfWork(db, write=write, waker=waker, settings=settings, handlers=(handle,), read_first=read_first)

@@ -27,7 +27,7 @@ def _check_references(session, job: dict) -> None:
     named = referenced_names(job)
     known_pools = set(session.execute(select(Pool.name)).scalars())
     for pool in sorted(named["pools"] - known_pools):
-        raise Invalid("host_requires", f"no pool named {pool}")
+        raise Invalid("pool", f"no pool named {pool}")
     known_keys = {key for attrs in session.execute(select(System.attributes)).scalars() for key in (attrs or {})}
     for key in sorted(named["attribute_keys"] - known_keys):
         raise Invalid("host_requires", f"no system has an attribute named {key}")

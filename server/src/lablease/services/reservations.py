@@ -58,11 +58,15 @@ def reserve(uow, actor: Actor, now: datetime, policy: rules.ReservationPolicy, s
     if previous is not None:
         return as_dict(previous, now), False
     target = system_service.find(session, system, actor)
-    system_service.require(session, actor, Permission.RESERVE, target)
-    window = rules.plan_window(now, policy, start, end, duration, loan_end=_loan_end(session, target.id, actor.id))
+    loan = system_service.active_loan(session, target)
+    system_service.require(session, actor, Permission.RESERVE, target, loan)
+    loan_end = loan.end_at if loan is not None and loan.recipient_id == actor.id else None
+    window = rules.plan_window(now, policy, start, end, duration, loan_end=loan_end)
     if heartbeat is not None:
         heartbeat = rules.heartbeat_interval(heartbeat)
     resource = calendar.lock_resource(session, target.resource_id)
+    if request_id and (previous := _by_request_id(session, actor, request_id)) is not None:
+        return as_dict(previous, now), False  # a retry that raced its first attempt
     booking = calendar.book(session, resource, window, "reservation", actor.id, now)
     reservation = Reservation(
         system_id=target.id, user_id=actor.id, booking_id=booking.id, kind="manual",
@@ -77,7 +81,7 @@ def reserve(uow, actor: Actor, now: datetime, policy: rules.ReservationPolicy, s
         session.flush()
     except IntegrityError:  # the same request_id raced in from a retry on another connection
         raise Invalid("request_id", "was used by a concurrent request; retry to get its reservation") from None
-    session.refresh(reservation)
+    reservation.system, reservation.user = target, session.get(User, actor.id)
     activity.record(session, actor, now, "reservation", reservation.id, "reserved", "system", None, target.fqdn)
     activity.record(session, actor, now, "system", target.fqdn, "reserved", "reservation", None,
                     f"{reservation.id} until {format_time(window.end) or 'no limit'}")

@@ -110,14 +110,6 @@ def _runtime(recipe: Recipe) -> timedelta | None:
     return timedelta(seconds=limit) if limit else None
 
 
-def _booked(window: Window):
-    """A booking of the system's resource overlapping window (correlated with System)."""
-    conditions = [Booking.resource_id == System.resource_id, or_(Booking.end_at.is_(None), Booking.end_at > window.start)]
-    if window.end is not None:
-        conditions.append(Booking.start_at < window.end)
-    return exists().where(and_(*conditions))
-
-
 def free_candidates(session, recipe: Recipe, now: datetime, only: int | None = None) -> list[int]:
     """The recipe's candidates that are Automated and free for its whole runtime, best first.
 
@@ -129,7 +121,8 @@ def free_candidates(session, recipe: Recipe, now: datetime, only: int | None = N
     window = Window(now, now + runtime if runtime else None)
     query = (select(ClassCandidate.system_id, ClassCandidate.rank)
              .join(System, System.id == ClassCandidate.system_id)
-             .where(ClassCandidate.class_id == recipe.class_id, System.condition == "automated", ~_booked(window))
+             .where(ClassCandidate.class_id == recipe.class_id, System.condition == "automated",
+                    ~calendar.booked_during(window, System.resource_id, session.get_bind().dialect.name))
              .order_by(ClassCandidate.rank, System.fqdn))
     if only is not None:
         query = query.where(ClassCandidate.system_id == only)
@@ -159,15 +152,29 @@ def loan_check(session, owner):
     return is_free
 
 
+def _held(recipe_set: RecipeSet) -> dict[int, Recipe]:
+    """System -> the recipe whose reservation holds it, for a set holding systems while it waits."""
+    return {r.system_id: r for r in recipe_set.recipes if r.status == "assigned"}
+
+
 def _needs(session, recipe_set: RecipeSet, now: datetime, only: int | None = None) -> list[Need]:
+    """What each waiting recipe could take now: free candidates, and the systems its set holds.
+
+    Held systems belong to the set, not to one recipe: each placement may deal
+    them out again, so an early hold never blocks the set's own start.
+    """
     needs = []
+    held = list(_held(recipe_set))
     single = len(recipe_set.recipes) == 1
     for recipe in recipe_set.recipes:
         if recipe.status not in WAITING:
             continue
-        held = recipe.system_id if recipe.status == "assigned" else None
-        ordered = [] if held else free_candidates(session, recipe, now, only if single else None)
-        needs.append(Need(recipe.id, tuple(ordered), _runtime(recipe), held))
+        ordered = free_candidates(session, recipe, now, only if single and not held else None)
+        if held:
+            usable = set(session.execute(select(ClassCandidate.system_id).where(
+                ClassCandidate.class_id == recipe.class_id, ClassCandidate.system_id.in_(held))).scalars())
+            ordered = [sid for sid in held if sid in usable] + ordered
+        needs.append(Need(recipe.id, tuple(ordered), _runtime(recipe)))
     return needs
 
 
@@ -183,44 +190,65 @@ def _book(session, recipe: Recipe, system: System, now: datetime, end: datetime 
     recipe.system_id, recipe.reservation_id = system.id, reservation.id
 
 
-def start(session, recipe_set: RecipeSet, plan: dict[int, int], now: datetime) -> None:
-    """Give every recipe its system and start it: running at once, or waiting for its install."""
+def _assign(session, recipe_set: RecipeSet, plan: dict[int, int], now: datetime, holding: bool) -> None:
+    """Give each planned recipe its system: a reservation the set already holds on it, or a new booking.
+
+    While holding, bookings are open-ended; on start each gets the recipe's
+    real end. A held system the plan no longer uses is given back.
+    """
+    held = {sid: recipe.reservation_id for sid, recipe in _held(recipe_set).items()}
     owner_id = recipe_set.job.owner_id
+    for recipe in recipe_set.recipes:
+        if recipe.status in WAITING:
+            recipe.system_id, recipe.reservation_id = None, None
     for recipe in recipe_set.recipes:
         if recipe.id not in plan:
             continue
         system = session.get(System, plan[recipe.id])
         runtime = _runtime(recipe)
-        end = now + runtime if runtime else None
-        if recipe.status == "assigned":  # held open-ended while waiting: now it has its real end
-            reservation = session.get(Reservation, recipe.reservation_id)
-            booking = session.get(Booking, reservation.booking_id)
-            calendar.change_end(session, calendar.lock_resource(session, system.resource_id), booking, end)
-            reservation.start_at = booking.start_at
-            reservation.end_at = end
+        end = None if holding or not runtime else now + runtime
+        if system.id in held:
+            reservation = session.get(Reservation, held.pop(system.id))
+            if not holding:
+                booking = session.get(Booking, reservation.booking_id)
+                calendar.change_end(session, calendar.lock_resource(session, system.resource_id), booking, end)
+                reservation.end_at = end
+            recipe.system_id, recipe.reservation_id = system.id, reservation.id
         else:
             _book(session, recipe, system, now, end, owner_id)
+        recipe.status = "assigned" if holding else recipe.status
+        usage.set_usage(session, system, "scheduled", now)
+    for recipe in recipe_set.recipes:
+        if recipe.status == "assigned" and recipe.system_id is None:
+            recipe.status = "queued"
+    for system_id, reservation_id in held.items():  # held, but no longer part of the plan
+        close_reservation(session, session.get(Reservation, reservation_id), now, "released", None)
+        usage.set_usage(session, session.get(System, system_id), "idle", now)
+
+
+def start(session, recipe_set: RecipeSet, plan: dict[int, int], now: datetime) -> None:
+    """Give every recipe its system and start it: running at once, or waiting for its install."""
+    _assign(session, recipe_set, plan, now, holding=False)
+    for recipe in recipe_set.recipes:
+        if recipe.id not in plan:
+            continue
+        system = session.get(System, recipe.system_id)
         rules.check_transition(recipe.status, "scheduled")
         recipe.status = "scheduled"
-        usage.set_usage(session, system, "scheduled", now)
         if recipe.spec.get("distro_requires"):
             recipe.status = "waiting"  # provisioning takes it from here
             usage.set_usage(session, system, "waiting", now)
         else:
+            runtime = _runtime(recipe)
             recipe.status, recipe.started_at = "running", now
-            recipe.watchdog_at = end
+            recipe.watchdog_at = now + runtime if runtime else None
             usage.set_usage(session, system, "running", now)
     refresh_rollups(session, recipe_set, now)
 
 
 def hold(session, recipe_set: RecipeSet, plan: dict[int, int], now: datetime) -> None:
     """The head of the queue keeps what it has found, open-ended, until it can start whole."""
-    for recipe in recipe_set.recipes:
-        if recipe.id in plan and recipe.status == "queued":
-            system = session.get(System, plan[recipe.id])
-            _book(session, recipe, system, now, None, recipe_set.job.owner_id)
-            recipe.status = "assigned"
-            usage.set_usage(session, system, "scheduled", now)
+    _assign(session, recipe_set, plan, now, holding=True)
     refresh_rollups(session, recipe_set, now)
 
 
@@ -292,13 +320,17 @@ def holders(session) -> list[RecipeSet]:
     return [session.get(RecipeSet, set_id) for set_id in list(ids)]
 
 
-def settle_holding(session, now: datetime) -> None:
-    """Only the head holds: others give back; the head takes whatever free systems it can use."""
+def settle_holding(session, now: datetime, previous_head: int | None = -1) -> None:
+    """Only the head holds: others give back; a new head takes whatever free systems it can use.
+
+    previous_head: the head's id before the event; when the head is the same,
+    it already holds what was free, so only the release step is needed.
+    """
     first = head(session)
     for holder in holders(session):
         if first is None or holder.id != first.id:
             release(session, holder, now)
-    if first is not None:
+    if first is not None and first.id != previous_head:
         _hold_what_is_free(session, first, now)
 
 
@@ -346,7 +378,7 @@ def on_system_freed(uow, system_id: int, now: datetime) -> None:
             continue
         if not try_start(session, recipe_set, now, freed=system_id) and first is not None and set_id == first.id:
             _hold_what_is_free(session, recipe_set, now)
-    settle_holding(session, now)
+    settle_holding(session, now, previous_head=first.id if first is not None else None)
 
 
 def _offers(session, system_id: int, first: RecipeSet | None):

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import and_, exists, or_, select
+from sqlalchemy import exists, select
+from sqlalchemy.orm import selectinload
 
 from ..domain import systems as rules
 from ..domain.errors import Conflict, Forbidden, Invalid, NotFound
@@ -18,7 +19,8 @@ from ..domain.permissions import (
     default_rules,
 )
 from ..domain.windows import Window
-from ..store.tables import AccessRule, Booking, Loan, Pool, Reservation, Resource, System, User
+from ..store import calendar
+from ..store.tables import AccessRule, Loan, Pool, Reservation, Resource, System, User
 from ..timeparse import format_time
 from . import activity, usage
 from ..store.uow import emit
@@ -29,7 +31,7 @@ EDITABLE = ("arch", "cpus", "memory_mb", "lab", "attributes", "condition", "owne
 
 def access_of(system: System, loan: Loan | None = None) -> SystemAccess:
     """What the permission rules need: the system's own policy, or its pool's when it uses one."""
-    source = system.policy_pool.rules if system.policy_pool is not None else system.rules
+    source = system.policy_pool.rules if system.policy_pool_id is not None else system.rules
     rules_ = tuple(Rule(Permission(r.permission), r.user_id, r.group_id) for r in source)
     return SystemAccess(owner_id=system.owner_id, condition=system.condition, rules=rules_,
                         loan_recipient_id=loan.recipient_id if loan is not None else None)
@@ -46,9 +48,9 @@ def active_loan(session, system: System) -> Loan | None:
     return active_loans(session, [system.id]).get(system.id)
 
 
-def require(session, actor: Actor, permission: Permission, system: System) -> SystemAccess:
-    """The system's access (loan included), or Forbidden with the reason."""
-    access = access_of(system, active_loan(session, system))
+def require(session, actor: Actor, permission: Permission, system: System, loan: Loan | None = None) -> SystemAccess:
+    """The system's access (its loan included: pass it when already loaded), or Forbidden with the reason."""
+    access = access_of(system, loan if loan is not None else active_loan(session, system))
     decision = decide(actor, permission, access)
     if not decision:
         raise Forbidden(f"{system.fqdn}: {decision.reason}")
@@ -245,12 +247,14 @@ def list_systems(uow, actor: Actor, now: datetime, filters: dict) -> list[dict]:
     if filters.get("owner"):
         query = query.where(System.owner_id == _user_id(session, filters["owner"]))
     if filters.get("free_from") or filters.get("free_until"):
-        query = query.where(~_booked_in(_free_window(now, filters)))
+        booked = calendar.booked_during(_free_window(now, filters), System.resource_id, session.get_bind().dialect.name)
+        query = query.where(~booked)
     if filters.get("reserved_by"):
         name = actor.name if filters["reserved_by"] == "me" else filters["reserved_by"]
         query = query.where(exists().where(
             Reservation.system_id == System.id, Reservation.returned_at.is_(None),
             Reservation.start_at <= now, Reservation.user_id == _user_id(session, name)))
+    query = query.options(selectinload(System.pools), selectinload(System.owner), selectinload(System.policy_pool))
     systems = [s for s in session.execute(query).unique().scalars() if decide(actor, Permission.VIEW, access_of(s))]
     ids = [s.id for s in systems]
     current, loans = current_reservations(session, ids, now), active_loans(session, ids)
@@ -260,13 +264,6 @@ def list_systems(uow, actor: Actor, now: datetime, filters: dict) -> list[dict]:
 def _free_window(now: datetime, filters: dict) -> Window:
     start = filters.get("free_from") or now
     return Window(start, filters.get("free_until"))
-
-
-def _booked_in(window: Window):
-    conditions = [Booking.resource_id == System.resource_id, or_(Booking.end_at.is_(None), Booking.end_at > window.start)]
-    if window.end is not None:
-        conditions.append(Booking.start_at < window.end)
-    return exists().where(and_(*conditions))
 
 
 def import_systems(uow, actor: Actor, now: datetime, entries: list) -> dict:

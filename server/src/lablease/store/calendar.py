@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import Integer, and_, cast, or_, select
+from sqlalchemy import Boolean, Integer, and_, bindparam, cast, exists, func, or_, select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.orm import Session
 
@@ -18,10 +18,20 @@ from ..domain import calendar as rules
 from ..domain.errors import BookingConflict, CapacityExceeded, Holder
 from ..domain.windows import Window
 from .tables import Booking, Reservation, Resource, ScheduleReservation, User
+from .types import UTCDateTime
 
 
 def lock_resource(session: Session, resource_id: int) -> Resource:
-    """Hold the resource until the transaction ends, so decisions on it are serialised."""
+    """Hold the resource until the transaction ends, so decisions on it are serialised.
+
+    PostgreSQL: a row lock. SQLite: the database's write lock, which a unit of
+    work that reads first takes only now (see UnitOfWork.start_writing).
+    """
+    uow = session.info.get("uow")
+    if uow is not None:
+        uow.start_writing()
+    if session.get_bind().dialect.name == "sqlite":
+        return session.get(Resource, resource_id)  # the write lock covers it
     query = select(Resource).where(Resource.id == cast(resource_id, Integer)).with_for_update()
     return session.execute(query).scalar_one()
 
@@ -39,6 +49,26 @@ def latest_before(session: Session, resource_id: int, end: datetime | None, excl
         query = query.where(Booking.id != exclude)
     query = query.order_by(Booking.start_at.desc()).limit(1)
     return session.execute(query).scalar_one_or_none()
+
+
+def booked_during(window: Window, resource_id, dialect: str):
+    """SQL truth of "the exclusive resource `resource_id` (a correlated column) has a booking in window".
+
+    The shapes measured fastest for "which of 10,000 systems are free" over a
+    million bookings: on PostgreSQL an && anti-join served by a GiST on the
+    range; on SQLite "the latest booking starting before the window's end ends
+    after its start", one probe of the (resource_id, start_at, end_at) index.
+    """
+    start = bindparam(None, window.start, type_=UTCDateTime())
+    if dialect == "postgresql":
+        end = bindparam(None, window.end, type_=UTCDateTime())
+        return exists().where(Booking.resource_id == resource_id,
+                              func.tstzrange(Booking.start_at, Booking.end_at).op("&&")(func.tstzrange(start, end)))
+    latest = select(or_(Booking.end_at.is_(None), Booking.end_at > start)).where(Booking.resource_id == resource_id)
+    if window.end is not None:
+        latest = latest.where(Booking.start_at < bindparam(None, window.end, type_=UTCDateTime()))
+    latest = latest.order_by(Booking.start_at.desc()).limit(1).scalar_subquery()
+    return func.coalesce(latest, False, type_=Boolean)
 
 
 def touching(session: Session, resource_id: int, window: Window, exclude: int | None = None) -> list[Booking]:

@@ -111,7 +111,7 @@ class Booking(Base):
     user_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime)
     __table_args__ = (
-        Index("ix_bookings_resource_start", "resource_id", "start_at"),
+        Index("ix_bookings_resource_start_end", "resource_id", "start_at", "end_at"),
         CheckConstraint("end_at IS NULL OR end_at > start_at", name="end_after_start"),
         CheckConstraint("quantity >= 1", name="quantity_positive"),
     )
@@ -135,11 +135,13 @@ class System(Base):
     # When set, the system is governed by this pool's access policy instead of its own rules.
     policy_pool_id: Mapped[int | None] = mapped_column(ForeignKey("pools.id", ondelete="SET NULL"))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime)
-    owner: Mapped[User | None] = relationship(lazy="joined")
+    # Loaded when used: a reserve needs the rules and the resource, a listing also owner and pools.
+    owner: Mapped[User | None] = relationship(lazy="select")
+    resource: Mapped[Resource] = relationship(lazy="joined")
     rules: Mapped[list[AccessRule]] = relationship(lazy="selectin", cascade="all, delete-orphan")
-    pools: Mapped[list[Pool]] = relationship(secondary="pool_systems", lazy="selectin", back_populates="systems",
+    pools: Mapped[list[Pool]] = relationship(secondary="pool_systems", lazy="select", back_populates="systems",
                                              order_by="Pool.name")
-    policy_pool: Mapped[Pool | None] = relationship(lazy="selectin", foreign_keys=[policy_pool_id])
+    policy_pool: Mapped[Pool | None] = relationship(lazy="select", foreign_keys=[policy_pool_id])
 
 
 class AccessRule(Base):

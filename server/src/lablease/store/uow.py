@@ -17,8 +17,11 @@ class UnitOfWork:
     """
 
     def __init__(self, db: Database, write: bool = True, waker: Waker | None = None, settings=None,
-                 handlers: tuple = ()):
+                 handlers: tuple = (), read_first: bool = False):
         self.db = db
+        # SQLite: a writing unit of work that only reads until it locks a calendar resource holds
+        # the database's write lock just from there to its commit, not for the whole request.
+        self.read_first = read_first and write and db.dialect == "sqlite"
         self.settings = settings  # the site's Settings, for use cases that queue notices
         self.handlers = handlers  # called for each event emitted in this transaction, before it commits
         self.write = write
@@ -27,9 +30,24 @@ class UnitOfWork:
         self._after_commit: list[Callable[[], None]] = []
 
     def __enter__(self) -> UnitOfWork:
-        engine = self.db.writer if self.write else self.db.reader
+        engine = self.db.writer if (self.write and not self.read_first) else self.db.reader
         self.session = Session(bind=engine, expire_on_commit=False, autoflush=True)
+        self.session.info["uow"] = self
         return self
+
+    def start_writing(self) -> None:
+        """End the reading part and take the write lock (SQLite BEGIN IMMEDIATE) for the rest.
+
+        What was read stays loaded; the decisions that must be atomic (the
+        calendar check) are made after this point, under the lock.
+        """
+        if not self.read_first:
+            return
+        if self.session.new or self.session.dirty or self.session.deleted:
+            raise RuntimeError("a read-first unit of work wrote before taking the write lock")
+        self.session.commit()
+        self.session.bind = self.db.writer
+        self.read_first = False
 
     def __exit__(self, *exc) -> None:
         try:

@@ -119,3 +119,26 @@ def test_times():
         parse_time("2026-11-22T14:00:00")
     with pytest.raises(ValueError):
         parse_time("tomorrow")
+
+
+def test_list_plan_modes():
+    from ansible_collections.lablease.lab.plugins.module_utils.client import list_plan
+    assert list_plan(["a", "b"], ["b", "c"], "exact") == (["c"], ["a"])
+    assert list_plan(["a", "b"], ["b", "c"], "add") == (["c"], [])
+    assert list_plan(["a", "b"], ["b", "c"], "remove") == ([], ["b"])
+    assert list_plan(["a"], None, "exact") == ([], [])
+
+
+def test_wait_until_stops_at_the_deadline():
+    from ansible_collections.lablease.lab.plugins.module_utils.client import wait_until
+    now = [0.0]
+    slept = []
+
+    def sleep(seconds):
+        slept.append(seconds)
+        now[0] += seconds
+
+    assert wait_until(lambda: None, 5, 2, sleep=sleep, clock=lambda: now[0]) == (None, True)
+    assert slept == [2, 2, 1]
+    answers = iter([None, "done"])
+    assert wait_until(lambda: next(answers), 5, 2, sleep=sleep, clock=lambda: now[0]) == ("done", False)

@@ -1,0 +1,260 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: lablease contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: group
+short_description: Create, change or delete a group of lablease users
+version_added: 0.2.0
+description:
+  - Makes sure a group exists with the given description, members, owners and webhook, or does not exist.
+  - Any user may create a group and then owns it; only owners (and administrators) change or delete it.
+  - Only the options given are compared and changed.
+author:
+  - lablease developers (@lablease)
+extends_documentation_fragment:
+  - lablease.lab.api
+attributes:
+  check_mode:
+    support: full
+    description: Nothing is written; the answer shows the group as it would be.
+  diff_mode:
+    support: full
+    description: Shows the description, members, owners and webhook URL before and after.
+  action_group:
+    description: Use C(group/lablease.lab.api) in C(module_defaults) to set the connection options.
+    support: full
+    membership:
+      - lablease.lab.api
+options:
+  name:
+    description:
+      - The group's name.
+    type: str
+    required: true
+  state:
+    description:
+      - V(present) creates or updates the group; V(absent) deletes it.
+    type: str
+    choices: [present, absent]
+    default: present
+  description:
+    description:
+      - What the group is for.
+    type: str
+  members:
+    description:
+      - Members (user names), handled as O(members_mode) says. Owners are members too and need not be listed here.
+      - Not given - the members are left alone.
+    type: list
+    elements: str
+  owners:
+    description:
+      - Owners (user names), handled as O(members_mode) says. An owner who is not wanted any more stays a
+        plain member (unless O(members) removes them too).
+      - Not given - the owners are left alone.
+    type: list
+    elements: str
+  members_mode:
+    description:
+      - For O(members) and O(owners). V(exact) makes each list the whole set (V([]) empties it); V(add) adds
+        the users listed; V(remove) removes them (from O(owners) - demotes them to members).
+      - The caller's own membership and ownership are never removed in V(exact) mode, so a play cannot lock itself
+        out of a group it manages (remove yourself with V(remove)).
+    type: str
+    choices: [exact, add, remove]
+    default: exact
+  webhook_url:
+    description:
+      - Where notices for the group are POSTed as JSON (C(http://) or C(https://)). Use V('') to remove it.
+    type: str
+  webhook_secret:
+    description:
+      - Key of the C(X-Lablease-Signature) HMAC-SHA256 header of the webhook's requests. The server never shows it
+        back, so it is sent when the group is created, or on every run with O(update_secret=always).
+    type: str
+  update_secret:
+    description:
+      - V(on_create) sends O(webhook_secret) only when creating the group; V(always) on every run (the task then
+        always reports C(changed)).
+    type: str
+    choices: [always, on_create]
+    default: on_create
+requirements:
+  - Python 3.8 or later on the host that runs the module.
+seealso:
+  - module: lablease.lab.pool
+  - module: lablease.lab.access_policy
+"""
+
+EXAMPLES = r"""
+- name: A team with two members and a second owner
+  lablease.lab.group:
+    name: gpu-team
+    description: people who look after the GPU systems
+    members: [bob]
+    owners: [alice, carol]
+    webhook_url: https://chat.example.com/hooks/gpu-team
+    webhook_secret: "{{ gpu_team_webhook_secret | default('s3cret') }}"
+
+- name: Add dave, leaving the others
+  lablease.lab.group:
+    name: gpu-team
+    members: [dave]
+    members_mode: add
+
+- name: Delete the group
+  lablease.lab.group:
+    name: gpu-team
+    state: absent
+"""
+
+RETURN = r"""
+group:
+  description: The group after the task (in check mode, as it would be); null when it does not exist.
+  returned: always
+  type: dict
+  contains:
+    name:
+      description: Its name.
+      type: str
+      sample: gpu-team
+    description:
+      description: Its description.
+      type: str
+    members:
+      description: Every member, owners included.
+      type: list
+      elements: str
+    owners:
+      description: The owners.
+      type: list
+      elements: str
+    webhook_url:
+      description: The webhook URL, or null (the secret is never shown).
+      type: str
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.lablease.lab.plugins.module_utils.client import (
+    LableaseError,
+    api_argument_spec,
+    list_plan,
+    module_client,
+)
+
+
+def shown(group):
+    if not group:
+        return {}
+    return {"description": group.get("description"), "members": sorted(group.get("members") or []),
+            "owners": sorted(group.get("owners") or []), "webhook_url": group.get("webhook_url")}
+
+
+def membership_plan(current, params, me):
+    """{user: 'owner' | 'member' | None} - what each user's membership should become (only changes)."""
+    members = list(current.get("members") or [])
+    owners = list(current.get("owners") or [])
+    mode = params["members_mode"]
+    wanted = dict((user, "owner" if user in owners else "member") for user in members)
+    owner_adds, owner_removes = list_plan(owners, params["owners"], mode)
+    member_adds, member_removes = list_plan(members, params["members"], mode)
+    if mode == "exact":  # owners are members: the members list need not name them
+        staying = params["owners"] if params["owners"] is not None else owners
+        member_removes = [u for u in member_removes if u not in staying]
+    for user in owner_removes:
+        if not (mode == "exact" and user == me):
+            wanted[user] = "member"
+    for user in member_removes:
+        if not (mode == "exact" and user == me):
+            wanted[user] = None
+    for user in member_adds:
+        wanted.setdefault(user, "member")
+    for user in owner_adds:
+        wanted[user] = "owner"
+    changes = {}
+    for user, role in wanted.items():
+        was = "owner" if user in owners else ("member" if user in members else None)
+        if role != was:
+            changes[user] = role
+    return changes
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=api_argument_spec(
+            name=dict(type="str", required=True),
+            state=dict(type="str", default="present", choices=["present", "absent"]),
+            description=dict(type="str"),
+            members=dict(type="list", elements="str"),
+            owners=dict(type="list", elements="str"),
+            members_mode=dict(type="str", default="exact", choices=["exact", "add", "remove"]),
+            webhook_url=dict(type="str"),
+            webhook_secret=dict(type="str", no_log=True),
+            update_secret=dict(type="str", default="on_create", choices=["always", "on_create"], no_log=False),
+        ),
+        supports_check_mode=True,
+    )
+    params = module.params
+    client = module_client(module)
+    name = params["name"]
+    path = "/groups/%s" % client.quote(name)
+    try:
+        current = client.get_or_none(path)
+        if params["state"] == "absent":
+            if current is None:
+                module.exit_json(changed=False, group=None, diff={"before": {}, "after": {}})
+            if not module.check_mode:
+                client.delete_or_none(path)
+            module.exit_json(changed=True, group=None, diff={"before": shown(current), "after": {}})
+
+        me = client.me()["name"]
+        created = current is None
+        base = current or {"name": name, "description": None, "members": [], "owners": [], "webhook_url": None}
+        if created and me:
+            base = dict(base, members=[me], owners=[me])  # the server makes the creator an owner
+        fields = {}
+        if params["description"] is not None and (base.get("description") or "") != params["description"]:
+            fields["description"] = params["description"]
+        if params["webhook_url"] is not None and (base.get("webhook_url") or "") != params["webhook_url"]:
+            fields["webhook_url"] = params["webhook_url"] or None
+        if params["webhook_secret"] is not None and (created or params["update_secret"] == "always"):
+            fields["webhook_secret"] = params["webhook_secret"]
+        changes = membership_plan(base, params, me)
+        if not created and not fields and not changes:
+            module.exit_json(changed=False, group=current, diff={"before": shown(current), "after": shown(current)})
+
+        predicted = dict(base, **dict((k, v) for k, v in fields.items() if k != "webhook_secret"))
+        members = [u for u in base["members"] if changes.get(u, "keep") is not None]
+        members += [u for u, role in changes.items() if role and u not in members]
+        owners = [u for u in members if changes.get(u, "owner" if u in base["owners"] else "member") == "owner"]
+        predicted.update(members=members, owners=owners)
+        if module.check_mode:
+            module.exit_json(changed=True, group=predicted, diff={"before": shown(current), "after": shown(predicted)})
+        if created:
+            body = {"name": name}
+            if fields.get("description") is not None:
+                body["description"] = fields.pop("description")
+            client.request("POST", "/groups", body)
+        if fields:
+            client.request("PATCH", path, fields)
+        # the caller's own membership changes go last, so the caller stays an owner while it works
+        for user, role in sorted(changes.items(), key=lambda item: item[0] == me):
+            if role is None:
+                client.delete_or_none("%s/members/%s" % (path, client.quote(user)))
+            else:
+                client.request("POST", path + "/members", {"user": user, "owner": role == "owner"})
+        after = client.get(path)
+        module.exit_json(changed=True, group=after, diff={"before": shown(current), "after": shown(after)})
+    except LableaseError as error:
+        module.fail_json(msg=error.message, status=error.status, problem=error.problem)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,191 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: lablease contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: pool
+short_description: Create, change or delete a pool of lab systems
+version_added: 0.2.0
+description:
+  - Makes sure a pool exists with the given description, owning group and systems, or does not exist.
+  - Only the options given are compared and changed.
+  - A pool is created by a member of its owning group (administrators may create pools with no owning group);
+    members of the owning group add and remove its systems.
+author:
+  - lablease developers (@lablease)
+extends_documentation_fragment:
+  - lablease.lab.api
+attributes:
+  check_mode:
+    support: full
+    description: Nothing is written; the answer shows the pool as it would be.
+  diff_mode:
+    support: full
+    description: Shows the description, owning group and systems before and after.
+  action_group:
+    description: Use C(group/lablease.lab.api) in C(module_defaults) to set the connection options.
+    support: full
+    membership:
+      - lablease.lab.api
+options:
+  name:
+    description:
+      - The pool's name.
+    type: str
+    required: true
+  state:
+    description:
+      - V(present) creates or updates the pool; V(absent) deletes it (systems that used its access policy fall
+        back to their own).
+    type: str
+    choices: [present, absent]
+    default: present
+  description:
+    description:
+      - What the pool is for.
+    type: str
+  owner_group:
+    description:
+      - The group whose members manage the pool.
+    type: str
+  systems:
+    description:
+      - Systems (fqdns) of the pool, handled as O(systems_mode) says. Not given - the pool's systems are left alone.
+    type: list
+    elements: str
+  systems_mode:
+    description:
+      - V(exact) makes O(systems) the pool's whole list (others are removed; V([]) empties the pool).
+      - V(add) adds the systems listed; V(remove) removes them. Neither touches the others.
+    type: str
+    choices: [exact, add, remove]
+    default: exact
+requirements:
+  - Python 3.8 or later on the host that runs the module.
+seealso:
+  - module: lablease.lab.group
+  - module: lablease.lab.access_policy
+"""
+
+EXAMPLES = r"""
+- name: A pool of GPU systems, managed by the group gpu-team
+  lablease.lab.pool:
+    name: gpus
+    description: systems with a GPU
+    owner_group: gpu-team
+    systems:
+      - s1.lab.test
+      - s2.lab.test
+
+- name: Add one more system, leaving the others
+  lablease.lab.pool:
+    name: gpus
+    systems: [s3.lab.test]
+    systems_mode: add
+
+- name: Delete the pool
+  lablease.lab.pool:
+    name: gpus
+    state: absent
+"""
+
+RETURN = r"""
+pool:
+  description: The pool after the task (in check mode, as it would be); null when it does not exist.
+  returned: always
+  type: dict
+  contains:
+    name:
+      description: Its name.
+      type: str
+      sample: gpus
+    description:
+      description: Its description.
+      type: str
+    owner_group:
+      description: The owning group, or null.
+      type: str
+    systems:
+      description: Its systems.
+      type: list
+      elements: str
+      sample: [s1.lab.test, s2.lab.test]
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.lablease.lab.plugins.module_utils.client import (
+    LableaseError,
+    api_argument_spec,
+    list_plan,
+    module_client,
+)
+
+
+def shown(pool):
+    if not pool:
+        return {}
+    return {"description": pool.get("description"), "owner_group": pool.get("owner_group"),
+            "systems": sorted(pool.get("systems") or [])}
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=api_argument_spec(
+            name=dict(type="str", required=True),
+            state=dict(type="str", default="present", choices=["present", "absent"]),
+            description=dict(type="str"),
+            owner_group=dict(type="str"),
+            systems=dict(type="list", elements="str"),
+            systems_mode=dict(type="str", default="exact", choices=["exact", "add", "remove"]),
+        ),
+        supports_check_mode=True,
+    )
+    params = module.params
+    client = module_client(module)
+    name = params["name"]
+    path = "/pools/%s" % client.quote(name)
+    try:
+        current = client.get_or_none(path)
+        if params["state"] == "absent":
+            if current is None:
+                module.exit_json(changed=False, pool=None, diff={"before": {}, "after": {}})
+            if not module.check_mode:
+                client.delete_or_none(path)
+            module.exit_json(changed=True, pool=None, diff={"before": shown(current), "after": {}})
+
+        fields = {}
+        for key in ("description", "owner_group"):
+            if params[key] is not None and (current is None or (current.get(key) or "") != params[key]):
+                fields[key] = params[key]
+        wanted_systems = [s.strip().lower() for s in params["systems"]] if params["systems"] is not None else None
+        adds, removes = list_plan(current["systems"] if current else [], wanted_systems, params["systems_mode"])
+        if current is not None and not fields and not adds and not removes:
+            module.exit_json(changed=False, pool=current, diff={"before": shown(current), "after": shown(current)})
+
+        before = current or {"name": name, "description": None, "owner_group": None, "systems": []}
+        predicted = dict(before, **fields)
+        predicted["systems"] = [s for s in before["systems"] if s not in removes] + adds
+        if module.check_mode:
+            module.exit_json(changed=True, pool=predicted, diff={"before": shown(current), "after": shown(predicted)})
+        if current is None:
+            client.request("POST", "/pools", dict(fields, name=name))
+        elif fields:
+            client.request("PATCH", path, fields)
+        for fqdn in adds:
+            client.request("POST", path + "/systems", {"fqdn": fqdn})
+        for fqdn in removes:
+            client.delete_or_none("%s/systems/%s" % (path, client.quote(fqdn)))
+        after = client.get(path)
+        module.exit_json(changed=True, pool=after, diff={"before": shown(current), "after": shown(after)})
+    except LableaseError as error:
+        module.fail_json(msg=error.message, status=error.status, problem=error.problem)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,215 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: lablease contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: recipe
+short_description: Report task results of a running recipe, and finish it
+version_added: 0.2.0
+description:
+  - Reports task results of a recipe (one system of a job) and finishes it - C(completed) with a result, or
+    C(aborted) - which returns the system (or keeps it for the job's owner when the recipe's C(reservesys) says so).
+  - Only the job's owner (and administrators) may report on its recipes.
+  - Idempotent. The recipe is read first; a task result already reported (same name and result) is not sent
+    again, and finishing a recipe that has already finished changes nothing.
+author:
+  - lablease developers (@lablease)
+extends_documentation_fragment:
+  - lablease.lab.api
+attributes:
+  check_mode:
+    support: full
+    description: Nothing is written; the answer shows the recipe as it would be.
+  diff_mode:
+    support: full
+    description: Shows the recipe's status, result and task results before and after.
+  action_group:
+    description: Use C(group/lablease.lab.api) in C(module_defaults) to set the connection options.
+    support: full
+    membership:
+      - lablease.lab.api
+options:
+  recipe_id:
+    description:
+      - The recipe (the C(recipes[].id) returned by M(lablease.lab.job)).
+    type: int
+    required: true
+    aliases: [id]
+  tasks:
+    description:
+      - Task results to report.
+    type: list
+    elements: dict
+    suboptions:
+      name:
+        description:
+          - The task's name.
+        type: str
+        required: true
+      result:
+        description:
+          - Its result.
+        type: str
+        required: true
+        choices: [pass, warn, fail]
+      comment:
+        description:
+          - A message about the result (up to 4000 characters), sent as the task result's C(message).
+        type: str
+  status:
+    description:
+      - V(completed) finishes a running recipe with O(result) (the worst of it and the task results);
+        V(aborted) ends it whatever its state. Not given - the recipe is not finished.
+    type: str
+    choices: [completed, aborted]
+  result:
+    description:
+      - The recipe's result with O(status=completed). Not given - the worst of the reported task results.
+    type: str
+    choices: [pass, warn, fail]
+requirements:
+  - Python 3.8 or later on the host that runs the module.
+seealso:
+  - module: lablease.lab.job
+"""
+
+EXAMPLES = r"""
+- name: Get a system for a test
+  lablease.lab.job:
+    recipe_sets:
+      - recipes:
+          - host_requires: {field: arch, op: "=", value: x86_64}
+            runtime_limit: 1h
+    wait: true
+  register: test_job
+
+- name: Report a task result
+  lablease.lab.recipe:
+    recipe_id: "{{ test_job.recipes[0].id }}"
+    tasks:
+      - {name: /kernel/smoke, result: pass}
+
+- name: Finish the recipe, which returns the system
+  lablease.lab.recipe:
+    recipe_id: "{{ test_job.recipes[0].id }}"
+    status: completed
+    result: pass
+"""
+
+RETURN = r"""
+recipe:
+  description: The recipe after the task (in check mode, as it would be).
+  returned: always
+  type: dict
+  contains:
+    id:
+      description: Its id.
+      type: int
+    status:
+      description: C(queued), C(assigned), C(scheduled), C(waiting), C(installing), C(running), C(completed),
+        C(cancelled) or C(aborted).
+      type: str
+      sample: completed
+    result:
+      description: C(none), C(pass), C(warn) or C(fail).
+      type: str
+      sample: pass
+    system:
+      description: The system it ran on.
+      type: str
+    job:
+      description: Its job's id.
+      type: int
+    reservation:
+      description: The reservation that held the system.
+      type: int
+    tasks:
+      description: The task results reported so far.
+      type: list
+      elements: dict
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.lablease.lab.plugins.module_utils.client import (
+    LableaseError,
+    api_argument_spec,
+    module_client,
+)
+
+FINISHED = ("completed", "cancelled", "aborted")
+ORDER = ["none", "pass", "warn", "fail"]
+
+
+def worst(results):
+    return max(results, key=lambda r: ORDER.index(r) if r in ORDER else 0)
+
+
+def shown(recipe):
+    return {"status": recipe.get("status"), "result": recipe.get("result"),
+            "tasks": ["%s: %s" % (t.get("name"), t.get("result")) for t in recipe.get("tasks") or []]}
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=api_argument_spec(
+            recipe_id=dict(type="int", required=True, aliases=["id"]),
+            tasks=dict(type="list", elements="dict", options=dict(
+                name=dict(type="str", required=True),
+                result=dict(type="str", required=True, choices=["pass", "warn", "fail"]),
+                comment=dict(type="str"),
+            )),
+            status=dict(type="str", choices=["completed", "aborted"]),
+            result=dict(type="str", choices=["pass", "warn", "fail"]),
+        ),
+        supports_check_mode=True,
+    )
+    params = module.params
+    client = module_client(module)
+    path = "/recipes/%d" % params["recipe_id"]
+    try:
+        current = client.get(path)
+        done = current.get("status") in FINISHED
+        reported = [(t.get("name"), t.get("result")) for t in current.get("tasks") or []]
+        tasks = []
+        if not done:
+            for task in params["tasks"] or []:
+                if (task["name"], task["result"]) not in reported:
+                    sent = {"name": task["name"], "result": task["result"]}
+                    if task.get("comment") is not None:
+                        sent["message"] = task["comment"]
+                    tasks.append(sent)
+        change = {}
+        if tasks:
+            change["tasks"] = tasks
+        if params["status"] and not done:
+            if params["status"] == "completed" and current.get("status") != "running":
+                module.fail_json(msg="recipe %d is %s: only a running recipe can complete (use status: aborted to "
+                                     "end it anyway)" % (params["recipe_id"], current.get("status")), recipe=current)
+            change["status"] = params["status"]
+            if params["status"] == "completed" and params["result"]:
+                change["result"] = params["result"]
+        if not change:
+            module.exit_json(changed=False, recipe=current, diff={"before": shown(current), "after": shown(current)})
+        predicted = dict(current, tasks=list(current.get("tasks") or []) + tasks)
+        results = [current.get("result") or "none"] + [t["result"] for t in tasks]
+        if change.get("status") == "completed":
+            results.append(change.get("result") or "none")
+        predicted["result"] = worst(results)
+        if "status" in change:
+            predicted["status"] = change["status"]
+        if module.check_mode:
+            module.exit_json(changed=True, recipe=predicted, diff={"before": shown(current), "after": shown(predicted)})
+        after = client.request("PATCH", path, change)[1]
+        module.exit_json(changed=True, recipe=after, diff={"before": shown(current), "after": shown(after)})
+    except LableaseError as error:
+        module.fail_json(msg=error.message, status=error.status, problem=error.problem)
+
+
+if __name__ == "__main__":
+    main()

@@ -72,20 +72,30 @@ def place_partial(needs: Iterable[Need], is_free: FreeCheck) -> dict[int, int]:
     return _match(list(needs), is_free)
 
 
+def tier(host: Host, pools: list[str]) -> int:
+    """autopick: 0 for the first preferred pool, 1 for the second, ..., len(pools) for any other system."""
+    return next((i for i, pool in enumerate(pools) if pool in host.pools), len(pools))
+
+
+def shuffled_within_tiers(ranked: Iterable[tuple[int, int]], rng: random_module.Random | None = None) -> list[int]:
+    """(system id, tier) pairs, best tier first, in random order within each tier (autopick random="true")."""
+    tiers: dict[int, list[int]] = {}
+    for system_id, rank in ranked:
+        tiers.setdefault(rank, []).append(system_id)
+    ordered: list[int] = []
+    for rank in sorted(tiers):
+        (rng or random_module).shuffle(tiers[rank])
+        ordered += tiers[rank]
+    return ordered
+
+
 def preference_order(hosts: Iterable[Host], pools: list[str], randomly: bool,
                      rng: random_module.Random | None = None) -> tuple[int, ...]:
     """autopick: systems of the first pool, then the second, ..., then any other; random within a tier."""
-    tiers: dict[int, list[Host]] = {}
-    for host in hosts:
-        tier = next((i for i, pool in enumerate(pools) if pool in host.pools), len(pools))
-        tiers.setdefault(tier, []).append(host)
-    ordered: list[int] = []
-    for tier in sorted(tiers):
-        members = sorted(tiers[tier], key=lambda h: h.fqdn)
-        if randomly:
-            (rng or random_module).shuffle(members)
-        ordered += [h.id for h in members]
-    return tuple(ordered)
+    ranked = [(h.id, tier(h, pools)) for h in sorted(hosts, key=lambda h: h.fqdn)]
+    if randomly:
+        return tuple(shuffled_within_tiers(ranked, rng))
+    return tuple(system_id for system_id, _ in sorted(ranked, key=lambda pair: pair[1]))
 
 
 Usable = Callable[[Host], "tuple[bool, str | None]"]

@@ -7,7 +7,7 @@ from sqlalchemy import select
 
 from ..domain.errors import Invalid, NotFound
 from ..domain.permissions import Actor, Permission
-from ..store.tables import AccessRule, Group, PoolAccessRule, User
+from ..store.tables import AccessRule, Group, PoolAccessRule, System, User
 from . import activity, pools
 from ..store.uow import emit
 from . import systems as system_service
@@ -55,31 +55,42 @@ def _editable_system(session, actor: Actor, fqdn: str):
     return system
 
 
+def _add(session, rules: list, rule_class, data: dict) -> tuple[dict, bool]:
+    """Add a rule to a policy's list unless an equal one is there; (the rule, whether it is new)."""
+    values = _parse_rule(session, data)
+    existing = next((r for r in rules if (r.permission, r.user_id, r.group_id) ==
+                     (values["permission"], values["user_id"], values["group_id"])), None)
+    if existing is not None:
+        return _rule_dict(session, existing), False
+    rule = rule_class(**values)
+    rules.append(rule)
+    session.flush()
+    return _rule_dict(session, rule), True
+
+
+def _remove(session, rules: list, rule_id: int, owner: str) -> dict:
+    rule = next((r for r in rules if r.id == rule_id), None)
+    if rule is None:
+        raise NotFound(f"{owner} has no access rule {rule_id}")
+    shown = _rule_dict(session, rule)
+    rules.remove(rule)
+    return shown
+
+
 def add_system_rule(uow, actor: Actor, now: datetime, fqdn: str, data: dict) -> dict:
     session = uow.session
     system = _editable_system(session, actor, fqdn)
-    values = _parse_rule(session, data)
-    existing = next((r for r in system.rules if (r.permission, r.user_id, r.group_id) ==
-                     (values["permission"], values["user_id"], values["group_id"])), None)
-    if existing is not None:
-        return _rule_dict(session, existing)
-    rule = AccessRule(**values)
-    system.rules.append(rule)
-    session.flush()
-    shown = _rule_dict(session, rule)
-    activity.record(session, actor, now, "system", system.fqdn, "policy_changed", "rule", None, _describe(shown))
-    emit(session, "system_changed", (system.id, now))
+    shown, created = _add(session, system.rules, AccessRule, data)
+    if created:
+        activity.record(session, actor, now, "system", system.fqdn, "policy_changed", "rule", None, _describe(shown))
+        emit(session, "system_changed", (system.id, now))
     return shown
 
 
 def remove_system_rule(uow, actor: Actor, now: datetime, fqdn: str, rule_id: int) -> None:
     session = uow.session
     system = _editable_system(session, actor, fqdn)
-    rule = next((r for r in system.rules if r.id == rule_id), None)
-    if rule is None:
-        raise NotFound(f"{system.fqdn} has no access rule {rule_id}")
-    shown = _rule_dict(session, rule)
-    system.rules.remove(rule)
+    shown = _remove(session, system.rules, rule_id, system.fqdn)
     activity.record(session, actor, now, "system", system.fqdn, "policy_changed", "rule", _describe(shown), None)
     emit(session, "system_changed", (system.id, now))
 
@@ -128,20 +139,20 @@ def pool_policy(uow, name: str) -> dict:
     return {"pool": pool.name, "rules": [_rule_dict(uow.session, r) for r in sorted(pool.rules, key=lambda r: r.id)]}
 
 
+def _pool_policy_changed(session, pool, now: datetime) -> None:
+    """Systems that use the pool's policy may now suit other waiting work."""
+    for system_id in session.execute(select(System.id).where(System.policy_pool_id == pool.id)).scalars():
+        emit(session, "system_changed", (system_id, now))
+
+
 def add_pool_rule(uow, actor: Actor, now: datetime, name: str, data: dict) -> dict:
     session = uow.session
     pool = pools.find(session, name)
     pools.require_manager(actor, pool)
-    values = _parse_rule(session, data)
-    existing = next((r for r in pool.rules if (r.permission, r.user_id, r.group_id) ==
-                     (values["permission"], values["user_id"], values["group_id"])), None)
-    if existing is not None:
-        return _rule_dict(session, existing)
-    rule = PoolAccessRule(**values)
-    pool.rules.append(rule)
-    session.flush()
-    shown = _rule_dict(session, rule)
-    activity.record(session, actor, now, "pool", pool.name, "policy_changed", "rule", None, _describe(shown))
+    shown, created = _add(session, pool.rules, PoolAccessRule, data)
+    if created:
+        activity.record(session, actor, now, "pool", pool.name, "policy_changed", "rule", None, _describe(shown))
+        _pool_policy_changed(session, pool, now)
     return shown
 
 
@@ -149,10 +160,6 @@ def remove_pool_rule(uow, actor: Actor, now: datetime, name: str, rule_id: int) 
     session = uow.session
     pool = pools.find(session, name)
     pools.require_manager(actor, pool)
-    rule = next((r for r in pool.rules if r.id == rule_id), None)
-    if rule is None:
-        raise NotFound(f"pool {name} has no access rule {rule_id}")
-    shown = _rule_dict(session, rule)
-    pool.rules.remove(rule)
+    shown = _remove(session, pool.rules, rule_id, f"pool {name}")
     activity.record(session, actor, now, "pool", pool.name, "policy_changed", "rule", _describe(shown), None)
-
+    _pool_policy_changed(session, pool, now)

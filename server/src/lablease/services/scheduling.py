@@ -19,15 +19,14 @@ from datetime import datetime, timedelta
 import hashlib
 import heapq
 import json
-import random
 
-from sqlalchemy import and_, delete, exists, or_, select
+from sqlalchemy import and_, delete, or_, select
 
 from ..domain import recipes as rules
 from ..domain.permissions import decide_schedule
 from ..domain.windows import Window
 from ..scheduler.filters import Host
-from ..scheduler.planner import Need, candidates, place, place_partial, preference_order
+from ..scheduler.planner import Need, candidates, place, place_partial, shuffled_within_tiers, tier
 from ..store import calendar
 from ..store.tables import (Booking, ClassCandidate, Recipe, RecipeSet, RequirementClass, Reservation, System,
                             User)
@@ -87,16 +86,13 @@ def compute_candidates(session, cls: RequirementClass, systems: list[System], on
     check = usable_by(owner)
     found = candidates(cls.spec.get("host_requires"), [host(s) for s in systems], lambda h: check(h, by_id),
                        cls.spec.get("force"))
-    ranks = _ranks(found, cls.spec.get("pools", []))
+    pools = cls.spec.get("pools", [])
+    ranks = {h.id: tier(h, pools) for h in found}
     query = delete(ClassCandidate).where(ClassCandidate.class_id == cls.id)
     if only is not None:
         query = query.where(ClassCandidate.system_id == only.id)
     session.execute(query)
     session.add_all(ClassCandidate(class_id=cls.id, system_id=h.id, rank=ranks[h.id]) for h in found)
-
-
-def _ranks(found: list[Host], pools: list[str]) -> dict[int, int]:
-    return {h.id: next((i for i, p in enumerate(pools) if p in h.pools), len(pools)) for h in found}
 
 
 def schedulable_systems(session) -> list[System]:
@@ -128,19 +124,8 @@ def free_candidates(session, recipe: Recipe, now: datetime, only: int | None = N
         query = query.where(ClassCandidate.system_id == only)
     rows = session.execute(query).all()
     if (recipe.spec.get("autopick") or {}).get("random"):
-        return _shuffled_tiers(rows)
+        return shuffled_within_tiers(rows)
     return [system_id for system_id, _ in rows]
-
-
-def _shuffled_tiers(rows) -> list[int]:
-    tiers: dict[int, list[int]] = {}
-    for system_id, rank in rows:
-        tiers.setdefault(rank, []).append(system_id)
-    ordered = []
-    for rank in sorted(tiers):
-        random.shuffle(tiers[rank])
-        ordered += tiers[rank]
-    return ordered
 
 
 def loan_check(session, owner):

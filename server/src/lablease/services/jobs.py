@@ -14,7 +14,7 @@ from ..jobxml import referenced_names
 from ..scheduler.planner import explain
 from ..store import calendar
 from ..store.tables import Booking, Group, GroupMember, Job, Pool, Recipe, RecipeSet, Reservation, System
-from ..store.uow import emit
+from ..store.uow import emit, wake_worker
 from ..timeparse import format_time
 from . import activity, distros, scheduling, usage
 from . import systems as system_service
@@ -266,6 +266,7 @@ def _keep_for_owner(session, reservation: Reservation, system: System, now: date
                                       settings.duration("warn_before_short"))
     booking.kind = "reservation"
     activity.record(session, None, now, "reservation", reservation.id, "kept", "end", None, end)
+    wake_worker(session)
 
 
 def cancel(uow, actor: Actor, now: datetime, job_id: int) -> dict:

@@ -30,7 +30,7 @@ from ..scheduler.planner import Need, candidates, place, place_partial, shuffled
 from ..store import calendar
 from ..store.tables import (Booking, ClassCandidate, Recipe, RecipeSet, RequirementClass, Reservation, System,
                             User)
-from ..store.uow import emit
+from ..store.uow import emit, wake_worker
 from . import systems as system_service
 from . import usage
 from .endings import close_reservation
@@ -228,6 +228,8 @@ def start(session, recipe_set: RecipeSet, plan: dict[int, int], now: datetime) -
             recipe.status, recipe.started_at = "running", now
             recipe.watchdog_at = now + runtime if runtime else None
             usage.set_usage(session, system, "running", now)
+            if recipe.watchdog_at is not None:
+                wake_worker(session)
     refresh_rollups(session, recipe_set, now)
 
 

@@ -84,6 +84,13 @@ class UnitOfWork:
         return self.db.is_postgresql
 
 
+def wake_worker(session) -> None:
+    """A due time changed deep inside a use case: wake the worker when this session's work commits."""
+    uow = session.info.get("uow")
+    if uow is not None:
+        uow.wake_worker()
+
+
 def emit(session, name: str, payload) -> None:
     """Record an event (e.g. ("system_freed", system_id)) for the handlers of this transaction."""
     session.info.setdefault("events", []).append((name, payload))

@@ -20,7 +20,7 @@ import hashlib
 import heapq
 import json
 
-from sqlalchemy import and_, delete, or_, select
+from sqlalchemy import and_, delete, func, or_, select
 
 from ..domain import recipes as rules
 from ..domain.permissions import decide_schedule
@@ -292,12 +292,21 @@ def head(session) -> RecipeSet | None:
 
 
 def could_ever_start(session, recipe_set: RecipeSet) -> bool:
-    """Do the recipes' candidate systems allow a distinct system each, were all of them free?"""
+    """Do the recipes' candidate systems allow a distinct system each, were all of them free?
+
+    When every recipe has at least as many candidates as there are recipes, a
+    distinct system each always exists (Hall's condition), so counting
+    suffices; only otherwise is the matching tried.
+    """
+    waiting = [r for r in recipe_set.recipes if r.status in WAITING]
+    counts = dict(session.execute(select(ClassCandidate.class_id, func.count()).where(
+        ClassCandidate.class_id.in_({r.class_id for r in waiting})).group_by(ClassCandidate.class_id)).all())
+    if all(counts.get(r.class_id, 0) >= len(waiting) for r in waiting):
+        return True
     needs = []
-    for recipe in recipe_set.recipes:
-        if recipe.status in WAITING:
-            rows = session.execute(select(ClassCandidate.system_id).where(ClassCandidate.class_id == recipe.class_id))
-            needs.append(Need(recipe.id, tuple(rows.scalars())))
+    for recipe in waiting:
+        rows = session.execute(select(ClassCandidate.system_id).where(ClassCandidate.class_id == recipe.class_id))
+        needs.append(Need(recipe.id, tuple(rows.scalars())))
     return place(needs, lambda system, runtime: True) is not None
 
 

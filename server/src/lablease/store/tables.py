@@ -372,7 +372,8 @@ class Recipe(Base):
     watchdog_at: Mapped[datetime | None] = mapped_column(UTCDateTime, index=True)
     recipe_set: Mapped[RecipeSet] = relationship(lazy="joined", back_populates="recipes")
     system: Mapped[System | None] = relationship(lazy="joined")
-    __table_args__ = (Index("ix_recipes_class_queue", "class_id", "status", "priority", "queued_at", "id"),)
+    __table_args__ = (Index("ix_recipes_class_queue", "class_id", "status", "priority", "queued_at", "id"),
+                      Index("ix_recipes_status", "status"))
 
 
 class RequirementClass(Base):

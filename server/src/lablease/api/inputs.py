@@ -23,9 +23,20 @@ def read_json(request, data: bytes) -> object:
         raise BadRequest(f"the body is not valid JSON: {error}") from None
 
 
+_VALIDATORS: dict[int, Draft202012Validator] = {}
+
+
+def _validator(schema: dict) -> Draft202012Validator:
+    """Validators are built once per schema (the route table's schemas live as long as the process)."""
+    validator = _VALIDATORS.get(id(schema))
+    if validator is None:
+        validator = _VALIDATORS[id(schema)] = Draft202012Validator(schema)
+    return validator
+
+
 def check_body(body: object, schema: dict) -> None:
     """422 naming the field at fault when body does not match schema."""
-    error = best_match(Draft202012Validator(schema).iter_errors(body))
+    error = best_match(_validator(schema).iter_errors(body))
     if error is None:
         return
     path = ".".join(str(p) for p in error.absolute_path)

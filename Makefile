@@ -27,7 +27,8 @@ test: venv postgresql test-server test-collection
 test-server: venv
 	$(BIN)/pytest tests/server tests/e2e --ignore=tests/e2e/ansible
 
-test-collection: venv sanity units lint molecule playbooks
+# molecule before lint: ansible-lint reads the copy molecule installs in ~/.ansible/collections.
+test-collection: venv sanity units molecule lint playbooks
 
 # --- the Ansible collection lablease.lab (the repository root); see docs/ansible.md ---
 ANSIBLE_ENV := PATH=$(CURDIR)/$(BIN):$$PATH ANSIBLE_COLLECTIONS_PATH=$(CURDIR)/.collections ANSIBLE_CONFIG=$(CURDIR)/ansible.cfg
@@ -67,6 +68,7 @@ playbooks: venv collection-link
 bench: venv postgresql
 	$(BIN)/python bench/reserve.py
 	$(BIN)/python bench/free_systems.py
+	$(BIN)/python bench/scheduler.py
 
 clean:
 	rm -rf $(VENV) .collections tests/output .lablease .lablease-demo .pytest_cache

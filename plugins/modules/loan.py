@@ -11,7 +11,7 @@ DOCUMENTATION = r"""
 ---
 module: loan
 short_description: Lend a lab system to a user, extend the loan, or return it
-version_added: 0.2.0
+version_added: 0.1.0
 description:
   - Makes sure a system is lent to a user (O(state=present)) or not lent (O(state=absent)).
   - While a system is lent, only the recipient, the system's owner and administrators may reserve it.
@@ -255,6 +255,9 @@ def main():
         after = predicted
         if not module.check_mode:
             after = client.request("POST", path, body)[1]
+            if params["end"] and after.get("end") != format_time(target):
+                # the duration was counted from the server's clock: set the end asked for exactly
+                after = client.request("PATCH", path, {"end": format_time(target)})[1]
         module.exit_json(changed=True, loan=after, returned=None, diff={"before": {}, "after": shown(after)})
     except LableaseError as error:
         module.fail_json(msg=error.message, status=error.status, problem=error.problem)

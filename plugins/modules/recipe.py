@@ -11,7 +11,7 @@ DOCUMENTATION = r"""
 ---
 module: recipe
 short_description: Report task results of a running recipe, and finish it
-version_added: 0.2.0
+version_added: 0.1.0
 description:
   - Reports task results of a recipe (one system of a job) and finishes it - C(completed) with a result, or
     C(aborted) - which returns the system (or keeps it for the job's owner when the recipe's C(reservesys) says so).
@@ -70,7 +70,8 @@ options:
     choices: [completed, aborted]
   result:
     description:
-      - The recipe's result with O(status=completed). Not given - the worst of the reported task results.
+      - The recipe's result with O(status=completed) (ignored with V(aborted)). Not given - the worst of the
+        reported task results.
     type: str
     choices: [pass, warn, fail]
 requirements:
@@ -167,6 +168,7 @@ def main():
             status=dict(type="str", choices=["completed", "aborted"]),
             result=dict(type="str", choices=["pass", "warn", "fail"]),
         ),
+        required_by={"result": "status"},
         supports_check_mode=True,
     )
     params = module.params

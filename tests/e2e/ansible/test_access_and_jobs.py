@@ -77,6 +77,13 @@ def test_loan(server, tmp_path):
     [nothing] = results(env, back)
     assert nothing["changed"] is False
 
+    # a new loan with an end ends exactly then, so the next run is not changed
+    until = playbook(tmp_path, [{"name": "until", "lablease.lab.loan": {
+        "system": "s1.lab.test", "recipient": "bob", "end": "2030-01-01T00:00:00Z"}}] * 2 + [
+        {"name": "back", "lablease.lab.loan": {"system": "s1.lab.test", "state": "absent"}}], "until.yml")
+    assert [r["changed"] for r in results(env, until)] == [True, False, True]
+    assert server.admin.get("/systems/s1.lab.test/loans").json()[0]["end"] == "2030-01-01T00:00:00Z"
+
 
 def test_group_pool_and_access_policy(server, tmp_path):
     alice = ansible_env(server, user="alice")
@@ -319,6 +326,7 @@ def test_lease_role_by_host_requirements(server, tmp_path):
                          lease_requires={"field": "arch", "op": "=", "value": "s390x"})
     proc = run(env, "ansible-playbook", str(nothing))
     assert proc.returncode != 0 and "not running after 2 s" in proc.stdout
+    assert "leasing a system for {" in proc.stdout and "s390x" in proc.stdout
     job = server.bob.get("/jobs").json()[0]
     assert job["recipe_sets"][0]["recipes"][0]["status"] == "cancelled"
 

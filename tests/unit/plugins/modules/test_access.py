@@ -115,3 +115,12 @@ def test_access_policy_rule_needs_exactly_one_grantee(api, run):
     result, failed = run(access_policy.main, {"system": "s1.lab.test", "rules": [
         {"permission": "view", "user": "bob", "everybody": True}]})
     assert failed and "rules[0]: give exactly one of user, group or everybody" in result["msg"]
+
+
+def test_loan_with_an_end_ends_exactly_then(api, run):
+    api.add_system("s1.lab.test")
+    result, failed = run(loan.main, {"system": "s1.lab.test", "recipient": "bob", "end": "2030-01-01T00:00:00Z"})
+    assert result["changed"] and api.loans["s1.lab.test"]["end"] == "2030-01-01T00:00:00Z"
+    writes = len(api.writes)
+    result, failed = run(loan.main, {"system": "s1.lab.test", "recipient": "bob", "end": "2030-01-01T00:00:00Z"})
+    assert not result["changed"] and len(api.writes) == writes

@@ -48,3 +48,10 @@ def test_health_and_openapi_need_no_token(lab):
     assert lab.client.get("/health").status_code == 200
     status, spec = lab.anonymous().get("/openapi.json")
     assert status == 200 and spec["openapi"].startswith("3.1")
+
+
+def test_me_shows_the_sites_rules(lab):
+    status, me = lab.alice.get("/me")
+    assert status == 200 and me["name"] == "alice" and me["admin"] is False
+    assert me["site"] == {"default_reservation_duration": "P1D", "max_reservation_duration": None,
+                          "allow_unlimited_reservations": False, "default_loan_duration": "P7D"}

@@ -12,7 +12,8 @@ def me(ctx: Context) -> dict:
     policy = ctx.settings.reservation_policy
     site = {"default_reservation_duration": format_duration(policy.default_duration),
             "max_reservation_duration": format_duration(policy.max_duration),
-            "allow_unlimited_reservations": policy.allow_unlimited}
+            "allow_unlimited_reservations": policy.allow_unlimited,
+            "default_loan_duration": format_duration(ctx.settings.duration("default_loan_duration"))}
     return users.whoami(ctx.uow.session, ctx.actor) | {"site": site}
 
 

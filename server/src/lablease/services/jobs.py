@@ -16,7 +16,7 @@ from ..store import calendar
 from ..store.tables import Booking, Group, GroupMember, Job, Pool, Recipe, RecipeSet, Reservation, System
 from ..store.uow import emit, wake_worker
 from ..timeparse import format_time
-from . import activity, distros, scheduling, usage
+from . import activity, distros, placement, scheduling, usage
 from . import systems as system_service
 from .endings import close_reservation
 from .users import actor_for
@@ -147,7 +147,7 @@ def show_recipe(uow, actor: Actor, now: datetime, recipe_id: int) -> dict:
         "job": recipe.job_id, "recipe_set": recipe.recipe_set_id, "reservation": recipe.reservation_id,
         "watchdog": format_time(recipe.watchdog_at), "spec": recipe.spec, "tasks": recipe.task_results or [],
     }
-    if recipe.status in scheduling.WAITING:
+    if recipe.status in placement.WAITING:
         body["why"] = why_waiting(session, recipe, now)
     return body
 
@@ -162,7 +162,7 @@ def why_waiting(session, recipe: Recipe, now: datetime) -> dict:
         decision = decide_schedule(owner, system_service.access_of(by_id[h.id], loans.get(h.id)))
         return decision.allowed, None if decision.allowed else decision.reason
 
-    runtime = scheduling._runtime(recipe)
+    runtime = placement.runtime_of(recipe)
     window = Window(now, now + runtime if runtime else None)
 
     def busy_until(system_id: int):
@@ -186,11 +186,11 @@ def queue(uow, actor: Actor, now: datetime, limit: int = 100) -> list[dict]:
     """Waiting recipes in scheduling order, each with why it waits."""
     session = uow.session
     sets = session.execute(scheduling.queue_order(select(RecipeSet).where(
-        RecipeSet.status.in_(scheduling.WAITING))).limit(limit)).unique().scalars()
+        RecipeSet.status.in_(placement.WAITING))).limit(limit)).unique().scalars()
     out = []
     for recipe_set in sets:
         for recipe in recipe_set.recipes:
-            if recipe.status in scheduling.WAITING:
+            if recipe.status in placement.WAITING:
                 out.append({"recipe": recipe.id, "job": recipe.job_id, "owner": recipe_set.job.owner.name,
                             "priority": rules.PRIORITIES[recipe_set.priority], "status": recipe.status,
                             "queued_at": format_time(recipe_set.queued_at),
@@ -223,7 +223,7 @@ def update_recipe(uow, actor: Actor, now: datetime, recipe_id: int, data: dict) 
         finish(session, recipe, status, now, actor, uow.settings)
     elif status is not None:
         raise Invalid("status", "must be completed, aborted or cancelled")
-    scheduling.refresh_rollups(session, recipe.recipe_set, now)
+    placement.refresh_rollups(session, recipe.recipe_set, now)
     return show_recipe(uow, actor, now, recipe_id)
 
 
@@ -278,9 +278,9 @@ def cancel(uow, actor: Actor, now: datetime, job_id: int) -> dict:
         for recipe in recipe_set.recipes:
             if recipe.status not in rules.FINISHED:
                 if recipe.status == "assigned":
-                    scheduling.release(session, recipe_set, now)
+                    placement.release(session, recipe_set, now)
                 finish(session, recipe, "cancelled", now, actor, uow.settings)
-        scheduling.refresh_rollups(session, recipe_set, now)
+        placement.refresh_rollups(session, recipe_set, now)
     return show(uow, actor, now, job_id)
 
 
@@ -293,7 +293,7 @@ def abort_overdue(uow, now: datetime, batch: int = 100) -> list[int]:
         finish(uow.session, recipe, "aborted", now, None, uow.settings)
         activity.record(uow.session, None, now, "recipe", recipe.id, "watchdog", "reason", None,
                         "runtime limit reached")
-        scheduling.refresh_rollups(uow.session, recipe.recipe_set, now)
+        placement.refresh_rollups(uow.session, recipe.recipe_set, now)
     return [r.id for r in overdue]
 
 
@@ -310,9 +310,9 @@ def repair(uow, now: datetime) -> list[int]:
     broken = [r for r in uow.session.execute(query).unique().scalars() if r.spec.get("distro_requires")]
     for recipe in broken:
         if recipe.status == "assigned":
-            scheduling.release(uow.session, recipe.recipe_set, now)
+            placement.release(uow.session, recipe.recipe_set, now)
         finish(uow.session, recipe, "aborted", now, None, uow.settings)
         activity.record(uow.session, None, now, "recipe", recipe.id, "repair", "reason", None,
                         "its distro tree no longer exists")
-        scheduling.refresh_rollups(uow.session, recipe.recipe_set, now)
+        placement.refresh_rollups(uow.session, recipe.recipe_set, now)
     return [r.id for r in broken]

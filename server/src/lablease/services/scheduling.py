@@ -22,22 +22,17 @@ import json
 
 from sqlalchemy import and_, delete, func, or_, select
 
-from ..domain import recipes as rules
 from ..domain.permissions import decide_schedule
 from ..domain.windows import Window
 from ..scheduler.filters import Host
 from ..scheduler.planner import Need, candidates, place, place_partial, shuffled_within_tiers, tier
 from ..store import calendar
-from ..store.tables import (Booking, ClassCandidate, Recipe, RecipeSet, RequirementClass, Reservation, System,
+from ..store.tables import (ClassCandidate, Recipe, RecipeSet, RequirementClass, System,
                             User)
-from ..store.uow import emit, wake_worker
+from ..store.uow import emit
 from . import systems as system_service
-from . import usage
-from .endings import close_reservation
+from .placement import WAITING, held_by, hold, release, runtime_of, start
 from .users import actor_for
-
-WAITING = ("queued", "assigned")
-
 
 def host(system: System) -> Host:
     return Host(system.id, system.fqdn, system.arch, system.memory_mb, system.cpus, system.lab,
@@ -101,11 +96,6 @@ def schedulable_systems(session) -> list[System]:
 
 # --- the calendar, as the planner sees it -------------------------------------------------
 
-def _runtime(recipe: Recipe) -> timedelta | None:
-    limit = recipe.spec.get("runtime_limit")
-    return timedelta(seconds=limit) if limit else None
-
-
 def free_candidates(session, recipe: Recipe, now: datetime, only: int | None = None) -> list[int]:
     """The recipe's candidates that are Automated and free for its whole runtime, best first.
 
@@ -113,7 +103,7 @@ def free_candidates(session, recipe: Recipe, now: datetime, only: int | None = N
     recipe might never end. With one, a later booking is fine if the recipe
     ends before it (backfill).
     """
-    runtime = _runtime(recipe)
+    runtime = runtime_of(recipe)
     window = Window(now, now + runtime if runtime else None)
     query = (select(ClassCandidate.system_id, ClassCandidate.rank)
              .join(System, System.id == ClassCandidate.system_id)
@@ -137,11 +127,6 @@ def loan_check(session, owner):
     return is_free
 
 
-def _held(recipe_set: RecipeSet) -> dict[int, Recipe]:
-    """System -> the recipe whose reservation holds it, for a set holding systems while it waits."""
-    return {r.system_id: r for r in recipe_set.recipes if r.status == "assigned"}
-
-
 def _needs(session, recipe_set: RecipeSet, now: datetime, only: int | None = None) -> list[Need]:
     """What each waiting recipe could take now: free candidates, and the systems its set holds.
 
@@ -149,7 +134,7 @@ def _needs(session, recipe_set: RecipeSet, now: datetime, only: int | None = Non
     them out again, so an early hold never blocks the set's own start.
     """
     needs = []
-    held = list(_held(recipe_set))
+    held = list(held_by(recipe_set))
     single = len(recipe_set.recipes) == 1
     for recipe in recipe_set.recipes:
         if recipe.status not in WAITING:
@@ -159,106 +144,8 @@ def _needs(session, recipe_set: RecipeSet, now: datetime, only: int | None = Non
             usable = set(session.execute(select(ClassCandidate.system_id).where(
                 ClassCandidate.class_id == recipe.class_id, ClassCandidate.system_id.in_(held))).scalars())
             ordered = [sid for sid in held if sid in usable] + ordered
-        needs.append(Need(recipe.id, tuple(ordered), _runtime(recipe)))
+        needs.append(Need(recipe.id, tuple(ordered), runtime_of(recipe)))
     return needs
-
-
-# --- applying a plan ----------------------------------------------------------------------
-
-def _book(session, recipe: Recipe, system: System, now: datetime, end: datetime | None, owner_id: int) -> None:
-    resource = calendar.lock_resource(session, system.resource_id)
-    booking = calendar.book(session, resource, Window(now, end), "recipe", owner_id, now)
-    reservation = Reservation(system_id=system.id, user_id=owner_id, booking_id=booking.id, kind="recipe",
-                              start_at=now, end_at=end, created_at=now)
-    session.add(reservation)
-    session.flush()
-    recipe.system_id, recipe.reservation_id = system.id, reservation.id
-
-
-def _assign(session, recipe_set: RecipeSet, plan: dict[int, int], now: datetime, holding: bool) -> None:
-    """Give each planned recipe its system: a reservation the set already holds on it, or a new booking.
-
-    While holding, bookings are open-ended; on start each gets the recipe's
-    real end. A held system the plan no longer uses is given back.
-    """
-    held = {sid: recipe.reservation_id for sid, recipe in _held(recipe_set).items()}
-    owner_id = recipe_set.job.owner_id
-    for recipe in recipe_set.recipes:
-        if recipe.status in WAITING:
-            recipe.system_id, recipe.reservation_id = None, None
-    for recipe in recipe_set.recipes:
-        if recipe.id not in plan:
-            continue
-        system = session.get(System, plan[recipe.id])
-        runtime = _runtime(recipe)
-        end = None if holding or not runtime else now + runtime
-        if system.id in held:
-            reservation = session.get(Reservation, held.pop(system.id))
-            if not holding:
-                booking = session.get(Booking, reservation.booking_id)
-                calendar.change_end(session, calendar.lock_resource(session, system.resource_id), booking, end)
-                reservation.end_at = end
-            recipe.system_id, recipe.reservation_id = system.id, reservation.id
-        else:
-            _book(session, recipe, system, now, end, owner_id)
-        recipe.status = "assigned" if holding else recipe.status
-        usage.set_usage(session, system, "scheduled", now)
-    for recipe in recipe_set.recipes:
-        if recipe.status == "assigned" and recipe.system_id is None:
-            recipe.status = "queued"
-    for system_id, reservation_id in held.items():  # held, but no longer part of the plan
-        close_reservation(session, session.get(Reservation, reservation_id), now, "released", None)
-        usage.set_usage(session, session.get(System, system_id), "idle", now)
-
-
-def start(session, recipe_set: RecipeSet, plan: dict[int, int], now: datetime) -> None:
-    """Give every recipe its system and start it: running at once, or waiting for its install."""
-    _assign(session, recipe_set, plan, now, holding=False)
-    for recipe in recipe_set.recipes:
-        if recipe.id not in plan:
-            continue
-        system = session.get(System, recipe.system_id)
-        rules.check_transition(recipe.status, "scheduled")
-        recipe.status = "scheduled"
-        if recipe.spec.get("distro_requires"):
-            recipe.status = "waiting"  # provisioning takes it from here
-            usage.set_usage(session, system, "waiting", now)
-        else:
-            runtime = _runtime(recipe)
-            recipe.status, recipe.started_at = "running", now
-            recipe.watchdog_at = now + runtime if runtime else None
-            usage.set_usage(session, system, "running", now)
-            if recipe.watchdog_at is not None:
-                wake_worker(session)
-    refresh_rollups(session, recipe_set, now)
-
-
-def hold(session, recipe_set: RecipeSet, plan: dict[int, int], now: datetime) -> None:
-    """The head of the queue keeps what it has found, open-ended, until it can start whole."""
-    _assign(session, recipe_set, plan, now, holding=True)
-    refresh_rollups(session, recipe_set, now)
-
-
-def release(session, recipe_set: RecipeSet, now: datetime) -> None:
-    """A set that may no longer hold gives its systems back and queues again."""
-    for recipe in recipe_set.recipes:
-        if recipe.status == "assigned":
-            reservation = session.get(Reservation, recipe.reservation_id)
-            close_reservation(session, reservation, now, "released", None)
-            usage.set_usage(session, session.get(System, recipe.system_id), "idle", now)
-            recipe.status, recipe.system_id, recipe.reservation_id = "queued", None, None
-    refresh_rollups(session, recipe_set, now)
-
-
-def refresh_rollups(session, recipe_set: RecipeSet, now: datetime) -> None:
-    states = [r.status for r in recipe_set.recipes]
-    recipe_set.status = rules.rollup_status(states)
-    recipe_set.result = rules.worst_result(r.result for r in recipe_set.recipes)
-    job = recipe_set.job
-    job.status = rules.rollup_status(rs.status for rs in job.recipe_sets)
-    job.result = rules.worst_result(rs.result for rs in job.recipe_sets)
-    if job.status in rules.FINISHED and job.finished_at is None:
-        job.finished_at = now
 
 
 # --- the events ---------------------------------------------------------------------------

@@ -17,9 +17,10 @@ description:
     until every recipe is running, returning the systems the scheduler assigned.
   - Re-attaches to an earlier job with O(job_id) (to wait for it or read its systems) and cancels a job with
     O(state=absent).
-  - B(Idempotency.) The server cannot find a job by its whiteboard or name, so without O(job_id) every run
-    submits a new job and reports C(changed). To submit once and re-attach on later runs, keep the id
-    (for example in a fact or a file) and pass it as O(job_id); with O(job_id) the module never submits.
+  - B(Idempotency.) Every submission carries a O(request_id) (by default derived from the job's content).
+    While a job submitted with that id is unfinished, running the task again re-attaches to it and reports
+    no change; once it has finished, the same task submits the work again. With O(job_id) the module never
+    submits.
   - See the server's C(docs/jobs.md) for the job XML and the JSON form.
 author:
   - lablease developers (@lablease)
@@ -30,7 +31,8 @@ attributes:
     support: full
     description:
       - Nothing is submitted or cancelled; the job description is checked locally (it is there and has
-        recipe sets with recipes) and the task reports C(changed). A job is only fully checked by the server.
+        recipe sets with recipes). The task reports C(changed) unless an unfinished job with the same
+        O(request_id) exists. A job is only fully checked by the server.
   diff_mode:
     support: none
     description: A job is submitted or cancelled as a whole; there is nothing to compare.
@@ -47,6 +49,14 @@ options:
     type: str
     choices: [present, absent]
     default: present
+  request_id:
+    description:
+      - Identifies this submission. While a job submitted with the same id is unfinished, the server returns
+        it instead of queueing the work again; after it has finished, the id submits new work.
+      - Defaults to an id derived from the job's content (the XML, or O(recipe_sets) with O(whiteboard) and
+        O(group)), so re-running a play re-attaches to its own running job. Set it to submit the same
+        content twice at once (give each a different id).
+    type: str
   job_id:
     description:
       - An existing job. With O(state=present) the module reads it (and waits when asked) instead of submitting;
@@ -175,6 +185,8 @@ systems:
   sample: [s1.lab.test]
 """
 
+import hashlib
+import json
 import os
 
 from ansible.module_utils.basic import AnsibleModule
@@ -233,6 +245,12 @@ def job_document(module):
     return body, None
 
 
+def derived_request_id(body, xml):
+    """The same job content gives the same id, so a re-run finds the job it submitted."""
+    content = xml if xml is not None else to_bytes(json.dumps(body, sort_keys=True))
+    return "ansible-job-" + hashlib.sha256(content).hexdigest()[:32]
+
+
 def wait_for(module, client, job, changed):
     """Poll until every recipe runs; fail on an aborted/cancelled recipe or on timeout."""
     params = module.params
@@ -271,6 +289,7 @@ def main():
         argument_spec=api_argument_spec(
             state=dict(type="str", default="present", choices=["present", "absent"]),
             job_id=dict(type="int", aliases=["id"]),
+            request_id=dict(type="str"),
             xml_file=dict(type="path"),
             xml=dict(type="str"),
             recipe_sets=dict(type="list", elements="dict"),
@@ -305,14 +324,20 @@ def main():
         changed = False
         if params["job_id"] is not None:
             job = client.get("/jobs/%d" % params["job_id"])
-        elif module.check_mode:
-            module.exit_json(changed=True, job_id=None, job=None, recipes=[], systems=[])
-        elif xml is not None:
-            job = client.request("POST", "/jobs", raw=xml, content_type="application/xml")[1]
-            changed = True
         else:
-            job = client.request("POST", "/jobs", body)[1]
-            changed = True
+            query = {"request_id": params["request_id"] or derived_request_id(body, xml)}
+            if module.check_mode:
+                running = [j for j in client.get("/jobs", query) if not j.get("finished_at")]
+                if not running:
+                    module.exit_json(changed=True, job_id=None, job=None, recipes=[], systems=[])
+                job = running[0]
+            elif xml is not None:
+                status, job = client.request("POST", "/jobs", query=query, idempotent=True, raw=xml,
+                                             content_type="application/xml")
+                changed = status == 201
+            else:
+                status, job = client.request("POST", "/jobs", body, query=query, idempotent=True)
+                changed = status == 201
         recipes = recipes_of(job)
         if params["wait"] and not module.check_mode:
             try:

@@ -188,6 +188,9 @@ def test_job_wait_recipe_finish_and_cancel(server, tmp_path):
     recipe = job["recipes"][0]
     assert recipe["status"] == "running" and recipe["reservation"]
     assert server.alice.get(f"/jobs/{job['job_id']}").json()["recipe_sets"][0]["recipes"][0]["status"] == "running"
+    [rerun] = results(env, submit)  # the same play again, while its job runs: re-attach, submit nothing
+    assert rerun["changed"] is False and rerun["job_id"] == job["job_id"]
+    assert len(server.alice.get("/jobs").json()) == 1
 
     attach = playbook(tmp_path, [{"name": "attach", "lablease.lab.job": {"job_id": job["job_id"], "wait": True}}],
                       "attach.yml")

@@ -107,3 +107,26 @@ def test_others_cannot_see_or_finish_my_recipes(lab):
     assert lab.bob.get(f"/jobs/{job['id']}")[0] == 404
     assert lab.bob.patch(f"/recipes/{recipe_id}", {"status": "aborted"})[0] == 404
     assert lab.bob.post(f"/jobs/{job['id']}/cancel")[0] == 404
+
+
+def test_a_request_id_returns_the_unfinished_job_instead_of_queueing_it_twice(lab):
+    setup_lab(lab)
+    body = {"recipe_sets": [{"recipes": [{"host_requires": {"field": "arch", "op": "=", "value": "x86_64"}}]}]}
+    response = lab.client.post("/api/v1/jobs?request_id=nightly-42", json=body,
+                               headers={"Authorization": f"Bearer {lab.tokens['alice']}"})
+    assert response.status_code == 201
+    first = response.get_json()
+    again = lab.client.post("/api/v1/jobs?request_id=nightly-42", data=JOB_XML, content_type="application/xml",
+                            headers={"Authorization": f"Bearer {lab.tokens['alice']}"})
+    assert again.status_code == 200 and again.get_json()["id"] == first["id"]
+    _, found = lab.alice.get("/jobs", request_id="nightly-42")
+    assert [j["id"] for j in found] == [first["id"]]
+    # bob's request ids are his own
+    other = lab.client.post("/api/v1/jobs?request_id=nightly-42", json=body,
+                            headers={"Authorization": f"Bearer {lab.tokens['bob']}"})
+    assert other.status_code == 201 and other.get_json()["id"] != first["id"]
+    # once the job has finished, the id queues new work
+    lab.alice.post(f"/jobs/{first['id']}/cancel")
+    later = lab.client.post("/api/v1/jobs?request_id=nightly-42", json=body,
+                            headers={"Authorization": f"Bearer {lab.tokens['alice']}"})
+    assert later.status_code == 201 and later.get_json()["id"] != first["id"]

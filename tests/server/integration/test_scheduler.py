@@ -34,7 +34,7 @@ class Scheduler:
 
         with unit_of_work(self.lab.db, self.lab.settings) as uow:
             actor = actor_for(uow.session, find_user(uow.session, user))
-            result = jobs.submit(uow, actor, self.lab.clock(), body)
+            result, _ = jobs.submit(uow, actor, self.lab.clock(), body)
             uow.commit()
         assert isinstance(actor, Actor)
         return result

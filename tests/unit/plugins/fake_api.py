@@ -113,8 +113,10 @@ class FakeApi:
                 self.problem(url, 409, "Conflict", "a system named %s already exists" % body["fqdn"])
             fqdn = body.pop("fqdn")
             return 201, self.add_system(fqdn, **body)
+        if path.startswith("/jobs"):
+            return self.job(url, method, path, body, query)
         for prefix, handler in (("/systems/", self.access), ("/groups", self.group), ("/pools", self.pool),
-                                ("/jobs", self.job), ("/recipes/", self.recipe)):
+                                ("/recipes/", self.recipe)):
             if path.startswith(prefix) and (prefix != "/systems/" or path.count("/") > 2):
                 return handler(url, method, path, body)
         if match:
@@ -267,14 +269,24 @@ class FakeApi:
             self.recipes[recipe_id] = recipe
             recipes.append(recipe)
         self.jobs[job_id] = {"id": job_id, "owner": self.user, "whiteboard": "", "status": statuses[0],
+                             "finished_at": None, "request_id": None,
                              "recipe_sets": [{"id": job_id, "recipes": recipes}]}
         return self.jobs[job_id]
 
-    def job(self, url, method, path, body):
+    def unfinished_by_request(self, request_id):
+        return [j for j in self.jobs.values() if request_id and j["request_id"] == request_id and not j["finished_at"]]
+
+    def job(self, url, method, path, body, query):
         parts = path.split("/")
+        if len(parts) == 2 and method == "GET":
+            return 200, [j for j in self.jobs.values() if j["request_id"] == query.get("request_id")]
         if len(parts) == 2 and method == "POST":
+            previous = self.unfinished_by_request(query.get("request_id"))
+            if previous:
+                return 200, previous[0]
             job = self.add_job()
             job["whiteboard"] = (body or {}).get("whiteboard", "")
+            job["request_id"] = query.get("request_id")
             return 201, job
         job = self.jobs.get(int(parts[2]))
         if job is None:
@@ -284,6 +296,7 @@ class FakeApi:
             for recipe in recipes:
                 if recipe["status"] not in ("completed", "cancelled", "aborted"):
                     recipe["status"] = "cancelled"
+            job["finished_at"] = "2026-11-22T12:00:00Z"
         for recipe in recipes:
             if self.polls.get(recipe["id"]):
                 recipe.update(self.polls[recipe["id"]].pop(0))

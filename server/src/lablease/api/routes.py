@@ -168,10 +168,14 @@ ROUTES: list[Route] = [
           response=s.list_of(s.ACTIVITY), statuses=(404,)),
     # jobs and the scheduler
     Route("POST", BASE + "/jobs", jobs.submit,
-          "Submit a job: job XML (application/xml) or the same as JSON; 422 names what is wrong", "jobs",
+          "Submit a job: job XML (application/xml) or the same as JSON; 422 names what is wrong. With "
+          "request_id naming one of the caller's unfinished jobs, that job is returned (200)", "jobs",
+          query={"request_id": ("str", "a client-chosen id; re-submitting with it while the job is unfinished "
+                                       "returns the same job")},
           response=s.JOB, status=201, raw=True, statuses=(403, 413, 415)),
     Route("GET", BASE + "/jobs", jobs.listing, "Jobs, newest first: the caller's (admins: mine=false for all)",
-          "jobs", query={"mine": ("bool", "only the caller's (default true)"), "status": ("str", "only this status")},
+          "jobs", query={"mine": ("bool", "only the caller's (default true)"), "status": ("str", "only this status"),
+                         "request_id": ("str", "only jobs submitted with this request id")},
           response=s.list_of(s.JOB)),
     Route("GET", BASE + "/jobs/<int:id>", jobs.show, "A job with its recipe sets and recipes", "jobs",
           response=s.JOB, statuses=(404,)),

@@ -247,6 +247,7 @@ RECIPE_BRIEF = {"type": "object", "properties": {
 JOB = {"type": "object", "properties": {
     "id": {"type": "integer"}, "owner": {"type": "string"}, "whiteboard": {"type": "string"},
     "status": {"type": "string"}, "result": {"type": "string"}, "submitted_at": TIME, "finished_at": NULLABLE_TIME,
+    "request_id": {"type": ["string", "null"]},
     "recipe_sets": {"type": "array", "items": {"type": "object", "properties": {
         "id": {"type": "integer"}, "priority": {"enum": ["Low", "Medium", "Normal", "High", "Urgent"]},
         "status": {"type": "string"}, "result": {"type": "string"}, "ar": {"type": ["integer", "null"]},

@@ -52,12 +52,27 @@ def _group(session, actor: Actor, name: str | None) -> int | None:
     return group.id
 
 
-def submit(uow, actor: Actor, now: datetime, job: dict) -> dict:
-    """Create the job, compute each recipe's candidate systems, and try to place every set now."""
+def _unfinished_by_request(session, actor: Actor, request_id: str | None) -> Job | None:
+    if not request_id:
+        return None
+    return session.execute(select(Job).where(Job.owner_id == actor.id, Job.request_id == request_id,
+                                             Job.finished_at.is_(None))).unique().scalar_one_or_none()
+
+
+def submit(uow, actor: Actor, now: datetime, job: dict, request_id: str | None = None) -> tuple[dict, bool]:
+    """Create the job, compute each recipe's candidate systems, and try to place every set now.
+
+    With a request_id naming one of the caller's unfinished jobs, that job is
+    returned instead (created False): a retried or re-run submission does not
+    queue the same work twice. Once the job has finished, the id may be used again.
+    """
     session = uow.session
+    previous = _unfinished_by_request(session, actor, request_id)
+    if previous is not None:
+        return job_dict(previous), False
     _check_references(session, job)
     row = Job(owner_id=actor.id, group_id=_group(session, actor, job.get("group")),
-              whiteboard=job.get("whiteboard", ""), status="queued", submitted_at=now)
+              whiteboard=job.get("whiteboard", ""), status="queued", submitted_at=now, request_id=request_id)
     session.add(row)
     session.flush()
     for spec_set in job["recipe_sets"]:
@@ -81,7 +96,7 @@ def submit(uow, actor: Actor, now: datetime, job: dict) -> dict:
     uow.dispatch()
     session.flush()
     session.expire_all()  # relationships loaded before the recipes existed are read again
-    return show(uow, actor, now, row.id)
+    return show(uow, actor, now, row.id), True
 
 
 def _with_distro_arches(session, spec: dict) -> dict:
@@ -113,6 +128,7 @@ def job_dict(job: Job) -> dict:
     return {
         "id": job.id, "owner": job.owner.name, "whiteboard": job.whiteboard, "status": job.status,
         "result": job.result, "submitted_at": format_time(job.submitted_at), "finished_at": format_time(job.finished_at),
+        "request_id": job.request_id,
         "recipe_sets": [{"id": rs.id, "priority": rules.PRIORITIES[rs.priority], "status": rs.status,
                          "result": rs.result, "ar": rs.ar_id, "recipes": [recipe_dict(r) for r in rs.recipes]}
                         for rs in job.recipe_sets],
@@ -123,8 +139,11 @@ def show(uow, actor: Actor, now: datetime, job_id: int) -> dict:
     return job_dict(_visible_job(uow.session, actor, job_id))
 
 
-def listing(uow, actor: Actor, mine: bool = True, status: str | None = None, limit: int = 200) -> list[dict]:
+def listing(uow, actor: Actor, mine: bool = True, status: str | None = None, limit: int = 200,
+            request_id: str | None = None) -> list[dict]:
     query = select(Job).order_by(Job.id.desc()).limit(limit)
+    if request_id:
+        query = query.where(Job.request_id == request_id)
     if mine or not actor.is_admin:
         query = query.where(Job.owner_id == actor.id)
     if status:

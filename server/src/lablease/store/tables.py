@@ -328,9 +328,14 @@ class Job(Base):
     result: Mapped[str] = mapped_column(String(8), default="none")
     submitted_at: Mapped[datetime] = mapped_column(UTCDateTime)
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    # A client-chosen id: submitting again with it while the job is unfinished returns this job.
+    request_id: Mapped[str | None] = mapped_column(String(128))
     owner: Mapped[User] = relationship(lazy="joined")
     recipe_sets: Mapped[list[RecipeSet]] = relationship(lazy="selectin", order_by="RecipeSet.id",
                                                         back_populates="job")
+    __table_args__ = (Index("uq_jobs_unfinished_request", "owner_id", "request_id", unique=True,
+                            sqlite_where=text("finished_at IS NULL AND request_id IS NOT NULL"),
+                            postgresql_where=text("finished_at IS NULL AND request_id IS NOT NULL")),)
 
 
 class RecipeSet(Base):

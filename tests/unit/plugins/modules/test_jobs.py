@@ -10,9 +10,22 @@ from ansible_collections.lablease.lab.plugins.modules import job, recipe
 SETS = [{"recipes": [{"host_requires": {"field": "arch", "op": "=", "value": "x86_64"}}]}]
 
 
+def test_a_rerun_reattaches_to_its_unfinished_job_and_submits_again_after_it_finished(api, run):
+    first = run(job.main, {"recipe_sets": SETS})[0]
+    again = run(job.main, {"recipe_sets": SETS})[0]
+    assert first["changed"] and not again["changed"] and again["job_id"] == first["job_id"]
+    checked = run(job.main, {"recipe_sets": SETS}, check=True)[0]
+    assert not checked["changed"] and checked["job_id"] == first["job_id"]
+    other = run(job.main, {"recipe_sets": SETS, "request_id": "second copy"})[0]
+    assert other["changed"] and other["job_id"] != first["job_id"]
+    run(job.main, {"job_id": first["job_id"], "state": "absent"})
+    later = run(job.main, {"recipe_sets": SETS})[0]
+    assert later["changed"] and later["job_id"] not in (first["job_id"], other["job_id"])
+
+
 def test_check_mode_submits_nothing(api, run):
     result, failed = run(job.main, {"recipe_sets": SETS, "wait": True}, check=True)
-    assert result["changed"] and result["job_id"] is None and api.calls == []
+    assert result["changed"] and result["job_id"] is None and api.writes == []
     result, failed = run(job.main, {"recipe_sets": [{"recipes": []}]}, check=True)
     assert failed and "recipe_sets[0].recipes" in result["msg"]
 

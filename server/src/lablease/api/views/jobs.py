@@ -22,11 +22,13 @@ def _job_body(ctx: Context) -> dict:
 
 
 def submit(ctx: Context) -> Reply:
-    return Reply(jobs.submit(ctx.uow, ctx.actor, ctx.now, _job_body(ctx)), 201)
+    job, created = jobs.submit(ctx.uow, ctx.actor, ctx.now, _job_body(ctx), ctx.query.get("request_id"))
+    return Reply(job, 201 if created else 200)
 
 
 def listing(ctx: Context) -> list:
-    return jobs.listing(ctx.uow, ctx.actor, ctx.query.get("mine", True), ctx.query.get("status"))
+    return jobs.listing(ctx.uow, ctx.actor, ctx.query.get("mine", True), ctx.query.get("status"),
+                        request_id=ctx.query.get("request_id"))
 
 
 def show(ctx: Context) -> dict:

@@ -7,7 +7,7 @@ import pytest
 from lablease.domain.recipes import check_transition, keeps_system, rollup_status, worst_result
 from lablease.domain.errors import Conflict
 from lablease.scheduler.filters import Host, verdict
-from lablease.scheduler.planner import Need, explain, place, place_partial, preference_order
+from lablease.scheduler.planner import Need, explain, place, place_partial, shuffled_within_tiers, tier
 
 X86 = Host(1, "a.lab.test", "x86_64", memory=8192, cpu_count=8, lab="lab1", attributes={"gpu": ["nvidia"]},
            pools=frozenset({"gpu"}))
@@ -73,9 +73,10 @@ def test_autopick_tiers_in_order_with_the_rest_last():
              Host(2, "y.lab.test", "x86_64", pools=frozenset({"fast"})),
              Host(3, "a.lab.test", "x86_64"),
              Host(4, "b.lab.test", "x86_64", pools=frozenset({"fast", "slow"}))]
-    assert preference_order(hosts, ["fast", "slow"], False) == (4, 2, 1, 3)
-    assert preference_order(hosts, [], False) == (3, 4, 2, 1)
-    shuffled = {preference_order(hosts, ["fast"], True, random.Random(seed)) for seed in range(20)}
+    assert [tier(h, ["fast", "slow"]) for h in hosts] == [1, 0, 2, 0]
+    assert [tier(h, []) for h in hosts] == [0, 0, 0, 0]
+    ranked = [(h.id, tier(h, ["fast"])) for h in hosts]
+    shuffled = {tuple(shuffled_within_tiers(ranked, random.Random(seed))) for seed in range(20)}
     assert all(set(order[:2]) == {2, 4} for order in shuffled) and len(shuffled) > 1
 
 

@@ -20,10 +20,6 @@ _NEXT = {
     "running": {"completed"},
 }
 
-# System usage mirrors the recipe on it.
-USAGE_OF_STATE = {"assigned": "scheduled", "scheduled": "scheduled", "waiting": "waiting",
-                  "installing": "installing", "running": "running"}
-
 
 def priority_value(name: str) -> int:
     return PRIORITIES.index(name)

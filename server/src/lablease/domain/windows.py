@@ -26,13 +26,6 @@ class Window:
             if self.end <= self.start:
                 raise Invalid("end", "must be after start")
 
-    @property
-    def open_ended(self) -> bool:
-        return self.end is None
-
-    def contains(self, moment: datetime) -> bool:
-        return self.start <= moment and (self.end is None or moment < self.end)
-
     def seconds(self) -> float | None:
         return None if self.end is None else (self.end - self.start).total_seconds()
 

@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 
 OPS = {"=": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le, ">": operator.gt,
        ">=": operator.ge}
-NUMERIC = {"memory", "cpu_count"}
 
 
 @dataclass(frozen=True)

@@ -89,14 +89,6 @@ def shuffled_within_tiers(ranked: Iterable[tuple[int, int]], rng: random_module.
     return ordered
 
 
-def preference_order(hosts: Iterable[Host], pools: list[str], randomly: bool,
-                     rng: random_module.Random | None = None) -> tuple[int, ...]:
-    """autopick: systems of the first pool, then the second, ..., then any other; random within a tier."""
-    ranked = [(h.id, tier(h, pools)) for h in sorted(hosts, key=lambda h: h.fqdn)]
-    if randomly:
-        return tuple(shuffled_within_tiers(ranked, rng))
-    return tuple(system_id for system_id, _ in sorted(ranked, key=lambda pair: pair[1]))
-
 
 Usable = Callable[[Host], "tuple[bool, str | None]"]
 

@@ -29,7 +29,6 @@ from ..scheduler.planner import Need, candidates, place, place_partial, shuffled
 from ..store import calendar
 from ..store.tables import (ClassCandidate, Recipe, RecipeSet, RequirementClass, System,
                             User)
-from ..store.uow import emit
 from . import systems as system_service
 from .placement import WAITING, held_by, hold, release, runtime_of, start
 from .users import actor_for
@@ -321,12 +320,5 @@ def handle(uow, name: str, payload) -> None:
     if handler is not None:
         handler(uow, *payload)
 
-
-def system_freed(session, system_id: int, now: datetime) -> None:
-    emit(session, "system_freed", (system_id, now))
-
-
-def system_changed(session, system_id: int, now: datetime) -> None:
-    emit(session, "system_changed", (system_id, now))
 
 

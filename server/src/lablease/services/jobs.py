@@ -82,12 +82,13 @@ def submit(uow, actor: Actor, now: datetime, job: dict, request_id: str | None =
         session.add(recipe_set)
         session.flush()
         for spec in spec_set["recipes"]:
-            spec = _with_distro_arches(session, spec)
+            trees = distros.matching(session, spec["distro_requires"]) if spec.get("distro_requires") else []
+            spec = _with_distro_arches(spec, trees)
             recipe = Recipe(recipe_set_id=recipe_set.id, job_id=row.id, spec=spec, status="queued",
                             priority=priority, queued_at=now,
                             class_id=scheduling.requirement_class(session, actor.id, spec, now).id)
             if spec.get("distro_requires"):
-                recipe.distro_tree_id = distros.matching(session, spec["distro_requires"])[0].id
+                recipe.distro_tree_id = trees[0].id
             session.add(recipe)
         session.flush()
         emit(session, "recipe_set_new", (recipe_set.id, now))
@@ -99,11 +100,11 @@ def submit(uow, actor: Actor, now: datetime, job: dict, request_id: str | None =
     return show(uow, actor, now, row.id), True
 
 
-def _with_distro_arches(session, spec: dict) -> dict:
+def _with_distro_arches(spec: dict, trees: list) -> dict:
     """A recipe that installs a distro needs a system of an arch that distro has a tree for."""
     if not spec.get("distro_requires"):
         return spec
-    arches = sorted({t.arch for t in distros.matching(session, spec["distro_requires"])})
+    arches = sorted({t.arch for t in trees})
     arch_leaf = {"or": [{"field": "arch", "op": "=", "value": a} for a in arches]}
     host = spec.get("host_requires")
     return {**spec, "host_requires": {"and": [host, arch_leaf]} if host else arch_leaf}
@@ -171,11 +172,16 @@ def show_recipe(uow, actor: Actor, now: datetime, recipe_id: int) -> dict:
     return body
 
 
-def why_waiting(session, recipe: Recipe, now: datetime) -> dict:
-    owner = actor_for(session, recipe.recipe_set.job.owner)
+def _snapshot(session) -> tuple[list[System], dict]:
+    """The systems and their active loans, as why_waiting judges them (read once per request)."""
     systems = scheduling.schedulable_systems(session)
+    return systems, system_service.active_loans(session, [s.id for s in systems])
+
+
+def why_waiting(session, recipe: Recipe, now: datetime, snapshot: tuple | None = None) -> dict:
+    owner = actor_for(session, recipe.recipe_set.job.owner)
+    systems, loans = snapshot or _snapshot(session)
     by_id = {s.id: s for s in systems}
-    loans = system_service.active_loans(session, list(by_id))
 
     def usable(h):
         decision = decide_schedule(owner, system_service.access_of(by_id[h.id], loans.get(h.id)))
@@ -206,6 +212,7 @@ def queue(uow, actor: Actor, now: datetime, limit: int = 100) -> list[dict]:
     session = uow.session
     sets = session.execute(scheduling.queue_order(select(RecipeSet).where(
         RecipeSet.status.in_(placement.WAITING))).limit(limit)).unique().scalars()
+    snapshot = _snapshot(session)
     out = []
     for recipe_set in sets:
         for recipe in recipe_set.recipes:
@@ -213,7 +220,7 @@ def queue(uow, actor: Actor, now: datetime, limit: int = 100) -> list[dict]:
                 out.append({"recipe": recipe.id, "job": recipe.job_id, "owner": recipe_set.job.owner.name,
                             "priority": rules.PRIORITIES[recipe_set.priority], "status": recipe.status,
                             "queued_at": format_time(recipe_set.queued_at),
-                            "why": why_waiting(session, recipe, now)["message"]})
+                            "why": why_waiting(session, recipe, now, snapshot)["message"]})
     return out
 
 

@@ -6,7 +6,7 @@ lists them all (a test checks that it does).
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from functools import cached_property
 from datetime import timedelta
 from pathlib import Path
@@ -44,6 +44,18 @@ class Settings:
     outbox_max_attempts: int = 8
     outbox_retry_delay: str = "30s"  # doubled after each failed attempt
     webhook_timeout: str = "10s"
+    # Provisioning (docs/provisioning.md)
+    secret_key: str = ""  # signs installation tokens; empty: a key generated once in data_dir/secret.key
+    tftp_root: str = ""  # netboot configs are written here; empty: data_dir/tftpboot
+    install_url: str = ""  # how installing machines reach this server; empty: public_url
+    labs: dict = field(default_factory=dict)  # per lab: {tftp_root, install_url} overriding the two above
+    kickstart_dir: str = ""  # site kickstart templates and snippets; empty: data_dir/kickstarts
+    power_scripts_dir: str = ""  # scripts of the `command` power driver; empty: data_dir/power-scripts
+    install_timeout: str = "1h"  # an install with no callback for this long is aborted
+    command_timeout: str = "2m"  # a power or netboot command running longer is killed and counts as failed
+    command_max_attempts: int = 3
+    command_retry_delay: str = "10s"  # doubled after each failed attempt
+    command_workers: int = 4  # commands of different systems run at once, up to this many
 
     @property
     def database(self) -> str:
@@ -75,6 +87,25 @@ class Settings:
     def base_url(self) -> str:
         return (self.public_url or f"http://{self.listen}").rstrip("/")
 
+    def _data_path(self, value: str, default: str) -> Path:
+        return Path(value) if value else Path(self.data_dir) / default
+
+    def tftp_root_for(self, lab: str | None) -> Path:
+        """The TFTP root netboot configs of a system in this lab are written to."""
+        return self._data_path(self.labs.get(lab or "", {}).get("tftp_root") or self.tftp_root, "tftpboot")
+
+    def install_url_for(self, lab: str | None) -> str:
+        """The base URL an installing machine in this lab reaches the server at (e.g. 10.0.2.2 under QEMU)."""
+        return (self.labs.get(lab or "", {}).get("install_url") or self.install_url or self.base_url).rstrip("/")
+
+    @property
+    def kickstart_path(self) -> Path:
+        return self._data_path(self.kickstart_dir, "kickstarts")
+
+    @property
+    def power_scripts_path(self) -> Path:
+        return self._data_path(self.power_scripts_dir, "power-scripts")
+
 
 def _coerce(name: str, kind, raw):
     if kind is bool or kind == "bool":
@@ -85,12 +116,29 @@ def _coerce(name: str, kind, raw):
         if str(raw).lower() in ("0", "false", "no", "off", ""):
             return False
         raise Invalid(name, f"{raw!r} is not true or false")
+    if kind is dict or kind == "dict":
+        return _lab_settings(name, yaml.safe_load(raw) if isinstance(raw, str) else raw)
     if kind is int or kind == "int":
         try:
             return int(raw)
         except (TypeError, ValueError):
             raise Invalid(name, f"{raw!r} is not a whole number") from None
     return "" if raw is None else str(raw)
+
+
+LAB_KEYS = ("tftp_root", "install_url")
+
+
+def _lab_settings(name: str, labs) -> dict:
+    """labs: {lab name: {tftp_root?, install_url?}} (from YAML, or YAML/JSON text in the environment)."""
+    labs = labs or {}
+    if not isinstance(labs, dict) or not all(isinstance(v, dict) for v in labs.values()):
+        raise Invalid(name, "must map lab names to {tftp_root, install_url}")
+    for lab, values in labs.items():
+        unknown = sorted(set(values) - set(LAB_KEYS))
+        if unknown:
+            raise Invalid(name, f"lab {lab}: unknown key(s) {', '.join(unknown)}; known: {', '.join(LAB_KEYS)}")
+    return {str(lab): {k: str(v) for k, v in values.items()} for lab, values in labs.items()}
 
 
 def load_settings(config_file: str | None = None, environ: dict | None = None) -> Settings:
@@ -120,5 +168,6 @@ def load_settings(config_file: str | None = None, environ: dict | None = None) -
 
 
 DURATIONS = ("worker_max_sleep", "default_loan_duration", "warn_before", "warn_before_short",
-             "outbox_retry_delay", "webhook_timeout")
+             "outbox_retry_delay", "webhook_timeout", "install_timeout", "command_timeout",
+             "command_retry_delay")
 

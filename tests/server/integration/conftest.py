@@ -81,8 +81,8 @@ class Lab:
 
 
 @pytest.fixture
-def lab(db):
-    return Lab(db)
+def lab(db, tmp_path):
+    return Lab(db, Settings(data_dir=str(tmp_path / "data")))
 
 
 def at(moment: datetime) -> str:

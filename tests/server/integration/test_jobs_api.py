@@ -1,4 +1,7 @@
 """Jobs over the API: XML and JSON submission, references checked, results rolled up."""
+from lablease.services import activity
+from lablease.store.uow import UnitOfWork
+
 from .conftest import START, at  # noqa: F401
 
 JOB_XML = b"""<job>
@@ -85,9 +88,12 @@ def test_hostile_xml_is_refused(lab):
     assert response.status_code == 415
 
 
+VIRTUAL = {"power": {"driver": "virtual"}, "netboot": {"mac": "52:54:00:00:00:01"}}
+
+
 def test_distro_requires_waits_for_provisioning(lab):
-    lab.system("a.lab.test", condition="automated")
-    lab.system("arm.lab.test", condition="automated", arch="aarch64")
+    lab.system("a.lab.test", condition="automated", **VIRTUAL)
+    lab.system("arm.lab.test", condition="automated", arch="aarch64", **VIRTUAL)
     status, tree = lab.admin.post("/distro-trees", {"name": "Fedora-40", "family": "Fedora40", "arch": "aarch64",
                                                     "url": "http://mirror/f40/", "kernel": "vmlinuz",
                                                     "initrd": "initrd.img"})
@@ -98,6 +104,25 @@ def test_distro_requires_waits_for_provisioning(lab):
     recipe = job["recipe_sets"][0]["recipes"][0]
     assert recipe["status"] == "waiting" and recipe["system"] == "arm.lab.test"  # the arch the tree exists for
     assert recipe["distro_tree"] == tree["id"]
+    _, installs = lab.alice.get("/systems/arm.lab.test/installations")
+    assert [(i["recipe"], i["status"], i["distro_tree"]["name"]) for i in installs] == [
+        (recipe["id"], "queued", "Fedora-40")]
+    _, queued = lab.admin.get("/systems/arm.lab.test/commands")
+    assert [c["action"] for c in reversed(queued)] == ["netboot_install", "reboot"]
+
+
+def test_a_recipe_that_cannot_be_installed_is_aborted_saying_why(lab):
+    lab.system("bare.lab.test", condition="automated")  # no power driver, no MAC
+    lab.admin.post("/distro-trees", {"name": "Fedora-40", "family": "Fedora40", "arch": "x86_64",
+                                     "url": "http://mirror/f40/", "kernel": "vmlinuz", "initrd": "initrd.img"})
+    _, job = lab.alice.post("/jobs", {"recipe_sets": [{"recipes": [
+        {"distro_requires": {"field": "distro_name", "op": "=", "value": "Fedora-40"}}]}]})
+    recipe = job["recipe_sets"][0]["recipes"][0]
+    assert recipe["status"] == "aborted"
+    with UnitOfWork(lab.db, write=False) as uow:
+        reasons = [e["new"] for e in activity.entries(uow.session, "recipe", recipe["id"]) if e["field"] == "reason"]
+    assert reasons == ["cannot provision bare.lab.test: bare.lab.test has no power driver configured, "
+                       "so it cannot be provisioned"]
 
 
 def test_others_cannot_see_or_finish_my_recipes(lab):

@@ -15,7 +15,8 @@ def test_every_route_is_described(lab):
     rules = [(rule.rule, method) for rule in lab.app.url_map.iter_rules() for method in rule.methods
              if method not in ("HEAD", "OPTIONS")]
     assert len(rules) == len(ROUTES)
-    actions = {"/api/v1/reservations/<int:id>/heartbeat", "/api/v1/jobs/<int:id>/cancel"}  # no body: the path says it
+    actions = {"/api/v1/reservations/<int:id>/heartbeat", "/api/v1/jobs/<int:id>/cancel",  # no body: the path says it
+               "/api/v1/installations/<int:id>/<event>", "/api/v1/recipes/<int:id>/<event>"}
     routes = {(r.path, r.method): r for r in ROUTES}
     for path, method in rules:
         operation = spec["paths"][openapi_path(path)][method.lower()]

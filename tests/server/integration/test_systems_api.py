@@ -8,10 +8,10 @@ H = timedelta(hours=1)
 
 def test_add_and_read(lab):
     body = lab.system("S1.Lab.Test", cpus=8, memory_mb=16384, lab="lab1", attributes={"gpu": "nvidia"},
-                      power={"driver": "ipmitool", "address": "bmc1", "password": "hunter2"})
+                      power={"driver": "ipmitool", "address": "bmc1", "user": "root", "password": "hunter2"})
     assert body["fqdn"] == "s1.lab.test" and body["usage"] == "idle" and body["owner"] == "admin"
     assert body["attributes"] == {"gpu": ["nvidia"]}
-    assert body["power"] == {"driver": "ipmitool", "address": "bmc1"}  # the password never comes back
+    assert body["power"] == {"driver": "ipmitool", "address": "bmc1", "user": "root"}  # the password never comes back
     status, problem = lab.admin.post("/systems", {"fqdn": "s1.lab.test", "arch": "x86_64"})
     assert status == 409 and "already exists" in problem["detail"]
 

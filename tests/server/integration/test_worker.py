@@ -15,13 +15,13 @@ from .conftest import START, at
 def test_reservations_are_returned_at_their_end(lab):
     lab.system()
     _, r = lab.alice.post("/reservations", {"system": "s1.lab.test", "duration": "1h"})
-    assert next_due(lab.db) == START + timedelta(hours=1)
+    assert next_due(lab.db, START) == START + timedelta(hours=1)
     assert run_due(lab.db, START + timedelta(minutes=59)) == []
     assert run_due(lab.db, START + timedelta(hours=1)) == [r["id"]]
     lab.clock.advance(hours=1)
     _, r = lab.alice.get(f"/reservations/{r['id']}")
     assert r["state"] == "expired" and r["returned_at"] == at(START + timedelta(hours=1))
-    assert next_due(lab.db) is None
+    assert next_due(lab.db, START) is None
 
 
 def test_a_missed_heartbeat_returns_the_reservation(lab):

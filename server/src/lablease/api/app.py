@@ -97,6 +97,8 @@ class LabLeaseApp:
     @staticmethod
     def reply(route: Route, result) -> Response:
         status = route.status
+        if isinstance(result, Response):  # e.g. a kickstart, as text
+            return result
         if isinstance(result, Reply):
             result, status = result.body, result.status
         if status == 204:

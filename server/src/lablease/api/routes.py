@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from . import schemas as s
-from .views import access, jobs, meta, reservations, schedules, systems
+from .views import access, jobs, meta, provisioning, reservations, schedules, systems
 
 BASE = "/api/v1"
 
@@ -49,6 +49,7 @@ SYSTEM_FILTERS = {
     "free_from": ("time", "only systems with no booking in [free_from, free_until)"),
     "free_until": ("time", "end of the free window (open-ended when omitted)"),
 }
+TOKEN = {"token": ("str", "the installation's secret token, from its kickstart")}
 LIMIT = {"limit": ("int", "at most this many entries (default 200)")}
 SCHEDULE_FILTERS = {
     "resource_id": ("str", "only this resource"),
@@ -188,16 +189,6 @@ ROUTES: list[Route] = [
           body=s.RECIPE_UPDATE, response=s.RECIPE, statuses=(403, 404, 409)),
     Route("GET", BASE + "/queue", jobs.queue, "Waiting recipes in scheduling order, each with why it waits", "jobs",
           response=s.list_of(s.QUEUE_ENTRY)),
-    Route("POST", BASE + "/distro-trees", jobs.distro_add, "Register a distro tree (admins)", "distros",
-          body=s.DISTRO_CREATE, response=s.DISTRO, status=201, statuses=(403, 409)),
-    Route("GET", BASE + "/distro-trees", jobs.distro_list, "Distro trees", "distros",
-          query={k: ("str", f"only this {k}") for k in ("name", "family", "arch", "variant")},
-          response=s.list_of(s.DISTRO)),
-    Route("GET", BASE + "/distro-trees/<int:id>", jobs.distro_show, "A distro tree", "distros", response=s.DISTRO,
-          statuses=(404,)),
-    Route("DELETE", BASE + "/distro-trees/<int:id>", jobs.distro_remove,
-          "Remove a distro tree (admins); recipes waiting for it are aborted", "distros", status=204,
-          statuses=(403, 404)),
     Route("GET", BASE + "/systems/<fqdn>/usage", jobs.usage_history,
           "The system's usage and condition history, and time in each usage state", "systems",
           query={"from": ("time", "start of the period (default 7 days ago)"),
@@ -207,6 +198,47 @@ ROUTES: list[Route] = [
           "Time in each usage state and share busy, per system and in total", "systems",
           query={"from": ("time", "start (default 7 days ago)"), "until": ("time", "end (default now)"),
                  "pool": ("str", "only systems of this pool")}, response={"type": "object"}),
+    # provisioning
+    Route("POST", BASE + "/distro-trees", provisioning.distro_add, "Register a distro tree (admins)", "provisioning",
+          body=s.DISTRO_CREATE, response=s.DISTRO, status=201, statuses=(403, 409)),
+    Route("GET", BASE + "/distro-trees", provisioning.distro_list, "Distro trees", "provisioning",
+          query={k: ("str", f"only this {k}") for k in ("name", "family", "arch", "variant")},
+          response=s.list_of(s.DISTRO)),
+    Route("GET", BASE + "/distro-trees/<int:id>", provisioning.distro_show, "A distro tree", "provisioning",
+          response=s.DISTRO, statuses=(404,)),
+    Route("PATCH", BASE + "/distro-trees/<int:id>", provisioning.distro_update,
+          "Change a distro tree's URLs, defaults, tags or labs (admins)", "provisioning", body=s.DISTRO_UPDATE,
+          response=s.DISTRO, statuses=(403, 404)),
+    Route("DELETE", BASE + "/distro-trees/<int:id>", provisioning.distro_remove,
+          "Remove a distro tree (admins); recipes waiting for it are aborted", "provisioning", status=204,
+          statuses=(403, 404)),
+    Route("POST", BASE + "/systems/<fqdn>/provision", provisioning.provision,
+          "Install a distro tree on a system the caller holds: 202 with the installation and its kickstart_url",
+          "provisioning", body=s.PROVISION, response=s.INSTALLATION, status=202, statuses=(403, 404, 409)),
+    Route("GET", BASE + "/systems/<fqdn>/installations", provisioning.installation_list,
+          "The system's installations, newest first", "provisioning", query=LIMIT,
+          response=s.list_of(s.INSTALLATION), statuses=(404,)),
+    Route("GET", BASE + "/installations/<int:id>", provisioning.installation_show,
+          "An installation (with its kickstart for its user, the system's owner and admins)", "provisioning",
+          response=s.INSTALLATION, statuses=(404,)),
+    Route("POST", BASE + "/systems/<fqdn>/power", provisioning.power,
+          "Queue a power action: on, off or reboot (control_system, or the current holder)", "provisioning",
+          body=s.POWER, response=s.COMMAND, status=202, statuses=(403, 404, 409)),
+    Route("GET", BASE + "/systems/<fqdn>/commands", provisioning.command_list,
+          "The system's power and netboot commands, newest first", "provisioning", query=LIMIT,
+          response=s.list_of(s.COMMAND), statuses=(404,)),
+    Route("GET", BASE + "/commands/<int:id>", provisioning.command_show, "A command", "provisioning",
+          response=s.COMMAND, statuses=(404,)),
+    Route("GET", BASE + "/installations/<int:id>/kickstart", provisioning.kickstart,
+          "The rendered kickstart, for the installer (authorised by ?token=, no user token)", "installer",
+          query=TOKEN, response={"type": "string"}, auth=False, statuses=(403,)),
+    Route("POST", BASE + "/installations/<int:id>/<event>",
+          provisioning.callback, "An installer callback: install_start, install_done, postinstall_done or install_fail "
+          "(authorised by ?token=, no user token)", "installer",
+          query=TOKEN, status=204, auth=False, statuses=(403, 409)),
+    Route("POST", BASE + "/recipes/<int:id>/<event>",
+          provisioning.recipe_callback, "The same callback for the recipe's latest installation", "installer",
+          query=TOKEN, status=204, auth=False, statuses=(403, 404, 409)),
     # generic schedules
     Route("GET", BASE + "/schedules", schedules.subjects, "Schedule subjects", "schedules",
           response=s.list_of(s.SUBJECT)),

@@ -21,6 +21,10 @@ SYSTEM_FIELDS = {
     "owner": {"type": ["string", "null"], "description": "user name"},
     "power": SETTINGS_OBJECT,
     "netboot": SETTINGS_OBJECT,
+    "release_action": {"enum": ["power_off", "leave_on", "reprovision"],
+                       "description": "what happens when a reservation of the system ends"},
+    "reprovision_distro_tree": {"type": ["integer", "null"],
+                                "description": "distro tree id installed by the reprovision release action"},
 }
 
 SYSTEM_CREATE = {
@@ -43,6 +47,8 @@ SYSTEM = {
         "usage": {"enum": ["idle", "scheduled", "waiting", "installing", "running", "pending"]},
         "reservation": RESERVATION_SUMMARY,
         "loan": {"type": ["object", "null"]},
+        "power_state": {"enum": ["on", "off", "unknown"], "description": "last known, from completed commands"},
+        "installation": {"type": ["object", "null"], "description": "the latest installation: {id, status}"},
         "created_at": TIME,
     },
 }
@@ -289,3 +295,37 @@ DISTRO_CREATE = {
 }
 DISTRO = {"type": "object", "properties": {"id": {"type": "integer"}, **DISTRO_CREATE["properties"],
                                            "created_at": TIME}}
+
+DISTRO_UPDATE = {"type": "object", "properties": {k: v for k, v in DISTRO_CREATE["properties"].items()
+                                                   if k not in ("name", "arch", "variant")},
+                 "additionalProperties": False}
+PROVISION = {
+    "type": "object",
+    "required": ["distro_tree"],
+    "properties": {
+        "distro_tree": {"type": ["integer", "string"], "description": "a distro tree id, or its name"},
+        "arch": {"type": "string", "description": "with a name: the tree's arch (default: the system's)"},
+        "variant": {"type": "string", "description": "with a name: the tree's variant, when it has several"},
+        "ks_meta": {"type": "string", "maxLength": 4000, "description": "key=value variables for the kickstart"},
+        "kernel_options": {"type": "string", "maxLength": 4000, "description": "extra kernel command line"},
+    },
+    "additionalProperties": False,
+}
+INSTALLATION = {"type": "object", "properties": {
+    "id": {"type": "integer"}, "system": {"type": "string"}, "user": {"type": ["string", "null"]},
+    "reservation": {"type": ["integer", "null"]}, "recipe": {"type": ["integer", "null"]},
+    "distro_tree": {"type": "object"}, "ks_meta": {"type": "string"}, "kernel_options": {"type": "string"},
+    "status": {"enum": ["queued", "installing", "installed", "running", "failed", "cancelled"]},
+    "error": {"type": ["string", "null"]}, "created_at": TIME, "started_at": NULLABLE_TIME,
+    "installed_at": NULLABLE_TIME, "finished_at": NULLABLE_TIME,
+    "kickstart_url": {"type": "string", "description": "only in the answer to provision: it carries the token"},
+    "kickstart": {"type": "string", "description": "to its user, the system's owner and admins; token hidden"}}}
+POWER = {"type": "object", "required": ["action"], "properties": {"action": {"enum": ["on", "off", "reboot"]}},
+         "additionalProperties": False}
+COMMAND = {"type": "object", "properties": {
+    "id": {"type": "integer"}, "system": {"type": "string"},
+    "action": {"enum": ["on", "off", "reboot", "netboot_install", "netboot_local", "netboot_clear"]},
+    "status": {"enum": ["queued", "running", "completed", "failed"]}, "attempts": {"type": "integer"},
+    "user": {"type": ["string", "null"]}, "installation": {"type": ["integer", "null"]},
+    "error": {"type": ["string", "null"]}, "created_at": TIME, "started_at": NULLABLE_TIME,
+    "finished_at": NULLABLE_TIME}}

@@ -7,6 +7,7 @@ from .errors import Invalid
 
 CONDITIONS = ("automated", "manual", "broken", "removed")
 USAGES = ("idle", "scheduled", "waiting", "installing", "running", "pending")
+RELEASE_ACTIONS = ("power_off", "leave_on", "reprovision")
 ARCHES = ("x86_64", "aarch64", "ppc64le", "s390x", "i386", "ppc64", "armhfp", "riscv64")
 
 _FQDN = re.compile(r"^(?=.{1,253}$)([a-zA-Z0-9]([a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?)(\.[a-zA-Z0-9]([a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?)*$")
@@ -28,6 +29,12 @@ def check_arch(arch: str) -> str:
     if arch not in ARCHES:
         raise Invalid("arch", f"unknown architecture {arch!r}; known: {', '.join(ARCHES)}")
     return arch
+
+
+def check_release_action(action: str) -> str:
+    if action not in RELEASE_ACTIONS:
+        raise Invalid("release_action", f"must be one of {', '.join(RELEASE_ACTIONS)}")
+    return action
 
 
 def check_attributes(attributes: dict) -> dict[str, list[str]]:

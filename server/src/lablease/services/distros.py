@@ -58,6 +58,25 @@ def get(uow, tree_id: int) -> dict:
     return as_dict(tree)
 
 
+EDITABLE = ("family", "tags", "url", "kernel", "initrd", "ks_meta", "kernel_options", "labs")
+
+
+def update(uow, actor: Actor, now: datetime, tree_id: int, data: dict) -> dict:
+    """Change what a tree points at or its defaults; installations already made keep what they used."""
+    if not actor.is_admin:
+        raise Forbidden("only administrators may change distro trees")
+    tree = uow.session.get(DistroTree, tree_id)
+    if tree is None:
+        raise NotFound(f"no distro tree {tree_id}")
+    changes = {}
+    for key in EDITABLE:
+        if key in data and data[key] != getattr(tree, key):
+            changes[key] = (getattr(tree, key), data[key])
+            setattr(tree, key, data[key])
+    activity.record_changes(uow.session, actor, now, "distro_tree", tree.id, changes)
+    return as_dict(tree)
+
+
 def remove(uow, actor: Actor, now: datetime, tree_id: int) -> None:
     if not actor.is_admin:
         raise Forbidden("only administrators may remove distro trees")

@@ -16,7 +16,7 @@ from sqlalchemy import select
 from ..domain.permissions import Actor, Permission, decide
 from ..store import calendar
 from ..store.tables import Booking, Loan, Reservation, System
-from ..store.uow import emit
+from ..store.uow import emit, settings_of
 from . import activity, notices
 from .systems import access_of
 from .users import actor_for
@@ -48,6 +48,9 @@ def close_reservation(session, reservation: Reservation, now: datetime, reason: 
         emit(session, "system_freed", (reservation.system_id, now))
     activity.record(session, actor, now, "reservation", reservation.id, reason, "state", "active", reason)
     activity.record(session, actor, now, "system", reservation.system.fqdn, reason, "reservation", reservation.id, None)
+    from .installations import on_reservation_closed  # installing needs the calendar, which needs this
+
+    on_reservation_closed(session, settings or settings_of(session), reservation, now, reason)
     if actor is None or actor.id != reservation.user_id:
         notices.reservation_returned(session, settings, reservation, now, WHY.get(reason, reason))
     if reservation.return_loan and reason != "loan_ended":

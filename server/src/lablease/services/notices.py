@@ -75,3 +75,16 @@ def loan_returned(session, settings, loan, fqdn: str, now: datetime, why: str) -
     text = f"Your loan of {fqdn} was returned: {why}."
     queue(session, settings, loan.recipient, now, "loan.returned", str(loan.id),
           f"[lablease] {fqdn}: your loan was returned", text, {"loan": loan.id, "system": fqdn, "reason": why})
+
+
+def installation_failed(session, settings, user, fqdn: str, installation_id: int, why: str, now: datetime) -> None:
+    text = f"Installation {installation_id} on {fqdn} failed: {why}."
+    queue(session, settings, user, now, "installation.failed", str(installation_id),
+          f"[lablease] {fqdn}: installation {installation_id} failed", text,
+          {"installation": installation_id, "system": fqdn, "reason": why})
+
+
+def command_failed(session, settings, user, fqdn: str, command_id: int, why: str, now: datetime) -> None:
+    text = f"A command on {fqdn}, which you hold, failed for good: {why}."
+    queue(session, settings, user, now, "command.failed", str(command_id),
+          f"[lablease] {fqdn}: {why.split(':')[0]}", text, {"command": command_id, "system": fqdn, "reason": why})

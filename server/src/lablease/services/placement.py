@@ -11,8 +11,8 @@ from ..domain import recipes as rules
 from ..domain.windows import Window
 from ..store import calendar
 from ..store.tables import Booking, Recipe, RecipeSet, Reservation, System
-from ..store.uow import wake_worker
-from . import usage
+from ..store.uow import settings_of, wake_worker
+from . import installations, usage
 from .endings import close_reservation
 
 WAITING = ("queued", "assigned")
@@ -21,6 +21,18 @@ WAITING = ("queued", "assigned")
 def runtime_of(recipe: Recipe) -> timedelta | None:
     limit = recipe.spec.get("runtime_limit")
     return timedelta(seconds=limit) if limit else None
+
+
+def booked_time(session, recipe: Recipe) -> timedelta | None:
+    """How long a starting recipe books its system: its runtime, plus time to install when it has a distro.
+
+    The booking is cut to the runtime itself once the installed system is running (begin_running).
+    """
+    runtime = runtime_of(recipe)
+    settings = settings_of(session)
+    if runtime is None or not recipe.spec.get("distro_requires") or settings is None:
+        return runtime
+    return runtime + settings.duration("install_timeout")
 
 
 def held_by(recipe_set: RecipeSet) -> dict[int, Recipe]:
@@ -53,8 +65,8 @@ def _assign(session, recipe_set: RecipeSet, plan: dict[int, int], now: datetime,
         if recipe.id not in plan:
             continue
         system = session.get(System, plan[recipe.id])
-        runtime = runtime_of(recipe)
-        end = None if holding or not runtime else now + runtime
+        booked = booked_time(session, recipe)
+        end = None if holding or not booked else now + booked
         if system.id in held:
             reservation = session.get(Reservation, held.pop(system.id))
             if not holding:
@@ -86,14 +98,28 @@ def start(session, recipe_set: RecipeSet, plan: dict[int, int], now: datetime) -
         if recipe.spec.get("distro_requires"):
             recipe.status = "waiting"  # provisioning takes it from here
             usage.set_usage(session, system, "waiting", now)
+            installations.for_recipe(session, settings_of(session), recipe, system, now)
         else:
-            runtime = runtime_of(recipe)
-            recipe.status, recipe.started_at = "running", now
-            recipe.watchdog_at = now + runtime if runtime else None
-            usage.set_usage(session, system, "running", now)
-            if recipe.watchdog_at is not None:
-                wake_worker(session)
+            begin_running(session, recipe, now)
     refresh_rollups(session, recipe_set, now)
+
+
+def begin_running(session, recipe: Recipe, now: datetime) -> None:
+    """The recipe's system is ready (handed over, or installed): its runtime limit counts from now."""
+    runtime = runtime_of(recipe)
+    recipe.status, recipe.started_at = "running", now
+    recipe.watchdog_at = now + runtime if runtime else None
+    system = session.get(System, recipe.system_id)
+    usage.set_usage(session, system, "running", now)
+    if runtime is not None and recipe.spec.get("distro_requires"):
+        reservation = session.get(Reservation, recipe.reservation_id)
+        booking = session.get(Booking, reservation.booking_id)
+        end = now + runtime
+        if booking.end_at is None or end < booking.end_at:  # the install took less than it was allowed
+            calendar.change_end(session, calendar.lock_resource(session, system.resource_id), booking, end)
+            reservation.end_at = end
+    if recipe.watchdog_at is not None:
+        wake_worker(session)
 
 
 def hold(session, recipe_set: RecipeSet, plan: dict[int, int], now: datetime) -> None:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import exists, select
+from sqlalchemy import exists, func, select
 from sqlalchemy.orm import selectinload
 
 from ..domain import systems as rules
@@ -20,13 +20,16 @@ from ..domain.permissions import (
 )
 from ..domain.windows import Window
 from ..store import calendar
-from ..store.tables import AccessRule, Loan, Pool, Reservation, Resource, System, User
+from ..power import registry as power_registry
+from ..provision.netboot import normalise_mac
+from ..store.tables import AccessRule, DistroTree, Installation, Loan, Pool, Reservation, Resource, System, User
 from ..timeparse import format_time
 from . import activity, usage
 from ..store.uow import emit
 
 SECRET_KEYS = {"password", "pass", "secret", "token", "credentials", "key"}
-EDITABLE = ("arch", "cpus", "memory_mb", "lab", "attributes", "condition", "owner", "power", "netboot")
+EDITABLE = ("arch", "cpus", "memory_mb", "lab", "attributes", "condition", "owner", "power", "netboot",
+            "release_action", "reprovision_distro_tree")
 
 
 def access_of(system: System, loan: Loan | None = None) -> SystemAccess:
@@ -71,7 +74,8 @@ def public_settings(settings: dict) -> dict:
     return {k: v for k, v in (settings or {}).items() if k.lower() not in SECRET_KEYS}
 
 
-def as_dict(system: System, current: Reservation | None = None, loan: Loan | None = None) -> dict:
+def as_dict(system: System, current: Reservation | None = None, loan: Loan | None = None,
+            installation: dict | None = None) -> dict:
     return {
         "fqdn": system.fqdn,
         "arch": system.arch,
@@ -86,6 +90,10 @@ def as_dict(system: System, current: Reservation | None = None, loan: Loan | Non
         "netboot": public_settings(system.netboot),
         "reservation": _reservation_summary(current),
         "loan": {"recipient": loan.recipient.name, "end": format_time(loan.end_at)} if loan else None,
+        "power_state": system.power_state,
+        "release_action": system.release_action,
+        "reprovision_distro_tree": system.reprovision_distro_tree_id,
+        "installation": installation,
         "pools": [pool.name for pool in system.pools],
         "policy_pool": system.policy_pool.name if system.policy_pool else None,
         "created_at": format_time(system.created_at),
@@ -143,8 +151,27 @@ def _clean(session, data: dict) -> dict:
         if key in data:
             if not isinstance(data[key], dict):
                 raise Invalid(key, "must be an object")
-            out[key] = data[key]
+            out[key] = _checked_settings(key, data[key])
+    if "release_action" in data:
+        out["release_action"] = rules.check_release_action(data["release_action"])
+    if "reprovision_distro_tree" in data:
+        tree = data["reprovision_distro_tree"]
+        if tree is not None and session.get(DistroTree, tree) is None:
+            raise Invalid("reprovision_distro_tree", f"no distro tree {tree}")
+        out["reprovision_distro_tree_id"] = tree
     return out
+
+
+def _checked_settings(key: str, settings: dict) -> dict:
+    """Power settings name a known driver with what it needs; netboot's MAC is a MAC."""
+    try:
+        if key == "power" and settings.get("driver"):
+            power_registry.check_settings(settings)
+        if key == "netboot" and settings.get("mac"):
+            return {**settings, "mac": normalise_mac(settings["mac"])}
+    except ValueError as error:
+        raise Invalid(key, str(error)) from None
+    return settings
 
 
 def add_system(uow, actor: Actor, now: datetime, data: dict) -> dict:
@@ -190,7 +217,19 @@ def update_system(uow, actor: Actor, now: datetime, fqdn: str, data: dict) -> di
 
 
 def describe(session, system: System, now: datetime) -> dict:
-    return as_dict(system, current_reservations(session, [system.id], now).get(system.id), active_loan(session, system))
+    return as_dict(system, current_reservations(session, [system.id], now).get(system.id), active_loan(session, system),
+                   latest_installations(session, [system.id]).get(system.id))
+
+
+def latest_installations(session, system_ids: list[int]) -> dict[int, dict]:
+    """System id -> {id, status} of its latest installation."""
+    if not system_ids:
+        return {}
+    latest = (select(func.max(Installation.id)).where(Installation.system_id.in_(system_ids))
+              .group_by(Installation.system_id))
+    rows = session.execute(select(Installation.system_id, Installation.id, Installation.status)
+                           .where(Installation.id.in_(latest)))
+    return {system_id: {"id": ident, "status": status} for system_id, ident, status in rows}
 
 
 def _apply(session, system: System, values: dict) -> dict[str, tuple]:
@@ -258,7 +297,8 @@ def list_systems(uow, actor: Actor, now: datetime, filters: dict) -> list[dict]:
     systems = [s for s in session.execute(query).unique().scalars() if decide(actor, Permission.VIEW, access_of(s))]
     ids = [s.id for s in systems]
     current, loans = current_reservations(session, ids, now), active_loans(session, ids)
-    return [as_dict(s, current.get(s.id), loans.get(s.id)) for s in systems]
+    installed = latest_installations(session, ids)
+    return [as_dict(s, current.get(s.id), loans.get(s.id), installed.get(s.id)) for s in systems]
 
 
 def _free_window(now: datetime, filters: dict) -> Window:

@@ -132,6 +132,11 @@ class System(Base):
     owner_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))
     power: Mapped[dict] = mapped_column(Json, default=dict)
     netboot: Mapped[dict] = mapped_column(Json, default=dict)
+    power_state: Mapped[str] = mapped_column(String(8), default="unknown")  # last known, from completed commands
+    # What happens when a reservation of the system ends: power_off, leave_on or reprovision.
+    release_action: Mapped[str] = mapped_column(String(16), default="power_off")
+    reprovision_distro_tree_id: Mapped[int | None] = mapped_column(
+        ForeignKey("distro_trees.id", ondelete="SET NULL"))
     # When set, the system is governed by this pool's access policy instead of its own rules.
     policy_pool_id: Mapped[int | None] = mapped_column(ForeignKey("pools.id", ondelete="SET NULL"))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime)
@@ -416,3 +421,6 @@ class UsageChange(Base):
     old: Mapped[str | None] = mapped_column(String(16))
     new: Mapped[str] = mapped_column(String(16))
     __table_args__ = (Index("ix_usage_history_system_at", "system_id", "at"),)
+
+
+from .provision_tables import Command, Installation  # noqa: E402,F401 - one metadata, split for size

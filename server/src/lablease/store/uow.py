@@ -94,3 +94,9 @@ def wake_worker(session) -> None:
 def emit(session, name: str, payload) -> None:
     """Record an event (e.g. ("system_freed", system_id)) for the handlers of this transaction."""
     session.info.setdefault("events", []).append((name, payload))
+
+
+def settings_of(session):
+    """The site's Settings of the unit of work this session belongs to (None outside one)."""
+    uow = session.info.get("uow")
+    return uow.settings if uow is not None else None

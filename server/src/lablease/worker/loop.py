@@ -15,10 +15,11 @@ from datetime import datetime, timedelta, timezone
 from typing import Callable
 
 from ..config import Settings
-from ..services import jobs, loans, outbox, reservations, unit_of_work
+from ..services import commands, installations, jobs, loans, outbox, reservations, unit_of_work
 from ..store.db import Database
 from ..store.uow import UnitOfWork
 from ..store.wakeup import WakeListener
+from .commands import CommandRunner
 from .delivery import DeliveryFailed, senders
 
 log = logging.getLogger("lablease.worker")
@@ -34,6 +35,8 @@ DUE_STEPS = (
     ("returned reservation", reservations.expire_due),
     ("returned loan", loans.expire_due),
     ("aborted recipe past its runtime limit", jobs.abort_overdue),
+    ("failed stalled installation", installations.abort_stalled),
+    ("recovered abandoned command", commands.recover_expired),
     ("warned about reservation", reservations.warn_due),
     ("warned about loan", loans.warn_due),
 )
@@ -44,6 +47,7 @@ REPAIR_EVERY = timedelta(minutes=10)
 
 def run_due(db: Database, now: datetime, settings: Settings | None = None) -> list[int]:
     """Do everything due at `now`; returns the ids of the reservations returned."""
+    settings = settings or Settings()
     returned: list[int] = []
     for label, step in DUE_STEPS:
         while True:
@@ -84,9 +88,10 @@ def deliver_due(db: Database, now: datetime, settings: Settings, senders: dict) 
                 uow.commit()
 
 
-def next_due(db: Database) -> datetime | None:
+def next_due(db: Database, now: datetime) -> datetime | None:
     with UnitOfWork(db, write=False) as uow:
-        times = (reservations.next_due(uow), loans.next_due(uow), outbox.next_due(uow), jobs.next_due(uow))
+        times = (reservations.next_due(uow), loans.next_due(uow), outbox.next_due(uow), jobs.next_due(uow),
+                 installations.next_due(uow), commands.next_due(uow, now))
     return min((t for t in times if t is not None), default=None)
 
 
@@ -97,6 +102,7 @@ class Worker:
         self.db = db
         self.clock = clock
         self.senders = senders(settings)
+        self.commands = CommandRunner(settings, db, clock)
         self.next_repair: datetime | None = None
         self.parent_pid = parent_pid  # under `serve`: stop when the server that started us is gone
         self.stopping = threading.Event()
@@ -115,19 +121,24 @@ class Worker:
             if recovered := outbox.recover_interrupted(uow):
                 log.info("re-queued %s message(s) interrupted by a stop", recovered)
             uow.commit()
+        # SQLite has one worker: whatever it left running was interrupted. PostgreSQL may have
+        # several, so there a running command is only taken back once its lease has run out.
+        self.commands.recover(everything=not self.db.is_postgresql)
         try:
             while not self.stopping.is_set():
                 try:
                     run_due(self.db, self.clock(), self.settings)
+                    self.commands.start_due()
                     deliver_due(self.db, self.clock(), self.settings, self.senders)
                     self.repair_if_due()
-                    due = min(filter(None, (next_due(self.db), self.next_repair)), default=None)
+                    due = min(filter(None, (next_due(self.db, self.clock()), self.next_repair)), default=None)
                     pause = self.seconds_to_sleep(self.clock(), due)
                 except Exception:  # a failing pass must not kill the worker; it retries soon
                     log.exception("worker pass failed; retrying in 1 s")
                     pause = 1.0
                 self._sleep(listener, pause)
         finally:
+            self.commands.stop()
             listener.close()
             log.info("worker stopped")
 

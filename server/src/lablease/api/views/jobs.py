@@ -1,9 +1,9 @@
-"""/jobs, /recipes, /queue, /distro-trees, usage and utilisation."""
+"""/jobs, /recipes, /queue, usage and utilisation."""
 from datetime import timedelta
 
 from werkzeug.exceptions import UnsupportedMediaType
 
-from ...services import distros, jobs, usage
+from ...services import jobs, usage
 from ...services import systems as system_service
 from ..inputs import read_json
 from .context import Context, Reply
@@ -49,22 +49,6 @@ def update_recipe(ctx: Context) -> dict:
 
 def queue(ctx: Context) -> list:
     return jobs.queue(ctx.uow, ctx.actor, ctx.now)
-
-
-def distro_add(ctx: Context) -> dict:
-    return distros.add(ctx.uow, ctx.actor, ctx.now, ctx.body)
-
-
-def distro_list(ctx: Context) -> list:
-    return distros.listing(ctx.uow, ctx.query)
-
-
-def distro_show(ctx: Context) -> dict:
-    return distros.get(ctx.uow, ctx.args["id"])
-
-
-def distro_remove(ctx: Context) -> None:
-    distros.remove(ctx.uow, ctx.actor, ctx.now, ctx.args["id"])
 
 
 def _period(ctx: Context):

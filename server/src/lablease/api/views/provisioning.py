@@ -1,0 +1,79 @@
+"""/distro-trees, provisioning, power, commands, and the installer's callbacks."""
+from werkzeug.wrappers import Response
+
+from ...domain.errors import NotFound
+from ...services import commands, distros, installations
+from ...store.tables import Recipe
+from .context import Context
+
+
+def distro_add(ctx: Context) -> dict:
+    return distros.add(ctx.uow, ctx.actor, ctx.now, ctx.body)
+
+
+def distro_list(ctx: Context) -> list:
+    return distros.listing(ctx.uow, ctx.query)
+
+
+def distro_show(ctx: Context) -> dict:
+    return distros.get(ctx.uow, ctx.args["id"])
+
+
+def distro_update(ctx: Context) -> dict:
+    return distros.update(ctx.uow, ctx.actor, ctx.now, ctx.args["id"], ctx.body)
+
+
+def distro_remove(ctx: Context) -> None:
+    distros.remove(ctx.uow, ctx.actor, ctx.now, ctx.args["id"])
+
+
+def provision(ctx: Context) -> dict:
+    return installations.provision(ctx.uow, ctx.actor, ctx.now, ctx.args["fqdn"], ctx.body)
+
+
+def installation_list(ctx: Context) -> list:
+    return installations.listing(ctx.uow, ctx.actor, ctx.args["fqdn"], ctx.query.get("limit") or 20)
+
+
+def installation_show(ctx: Context) -> dict:
+    return installations.get(ctx.uow, ctx.actor, ctx.args["id"])
+
+
+def power(ctx: Context) -> dict:
+    return commands.request_power(ctx.uow, ctx.actor, ctx.now, ctx.args["fqdn"], ctx.body["action"])
+
+
+def command_list(ctx: Context) -> list:
+    return commands.listing(ctx.uow, ctx.actor, ctx.args["fqdn"], ctx.query.get("limit") or 50)
+
+
+def command_show(ctx: Context) -> dict:
+    return commands.get(ctx.uow, ctx.actor, ctx.args["id"])
+
+
+# The installer's side: authorised by the installation's token (?token=), not a user's.
+
+def kickstart(ctx: Context) -> Response:
+    text = installations.kickstart(ctx.uow, ctx.args["id"], ctx.query.get("token"))
+    return Response(text, mimetype="text/plain")
+
+
+def _event(ctx: Context) -> str:
+    if ctx.args["event"] not in installations.EVENTS:
+        raise NotFound(f"no callback {ctx.args['event']}; known: {', '.join(installations.EVENTS)}")
+    return ctx.args["event"]
+
+
+def callback(ctx: Context) -> None:
+    _event(ctx)
+    installations.callback(ctx.uow, ctx.now, ctx.args["id"], ctx.query.get("token"), ctx.args["event"])
+
+
+def recipe_callback(ctx: Context) -> None:
+    """The same callbacks addressed by recipe, as Beaker's installers do: its latest installation."""
+    _event(ctx)
+    recipe = ctx.uow.session.get(Recipe, ctx.args["id"])
+    latest = installations.latest_for_recipe(ctx.uow.session, recipe) if recipe else None
+    if latest is None:
+        raise NotFound(f"recipe {ctx.args['id']} has no installation")
+    installations.callback(ctx.uow, ctx.now, latest, ctx.query.get("token"), ctx.args["event"])

@@ -1,0 +1,1 @@
+"""Provisioning: kickstarts rendered from templates, and netboot files for the lab's TFTP root."""

@@ -1,0 +1,226 @@
+"""The durable command queue: power and netboot actions the worker carries out.
+
+queued -> running -> completed | failed. A system's commands run one at a
+time in the order they were queued (netboot is configured before the
+reboot that needs it); commands for one power address never run at once
+(several systems may share a BMC or a PDU). A failed attempt is retried with
+doubling delays; the last failure marks an Automated system broken, fails
+its installation (aborting the recipe) and tells the holder. A command left
+running by a worker that died is retried or failed once its lease runs out.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from sqlalchemy import and_, exists, select, text
+from sqlalchemy.orm import aliased
+
+from ..domain.errors import Conflict, Forbidden, Invalid, NotFound
+from ..domain.permissions import Actor, Permission, decide
+from ..store.tables import Command, Installation, Reservation, System
+from ..store.uow import wake_worker
+from ..timeparse import format_time
+from . import activity, notices, usage
+from .systems import access_of, active_loan, current_reservations, find
+
+POWER_ACTIONS = ("on", "off", "reboot")
+NETBOOT_ACTIONS = ("netboot_install", "netboot_local", "netboot_clear")
+UNFINISHED = ("queued", "running")
+# What a completed action says about the power state.
+POWER_STATE_AFTER = {"on": "on", "reboot": "on", "off": "off"}
+LEASE_MARGIN = timedelta(seconds=15)  # beyond the command timeout, before a running command counts as abandoned
+
+
+def as_dict(command: Command) -> dict:
+    return {"id": command.id, "system": command.system.fqdn, "action": command.action, "status": command.status,
+            "attempts": command.attempts, "user": command.user.name if command.user else None,
+            "installation": command.installation_id, "error": command.error,
+            "created_at": format_time(command.created_at), "started_at": format_time(command.started_at),
+            "finished_at": format_time(command.finished_at)}
+
+
+def power_key(system: System) -> str | None:
+    power = system.power or {}
+    if not power.get("driver"):
+        return None
+    return f"{power['driver']}:{power.get('address') or power.get('url') or system.fqdn}"
+
+
+def enqueue(session, system: System, action: str, now: datetime, user_id: int | None = None,
+            installation_id: int | None = None) -> Command:
+    command = Command(system_id=system.id, action=action, status="queued", user_id=user_id,
+                      installation_id=installation_id, attempts=0, due_at=now, created_at=now,
+                      power_key=power_key(system) if action in POWER_ACTIONS else None)
+    session.add(command)
+    session.flush()
+    wake_worker(session)
+    return command
+
+
+def has_power(system: System) -> bool:
+    return bool((system.power or {}).get("driver"))
+
+
+def request_power(uow, actor: Actor, now: datetime, fqdn: str, action: str) -> dict:
+    """POST /systems/{fqdn}/power: control_system on the system, or being its current holder."""
+    session = uow.session
+    system = find(session, fqdn, actor)
+    if action not in POWER_ACTIONS:
+        raise Invalid("action", f"must be one of {', '.join(POWER_ACTIONS)}")
+    holder = current_reservations(session, [system.id], now).get(system.id)
+    if not (holder is not None and holder.user_id == actor.id):
+        decision = decide(actor, Permission.CONTROL_SYSTEM, access_of(system, active_loan(session, system)))
+        if not decision:
+            raise Forbidden(f"controlling the power of {system.fqdn} needs control_system or reserving it")
+    if not has_power(system):
+        raise Conflict(f"{system.fqdn} has no power driver configured")
+    command = enqueue(session, system, action, now, actor.id)
+    activity.record(session, actor, now, "system", system.fqdn, "power", "action", None, action)
+    return as_dict(command)
+
+
+def listing(uow, actor: Actor, fqdn: str, limit: int = 50) -> list[dict]:
+    system = find(uow.session, fqdn, actor)
+    query = select(Command).where(Command.system_id == system.id).order_by(Command.id.desc()).limit(limit)
+    return [as_dict(c) for c in uow.session.execute(query).unique().scalars()]
+
+
+def get(uow, actor: Actor, command_id: int) -> dict:
+    command = uow.session.get(Command, command_id)
+    if command is None:
+        raise NotFound(f"no command {command_id}")
+    find(uow.session, command.system.fqdn, actor)  # 404 unless the caller may see the system
+    return as_dict(command)
+
+
+# --- the worker's side ---------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Claimed:
+    """What a worker thread needs to carry out a command, read in the claiming transaction."""
+
+    id: int
+    action: str
+    fqdn: str
+    lab: str | None
+    power: dict
+    mac: str | None
+    boot: object | None  # provision.netboot.BootImage for netboot_install
+
+
+def _runnable(now: datetime):
+    earlier, running = aliased(Command), aliased(Command)
+    blocked_by_system = exists().where(earlier.system_id == Command.system_id, earlier.id < Command.id,
+                                       earlier.status.in_(UNFINISHED))
+    blocked_by_address = exists().where(running.status == "running", running.power_key == Command.power_key)
+    return (select(Command).where(Command.status == "queued", Command.due_at <= now, ~blocked_by_system,
+                                  ~and_(Command.power_key.is_not(None), blocked_by_address))
+            .order_by(Command.id))
+
+
+def claim(uow, now: datetime, limit: int, timeout: timedelta, boot_image) -> list[Claimed]:
+    """Mark up to `limit` runnable commands running and return what is needed to run them.
+
+    On PostgreSQL an advisory lock serialises claiming between workers, so
+    the "nothing else running for this address" check cannot race.
+    """
+    session = uow.session
+    if limit <= 0:
+        return []
+    if uow.is_postgresql:
+        session.execute(text("SELECT pg_advisory_xact_lock(4242001)"))
+    claimed, keys = [], set()
+    for command in session.execute(_runnable(now).limit(limit * 4)).unique().scalars():
+        if command.power_key is not None and command.power_key in keys:
+            continue
+        keys.add(command.power_key)
+        command.status, command.started_at = "running", now
+        command.attempts += 1
+        command.lease_until = now + timeout + LEASE_MARGIN
+        system = command.system
+        installation = session.get(Installation, command.installation_id) if command.installation_id else None
+        boot = boot_image(session, installation) if command.action == "netboot_install" and installation else None
+        claimed.append(Claimed(command.id, command.action, system.fqdn, system.lab, dict(system.power or {}),
+                               (system.netboot or {}).get("mac"), boot))
+        if len(claimed) >= limit:
+            break
+    return claimed
+
+
+def record_success(uow, command_id: int, now: datetime) -> None:
+    session = uow.session
+    command = session.get(Command, command_id)
+    if command is None or command.status != "running":
+        return  # recovered meanwhile as interrupted; the retry will tell
+    command.status, command.finished_at, command.error, command.lease_until = "completed", now, None, None
+    if command.action in POWER_STATE_AFTER:
+        command.system.power_state = POWER_STATE_AFTER[command.action]
+    wake_worker(session)  # the system's next command may run now
+
+
+def record_failure(uow, command_id: int, now: datetime, error: str, settings) -> bool:
+    """One attempt failed: retry later, or fail for good (True) with what follows from it."""
+    session = uow.session
+    command = session.get(Command, command_id)
+    if command is None or command.status != "running":
+        return False
+    command.error, command.lease_until = error, None
+    wake_worker(session)
+    if command.attempts < settings.command_max_attempts:
+        command.status = "queued"
+        command.due_at = now + settings.duration("command_retry_delay") * (2 ** (command.attempts - 1))
+        return False
+    command.status, command.finished_at = "failed", now
+    _failed_for_good(session, command, now, settings)
+    return True
+
+
+def _failed_for_good(session, command: Command, now: datetime, settings) -> None:
+    from . import installations  # the installation's failure aborts its recipe
+
+    system = command.system
+    why = f"{command.action} failed after {command.attempts} attempt(s): {command.error}"
+    activity.record(session, None, now, "system", system.fqdn, "command_failed", "command", None, why)
+    for later in session.execute(select(Command).where(Command.system_id == system.id, Command.status == "queued",
+                                                       Command.id > command.id)).unique().scalars():
+        later.status, later.finished_at, later.error = "failed", now, f"not run: command {command.id} failed"
+    installations.fail_current(session, system, now, why, settings)
+    if system.condition == "automated":
+        old, system.condition = system.condition, "broken"
+        usage.record_condition(session, system, old, now)
+        activity.record(session, None, now, "system", system.fqdn, "broken", "condition", old, "broken")
+    holder = current_reservations(session, [system.id], now).get(system.id)
+    if holder is not None:
+        notices.command_failed(session, settings, holder.user, system.fqdn, command.id, why, now)
+
+
+def recover_interrupted(uow, now: datetime, settings, everything: bool = False) -> list[int]:
+    """Commands left running by a worker that stopped: retried, or failed when out of attempts.
+
+    `everything`: at the start of the only worker (SQLite), every running
+    command was interrupted; otherwise only those whose lease ran out.
+    """
+    query = select(Command).where(Command.status == "running")
+    if not everything:
+        query = query.where(Command.lease_until < now)
+    recovered = []
+    for command in uow.session.execute(query.with_for_update(skip_locked=True, of=Command)).unique().scalars():
+        record_failure(uow, command.id, now, "interrupted: the worker running it stopped", settings)
+        recovered.append(command.id)
+    return recovered
+
+
+def recover_expired(uow, now: datetime) -> list[int]:
+    """Running commands whose lease ran out (their worker died): retried or failed."""
+    return recover_interrupted(uow, now, uow.settings)
+
+
+def next_due(uow, now: datetime) -> datetime | None:
+    """The next retry or lease expiry; commands runnable now are claimed in this pass."""
+    session = uow.session
+    retry = session.execute(select(Command.due_at).where(Command.status == "queued", Command.due_at > now)
+                            .order_by(Command.due_at).limit(1)).scalar_one_or_none()
+    lease = session.execute(select(Command.lease_until).where(Command.status == "running")
+                            .order_by(Command.lease_until).limit(1)).scalar_one_or_none()
+    return min((t for t in (retry, lease) if t is not None), default=None)

@@ -1,0 +1,426 @@
+"""Installations: turning a reservation or a scheduled recipe into an installed system.
+
+provision -> kickstart rendered (sandboxed jinja2) and stored -> commands
+queued: netboot configured, then a reboot -> the installer calls back
+install_start, install_done (netboot rewritten to boot the local disk),
+postinstall_done (first boot: running). install_fail, a command that keeps
+failing, or no callback within `install_timeout` fail it; a failed
+installation aborts its recipe and tells the holder.
+
+Each installation has a secret token, embedded in its kickstart URL and
+callback URLs. It is never stored: it is an HMAC of the installation's id
+and a random nonce under the site key, so a database reader cannot forge
+callbacks, and an old installation's token stops working once it is over.
+"""
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import os
+import secrets
+from datetime import datetime
+from pathlib import Path
+
+from sqlalchemy import select
+
+from ..domain.errors import Conflict, Forbidden, Invalid, NotFound
+from ..domain.permissions import Actor
+from ..provision.kickstart import KickstartError, KickstartRenderer, merge_kernel_options, merge_ks_meta
+from ..provision.netboot import BootImage
+from ..store.tables import DistroTree, Installation, Recipe, Reservation, System
+from ..store.uow import wake_worker
+from ..timeparse import format_time
+from . import activity, commands, distros, notices, usage
+from .systems import current_reservations, find
+
+EVENTS = ("install_start", "install_done", "postinstall_done", "install_fail")
+UNFINISHED = ("queued", "installing", "installed")
+TOKEN_MARK = "@@installation-token@@"  # stands for the token in the stored kickstart
+# event -> (states it may come in, state it leads to); a repeated event is accepted and changes nothing.
+TRANSITIONS = {
+    "install_start": (("queued",), "installing"),
+    "install_done": (("queued", "installing"), "installed"),
+    "postinstall_done": (("installed",), "running"),
+    "install_fail": (UNFINISHED, "failed"),
+}
+
+
+# --- tokens ---------------------------------------------------------------------------------------
+
+def site_key(settings) -> bytes:
+    """The key installation tokens are derived with: a setting, or a file made once in the data dir."""
+    if settings.secret_key:
+        return settings.secret_key.encode()
+    path = Path(settings.data_dir) / "secret.key"
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:
+            pass  # another process made it first
+        else:
+            with os.fdopen(fd, "w") as handle:
+                handle.write(secrets.token_urlsafe(48))
+    return path.read_text().strip().encode()
+
+
+def token_for(settings, installation: Installation) -> str:
+    message = f"installation:{installation.id}:{installation.nonce}".encode()
+    digest = hmac.new(site_key(settings), message, hashlib.sha256).digest()
+    return base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
+
+
+def _authorised(settings, installation: Installation | None, token: str | None) -> Installation:
+    if installation is None or not token or not hmac.compare_digest(token_for(settings, installation), token):
+        raise Forbidden("invalid installation token")
+    return installation
+
+
+# --- answers --------------------------------------------------------------------------------------
+
+def as_dict(installation: Installation, with_kickstart: bool = False) -> dict:
+    distro = installation.distro or {}
+    out = {"id": installation.id, "system": installation.system.fqdn,
+           "user": installation.user.name if installation.user else None,
+           "reservation": installation.reservation_id, "recipe": installation.recipe_id,
+           "distro_tree": {k: distro.get(k) for k in ("id", "name", "arch", "variant")},
+           "ks_meta": installation.ks_meta, "kernel_options": installation.kernel_options,
+           "status": installation.status, "error": installation.error,
+           "created_at": format_time(installation.created_at), "started_at": format_time(installation.started_at),
+           "installed_at": format_time(installation.installed_at),
+           "finished_at": format_time(installation.finished_at)}
+    if with_kickstart:
+        out["kickstart"] = installation.kickstart.replace(TOKEN_MARK, "<token>")
+    return out
+
+
+def urls(settings, installation: Installation, token: str) -> dict:
+    base = f"{settings.install_url_for(installation.system.lab)}/api/v1/installations/{installation.id}"
+    found = {event: f"{base}/{event}?token={token}" for event in EVENTS}
+    found["kickstart"] = f"{base}/kickstart?token={token}"
+    return found
+
+
+def get(uow, actor: Actor, installation_id: int) -> dict:
+    installation = uow.session.get(Installation, installation_id)
+    if installation is None:
+        raise NotFound(f"no installation {installation_id}")
+    system = find(uow.session, installation.system.fqdn, actor)
+    privileged = actor.is_admin or actor.id in (installation.user_id, system.owner_id)
+    return as_dict(installation, with_kickstart=privileged)
+
+
+def listing(uow, actor: Actor, fqdn: str, limit: int = 20) -> list[dict]:
+    system = find(uow.session, fqdn, actor)
+    query = (select(Installation).where(Installation.system_id == system.id)
+             .order_by(Installation.id.desc()).limit(limit))
+    return [as_dict(i) for i in uow.session.execute(query).unique().scalars()]
+
+
+# --- starting -------------------------------------------------------------------------------------
+
+def provision(uow, actor: Actor, now: datetime, fqdn: str, data: dict) -> dict:
+    """POST /systems/{fqdn}/provision by the current holder: 202 with the installation and its kickstart URL."""
+    session, settings = uow.session, uow.settings
+    system = find(session, fqdn, actor)
+    reservation = current_reservations(session, [system.id], now).get(system.id)
+    if reservation is None or reservation.user_id != actor.id:
+        raise Forbidden(f"only the current holder of {system.fqdn} may provision it; reserve it first")
+    if reservation.kind != "manual":
+        raise Conflict(f"{system.fqdn} is running a recipe, which provisions it itself")
+    tree = _choose_tree(session, system, data)
+    installation = start(session, settings, system, tree, now, user_id=actor.id, reservation_id=reservation.id,
+                         ks_meta=data.get("ks_meta", ""), kernel_options=data.get("kernel_options", ""))
+    usage.set_usage(session, system, "waiting", now)
+    activity.record(session, actor, now, "system", system.fqdn, "provision", "installation", None,
+                    f"{installation.id}: {tree.name} {tree.arch}")
+    answer = as_dict(installation)
+    answer["kickstart_url"] = urls(settings, installation, token_for(settings, installation))["kickstart"]
+    return answer
+
+
+def _choose_tree(session, system: System, data: dict) -> DistroTree:
+    wanted = data["distro_tree"]
+    if isinstance(wanted, int):
+        tree = session.get(DistroTree, wanted)
+        if tree is None:
+            raise Invalid("distro_tree", f"no distro tree {wanted}")
+    else:
+        arch = data.get("arch") or system.arch
+        query = select(DistroTree).where(DistroTree.name == wanted, DistroTree.arch == arch)
+        if data.get("variant"):
+            query = query.where(DistroTree.variant == data["variant"])
+        found = list(session.execute(query).scalars())
+        if not found:
+            raise Invalid("distro_tree", f"no distro tree {wanted} for {arch}")
+        if len(found) > 1:
+            variants = ", ".join(sorted(t.variant or "(none)" for t in found))
+            raise Invalid("variant", f"{wanted} {arch} has several variants ({variants}); say which")
+        tree = found[0]
+    if tree.arch != system.arch:
+        raise Invalid("distro_tree", f"{tree.name} is for {tree.arch}, {system.fqdn} is {system.arch}")
+    if tree.labs and system.lab not in tree.labs:
+        raise Invalid("distro_tree", f"{tree.name} is not available in lab {system.lab or '(none)'}")
+    return tree
+
+
+def _check_installable(system: System) -> None:
+    if not commands.has_power(system):
+        raise Conflict(f"{system.fqdn} has no power driver configured, so it cannot be provisioned")
+    if not (system.netboot or {}).get("mac"):
+        raise Conflict(f"{system.fqdn} has no netboot MAC address, so it cannot be provisioned")
+
+
+def start(session, settings, system: System, tree: DistroTree, now: datetime, *, user_id: int | None,
+          reservation_id: int | None, recipe: Recipe | None = None, ks_meta: str = "",
+          kernel_options: str = "") -> Installation:
+    """Create the installation, render and store its kickstart, and queue netboot + reboot."""
+    _check_installable(system)
+    netboot = system.netboot or {}
+    try:
+        meta = merge_ks_meta(tree.ks_meta, netboot.get("ks_meta"), ks_meta)
+        options = merge_kernel_options(tree.kernel_options, netboot.get("kernel_options"), kernel_options)
+    except ValueError as error:
+        raise Invalid("ks_meta", str(error)) from None
+    for previous in _unfinished(session, system):
+        _end(session, previous, now, "cancelled", f"superseded by a new installation at {format_time(now)}")
+    installation = Installation(
+        system_id=system.id, user_id=user_id, reservation_id=reservation_id,
+        recipe_id=recipe.id if recipe else None, distro_tree_id=tree.id, distro=_snapshot(tree),
+        ks_meta=ks_meta or "", kernel_options=options, kickstart="", nonce=secrets.token_hex(16),
+        status="queued", created_at=now, watchdog_at=now + settings.duration("install_timeout"))
+    session.add(installation)
+    session.flush()
+    session.refresh(installation, ["system", "user"])
+    token = token_for(settings, installation)
+    try:
+        rendered = _renderer(settings).render(_context(settings, system, installation, recipe, meta, token))
+    except KickstartError as error:
+        raise Invalid("kickstart", str(error)) from None
+    installation.kickstart = rendered.replace(token, TOKEN_MARK)
+    commands.enqueue(session, system, "netboot_install", now, user_id, installation.id)
+    commands.enqueue(session, system, "reboot", now, user_id, installation.id)
+    wake_worker(session)
+    return installation
+
+
+def for_recipe(session, settings, recipe: Recipe, system: System, now: datetime) -> None:
+    """A recipe with a distro reached its system: install it, or abort the recipe saying why."""
+    try:
+        tree = _recipe_tree(session, recipe, system)
+        start(session, settings, system, tree, now, user_id=recipe.recipe_set.job.owner_id,
+              reservation_id=recipe.reservation_id, recipe=recipe, ks_meta=recipe.spec.get("ks_meta", ""),
+              kernel_options=recipe.spec.get("kernel_options", ""))
+    except (Conflict, Invalid) as error:
+        _abort_recipe(session, settings, recipe, now, f"cannot provision {system.fqdn}: {error}")
+
+
+def _recipe_tree(session, recipe: Recipe, system: System) -> DistroTree:
+    for tree in distros.matching(session, recipe.spec["distro_requires"]):
+        if tree.arch == system.arch and (not tree.labs or system.lab in tree.labs):
+            return tree
+    raise Conflict(f"no distro tree matching the recipe's distroRequires for {system.arch} in lab {system.lab}")
+
+
+def _snapshot(tree: DistroTree) -> dict:
+    return {"id": tree.id, "name": tree.name, "family": tree.family, "arch": tree.arch, "variant": tree.variant,
+            "url": tree.url, "kernel": tree.kernel, "initrd": tree.initrd}
+
+
+_RENDERERS: dict[Path, KickstartRenderer] = {}
+
+
+def _renderer(settings) -> KickstartRenderer:
+    directory = settings.kickstart_path
+    if directory not in _RENDERERS:
+        _RENDERERS[directory] = KickstartRenderer(directory)
+    return _RENDERERS[directory]
+
+
+def _context(settings, system: System, installation: Installation, recipe: Recipe | None, meta: dict,
+             token: str) -> dict:
+    links = urls(settings, installation, token)
+    return {
+        "system": {"fqdn": system.fqdn, "arch": system.arch, "lab": system.lab, "cpus": system.cpus,
+                   "memory_mb": system.memory_mb, "attributes": dict(system.attributes or {}),
+                   "mac": (system.netboot or {}).get("mac")},
+        "distro": dict(installation.distro),
+        "recipe": ({"id": recipe.id, "job_id": recipe.job_id, "whiteboard": recipe.spec.get("whiteboard", "")}
+                   if recipe else None),
+        "installation": {"id": installation.id},
+        "ks_meta": meta, "kernel_options": installation.kernel_options,
+        "server_url": settings.install_url_for(system.lab), "kickstart_url": links["kickstart"],
+        "callbacks": {event: links[event] for event in EVENTS},
+    }
+
+
+def _join(base: str, path: str) -> str:
+    return path if "://" in path else f"{base.rstrip('/')}/{path.lstrip('/')}"
+
+
+def boot_image(session, settings, installation: Installation) -> BootImage:
+    """What the netboot config of this installation boots: its tree's kernel, with the kickstart URL."""
+    distro = installation.distro
+    kickstart = urls(settings, installation, token_for(settings, installation))["kickstart"]
+    options = " ".join(filter(None, (installation.kernel_options, f"inst.ks={kickstart}")))
+    return BootImage(_join(distro["url"], distro["kernel"]), _join(distro["url"], distro["initrd"]), options)
+
+
+# --- the installer's side -------------------------------------------------------------------------
+
+def kickstart(uow, installation_id: int, token: str | None) -> str:
+    installation = _authorised(uow.settings, uow.session.get(Installation, installation_id), token)
+    if installation.status in ("failed", "cancelled"):
+        raise Forbidden(f"installation {installation.id} is {installation.status}; its token no longer works")
+    return installation.kickstart.replace(TOKEN_MARK, token)
+
+
+def callback(uow, now: datetime, installation_id: int, token: str | None, event: str) -> None:
+    session, settings = uow.session, uow.settings
+    installation = _authorised(settings, session.get(Installation, installation_id), token)
+    allowed_from, target = TRANSITIONS[event]
+    if installation.status == target:
+        return  # the installer retried a call that already arrived
+    if installation.status in ("failed", "cancelled", "running"):
+        raise Forbidden(f"installation {installation.id} is {installation.status}; its token no longer works")
+    if installation.status not in allowed_from:
+        raise Conflict(f"{event} cannot come while installation {installation.id} is {installation.status}")
+    activity.record(session, None, now, "system", installation.system.fqdn, event, "installation",
+                    installation.status, target)
+    if event == "install_fail":
+        _fail(session, settings, installation, now, "the installer reported a failure (install_fail)")
+        return
+    installation.status = target
+    installation.watchdog_at = now + settings.duration("install_timeout")
+    wake_worker(session)
+    {"install_start": _started, "install_done": _installed, "postinstall_done": _running}[event](
+        session, settings, installation, now)
+
+
+def _started(session, settings, installation: Installation, now: datetime) -> None:
+    installation.started_at = now
+    usage.set_usage(session, installation.system, "installing", now)
+    recipe = _recipe(session, installation)
+    if recipe is not None and recipe.status == "waiting":
+        recipe.status = "installing"
+        _refresh(session, recipe, now)
+
+
+def _installed(session, settings, installation: Installation, now: datetime) -> None:
+    installation.installed_at = now
+    # The next boot must reach the installed system, not install again.
+    commands.enqueue(session, installation.system, "netboot_local", now, installation.user_id, installation.id)
+
+
+def _running(session, settings, installation: Installation, now: datetime) -> None:
+    installation.finished_at, installation.watchdog_at = now, None
+    usage.set_usage(session, installation.system, "running", now)
+    recipe = _recipe(session, installation)
+    if recipe is not None and recipe.status in ("waiting", "installing"):
+        from .placement import begin_running
+
+        begin_running(session, recipe, now)
+        _refresh(session, recipe, now)
+
+
+def _recipe(session, installation: Installation) -> Recipe | None:
+    return session.get(Recipe, installation.recipe_id) if installation.recipe_id else None
+
+
+def _refresh(session, recipe: Recipe, now: datetime) -> None:
+    from .placement import refresh_rollups
+
+    refresh_rollups(session, recipe.recipe_set, now)
+
+
+# --- ending ---------------------------------------------------------------------------------------
+
+def _unfinished(session, system: System) -> list[Installation]:
+    return list(session.execute(select(Installation).where(
+        Installation.system_id == system.id, Installation.status.in_(UNFINISHED))).unique().scalars())
+
+
+def _end(session, installation: Installation, now: datetime, status: str, why: str) -> None:
+    installation.status, installation.error = status, why
+    installation.finished_at, installation.watchdog_at = now, None
+    activity.record(session, None, now, "system", installation.system.fqdn, f"installation_{status}",
+                    "installation", installation.id, why)
+
+
+def _fail(session, settings, installation: Installation, now: datetime, why: str) -> None:
+    """An installation failed: the recipe is aborted, a manual holder keeps the system (idle) and is told."""
+    _end(session, installation, now, "failed", why)
+    recipe = _recipe(session, installation)
+    if recipe is not None and recipe.status not in ("completed", "cancelled", "aborted"):
+        _abort_recipe(session, settings, recipe, now, f"installation {installation.id} failed: {why}")
+    elif installation.system.usage in ("waiting", "installing", "running"):
+        usage.set_usage(session, installation.system, "idle", now)
+    if installation.user is not None:
+        notices.installation_failed(session, settings, installation.user, installation.system.fqdn,
+                                    installation.id, why, now)
+
+
+def _abort_recipe(session, settings, recipe: Recipe, now: datetime, why: str) -> None:
+    from .jobs import finish
+
+    finish(session, recipe, "aborted", now, None, settings)
+    activity.record(session, None, now, "recipe", recipe.id, "aborted", "reason", None, why)
+    _refresh(session, recipe, now)
+
+
+def fail_current(session, system: System, now: datetime, why: str, settings) -> None:
+    for installation in _unfinished(session, system):
+        _fail(session, settings, installation, now, why)
+
+
+def abort_stalled(uow, now: datetime, batch: int = 100) -> list[int]:
+    """The install watchdog: no callback within install_timeout fails the installation."""
+    query = (select(Installation).where(Installation.watchdog_at <= now, Installation.status.in_(UNFINISHED))
+             .order_by(Installation.watchdog_at).limit(batch).with_for_update(skip_locked=True, of=Installation))
+    stalled = list(uow.session.execute(query).unique().scalars())
+    limit = uow.settings.install_timeout
+    for installation in stalled:
+        _fail(uow.session, uow.settings, installation, now,
+              f"no progress from the installer for {limit} (still {installation.status})")
+    return [i.id for i in stalled]
+
+
+def next_due(uow) -> datetime | None:
+    return uow.session.execute(select(Installation.watchdog_at).where(
+        Installation.watchdog_at.is_not(None), Installation.status.in_(UNFINISHED))
+        .order_by(Installation.watchdog_at).limit(1)).scalar_one_or_none()
+
+
+def on_reservation_closed(session, settings, reservation: Reservation, now: datetime, reason: str) -> None:
+    """A reservation ended: its unfinished install stops, netboot is cleared, the release action runs."""
+    system = session.get(System, reservation.system_id)
+    for installation in _unfinished(session, system):
+        if installation.reservation_id == reservation.id:
+            _end(session, installation, now, "cancelled", "the reservation ended")
+    if reason == "released" or reservation.start_at > now or settings is None:
+        return  # held while its recipe set waited, or never begun: nothing was done to the system
+    if system.usage in ("waiting", "installing", "running"):
+        usage.set_usage(session, system, "idle", now)
+    if (system.netboot or {}).get("mac"):
+        commands.enqueue(session, system, "netboot_clear", now)
+    release_action(session, settings, system, now)
+
+
+def release_action(session, settings, system: System, now: datetime) -> None:
+    if not commands.has_power(system) or system.condition in ("broken", "removed"):
+        return
+    if system.release_action == "power_off":
+        commands.enqueue(session, system, "off", now)
+    elif system.release_action == "reprovision" and system.reprovision_distro_tree_id is not None:
+        tree = session.get(DistroTree, system.reprovision_distro_tree_id)
+        try:
+            start(session, settings, system, tree, now, user_id=None, reservation_id=None)
+        except (Conflict, Invalid) as error:
+            activity.record(session, None, now, "system", system.fqdn, "reprovision_failed", "reason", None,
+                            str(error))
+
+
+def latest_for_recipe(session, recipe: Recipe) -> int | None:
+    return session.execute(select(Installation.id).where(Installation.recipe_id == recipe.id)
+                           .order_by(Installation.id.desc()).limit(1)).scalar_one_or_none()

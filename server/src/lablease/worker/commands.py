@@ -1,0 +1,99 @@
+"""Carrying out queued commands: power through the system's driver, netboot files in the lab's TFTP root.
+
+Commands run in a small thread pool so a slow BMC does not hold up
+expiries and other systems; each result is recorded in its own transaction
+and wakes the worker, since the system's next command may now run.
+"""
+from __future__ import annotations
+
+import logging
+from concurrent.futures import Future, ThreadPoolExecutor
+from datetime import datetime
+from pathlib import Path
+from typing import Callable
+
+from ..config import Settings
+from ..power import PowerError, PowerTarget, scrub
+from ..power import registry
+from ..provision import netboot
+from ..services import commands, installations, unit_of_work
+from ..services.systems import SECRET_KEYS
+from ..store.db import Database
+from ..store.wakeup import Waker
+
+log = logging.getLogger("lablease.worker.commands")
+
+
+def carry_out(claimed: commands.Claimed, settings: Settings) -> None:
+    """Do the command; any failure raises (PowerError, OSError or ValueError) with a loggable message."""
+    tftp_root = settings.tftp_root_for(claimed.lab)
+    if claimed.action in commands.POWER_ACTIONS:
+        target = PowerTarget(claimed.fqdn, claimed.power, settings.duration("command_timeout").total_seconds(),
+                             Path(settings.data_dir), settings.power_scripts_path, tftp_root, claimed.mac)
+        registry.driver_for(target).act(claimed.action)
+        return
+    if not claimed.mac:
+        raise ValueError(f"{claimed.fqdn} has no netboot MAC address")
+    if claimed.action == "netboot_install":
+        if claimed.boot is None:
+            raise ValueError("the installation this netboot config was for is gone")
+        netboot.write(tftp_root, claimed.mac, claimed.boot)
+    elif claimed.action == "netboot_local":
+        netboot.write(tftp_root, claimed.mac, None)
+    elif claimed.action == "netboot_clear":
+        netboot.clear(tftp_root, claimed.mac)
+    else:
+        raise ValueError(f"unknown command {claimed.action}")
+
+
+class CommandRunner:
+    def __init__(self, settings: Settings, db: Database, clock: Callable[[], datetime]):
+        self.settings, self.db, self.clock = settings, db, clock
+        self.waker = Waker(db)
+        self.pool = ThreadPoolExecutor(max(1, settings.command_workers), thread_name_prefix="lablease-command")
+        self.running: set[Future] = set()
+
+    def recover(self, everything: bool) -> None:
+        with unit_of_work(self.db, self.settings) as uow:
+            recovered = commands.recover_interrupted(uow, self.clock(), self.settings, everything)
+            uow.commit()
+        for ident in recovered:
+            log.info("command %s was interrupted by a stop; retried or failed", ident)
+
+    def start_due(self) -> int:
+        """Claim what may run now (up to the free threads) and start it; returns how many started."""
+        free = self.settings.command_workers - len(self.running)
+        if free <= 0:
+            return 0
+        with unit_of_work(self.db, self.settings) as uow:
+            claimed = commands.claim(uow, self.clock(), free, self.settings.duration("command_timeout"),
+                                     lambda session, inst: installations.boot_image(session, self.settings, inst))
+            uow.commit()
+        for command in claimed:
+            future = self.pool.submit(self.execute, command)
+            self.running.add(future)
+            future.add_done_callback(self.running.discard)
+        return len(claimed)
+
+    def execute(self, claimed: commands.Claimed) -> None:
+        log.info("command %s: %s %s", claimed.id, claimed.action, claimed.fqdn)
+        error = None
+        try:
+            carry_out(claimed, self.settings)
+        except (PowerError, OSError, ValueError) as failure:
+            error = str(failure) or type(failure).__name__
+        except Exception as failure:  # a driver's bug must not lose the command
+            error = f"unexpected {type(failure).__name__}: {failure}"
+        if error is not None:
+            error = scrub(error, [v for k, v in claimed.power.items() if k.lower() in SECRET_KEYS])
+            log.warning("command %s (%s %s) failed: %s", claimed.id, claimed.action, claimed.fqdn, error)
+        with unit_of_work(self.db, self.settings, self.waker) as uow:
+            if error is None:
+                commands.record_success(uow, claimed.id, self.clock())
+            elif commands.record_failure(uow, claimed.id, self.clock(), error, self.settings):
+                log.warning("command %s failed for good", claimed.id)
+            uow.commit()
+
+    def stop(self) -> None:
+        """Stop taking work; commands still running are recovered when a worker starts again."""
+        self.pool.shutdown(wait=False, cancel_futures=True)

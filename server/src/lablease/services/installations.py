@@ -180,15 +180,15 @@ def start(session, settings, system: System, tree: DistroTree, now: datetime, *,
     netboot = system.netboot or {}
     try:
         meta = merge_ks_meta(tree.ks_meta, netboot.get("ks_meta"), ks_meta)
-        options = merge_kernel_options(tree.kernel_options, netboot.get("kernel_options"), kernel_options)
     except ValueError as error:
         raise Invalid("ks_meta", str(error)) from None
+    options = _boot_options(tree.kernel_options, system, kernel_options)
     for previous in _unfinished(session, system):
         _end(session, previous, now, "cancelled", f"superseded by a new installation at {format_time(now)}")
     installation = Installation(
         system_id=system.id, user_id=user_id, reservation_id=reservation_id,
-        recipe_id=recipe.id if recipe else None, distro_tree_id=tree.id, distro=_snapshot(tree),
-        ks_meta=ks_meta or "", kernel_options=options, kickstart="", nonce=secrets.token_hex(16),
+        recipe_id=recipe.id if recipe else None, distro_tree_id=tree.id, distro={**_snapshot(tree), "boot_options": options},
+        ks_meta=ks_meta or "", kernel_options=kernel_options or "", kickstart="", nonce=secrets.token_hex(16),
         status="queued", created_at=now, watchdog_at=now + settings.duration("install_timeout"))
     session.add(installation)
     session.flush()
@@ -203,6 +203,14 @@ def start(session, settings, system: System, tree: DistroTree, now: datetime, *,
     commands.enqueue(session, system, "reboot", now, user_id, installation.id)
     wake_worker(session)
     return installation
+
+
+def _boot_options(tree_options: str | None, system: System, requested: str) -> str:
+    """The kernel command line: the tree's defaults, then the system's, then what was asked for."""
+    try:
+        return merge_kernel_options(tree_options, (system.netboot or {}).get("kernel_options"), requested)
+    except ValueError as error:
+        raise Invalid("kernel_options", str(error)) from None
 
 
 def for_recipe(session, settings, recipe: Recipe, system: System, now: datetime) -> None:
@@ -249,7 +257,7 @@ def _context(settings, system: System, installation: Installation, recipe: Recip
         "recipe": ({"id": recipe.id, "job_id": recipe.job_id, "whiteboard": recipe.spec.get("whiteboard", "")}
                    if recipe else None),
         "installation": {"id": installation.id},
-        "ks_meta": meta, "kernel_options": installation.kernel_options,
+        "ks_meta": meta, "kernel_options": installation.distro.get("boot_options", ""),
         "server_url": settings.install_url_for(system.lab), "kickstart_url": links["kickstart"],
         "callbacks": {event: links[event] for event in EVENTS},
     }
@@ -263,7 +271,7 @@ def boot_image(session, settings, installation: Installation) -> BootImage:
     """What the netboot config of this installation boots: its tree's kernel, with the kickstart URL."""
     distro = installation.distro
     kickstart = urls(settings, installation, token_for(settings, installation))["kickstart"]
-    options = " ".join(filter(None, (installation.kernel_options, f"inst.ks={kickstart}")))
+    options = " ".join(filter(None, (distro.get("boot_options"), f"inst.ks={kickstart}")))
     return BootImage(_join(distro["url"], distro["kernel"]), _join(distro["url"], distro["initrd"]), options)
 
 

@@ -139,7 +139,16 @@ class LiveServer:
         if log is not None and not log.closed:
             log.close()
 
+    def stop_virtual_machines(self) -> None:
+        """Simulated machines run in their own sessions, as real ones would: power them all off."""
+        for pid_file in self.data_dir.glob("virtual/*/pid"):
+            try:
+                os.killpg(int(pid_file.read_text().split()[0]), signal.SIGKILL)
+            except (ValueError, IndexError, ProcessLookupError, PermissionError):
+                pass
+
     def stop(self) -> None:
+        self.stop_virtual_machines()
         self.close_sessions()
         if self.process is None or self.process.poll() is not None:
             self._close_log()

@@ -42,6 +42,8 @@ class LabLeaseServer(BaseApplication):
             "timeout": 60,
             "graceful_timeout": 10,
             "accesslog": self.access_log,
+            # The path without its query: installers' URLs carry their token in ?token=.
+            "access_log_format": '%(h)s %(t)s "%(m)s %(U)s %(H)s" %(s)s %(b)s %(M)sms',
             "loglevel": self.settings.log_level,
             "proc_name": "lablease-server",
             "control_socket_disable": True,  # several servers may run on one host

@@ -51,6 +51,11 @@ class FakeApi:
         self.jobs = {}
         self.recipes = {}
         self.polls = {}  # recipe id -> statuses to go through on each GET of its job
+        self.distro_trees = {}
+        self.installations = {}
+        self.installation_polls = {}  # installation id -> changes to go through on each GET of it
+        self.commands = {}
+        self.command_polls = {}  # command id -> changes to go through on each GET of it
         self.calls = []  # (method, path, body)
         self.fail_next = []  # statuses or exceptions to raise before answering
 
@@ -58,7 +63,8 @@ class FakeApi:
     def add_system(self, fqdn, arch="x86_64", **extra):
         system = {"fqdn": fqdn, "arch": arch, "cpus": None, "memory_mb": None, "lab": None, "attributes": {},
                   "condition": "manual", "usage": "idle", "owner": None, "power": {}, "netboot": {},
-                  "reservation": None, "loan": None}
+                  "reservation": None, "loan": None, "power_state": "unknown", "release_action": None,
+                  "installation": None}
         system.update(extra)
         self.systems[fqdn] = system
         return system
@@ -115,6 +121,13 @@ class FakeApi:
             return 201, self.add_system(fqdn, **body)
         if path.startswith("/jobs"):
             return self.job(url, method, path, body, query)
+        if path.startswith("/distro-trees"):
+            return self.distro(url, method, path, body, query)
+        if path.startswith("/installations/") or path.startswith("/commands/"):
+            return self.provisioned(url, path)
+        provisioning = re.match(r"^/systems/([^/]+)/(provision|installations|power|commands)$", path)
+        if provisioning:
+            return self.provisioning(url, method, provisioning.group(1), provisioning.group(2), body, query)
         for prefix, handler in (("/systems/", self.access), ("/groups", self.group), ("/pools", self.pool),
                                 ("/recipes/", self.recipe)):
             if path.startswith(prefix) and (prefix != "/systems/" or path.count("/") > 2):
@@ -314,6 +327,101 @@ class FakeApi:
         if recipe["status"] in ("queued", "scheduled", "waiting"):
             return 200, dict(recipe, why={"message": "no system matches"})
         return 200, recipe
+
+    # -- distro trees, installations and power commands ----------------------------------
+    def add_distro_tree(self, name, arch="x86_64", variant=None, **extra):
+        tree_id = len(self.distro_trees) + 1
+        tree = {"id": tree_id, "name": name, "family": None, "arch": arch, "variant": variant, "tags": [],
+                "url": "http://mirror.lab.test/%s/%s/" % (name, arch), "kernel": "images/pxeboot/vmlinuz",
+                "initrd": "images/pxeboot/initrd.img", "ks_meta": None, "kernel_options": None, "labs": [],
+                "created_at": iso(NOW)}
+        tree.update(extra)
+        self.distro_trees[tree_id] = tree
+        return tree
+
+    def add_installation(self, fqdn, tree, status="running", reservation=None, ks_meta="", kernel_options="",
+                         error=None):
+        installation_id = len(self.installations) + 1
+        installation = {"id": installation_id, "system": fqdn, "user": self.user, "reservation": reservation,
+                        "recipe": None, "distro_tree": dict((k, tree[k]) for k in ("id", "name", "arch", "variant")),
+                        "ks_meta": ks_meta, "kernel_options": kernel_options, "status": status, "error": error,
+                        "created_at": iso(NOW), "started_at": None, "installed_at": None, "finished_at": None}
+        self.installations[installation_id] = installation
+        self.systems[fqdn]["installation"] = {"id": installation_id, "status": status}
+        return installation
+
+    def add_command(self, fqdn, action, status="queued"):
+        command_id = len(self.commands) + 1
+        command = {"id": command_id, "system": fqdn, "action": action, "status": status, "attempts": 0,
+                   "user": self.user, "installation": None, "error": None, "created_at": iso(NOW),
+                   "started_at": None, "finished_at": None}
+        self.commands[command_id] = command
+        return command
+
+    def distro(self, url, method, path, body, query):
+        parts = path.split("/")
+        if len(parts) == 2 and method == "GET":  # like the server: an empty filter matches everything
+            wanted = dict((k, v) for k, v in query.items() if k in ("name", "arch", "variant", "family") and v)
+            return 200, [t for t in self.distro_trees.values() if all(t.get(k) == v for k, v in wanted.items())]
+        if not self.admin:
+            self.problem(url, 403, "Forbidden", "only administrators may change distro trees")
+        if len(parts) == 2 and method == "POST":
+            for tree in self.distro_trees.values():
+                if (tree["name"], tree["arch"], tree["variant"]) == (body["name"], body["arch"], body.get("variant")):
+                    self.problem(url, 409, "Conflict", "distro tree %s %s already exists" % (body["name"], body["arch"]))
+            fields = dict(body)
+            return 201, self.add_distro_tree(fields.pop("name"), fields.pop("arch"), fields.pop("variant", None), **fields)
+        tree = self.distro_trees.get(int(parts[2]))
+        if tree is None:
+            self.problem(url, 404, "Not found", "no distro tree %s" % parts[2])
+        if method == "PATCH":
+            tree.update(body)
+        elif method == "DELETE":
+            del self.distro_trees[tree["id"]]
+            return 204, None
+        return 200, tree
+
+    def provisioning(self, url, method, fqdn, what, body, query):
+        system = self.systems.get(fqdn)
+        if system is None:
+            self.problem(url, 404, "Not found", "no system named %s" % fqdn)
+        if method == "GET":
+            found = self.installations if what == "installations" else self.commands
+            newest = [item for item in sorted(found.values(), key=lambda i: -i["id"]) if item["system"] == fqdn]
+            return 200, newest[:int(query.get("limit", 50))]
+        if what == "power":
+            return 202, self.add_command(fqdn, body["action"])
+        holder = (system.get("reservation") or {}).get("user")
+        if holder != self.user:
+            self.problem(url, 403, "Forbidden", "%s is not reserved by you: only its current holder may provision it"
+                         % fqdn)
+        wanted = body["distro_tree"]
+        trees = [t for t in self.distro_trees.values()
+                 if (t["id"] == wanted if isinstance(wanted, int) else t["name"] == wanted)
+                 and t["arch"] == body.get("arch", system["arch"]) and body.get("variant") in (None, t["variant"])]
+        if not trees:
+            self.problem(url, 422, "Unprocessable", "distro_tree: no distro tree %s for %s" % (wanted, system["arch"]))
+        if len(trees) > 1:
+            self.problem(url, 422, "Unprocessable", "variant: %s has several variants; say which" % wanted)
+        installation = self.add_installation(fqdn, trees[0], status="queued", reservation=system["reservation"]["id"],
+                                             ks_meta=body.get("ks_meta", ""),
+                                             kernel_options=body.get("kernel_options", ""))
+        return 202, dict(installation, kickstart_url="http://lab.test:8042/kickstart/secret")
+
+    def provisioned(self, url, path):
+        kind, number = path.split("/")[1:3]
+        found, polls = ((self.installations, self.installation_polls) if kind == "installations"
+                        else (self.commands, self.command_polls))
+        item = found.get(int(number))
+        if item is None:
+            self.problem(url, 404, "Not found", "no %s %s" % (kind[:-1], number))
+        if polls.get(item["id"]):
+            item.update(polls[item["id"]].pop(0))
+        if kind == "installations":
+            self.systems[item["system"]]["installation"] = {"id": item["id"], "status": item["status"]}
+        elif item["status"] == "completed":
+            self.systems[item["system"]]["power_state"] = "off" if item["action"] == "off" else "on"
+        return 200, item
 
     def reserve(self, url, body):
         for reservation in self.reservations:

@@ -1,0 +1,348 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: lablease contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: provision
+short_description: Install a distro tree on a reserved lab system and wait until it runs
+version_added: 0.1.0
+description:
+  - Asks the lablease server to install the distro tree O(distro) on O(system) - the server writes the netboot
+    configuration and kickstart, power-cycles the system and follows the installer - and, with O(wait), waits
+    until the installed system has booted (installation status C(running)).
+  - Only the system's current holder (the user whose reservation holds it) may provision it.
+  - B(Idempotency.) When the system's latest installation was made during the caller's B(current) reservation
+    of the system and asked for the same tree (O(distro), and O(arch) and O(variant) when given), the same
+    O(ks_meta) and the same O(kernel_options), and it has not failed nor been cancelled, nothing is installed
+    again (not changed; with O(wait) the module waits for that installation). O(force=true) installs anyway.
+    A new reservation of the system always installs again.
+author:
+  - lablease developers (@lablease)
+extends_documentation_fragment:
+  - lablease.lab.api
+attributes:
+  check_mode:
+    support: full
+    description:
+      - Nothing is installed; the task reports C(changed) when an installation would be started, and checks
+        that a matching distro tree exists. It does not wait.
+  diff_mode:
+    support: full
+    description: Shows the system's latest installation (id, distro, arch, variant, ks_meta, kernel_options)
+      before and after.
+  action_group:
+    description: Use C(group/lablease.lab.api) in C(module_defaults) to set the connection options.
+    support: full
+    membership:
+      - lablease.lab.api
+options:
+  system:
+    description:
+      - Fully qualified name of the system. The caller must hold it (a reservation, or a job's recipe).
+    type: str
+    required: true
+    aliases: [fqdn]
+  distro:
+    description:
+      - The name of the distro tree to install, for example V(Fedora-40) (see M(lablease.lab.distro_tree)).
+    type: str
+    required: true
+  arch:
+    description:
+      - The tree's architecture. Not given - the server picks the tree for the system's architecture.
+    type: str
+  variant:
+    description:
+      - The tree's variant, for example V(Server). Not given - the server picks a tree of that name.
+    type: str
+  ks_meta:
+    description:
+      - Kickstart metadata for this installation (V(key=value key2) ...). Compared with the latest installation's
+        word by word (runs of white space do not matter).
+    type: str
+    default: ""
+  kernel_options:
+    description:
+      - Installer kernel options for this installation. Compared like O(ks_meta).
+    type: str
+    default: ""
+  force:
+    description:
+      - Install even when the current reservation's latest installation already asked for the same.
+    type: bool
+    default: false
+  wait:
+    description:
+      - Wait until the installation is C(running) (installed, and the system reported its first boot).
+        An installation that fails or is cancelled fails the task with the server's error.
+    type: bool
+    default: true
+  wait_timeout:
+    description:
+      - Seconds to wait with O(wait). On timeout the task fails, saying the installation's last status (the
+        installation goes on on the server).
+    type: int
+    default: 3600
+  poll_interval:
+    description:
+      - Seconds between two looks at the installation while waiting.
+    type: int
+    default: 5
+    aliases: [wait_sleep]
+requirements:
+  - Python 3.8 or later on the host that runs the module.
+seealso:
+  - module: lablease.lab.distro_tree
+  - module: lablease.lab.power
+  - module: lablease.lab.reservation
+"""
+
+EXAMPLES = r"""
+- name: Hold s1.lab.test for four hours
+  lablease.lab.reservation:
+    system: s1.lab.test
+    duration: 4h
+
+- name: Install Fedora 40 Server on it and wait until it has booted
+  lablease.lab.provision:
+    system: s1.lab.test
+    distro: Fedora-40
+    variant: Server
+    ks_meta: harness=restraint
+    kernel_options: console=ttyS0,115200
+    wait_timeout: 2700
+  register: installed
+
+- name: Show how long the installation took
+  ansible.builtin.debug:
+    msg: "installed from {{ installed.installation.started_at }} to {{ installed.installation.installed_at }}"
+
+- name: Start a reinstallation without waiting for it
+  lablease.lab.provision:
+    system: s1.lab.test
+    distro: Fedora-40
+    variant: Server
+    force: true
+    wait: false
+"""
+
+RETURN = r"""
+installation:
+  description:
+    - The installation after the task - the one started, or the matching one that was kept. In check mode,
+      for an installation that would be started, the request as it would be made (C(id) null).
+  returned: always
+  type: dict
+  contains:
+    id:
+      description: The installation's id.
+      type: int
+      sample: 12
+    system:
+      description: The system.
+      type: str
+      sample: s1.lab.test
+    user:
+      description: Who asked for it.
+      type: str
+      sample: alice
+    reservation:
+      description: The id of the reservation that held the system, or null.
+      type: int
+    recipe:
+      description: The id of the job recipe it belongs to, or null.
+      type: int
+    distro_tree:
+      description: The tree installed (C(id), C(name), C(arch), C(variant)).
+      type: dict
+      sample: {id: 3, name: Fedora-40, arch: x86_64, variant: Server}
+    ks_meta:
+      description: The kickstart metadata asked for.
+      type: str
+    kernel_options:
+      description: The kernel options asked for.
+      type: str
+    status:
+      description: V(queued), V(installing), V(installed), V(running), V(failed) or V(cancelled).
+      type: str
+      sample: running
+    error:
+      description: Why it failed, or null.
+      type: str
+    created_at:
+      description: When it was asked for.
+      type: str
+    started_at:
+      description: When the installer started.
+      type: str
+    installed_at:
+      description: When the installer finished.
+      type: str
+    finished_at:
+      description: When the installed system reported its first boot (or the installation failed).
+      type: str
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.lablease.lab.plugins.module_utils.client import (
+    LableaseError,
+    api_argument_spec,
+    module_client,
+    wait_until,
+)
+
+BAD = ("failed", "cancelled")
+READY = "running"
+
+
+def words(text):
+    return " ".join((text or "").split())
+
+
+def shown(installation):
+    if not installation:
+        return {}
+    tree = installation.get("distro_tree") or {}
+    return {"id": installation.get("id"), "distro": tree.get("name"), "arch": tree.get("arch"),
+            "variant": tree.get("variant"), "ks_meta": installation.get("ks_meta"),
+            "kernel_options": installation.get("kernel_options")}
+
+
+def same_request(installation, params):
+    """Whether an installation asked for what the options ask for (arch/variant only when given)."""
+    tree = installation.get("distro_tree") or {}
+    return (tree.get("name") == params["distro"]
+            and params["arch"] in (None, tree.get("arch"))
+            and params["variant"] in (None, tree.get("variant"))
+            and words(installation.get("ks_meta")) == words(params["ks_meta"])
+            and words(installation.get("kernel_options")) == words(params["kernel_options"]))
+
+
+def kept(system, latest, params):
+    """The latest installation when it is this reservation's, asked for the same and is not failed/cancelled."""
+    reservation = system.get("reservation") or {}
+    if not latest or not reservation.get("id") or latest.get("reservation") != reservation["id"]:
+        return None
+    if latest.get("status") in BAD or not same_request(latest, params):
+        return None
+    return latest
+
+
+def described(installation):
+    tree = installation.get("distro_tree") or {}
+    return " ".join(str(part) for part in (tree.get("name"), tree.get("arch"), tree.get("variant")) if part)
+
+
+def wait_for(module, client, installation, changed):
+    """Poll until the installation runs; fail when it fails, is cancelled, or on timeout."""
+    params = module.params
+    path = "/installations/%d" % installation["id"]
+    state = {"installation": installation}
+
+    def check():
+        state["installation"] = current = client.get(path)
+        return current if current.get("status") in BAD + (READY,) else None
+
+    done, timed_out = wait_until(check, params["wait_timeout"], params["poll_interval"])
+    current = state["installation"]
+    where = "%s: installation %d of %s" % (current.get("system") or params["system"], current["id"], described(current))
+    if timed_out:
+        module.fail_json(msg="%s is still %s after waiting %d s" % (where, current.get("status"), params["wait_timeout"]),
+                         changed=changed, installation=current)
+    if current.get("status") in BAD:
+        module.fail_json(msg="%s %s: %s" % (where, current["status"], current.get("error") or "no error given"),
+                         changed=changed, installation=current)
+    return current
+
+
+def check_tree(module, client, system):
+    """In check mode: the tree the server would pick, failing the task as the server would."""
+    params = module.params
+    name, arch, variant = params["distro"], params["arch"] or system.get("arch"), params["variant"]
+    trees = [t for t in client.get("/distro-trees", {"name": name, "arch": arch, "variant": variant})
+             if t.get("name") == name and t.get("arch") == arch and variant in (None, t.get("variant"))]
+    if not trees:
+        module.fail_json(msg="no distro tree named %s for %s%s" % (name, arch, " (variant %s)" % variant if variant else ""))
+    if len(trees) > 1:
+        module.fail_json(msg="%s %s has several variants (%s); say which with the variant option" % (
+            name, arch, ", ".join(sorted(t.get("variant") or "(none)" for t in trees))))
+    tree = trees[0]
+    if tree.get("arch") != system.get("arch"):
+        module.fail_json(msg="%s is for %s, %s is %s" % (name, tree.get("arch"), system.get("fqdn"), system.get("arch")))
+    if tree.get("labs") and system.get("lab") not in tree["labs"]:
+        module.fail_json(msg="%s is not available in lab %s" % (name, system.get("lab") or "(none)"))
+    return dict((k, tree.get(k)) for k in ("id", "name", "arch", "variant"))
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=api_argument_spec(
+            system=dict(type="str", required=True, aliases=["fqdn"]),
+            distro=dict(type="str", required=True),
+            arch=dict(type="str"),
+            variant=dict(type="str"),
+            ks_meta=dict(type="str", default=""),
+            kernel_options=dict(type="str", default=""),
+            force=dict(type="bool", default=False),
+            wait=dict(type="bool", default=True),
+            wait_timeout=dict(type="int", default=3600),
+            poll_interval=dict(type="int", default=5, aliases=["wait_sleep"]),
+        ),
+        supports_check_mode=True,
+    )
+    params = module.params
+    params["distro"] = params["distro"].strip()
+    if not params["distro"]:
+        module.fail_json(msg="distro: give the name of a distro tree")
+    for key in ("wait_timeout", "poll_interval"):
+        if params[key] < 0:
+            module.fail_json(msg="%s: must be 0 or more, not %d" % (key, params[key]))
+    client = module_client(module)
+    fqdn = params["system"].strip().lower()
+    try:
+        system = client.get("/systems/%s" % client.quote(fqdn))
+        latest = system.get("installation")
+        if latest and latest.get("id") is not None:
+            latest = client.get("/installations/%d" % latest["id"])
+        else:
+            latest = None
+        before = shown(latest)
+        found = None if params["force"] else kept(system, latest, params)
+        if found is not None:
+            if params["wait"] and not module.check_mode and found.get("status") != READY:
+                found = wait_for(module, client, found, False)
+            module.exit_json(changed=False, installation=found, diff={"before": before, "after": before})
+
+        if module.check_mode:
+            predicted = {"id": None, "system": fqdn, "user": client.me()["name"],
+                         "reservation": (system.get("reservation") or {}).get("id"), "recipe": None,
+                         "distro_tree": check_tree(module, client, system), "ks_meta": params["ks_meta"],
+                         "kernel_options": params["kernel_options"], "status": "queued", "error": None,
+                         "created_at": None, "started_at": None, "installed_at": None, "finished_at": None}
+            module.exit_json(changed=True, installation=predicted, diff={"before": before, "after": shown(predicted)})
+
+        body = {"distro_tree": params["distro"]}
+        for key in ("arch", "variant", "ks_meta", "kernel_options"):
+            if params[key]:
+                body[key] = params[key]
+        installation = client.request("POST", "/systems/%s/provision" % client.quote(fqdn), body)[1]
+        if isinstance(installation.get("installation"), dict):  # {installation, kickstart_url}
+            installation = dict(installation["installation"], kickstart_url=installation.get("kickstart_url"))
+        if params["wait"]:
+            try:
+                installation = wait_for(module, client, installation, True)
+            except LableaseError as error:
+                module.fail_json(msg=error.message, status=error.status, changed=True, installation=installation)
+        module.exit_json(changed=True, installation=installation, diff={"before": before, "after": shown(installation)})
+    except LableaseError as error:
+        module.fail_json(msg=error.message, status=error.status, problem=error.problem)
+
+
+if __name__ == "__main__":
+    main()

@@ -211,3 +211,24 @@ def test_the_environment_of_the_worker_does_not_leak_into_errors(lab):
     _, shown = lab.admin.get(f"/commands/{command['id']}")
     assert shown["status"] == "queued" and "missing-script" in shown["error"]
     assert os.environ.get("RECORD") not in shown["error"]
+
+
+def test_the_loaders_written_follow_the_system_and_what_can_boot_the_tree(lab):
+    scripted(lab, "l1.lab.test")
+    lab.admin.post("/distro-trees", {"name": "F40s", "arch": "x86_64", "url": "https://m/f40/", "kernel": "vmlinuz",
+                                     "initrd": "initrd.img"})
+    lab.alice.post("/reservations", {"system": "l1.lab.test", "duration": "1h"})
+    lab.alice.post("/systems/l1.lab.test/provision", {"distro_tree": "F40s"})
+    drain(lab)
+    root = lab.settings.tftp_root_for(None)
+    hyphens = "52-54-00-00-10-01"
+    assert (root / "ipxe" / hyphens).exists() and (root / "pxelinux.cfg" / f"01-{hyphens}").exists()
+    assert not (root / "boot" / "grub" / f"grub.cfg-01-{hyphens}").exists()  # GRUB2 cannot fetch https
+    status, problem = lab.admin.patch("/systems/l1.lab.test", {"netboot": {"mac": "52:54:00:00:10:01",
+                                                                           "loaders": ["ipxe", "floppy"]}})
+    assert status == 422 and "loaders" in problem["detail"]
+    lab.admin.patch("/systems/l1.lab.test", {"netboot": {"mac": "52:54:00:00:10:01", "loaders": ["pxelinux"]}})
+    lab.alice.post("/systems/l1.lab.test/provision", {"distro_tree": "F40s"})
+    (root / "ipxe" / hyphens).unlink()
+    drain(lab)
+    assert not (root / "ipxe" / hyphens).exists() and (root / "pxelinux.cfg" / f"01-{hyphens}").exists()

@@ -11,6 +11,7 @@ from importlib import metadata
 
 from . import client_commands as c
 from . import client_jobs as j
+from . import client_provisioning as pv
 from . import client_sharing as sh
 
 PERMISSIONS = ("view", "reserve", "loan_self", "loan_any", "control_system", "edit_system", "edit_policy")
@@ -18,14 +19,21 @@ CONDITIONS = ("automated", "manual", "broken", "removed")
 STATES = ("new", "queued", "assigned", "scheduled", "waiting", "installing", "running", "completed", "cancelled",
           "aborted")
 RESULTS = ("pass", "warn", "fail")
+POWER_ACTIONS = ("on", "off", "reboot")
 DEFAULT_INTERVAL = 2.0  # seconds between polls of `job submit --wait` and `job watch`
 
 
-def global_options(defaults: bool) -> argparse.ArgumentParser:
-    """The options every command takes; subcommands leave them unset unless given after the command."""
+def global_options(defaults: bool, url: bool = True) -> argparse.ArgumentParser:
+    """The options every command takes; subcommands leave them unset unless given after the command.
+
+    url=False leaves --url out, for `distro add`, whose --url is the tree's (the server's goes before the
+    command there, or in $LABLEASE_URL).
+    """
     keep = None if defaults else argparse.SUPPRESS
     parser = argparse.ArgumentParser(add_help=False)
-    parser.add_argument("--url", default=keep, help="server URL (default: $LABLEASE_URL, else http://127.0.0.1:8042)")
+    if url:
+        parser.add_argument("--url", default=keep,
+                            help="server URL (default: $LABLEASE_URL, else http://127.0.0.1:8042)")
     parser.add_argument("--token", default=keep, help="API token (default: $LABLEASE_TOKEN)")
     formats = parser.add_mutually_exclusive_group()
     formats.add_argument("--json", dest="format", action="store_const", const="json", default=keep,
@@ -49,7 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="lablease", parents=[global_options(True)],
         description="Reserve and lend lab systems through a lablease server.",
         epilog="Exit status: 0 ok, 1 error, 2 usage, 3 not found, 4 forbidden, 5 conflict, "
-               "6 invalid input, 7 server unreachable, 8 a recipe ended while waiting, 9 timed out, "
+               "6 invalid input, 7 server unreachable, 8 what --wait waited for ended or failed, 9 timed out, "
                "130 interrupted.")
     parser.add_argument("--version", action="version", version=f"lablease {installed_version()}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
@@ -61,6 +69,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_policy_commands(commands.add_parser("policy", help="who may do what on a system", parents=[common]),
                         common)
     add_job_commands(commands, common)
+    add_provisioning_commands(commands, common)
     whoami = commands.add_parser("whoami", help="who the token belongs to", parents=[common])
     whoami.set_defaults(handler=c.whoami)
     return parser
@@ -249,3 +258,79 @@ def add_job_commands(commands, common) -> None:
     for option in ("name", "family", "arch", "variant"):
         p.add_argument(f"--{option}", help=f"only this {option}")
     p.set_defaults(handler=j.distros)
+
+
+def limit(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        number = 0
+    if not 1 <= number <= 1000:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a number between 1 and 1000")
+    return number
+
+
+def add_wait(parser, until: str) -> None:
+    parser.add_argument("--wait", action="store_true", help=f"wait until {until}")
+    parser.add_argument("--timeout", metavar="DURATION", type=duration,
+                        help="wait at most this long (exit 9 then); implies --wait; default: as long as it takes")
+    add_interval(parser)
+
+
+def add_provisioning_commands(commands, common) -> None:
+    p = commands.add_parser("provision", help="install a distro tree on a system you hold", parents=[common])
+    p.add_argument("system", metavar="SYSTEM")
+    p.add_argument("distro", metavar="DISTRO", help="a distro tree's name (e.g. Fedora-40) or its id")
+    p.add_argument("--arch", help="with a name: the tree's arch (default: the system's)")
+    p.add_argument("--variant", help="with a name: the tree's variant, when it has several")
+    p.add_argument("--ks-meta", metavar="TEXT", help="key=value variables for the kickstart")
+    p.add_argument("--kernel-options", metavar="TEXT", help="extra kernel command line for the installer")
+    p.add_argument("--show-url", action="store_true",
+                   help="also print the kickstart URL (it carries the installation's secret token)")
+    add_wait(p, "the installed system is running")
+    p.set_defaults(handler=pv.provision)
+
+    p = commands.add_parser("installations", help="a system's installations, newest first", parents=[common])
+    p.add_argument("system", metavar="SYSTEM")
+    p.add_argument("--limit", metavar="N", type=limit, default=20, help="at most N (default 20)")
+    p.set_defaults(handler=pv.installations)
+
+    p = commands.add_parser("installation", help="one installation", parents=[common])
+    p.add_argument("id", metavar="ID", type=int)
+    p.add_argument("--kickstart", action="store_true", help="print its kickstart (the installation token hidden)")
+    p.set_defaults(handler=pv.installation)
+
+    p = commands.add_parser("power", help="power a system on or off, or reboot it", parents=[common])
+    p.add_argument("system", metavar="SYSTEM")
+    p.add_argument("action", metavar="ACTION", choices=POWER_ACTIONS, help=", ".join(POWER_ACTIONS))
+    add_wait(p, "the command completed")
+    p.set_defaults(handler=pv.power)
+
+    p = commands.add_parser("commands", help="a system's power and netboot commands, newest first",
+                            parents=[common])
+    p.add_argument("system", metavar="SYSTEM")
+    p.add_argument("--limit", metavar="N", type=limit, default=50, help="at most N (default 50)")
+    p.set_defaults(handler=pv.commands)
+
+    distro = commands.add_parser("distro", help="register and remove distro trees (administrators)",
+                                 parents=[common])
+    sub = distro.add_subparsers(dest="action", metavar="ACTION", required=True)
+    p = sub.add_parser("add", help="register a distro tree", parents=[global_options(False, url=False)])
+    p.add_argument("name", metavar="NAME")
+    p.add_argument("--arch", required=True)
+    p.add_argument("--url", dest="tree_url", metavar="URL", required=True,
+                   help="the install tree's URL (here --url is not the server's: give that before the command)")
+    p.add_argument("--kernel", metavar="PATH", required=True, help="the installer kernel, relative to --url")
+    p.add_argument("--initrd", metavar="PATH", required=True, help="the installer initrd, relative to --url")
+    p.add_argument("--family", help="e.g. Fedora40")
+    p.add_argument("--variant", help="e.g. Server")
+    p.add_argument("--ks-meta", metavar="TEXT", help="default kickstart variables (key=value ...)")
+    p.add_argument("--kernel-options", metavar="TEXT", help="default installer kernel command line")
+    p.add_argument("--tag", dest="tags", metavar="TAG", action="append", help="a tag (repeat for more)")
+    p.add_argument("--lab", dest="labs", metavar="LAB", action="append",
+                   help="a lab that has it (repeat for more; default: every lab)")
+    p.set_defaults(handler=pv.distro_add)
+    p = sub.add_parser("remove", help="remove a distro tree (recipes waiting for it are aborted)",
+                       parents=[common])
+    p.add_argument("id", metavar="ID", type=int)
+    p.set_defaults(handler=pv.distro_remove)

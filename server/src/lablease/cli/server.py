@@ -41,6 +41,11 @@ def cmd_init(settings: Settings, args) -> None:
     after = migrate.current_revision(db)
     state = "created" if before is None else ("migrated" if before != after else "up to date")
     print(f"database {state} at revision {after}: {_safe_url(settings.database)}")
+    from ..services.installations import site_key
+
+    site_key(settings)  # made now, once, rather than by whichever process needs it first
+    for directory in (settings.tftp_root_for(None), settings.kickstart_path, settings.power_scripts_path):
+        directory.mkdir(parents=True, exist_ok=True)
 
 
 def _safe_url(url: str) -> str:

@@ -102,6 +102,17 @@ def _grub_path(url: str) -> str:
 _RENDERERS = {"ipxe": ipxe, "pxelinux": pxelinux, "grub2": grub2}
 
 
+def loaders_for(image: BootImage | None) -> tuple[str, ...]:
+    """The loaders that can boot this image: GRUB2 only fetches over http:// and tftp://."""
+    if image is None:
+        return LOADERS
+    try:
+        grub2(image)
+    except ValueError:
+        return tuple(loader for loader in LOADERS if loader != "grub2")
+    return LOADERS
+
+
 def loader_path(tftp_root: Path, mac: str, loader: str) -> Path:
     hyphens = normalise_mac(mac).replace(":", "-")
     relative = {"ipxe": f"ipxe/{hyphens}", "pxelinux": f"pxelinux.cfg/01-{hyphens}",

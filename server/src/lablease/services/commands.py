@@ -107,6 +107,7 @@ class Claimed:
     power: dict
     mac: str | None
     boot: object | None  # provision.netboot.BootImage for netboot_install
+    loaders: tuple[str, ...] | None = None  # the system's netboot.loaders; None: every loader that can
 
 
 def _runnable(now: datetime):
@@ -141,8 +142,10 @@ def claim(uow, now: datetime, limit: int, timeout: timedelta, boot_image) -> lis
         system = command.system
         installation = session.get(Installation, command.installation_id) if command.installation_id else None
         boot = boot_image(session, installation) if command.action == "netboot_install" and installation else None
+        netboot = system.netboot or {}
+        loaders = tuple(netboot["loaders"]) if netboot.get("loaders") else None
         claimed.append(Claimed(command.id, command.action, system.fqdn, system.lab, dict(system.power or {}),
-                               (system.netboot or {}).get("mac"), boot))
+                               netboot.get("mac"), boot, loaders))
         if len(claimed) >= limit:
             break
     return claimed

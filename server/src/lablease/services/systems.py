@@ -21,7 +21,7 @@ from ..domain.permissions import (
 from ..domain.windows import Window
 from ..store import calendar
 from ..power import registry as power_registry
-from ..provision.netboot import normalise_mac
+from ..provision.netboot import LOADERS, normalise_mac
 from ..store.tables import AccessRule, DistroTree, Installation, Loan, Pool, Reservation, Resource, System, User
 from ..timeparse import format_time
 from . import activity, usage
@@ -162,13 +162,20 @@ def _clean(session, data: dict) -> dict:
     return out
 
 
+def _checked_netboot(settings: dict) -> dict:
+    loaders = settings.get("loaders")
+    if loaders is not None and (not isinstance(loaders, list) or not set(loaders) <= set(LOADERS) or not loaders):
+        raise ValueError(f"netboot loaders must be a list of {', '.join(LOADERS)}")
+    return {**settings, "mac": normalise_mac(settings["mac"])} if settings.get("mac") else settings
+
+
 def _checked_settings(key: str, settings: dict) -> dict:
     """Power settings name a known driver with what it needs; netboot's MAC is a MAC."""
     try:
         if key == "power" and settings.get("driver"):
             power_registry.check_settings(settings)
-        if key == "netboot" and settings.get("mac"):
-            return {**settings, "mac": normalise_mac(settings["mac"])}
+        if key == "netboot":
+            return _checked_netboot(settings)
     except ValueError as error:
         raise Invalid(key, str(error)) from None
     return settings

@@ -37,11 +37,11 @@ def carry_out(claimed: commands.Claimed, settings: Settings) -> None:
     if claimed.action == "netboot_install":
         if claimed.boot is None:
             raise ValueError("the installation this netboot config was for is gone")
-        netboot.write(tftp_root, claimed.mac, claimed.boot)
+        netboot.write(tftp_root, claimed.mac, claimed.boot, claimed.loaders or netboot.loaders_for(claimed.boot))
     elif claimed.action == "netboot_local":
-        netboot.write(tftp_root, claimed.mac, None)
+        netboot.write(tftp_root, claimed.mac, None, claimed.loaders or netboot.LOADERS)
     elif claimed.action == "netboot_clear":
-        netboot.clear(tftp_root, claimed.mac)
+        netboot.clear(tftp_root, claimed.mac)  # every loader's file, whatever was chosen when it was written
     else:
         raise ValueError(f"unknown command {claimed.action}")
 

@@ -16,6 +16,8 @@ from datetime import datetime, timedelta
 from sqlalchemy import and_, exists, select, text
 from sqlalchemy.orm import aliased
 
+from ..domain import commands as rules
+from ..domain.commands import UNFINISHED
 from ..domain.errors import Conflict, Forbidden, Invalid, NotFound
 from ..domain.permissions import Actor, Permission, decide
 from ..store.tables import Command, Installation, Reservation, System
@@ -26,10 +28,14 @@ from .systems import access_of, active_loan, current_reservations, find
 
 POWER_ACTIONS = ("on", "off", "reboot")
 NETBOOT_ACTIONS = ("netboot_install", "netboot_local", "netboot_clear")
-UNFINISHED = ("queued", "running")
 # What a completed action says about the power state.
 POWER_STATE_AFTER = {"on": "on", "reboot": "on", "off": "off"}
 LEASE_MARGIN = timedelta(seconds=15)  # beyond the command timeout, before a running command counts as abandoned
+
+
+def _move(command: Command, status: str) -> None:
+    rules.check_transition(command.status, status)
+    command.status = status
 
 
 def as_dict(command: Command) -> dict:
@@ -136,7 +142,8 @@ def claim(uow, now: datetime, limit: int, timeout: timedelta, boot_image) -> lis
         if command.power_key is not None and command.power_key in keys:
             continue
         keys.add(command.power_key)
-        command.status, command.started_at = "running", now
+        _move(command, "running")
+        command.started_at = now
         command.attempts += 1
         command.lease_until = now + timeout + LEASE_MARGIN
         system = command.system
@@ -156,7 +163,8 @@ def record_success(uow, command_id: int, now: datetime) -> None:
     command = session.get(Command, command_id)
     if command is None or command.status != "running":
         return  # recovered meanwhile as interrupted; the retry will tell
-    command.status, command.finished_at, command.error, command.lease_until = "completed", now, None, None
+    _move(command, "completed")
+    command.finished_at, command.error, command.lease_until = now, None, None
     if command.action in POWER_STATE_AFTER:
         command.system.power_state = POWER_STATE_AFTER[command.action]
     wake_worker(session)  # the system's next command may run now
@@ -170,11 +178,14 @@ def record_failure(uow, command_id: int, now: datetime, error: str, settings) ->
         return False
     command.error, command.lease_until = error, None
     wake_worker(session)
-    if command.attempts < settings.command_max_attempts:
-        command.status = "queued"
-        command.due_at = now + settings.duration("command_retry_delay") * (2 ** (command.attempts - 1))
+    delay = rules.retry_delay(command.attempts, settings.command_max_attempts,
+                              settings.duration("command_retry_delay"))
+    if delay is not None:
+        _move(command, "queued")
+        command.due_at = now + delay
         return False
-    command.status, command.finished_at = "failed", now
+    _move(command, "failed")
+    command.finished_at = now
     _failed_for_good(session, command, now, settings)
     return True
 
@@ -187,7 +198,8 @@ def _failed_for_good(session, command: Command, now: datetime, settings) -> None
     activity.record(session, None, now, "system", system.fqdn, "command_failed", "command", None, why)
     for later in session.execute(select(Command).where(Command.system_id == system.id, Command.status == "queued",
                                                        Command.id > command.id)).unique().scalars():
-        later.status, later.finished_at, later.error = "failed", now, f"not run: command {command.id} failed"
+        _move(later, "failed")
+        later.finished_at, later.error = now, f"not run: command {command.id} failed"
     installations.fail_current(session, system, now, why, settings)
     if system.condition == "automated":
         old, system.condition = system.condition, "broken"

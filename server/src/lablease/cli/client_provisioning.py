@@ -95,10 +95,11 @@ class Followed:
 
 
 def follow(api: Api, args, what: Followed, item: dict) -> Outcome:
-    """Print the item, then a line per status change; the item once done, else ClientError (8, 9 or 130)."""
+    """Print the item and a blank line, then a line per status change; the item once done, else ClientError
+    (8 when it ended otherwise, 9 when the time ran out, 130 on Ctrl-C)."""
     stream = args.environment.stdout if args.format is None else None
     if stream is not None:
-        print(what.shape.render(what.show(item), None), file=stream, flush=True)
+        print(what.shape.render(what.show(item), None) + "\n", file=stream, flush=True)
     deadline = None if args.timeout is None else monotonic() + args.timeout
     status = item.get("status")
     try:
@@ -138,7 +139,7 @@ def waiting(args) -> bool:
 
 def distro_choice(value: str):
     """A distro tree id when all digits (`12`), else its name (`Fedora-40`)."""
-    return int(value) if value.isdigit() else value
+    return int(value) if value.isascii() and value.isdigit() else value
 
 
 def provision(api: Api, args) -> Outcome:

@@ -16,7 +16,8 @@ description:
   - Asks the lablease server to install the distro tree O(distro) on O(system) - the server writes the netboot
     configuration and kickstart, power-cycles the system and follows the installer - and, with O(wait), waits
     until the installed system has booted (installation status C(running)).
-  - Only the system's current holder (the user whose reservation holds it) may provision it.
+  - Only the system's current holder (the user whose reservation holds it) may provision it; anybody else's
+    task fails, in check mode too, even when the latest installation asked for the same.
   - B(Idempotency.) When the system's latest installation was made during the caller's B(current) reservation
     of the system and asked for the same tree (O(distro), and O(arch) and O(variant) when given), the same
     O(ks_meta) and the same O(kernel_options), and it has not failed nor been cancelled, nothing is installed
@@ -81,6 +82,13 @@ options:
     description:
       - Wait until the installation is C(running) (installed, and the system reported its first boot).
         An installation that fails or is cancelled fails the task with the server's error.
+      - While it waits, when the caller's current reservation of the system was made with a heartbeat
+        (M(lablease.lab.reservation) O(lablease.lab.reservation#module:heartbeat)), the module sends that
+        reservation's heartbeat on each look at the installation, and looks at least every third of the
+        heartbeat interval (less than O(poll_interval) apart when needed), so that the server does not return
+        the reservation - and cancel the installation - because no heartbeat came while the system installed.
+        A heartbeat the server refuses (for example because the reservation was returned meanwhile) fails the
+        task.
     type: bool
     default: true
   wait_timeout:
@@ -91,7 +99,8 @@ options:
     default: 3600
   poll_interval:
     description:
-      - Seconds between two looks at the installation while waiting.
+      - Seconds between two looks at the installation while waiting (at most a third of the reservation's
+        heartbeat interval, see O(wait)).
     type: int
     default: 5
     aliases: [wait_sleep]
@@ -224,11 +233,20 @@ def same_request(installation, params):
             and words(installation.get("kernel_options")) == words(params["kernel_options"]))
 
 
-def kept(system, latest, params):
-    """The latest installation when it is this reservation's, asked for the same and is not failed/cancelled."""
+def holds(client, system):
+    """Whether the caller is the system's current holder (whose reservation holds it)."""
+    reservation = system.get("reservation") or {}
+    return bool(reservation.get("id")) and reservation.get("user") == client.me().get("name")
+
+
+def kept(client, system, latest, params):
+    """The latest installation when it is the caller's current reservation's, asked for the same and is not
+    failed/cancelled."""
     reservation = system.get("reservation") or {}
     if not latest or not reservation.get("id") or latest.get("reservation") != reservation["id"]:
         return None
+    if not holds(client, system):
+        return None  # somebody else's: provisioning fails as the server says (not the holder)
     if latest.get("status") in BAD or not same_request(latest, params):
         return None
     return latest
@@ -239,19 +257,50 @@ def described(installation):
     return " ".join(str(part) for part in (tree.get("name"), tree.get("arch"), tree.get("variant")) if part)
 
 
+def heartbeat_of(client, installation):
+    """The caller's reservation the installation was made in, when it has a heartbeat; otherwise None."""
+    reservation_id = installation.get("reservation")
+    if not reservation_id:
+        return None
+    reservation = client.get_or_none("/reservations/%d" % reservation_id)
+    if not reservation or not reservation.get("heartbeat") or reservation.get("returned_at"):
+        return None
+    if reservation.get("user") != client.me().get("name"):
+        return None  # never keep somebody else's reservation alive
+    return reservation
+
+
 def wait_for(module, client, installation, changed):
-    """Poll until the installation runs; fail when it fails, is cancelled, or on timeout."""
+    """Poll until the installation runs; fail when it fails, is cancelled, or on timeout. While polling, keep
+    the caller's reservation alive when it has a heartbeat."""
     params = module.params
     path = "/installations/%d" % installation["id"]
     state = {"installation": installation}
+    reservation = heartbeat_of(client, installation)
+    interval = params["poll_interval"]
+    if reservation:
+        interval = min(interval, reservation["heartbeat"] / 3.0)
+
+    def place(current):
+        system = current.get("system") or params["system"]
+        return "%s: installation %d of %s" % (system, current["id"], described(current))
 
     def check():
         state["installation"] = current = client.get(path)
-        return current if current.get("status") in BAD + (READY,) else None
+        if current.get("status") in BAD + (READY,):
+            return current
+        if reservation:
+            try:
+                client.request("POST", "/reservations/%d/heartbeat" % reservation["id"], idempotent=True)
+            except LableaseError as error:
+                module.fail_json(msg="%s is still %s, but the heartbeat of reservation %d failed: %s" % (
+                    place(current), current.get("status"), reservation["id"], error.message),
+                    status=error.status, changed=changed, installation=current)
+        return None
 
-    done, timed_out = wait_until(check, params["wait_timeout"], params["poll_interval"])
+    done, timed_out = wait_until(check, params["wait_timeout"], interval)
     current = state["installation"]
-    where = "%s: installation %d of %s" % (current.get("system") or params["system"], current["id"], described(current))
+    where = place(current)
     if timed_out:
         module.fail_json(msg="%s is still %s after waiting %d s" % (where, current.get("status"), params["wait_timeout"]),
                          changed=changed, installation=current)
@@ -313,13 +362,16 @@ def main():
         else:
             latest = None
         before = shown(latest)
-        found = None if params["force"] else kept(system, latest, params)
+        found = None if params["force"] else kept(client, system, latest, params)
         if found is not None:
             if params["wait"] and not module.check_mode and found.get("status") != READY:
                 found = wait_for(module, client, found, False)
             module.exit_json(changed=False, installation=found, diff={"before": before, "after": before})
 
         if module.check_mode:
+            if not holds(client, system):  # as the server would answer
+                module.fail_json(msg="not allowed: only the current holder of %s may provision it; reserve it first"
+                                 % system.get("fqdn", fqdn), status=403)
             predicted = {"id": None, "system": fqdn, "user": client.me()["name"],
                          "reservation": (system.get("reservation") or {}).get("id"), "recipe": None,
                          "distro_tree": check_tree(module, client, system), "ks_meta": params["ks_meta"],

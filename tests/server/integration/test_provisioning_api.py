@@ -78,6 +78,9 @@ def test_manual_provision_through_the_installers_callbacks(lab):
     assert "<token>" in shown["kickstart"] and urlsplit(urls["install_start"]).query[6:] not in shown["kickstart"]
     system = lab.alice.get("/systems/p1.lab.test")[1]
     assert system["usage"] == "running" and system["installation"] == {"id": install["id"], "status": "running"}
+    # the system runs it until the reservation ends; then it is history
+    lab.alice.delete(f"/reservations/{install['reservation']}")
+    assert lab.alice.get(f"/installations/{install['id']}")[1]["status"] == "completed"
 
 
 def test_forged_and_reused_tokens_are_refused(lab):
@@ -176,6 +179,7 @@ def test_the_install_watchdog_fails_a_stalled_install_and_tells_the_holder(lab):
     assert failed["status"] == "failed" and "no progress from the installer for 1h" in failed["error"]
     assert lab.alice.get("/systems/p1.lab.test")[1]["usage"] == "idle"
     assert lab.alice.get("/reservations", active="true")[1]  # the holder keeps the system to try again
+    assert lab.alice.get("/systems/p1.lab.test/commands")[1][0]["action"] == "netboot_clear"
     with UnitOfWork(lab.db, write=False) as uow:
         events = [row.payload["event"] for row in uow.session.query(Outbox)]
     assert "installation.failed" in events
@@ -243,6 +247,8 @@ def test_install_fail_aborts_the_recipe_and_frees_the_system(lab):
     assert lab.client.post(f"/api/v1/installations/{installs[0]['id']}/install_fail?token={token}").status_code == 204
     assert lab.alice.get(f"/recipes/{recipe['id']}")[1]["status"] == "aborted"
     assert lab.alice.get("/reservations", system="p1.lab.test", active="true")[1] == []
+    # its config would boot an installer whose token is dead: cleared
+    assert "netboot_clear" in [c["action"] for c in lab.admin.get("/systems/p1.lab.test/commands")[1]]
     with UnitOfWork(lab.db, write=False) as uow:
         reasons = [e["new"] for e in activity.entries(uow.session, "recipe", recipe["id"]) if e["field"] == "reason"]
     assert any("install_fail" in reason for reason in reasons)

@@ -53,9 +53,9 @@ class FakeApi:
         self.polls = {}  # recipe id -> statuses to go through on each GET of its job
         self.distro_trees = {}
         self.installations = {}
-        self.installation_polls = {}  # installation id -> changes to go through on each GET of it
+        self.installation_polls = {}  # installation id -> changes (or functions returning them) for each GET of it
         self.commands = {}
-        self.command_polls = {}  # command id -> changes to go through on each GET of it
+        self.command_polls = {}  # command id -> changes (or functions returning them) for each GET of it
         self.calls = []  # (method, path, body)
         self.fail_next = []  # statuses or exceptions to raise before answering
 
@@ -161,7 +161,12 @@ class FakeApi:
             if index >= len(self.reservations):
                 self.problem(url, 404, "Not found", "no reservation %s" % match.group(1))
             reservation = self.reservations[index]
-            if match.group(2):
+            if match.group(2):  # like the server: only an open reservation made with a heartbeat
+                if reservation["returned_at"] is not None:
+                    self.problem(url, 409, "Conflict", "reservation %d was already returned" % reservation["id"])
+                if not reservation["heartbeat"]:
+                    self.problem(url, 422, "Unprocessable", "heartbeat: reservation %d was made without a heartbeat "
+                                 "interval" % reservation["id"])
                 reservation["last_heartbeat"] = iso(NOW)
             elif method == "PATCH":
                 reservation["end"] = body["end"]
@@ -363,8 +368,9 @@ class FakeApi:
         if len(parts) == 2 and method == "GET":  # like the server: an empty filter matches everything
             wanted = dict((k, v) for k, v in query.items() if k in ("name", "arch", "variant", "family") and v)
             return 200, [t for t in self.distro_trees.values() if all(t.get(k) == v for k, v in wanted.items())]
-        if not self.admin:
-            self.problem(url, 403, "Forbidden", "only administrators may change distro trees")
+        if not self.admin:  # the server's words
+            self.problem(url, 403, "Forbidden", "only administrators may %s distro trees" % {
+                "POST": "register", "DELETE": "remove"}.get(method, "change"))
         if len(parts) == 2 and method == "POST":
             for tree in self.distro_trees.values():
                 if (tree["name"], tree["arch"], tree["variant"]) == (body["name"], body["arch"], body.get("variant")):
@@ -393,7 +399,7 @@ class FakeApi:
             return 202, self.add_command(fqdn, body["action"])
         holder = (system.get("reservation") or {}).get("user")
         if holder != self.user:
-            self.problem(url, 403, "Forbidden", "%s is not reserved by you: only its current holder may provision it"
+            self.problem(url, 403, "Forbidden", "only the current holder of %s may provision it; reserve it first"
                          % fqdn)
         wanted = body["distro_tree"]
         trees = [t for t in self.distro_trees.values()
@@ -416,7 +422,8 @@ class FakeApi:
         if item is None:
             self.problem(url, 404, "Not found", "no %s %s" % (kind[:-1], number))
         if polls.get(item["id"]):
-            item.update(polls[item["id"]].pop(0))
+            changes = polls[item["id"]].pop(0)
+            item.update(changes() if callable(changes) else changes)
         if kind == "installations":
             self.systems[item["system"]]["installation"] = {"id": item["id"], "status": item["status"]}
         elif item["status"] == "completed":

@@ -315,7 +315,7 @@ INSTALLATION = {"type": "object", "properties": {
     "id": {"type": "integer"}, "system": {"type": "string"}, "user": {"type": ["string", "null"]},
     "reservation": {"type": ["integer", "null"]}, "recipe": {"type": ["integer", "null"]},
     "distro_tree": {"type": "object"}, "ks_meta": {"type": "string"}, "kernel_options": {"type": "string"},
-    "status": {"enum": ["queued", "installing", "installed", "running", "failed", "cancelled"]},
+    "status": {"enum": ["queued", "installing", "installed", "running", "completed", "failed", "cancelled"]},
     "error": {"type": ["string", "null"]}, "created_at": TIME, "started_at": NULLABLE_TIME,
     "installed_at": NULLABLE_TIME, "finished_at": NULLABLE_TIME,
     "kickstart_url": {"type": "string", "description": "only in the answer to provision: it carries the token"},

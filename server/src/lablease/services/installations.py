@@ -36,6 +36,7 @@ from .systems import current_reservations, find
 
 EVENTS = ("install_start", "install_done", "postinstall_done", "install_fail")
 UNFINISHED = ("queued", "installing", "installed")
+# running: the system runs it now; completed: it did, until its reservation ended or it was replaced.
 TOKEN_MARK = "@@installation-token@@"  # stands for the token in the stored kickstart
 # event -> (states it may come in, state it leads to); a repeated event is accepted and changes nothing.
 TRANSITIONS = {
@@ -185,6 +186,8 @@ def start(session, settings, system: System, tree: DistroTree, now: datetime, *,
     options = _boot_options(tree.kernel_options, system, kernel_options)
     for previous in _unfinished(session, system):
         _end(session, previous, now, "cancelled", f"superseded by a new installation at {format_time(now)}")
+    for previous in _in_use(session, system):
+        previous.status = "completed"  # the system will run something else
     installation = Installation(
         system_id=system.id, user_id=user_id, reservation_id=reservation_id,
         recipe_id=recipe.id if recipe else None, distro_tree_id=tree.id, distro={**_snapshot(tree), "boot_options": options},
@@ -279,7 +282,7 @@ def boot_image(session, settings, installation: Installation) -> BootImage:
 
 def kickstart(uow, installation_id: int, token: str | None) -> str:
     installation = _authorised(uow.settings, uow.session.get(Installation, installation_id), token)
-    if installation.status in ("failed", "cancelled"):
+    if installation.status in ("failed", "cancelled", "completed"):
         raise Forbidden(f"installation {installation.id} is {installation.status}; its token no longer works")
     return installation.kickstart.replace(TOKEN_MARK, token)
 
@@ -290,7 +293,7 @@ def callback(uow, now: datetime, installation_id: int, token: str | None, event:
     allowed_from, target = TRANSITIONS[event]
     if installation.status == target:
         return  # the installer retried a call that already arrived
-    if installation.status in ("failed", "cancelled", "running"):
+    if installation.status in ("failed", "cancelled", "running", "completed"):
         raise Forbidden(f"installation {installation.id} is {installation.status}; its token no longer works")
     if installation.status not in allowed_from:
         raise Conflict(f"{event} cannot come while installation {installation.id} is {installation.status}")
@@ -349,6 +352,11 @@ def _unfinished(session, system: System) -> list[Installation]:
         Installation.system_id == system.id, Installation.status.in_(UNFINISHED))).unique().scalars())
 
 
+def _in_use(session, system: System) -> list[Installation]:
+    return list(session.execute(select(Installation).where(
+        Installation.system_id == system.id, Installation.status == "running")).unique().scalars())
+
+
 def _end(session, installation: Installation, now: datetime, status: str, why: str) -> None:
     installation.status, installation.error = status, why
     installation.finished_at, installation.watchdog_at = now, None
@@ -359,6 +367,9 @@ def _end(session, installation: Installation, now: datetime, status: str, why: s
 def _fail(session, settings, installation: Installation, now: datetime, why: str) -> None:
     """An installation failed: the recipe is aborted, a manual holder keeps the system (idle) and is told."""
     _end(session, installation, now, "failed", why)
+    if (installation.system.netboot or {}).get("mac"):
+        # Its token is dead: the next boot must not start an installer that cannot fetch its kickstart.
+        commands.enqueue(session, installation.system, "netboot_clear", now)
     recipe = _recipe(session, installation)
     if recipe is not None and recipe.status not in ("completed", "cancelled", "aborted"):
         _abort_recipe(session, settings, recipe, now, f"installation {installation.id} failed: {why}")
@@ -406,6 +417,9 @@ def on_reservation_closed(session, settings, reservation: Reservation, now: date
     for installation in _unfinished(session, system):
         if installation.reservation_id == reservation.id:
             _end(session, installation, now, "cancelled", "the reservation ended")
+    for installation in _in_use(session, system):
+        if installation.reservation_id == reservation.id:
+            installation.status = "completed"
     if reason == "released" or reservation.start_at > now or settings is None:
         return  # held while its recipe set waited, or never begun: nothing was done to the system
     if system.usage in ("waiting", "installing", "running"):

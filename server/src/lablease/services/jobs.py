@@ -122,7 +122,8 @@ def recipe_dict(recipe: Recipe) -> dict:
     return {"id": recipe.id, "status": recipe.status, "result": recipe.result,
             "system": recipe.system.fqdn if recipe.system else None,
             "whiteboard": recipe.spec.get("whiteboard", ""), "started_at": format_time(recipe.started_at),
-            "finished_at": format_time(recipe.finished_at), "distro_tree": recipe.distro_tree_id}
+            "finished_at": format_time(recipe.finished_at), "distro_tree": recipe.distro_tree_id,
+            "reservation": recipe.reservation_id}
 
 
 def job_dict(job: Job) -> dict:

@@ -5,7 +5,9 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.lablease.lab.plugins.module_utils import client as client_module
 from ansible_collections.lablease.lab.plugins.modules import distro_tree, provision
+from ansible_collections.lablease.lab.tests.unit.plugins.fake_api import NOW, iso
 
 TREE = {"name": "Fedora-40", "arch": "x86_64", "variant": "Server", "family": "Fedora40",
         "tree_url": "http://mirror.lab.test/f40/", "kernel": "images/pxeboot/vmlinuz", "initrd": "images/pxeboot/initrd.img",
@@ -63,7 +65,7 @@ def test_distro_tree_needs_url_kernel_initrd_to_add_and_an_admin(api, run):
     result, failed = run(distro_tree.main, {"name": "Fedora-40", "arch": "x86_64", "tree_url": "http://m/"}, check=True)
     assert failed and result["msg"] == "kernel, initrd: needed to add distro tree Fedora-40 x86_64"
     result, failed = run(distro_tree.main, dict(TREE))
-    assert failed and result["msg"] == "not allowed: only administrators may change distro trees"
+    assert failed and result["msg"] == "not allowed: only administrators may register distro trees"
     assert result["status"] == 403
 
 
@@ -172,7 +174,88 @@ def test_provision_bad_input_and_refusals(api, run):
     api.add_distro_tree("Fedora-40", variant="Server")
     result, failed = run(provision.main, ARGS)
     assert failed and result["status"] == 403 and result["msg"] == (
-        "not allowed: s1.lab.test is not reserved by you: only its current holder may provision it")
+        "not allowed: only the current holder of s1.lab.test may provision it; reserve it first")
     api.systems["s1.lab.test"]["reservation"] = {"id": 10, "user": "alice"}
     result, failed = run(provision.main, dict(ARGS, variant="Minimal"))
     assert failed and result["status"] == 422 and "no distro tree Fedora-40" in result["msg"]
+
+
+def heartbeating(api, heartbeat=30):
+    """s1.lab.test held by alice's reservation 1, made with a heartbeat of `heartbeat` seconds."""
+    api.add_system("s1.lab.test")
+    reservation = api.add_reservation("s1.lab.test")
+    reservation.update(heartbeat=heartbeat, last_heartbeat=reservation["start"])
+    api.systems["s1.lab.test"]["reservation"] = {"id": reservation["id"], "user": "alice"}
+    api.add_distro_tree("Fedora-40", variant="Server")
+    return reservation
+
+
+def test_provision_keeps_a_heartbeat_reservation_alive_while_it_waits(api, run, monkeypatch):
+    reservation = heartbeating(api)
+    slept = []
+    monkeypatch.setattr(client_module.time, "sleep", slept.append)
+    api.installation_polls[1] = [{"status": "installing"}, {"status": "installed"}, {"status": "running"}]
+    result, failed = run(provision.main, dict(ARGS, poll_interval=60))
+    assert not failed and result["changed"] and result["installation"]["status"] == "running"
+    # a heartbeat after each look that found it unfinished, none once it runs
+    looks = [c[:2] for c in api.calls if c[1] in ("/installations/1", "/reservations/1/heartbeat")]
+    assert looks == [("GET", "/installations/1"), ("POST", "/reservations/1/heartbeat")] * 2 + [
+        ("GET", "/installations/1")]
+    assert reservation["last_heartbeat"] == iso(NOW)
+    # at least every third of the heartbeat interval, even with a longer poll_interval
+    assert slept == [10.0, 10.0]
+
+    # a kept installation that is still installing: waited for, with heartbeats too
+    api.add_installation("s1.lab.test", api.distro_trees[1], status="installed", reservation=1,
+                         ks_meta="harness=restraint")
+    api.installation_polls[2] = [{"status": "installed"}, {"status": "installed"}, {"status": "running"}]
+    del slept[:]
+    result, failed = run(provision.main, dict(ARGS, poll_interval=2))
+    assert not failed and not result["changed"] and result["installation"]["id"] == 2
+    assert [c[1] for c in api.writes] == ["/systems/s1.lab.test/provision", "/reservations/1/heartbeat",
+                                          "/reservations/1/heartbeat", "/reservations/1/heartbeat"]
+    assert slept == [2]
+
+
+def test_provision_sends_no_heartbeat_without_one_or_in_check_mode(api, run, monkeypatch):
+    reservation = heartbeating(api)
+    reservation["heartbeat"] = None
+    slept = []
+    monkeypatch.setattr(client_module.time, "sleep", slept.append)
+    api.installation_polls[1] = [{"status": "installing"}, {"status": "running"}]
+    result, failed = run(provision.main, dict(ARGS, poll_interval=60))
+    assert not failed and [c[1] for c in api.writes] == ["/systems/s1.lab.test/provision"] and slept == [60]
+    reservation["heartbeat"] = 30
+    result, failed = run(provision.main, dict(ARGS, force=True), check=True)
+    assert result["changed"] and len(api.writes) == 1
+    result, failed = run(provision.main, dict(ARGS, force=True, wait=False))
+    assert result["changed"] and [c[1] for c in api.writes][1:] == ["/systems/s1.lab.test/provision"]
+
+
+def test_provision_fails_when_the_heartbeat_is_refused(api, run):
+    reservation = heartbeating(api)
+
+    def returned_meanwhile():
+        reservation.update(returned_at=iso(NOW), state="returned")
+        return {"status": "installing"}
+
+    api.installation_polls[1] = [returned_meanwhile]
+    result, failed = run(provision.main, ARGS)
+    assert failed and result["changed"] and result["status"] == 409 and result["installation"]["id"] == 1
+    assert result["msg"] == ("s1.lab.test: installation 1 of Fedora-40 x86_64 Server is still installing, "
+                             "but the heartbeat of reservation 1 failed: reservation 1 was already returned")
+
+
+def test_provision_refuses_who_does_not_hold_the_system_even_when_the_request_matches(api, run):
+    holding(api)  # alice's reservation 5, whose latest installation asked for the same
+    api.add_installation("s1.lab.test", api.distro_trees[1], reservation=5, ks_meta="harness=restraint")
+    result, failed = run(provision.main, ARGS)
+    assert not failed and not result["changed"]
+    api.user = "bob"
+    for check in (True, False):
+        result, failed = run(provision.main, ARGS, check=check)
+        assert failed and result["status"] == 403, check
+        assert result["msg"] == "not allowed: only the current holder of s1.lab.test may provision it; reserve it first"
+    # check mode asks nothing of the server; the real run asks, and the server refuses
+    assert [c[:2] for c in api.writes] == [("POST", "/systems/s1.lab.test/provision")]
+    assert list(api.installations) == [1]

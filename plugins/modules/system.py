@@ -122,18 +122,18 @@ EXAMPLES = r"""
     attributes:
       gpu: [a100]
       rack: r12
-
-- name: Set its power and netboot settings
-  lablease.lab.system:
-    fqdn: s3.lab.test
     power:
       driver: ipmitool
       address: bmc-s3.lab.test
       user: admin
     power_password: "{{ bmc_password | default('changeme') }}"
+
+- name: Set its netboot settings (the stored BMC password is kept)
+  lablease.lab.system:
+    fqdn: s3.lab.test
     netboot:
       mac: "52:54:00:12:34:56"
-      loader: grub2
+      loaders: [ipxe, grub2]
 
 - name: Take it out of service
   lablease.lab.system:

@@ -209,7 +209,8 @@ def test_provision(server, tmp_path):
     assert (first_id, forced_id, other_id) == (made["id"], forced["installation"]["id"], other["installation"]["id"])
     shown = {i["id"]: i for i in installations(server, "p1.lab.test")}
     assert shown[forced_id]["ks_meta"] == "harness=restraint" and shown[other_id]["ks_meta"] == "harness=beah"
-    assert all(shown[i]["status"] == "running" for i in (forced_id, other_id))
+    # each new installation replaced the one before: only the last one is what the system runs
+    assert [shown[i]["status"] for i in (first_id, forced_id, other_id)] == ["completed", "completed", "running"]
     assert server.admin.get("/systems/p1.lab.test").json()["installation"] == {"id": other_id, "status": "running"}
 
     # not the holder: a clear failure, in check mode too, whether or not the request matches alice's
@@ -298,7 +299,8 @@ def test_lease_role_with_a_system_installs_it(server, tmp_path):
     assert proc.returncode == 0, proc.stdout
     assert work(entries) == "working on p4.lab.test: running"
     [installation] = installations(server, "p4.lab.test")
-    assert installation["status"] == "running" and installation["ks_meta"] == "harness=restraint"
+    # the system ran it while leased; returning the reservation completed it
+    assert installation["status"] == "completed" and installation["ks_meta"] == "harness=restraint"
     reservation = server.admin.get(f"/reservations/{installation['reservation']}").json()
     assert reservation["user"] == "alice" and reservation["state"] == "returned"
     assert server.admin.get("/reservations", params={"system": "p4.lab.test", "active": "true"}).json() == []
@@ -317,7 +319,7 @@ def test_lease_role_by_host_requirements_installs_the_recipe(server, tmp_path):
     [recipe] = job["recipe_sets"][0]["recipes"]
     assert recipe["system"] == "a1.lab.test" and recipe["status"] == "completed" and recipe["result"] == "pass"
     [installation] = installations(server, "a1.lab.test")
-    assert installation["recipe"] == recipe["id"] and installation["status"] == "running"
+    assert installation["recipe"] == recipe["id"] and installation["status"] == "completed"  # the recipe finished
     assert installation["distro_tree"]["name"] == "Fedora-40"
     # the recipe went through installing (the installer's callbacks) to running only once the system had booted
     assert usage_changes(server, "a1.lab.test")[:4] == ["scheduled", "waiting", "installing", "running"]

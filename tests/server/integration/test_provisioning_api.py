@@ -263,3 +263,22 @@ def _boot_image(lab, installation_id):
 def _token_for(lab, installation_id):
     """The installer's token, as the netboot config carries it (in the kickstart URL)."""
     return re.search(r"token=([\w-]+)", _boot_image(lab, installation_id).kernel_options).group(1)
+
+
+def test_changing_power_settings_keeps_the_stored_password(lab):
+    provisionable(lab)
+    status, _ = lab.admin.patch("/systems/p1.lab.test", {"power": {"driver": "ipmitool", "address": "bmc-new",
+                                                                   "user": "root"}})
+    assert status == 200  # still valid: the password the server keeps counts
+    with UnitOfWork(lab.db, write=False) as uow:
+        from lablease.store.tables import System
+
+        power = uow.session.query(System).filter_by(fqdn="p1.lab.test").one().power
+    assert power == {"driver": "ipmitool", "address": "bmc-new", "user": "root", "password": "s3cr3t-pw"}
+    lab.admin.patch("/systems/p1.lab.test", {"power": {"driver": "ipmitool", "address": "bmc-new", "user": "root",
+                                                       "password": None}})
+    with UnitOfWork(lab.db, write=False) as uow:
+        from lablease.store.tables import System
+
+        power = uow.session.query(System).filter_by(fqdn="p1.lab.test").one().power
+    assert "password" not in power  # removing it takes an explicit null

@@ -30,7 +30,7 @@ def test_an_unknown_driver_names_the_installed_ones():
 @pytest.mark.parametrize("settings, message", [
     ({}, "power settings need a driver (one of: command, ipmitool"),
     ({"driver": "telepathy"}, "unknown power driver 'telepathy'"),
-    ({"driver": "ipmitool", "address": "bmc1"}, "power driver ipmitool needs the setting(s) user, password"),
+    ({"driver": "ipmitool", "address": "bmc1"}, "power driver ipmitool needs the setting(s) user"),
     ({"driver": "libvirt"}, "power driver libvirt needs the setting(s) address"),
     ({"driver": "redfish", "user": "u", "password": "p"}, "power driver redfish needs the setting address"),
     ({"driver": "command"}, "power driver command needs the setting(s) script"),

@@ -15,7 +15,7 @@ STATE = re.compile(r"Chassis Power is (on|off)", re.IGNORECASE)
 
 class IpmitoolDriver(PowerDriver):
     name = "ipmitool"
-    required = ("address", "user", "password")
+    required = ("address", "user")  # no password: an empty one (some BMCs have none)
 
     def _chassis(self, action: str) -> str:
         argv = ["ipmitool", "-I", self.setting("interface", "lanplus"), "-H", self.setting("address"),

@@ -162,6 +162,13 @@ def _clean(session, data: dict) -> dict:
     return out
 
 
+def _keep_secrets(old: dict | None, new: dict) -> dict:
+    """Secrets are never shown back, so a client cannot send them again: the stored ones stay unless
+    the new settings give them (null removes one)."""
+    kept = {k: v for k, v in (old or {}).items() if k.lower() in SECRET_KEYS and k not in new}
+    return {k: v for k, v in {**kept, **new}.items() if not (k.lower() in SECRET_KEYS and v is None)}
+
+
 def _checked_netboot(settings: dict) -> dict:
     loaders = settings.get("loaders")
     if loaders is not None and (not isinstance(loaders, list) or not set(loaders) <= set(LOADERS) or not loaders):
@@ -213,6 +220,8 @@ def update_system(uow, actor: Actor, now: datetime, fqdn: str, data: dict) -> di
     if unknown:
         raise Invalid(unknown[0], "cannot be changed (changeable: " + ", ".join(EDITABLE) + ")")
     old_condition = system.condition
+    data = {**data, **{key: _keep_secrets(getattr(system, key), data[key])
+                       for key in ("power", "netboot") if isinstance(data.get(key), dict)}}
     changes = _apply(session, system, _clean(session, data))
     activity.record_changes(session, actor, now, "system", system.fqdn, changes)
     if system.condition != old_condition:

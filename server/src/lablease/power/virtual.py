@@ -6,16 +6,12 @@ data_dir/virtual/<fqdn>/pid, so any worker process can find it again.
 """
 from __future__ import annotations
 
-import fcntl
 import os
 import signal
 import sys
-import threading
-import time
-from contextlib import contextmanager
 from pathlib import Path
 
-from . import PowerDriver, PowerError
+from . import PowerDriver, machines
 
 TRUE = {"true", "yes", "1", "on"}
 DEFAULTS = {"boot_delay": 1.0, "install_delay": 2.0}
@@ -37,32 +33,10 @@ def _seconds(settings: dict, key: str) -> float:
     return seconds
 
 
-def _exists(pid: int) -> bool:
-    """pid is a process that has not finished exiting (a zombie has: it only waits for its parent)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
-
-
 def _alive(pid: int, state_dir: Path) -> bool:
     """pid is a simulated machine for this state dir, not a stranger that reused the pid."""
-    try:
-        argv = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
-    except OSError:
-        return False
-    return _exists(pid) and "lablease.virtual" in argv and str(state_dir) in argv
-
-
-def _reap_later(pid: int) -> None:
-    """Wait for the child in a thread, so a machine that dies is not left a zombie of the worker."""
-    def reap():
-        try:
-            os.waitpid(pid, 0)
-        except ChildProcessError:
-            pass  # somebody else reaped it first
-    threading.Thread(target=reap, name=f"reap-{pid}", daemon=True).start()
+    argv = machines.cmdline(pid)
+    return machines.exists(pid) and "lablease.virtual" in argv and str(state_dir) in argv
 
 
 class VirtualDriver(PowerDriver):
@@ -76,26 +50,14 @@ class VirtualDriver(PowerDriver):
 
     @property
     def state_dir(self) -> Path:
-        fqdn = self.target.fqdn
-        if "/" in fqdn or fqdn.startswith("."):
-            raise PowerError(f"{fqdn!r} cannot name a virtual machine's directory")
-        # Absolute, because the machine runs on after the worker, and _alive compares it with the machine's argv.
-        return (Path(self.target.data_dir) / "virtual" / fqdn).absolute()
+        return machines.state_dir(self.target.data_dir, "virtual", self.target.fqdn, "virtual machine")
 
-    @contextmanager
     def _locked(self):
-        """One power action per machine at a time, across threads and worker processes."""
-        self.state_dir.mkdir(parents=True, exist_ok=True)
-        with open(self.state_dir / "lock", "w") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            yield
+        return machines.locked(self.state_dir)
 
     def _pid(self) -> int | None:
-        try:
-            pid = int((self.state_dir / "pid").read_text().strip())
-        except (OSError, ValueError):
-            return None
-        return pid if _alive(pid, self.state_dir) else None
+        pid = machines.read_pid(self.state_dir / "pid")
+        return pid if pid is not None and _alive(pid, self.state_dir) else None
 
     def _argv(self) -> list[str]:
         argv = [sys.executable, "-P", "-m", "lablease.virtual", "--fqdn", self.target.fqdn,
@@ -109,32 +71,13 @@ class VirtualDriver(PowerDriver):
         return argv
 
     def _start(self) -> None:
-        argv = self._argv()
-        log = str(self.state_dir / "console.log")
-        actions = [(os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
-                   (os.POSIX_SPAWN_OPEN, 1, log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644),
-                   (os.POSIX_SPAWN_DUP2, 1, 2)]
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-        try:
-            # posix_spawn, not Popen: a Popen dropped while its child runs warns, and the machine must outlive us.
-            pid = os.posix_spawn(argv[0], argv, env, file_actions=actions, setsid=True)
-        except OSError as error:
-            raise PowerError(f"cannot start virtual machine {self.target.fqdn}: {error}") from None
-        _reap_later(pid)
+        pid = machines.spawn(self._argv(), self.state_dir / "console.log", f"virtual machine {self.target.fqdn}", env)
         (self.state_dir / "pid").write_text(f"{pid}\n")
 
     def _stop(self, pid: int) -> None:
-        for sig, wait in ((signal.SIGTERM, TERM_GRACE), (signal.SIGKILL, TERM_GRACE)):
-            try:
-                os.killpg(pid, sig)
-            except ProcessLookupError:
-                return
-            deadline = time.monotonic() + wait
-            while time.monotonic() < deadline:
-                if not _exists(pid):  # not _alive: an exiting process loses its cmdline before it is gone
-                    return
-                time.sleep(0.05)
-        raise PowerError(f"virtual machine {self.target.fqdn} (pid {pid}) survived SIGKILL")
+        machines.kill_group(pid, ((signal.SIGTERM, TERM_GRACE), (signal.SIGKILL, TERM_GRACE)),
+                            f"virtual machine {self.target.fqdn}")
 
     def on(self) -> None:
         with self._locked():

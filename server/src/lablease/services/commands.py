@@ -158,7 +158,8 @@ def claim(uow, now: datetime, limit: int, timeout: timedelta, boot_image) -> lis
     return claimed
 
 
-def record_success(uow, command_id: int, now: datetime) -> None:
+def record_success(uow, command_id: int, now: datetime, state: str | None = None) -> None:
+    """The command worked; `state` is the power state the driver read back afterwards, if it could."""
     session = uow.session
     command = session.get(Command, command_id)
     if command is None or command.status != "running":
@@ -166,7 +167,8 @@ def record_success(uow, command_id: int, now: datetime) -> None:
     _move(command, "completed")
     command.finished_at, command.error, command.lease_until = now, None, None
     if command.action in POWER_STATE_AFTER:
-        command.system.power_state = POWER_STATE_AFTER[command.action]
+        known = state in ("on", "off")
+        command.system.power_state = state if known else POWER_STATE_AFTER[command.action]
     wake_worker(session)  # the system's next command may run now
 
 

@@ -24,14 +24,23 @@ from ..store.wakeup import Waker
 log = logging.getLogger("lablease.worker.commands")
 
 
-def carry_out(claimed: commands.Claimed, settings: Settings) -> None:
-    """Do the command; any failure raises (PowerError, OSError or ValueError) with a loggable message."""
+def carry_out(claimed: commands.Claimed, settings: Settings) -> str | None:
+    """Do the command; any failure raises (PowerError, OSError or ValueError) with a loggable message.
+
+    A power action returns the power state read back from the driver ("on", "off", or "unknown"
+    when the driver cannot tell); a netboot action returns None.
+    """
     tftp_root = settings.tftp_root_for(claimed.lab)
     if claimed.action in commands.POWER_ACTIONS:
         target = PowerTarget(claimed.fqdn, claimed.power, settings.duration("command_timeout").total_seconds(),
                              Path(settings.data_dir), settings.power_scripts_path, tftp_root, claimed.mac)
-        registry.driver_for(target).act(claimed.action)
-        return
+        driver = registry.driver_for(target)
+        driver.act(claimed.action)
+        try:
+            return driver.status()
+        except PowerError as failure:  # the action worked; only reading the state back did not
+            log.info("%s: power state not read back: %s", claimed.fqdn, failure)
+            return "unknown"
     if not claimed.mac:
         raise ValueError(f"{claimed.fqdn} has no netboot MAC address")
     if claimed.action == "netboot_install":
@@ -77,9 +86,9 @@ class CommandRunner:
 
     def execute(self, claimed: commands.Claimed) -> None:
         log.info("command %s: %s %s", claimed.id, claimed.action, claimed.fqdn)
-        error = None
+        error, state = None, None
         try:
-            carry_out(claimed, self.settings)
+            state = carry_out(claimed, self.settings)
         except (PowerError, OSError, ValueError) as failure:
             error = str(failure) or type(failure).__name__
         except Exception as failure:  # a driver's bug must not lose the command
@@ -89,7 +98,7 @@ class CommandRunner:
             log.warning("command %s (%s %s) failed: %s", claimed.id, claimed.action, claimed.fqdn, error)
         with unit_of_work(self.db, self.settings, self.waker) as uow:
             if error is None:
-                commands.record_success(uow, claimed.id, self.clock())
+                commands.record_success(uow, claimed.id, self.clock(), state)
             elif commands.record_failure(uow, claimed.id, self.clock(), error, self.settings):
                 log.warning("command %s failed for good", claimed.id)
             uow.commit()

@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: venv demo test test-server test-collection postgresql bench clean \
+.PHONY: venv demo demo-qemu test test-server test-collection postgresql qemu bench clean \
 	collection-link shellcheck sanity units lint molecule playbooks
 
 venv: $(STAMP)
@@ -18,10 +18,15 @@ $(STAMP): server/pyproject.toml requirements-dev.txt
 postgresql:
 	scripts/ensure-postgresql.sh
 
+# QEMU, busybox and boot-disk tools for the real-VM netboot test (Debian packages); the guest
+# kernel is downloaded (not installed) into .cache/guest by the test itself.
+qemu:
+	scripts/ensure-qemu.sh
+
 demo: venv collection-link
 	$(BIN)/python scripts/demo.py
 
-test: venv postgresql test-server test-collection
+test: venv postgresql qemu test-server test-collection
 
 # The server suite and its end-to-end tests (the playbook tests run under `playbooks`).
 test-server: venv
@@ -71,4 +76,4 @@ bench: venv postgresql
 	$(BIN)/python bench/scheduler.py
 
 clean:
-	rm -rf $(VENV) .collections tests/output .lablease .lablease-demo .pytest_cache
+	rm -rf $(VENV) .collections tests/output .lablease .lablease-demo .lablease-demo-qemu .pytest_cache .cache

@@ -108,9 +108,10 @@ def test_default_kickstart_for_a_recipe():
 def test_each_callback_is_called_in_its_own_section():
     urls = callbacks()
     text = KickstartRenderer(None).render(context())
-    pre = section(text, "%pre --log=/tmp/lablease-pre.log")
-    post = section(text, "%post --log=/root/lablease-post.log")
-    done = section(text, "%post --nochroot --log=/tmp/lablease-done.log")
+    # --erroronfail: Anaconda runs %onerror (install_fail) only for sections that ask for it
+    pre = section(text, "%pre --erroronfail --log=/tmp/lablease-pre.log")
+    post = section(text, "%post --erroronfail --log=/root/lablease-post.log")
+    done = section(text, "%post --nochroot --erroronfail --log=/tmp/lablease-done.log")
     onerror = section(text, "%onerror")
     assert f"lablease_callback install_start '{urls['install_start']}'\n" in pre
     assert f"lablease_callback install_done '{urls['install_done']}'\n" in done
@@ -121,11 +122,12 @@ def test_each_callback_is_called_in_its_own_section():
     assert "ExecStart=/usr/local/sbin/lablease-postinstall" in post
     assert "systemctl enable lablease-postinstall.service" in post
     assert "systemctl disable lablease-postinstall.service" in post
-    assert text.index("%post --log") < text.index("%post --nochroot")  # install_done comes last
+    assert text.index("%post --erroronfail") < text.index("%post --nochroot")  # install_done comes last
     for body in (pre, post, done, onerror):
         assert "lablease_callback() {" in body
         assert "curl -fsS --max-time 30 -X POST --data ''" in body
-        assert "wget -q -T 30 -O /dev/null --post-data ''" in body
+        # busybox wget (minimal installers) crashes on -T: the timeout comes from `timeout` instead
+        assert "timeout 30 wget -q -O /dev/null --post-data ''" in body
     assert "# no snippet pre_install" in pre and "# no snippet post_install" in post
 
 

@@ -141,7 +141,7 @@ class LiveServer:
 
     def stop_virtual_machines(self) -> None:
         """Simulated machines run in their own sessions, as real ones would: power them all off."""
-        for pid_file in self.data_dir.glob("virtual/*/pid"):
+        for pid_file in [*self.data_dir.glob("virtual/*/pid"), *self.data_dir.glob("qemu/*/pid")]:
             try:
                 os.killpg(int(pid_file.read_text().split()[0]), signal.SIGKILL)
             except (ValueError, IndexError, ProcessLookupError, PermissionError):

@@ -44,6 +44,9 @@ class Settings:
     outbox_max_attempts: int = 8
     outbox_retry_delay: str = "30s"  # doubled after each failed attempt
     webhook_timeout: str = "10s"
+    # Advance reservations (docs/advance-reservations.md)
+    max_advance_reservations: int = 100  # active (not exited or deleted) at once; 0 switches them off
+    ar_duration_offset: str = "1m"  # work inside an AR must end this long before the AR does
     # Provisioning (docs/provisioning.md)
     secret_key: str = ""  # signs installation tokens; empty: a key generated once in data_dir/secret.key
     tftp_root: str = ""  # netboot configs are written here; empty: data_dir/tftpboot
@@ -168,6 +171,6 @@ def load_settings(config_file: str | None = None, environ: dict | None = None) -
 
 
 DURATIONS = ("worker_max_sleep", "default_loan_duration", "warn_before", "warn_before_short",
-             "outbox_retry_delay", "webhook_timeout", "install_timeout", "command_timeout",
+             "outbox_retry_delay", "webhook_timeout", "install_timeout", "command_timeout", "ar_duration_offset",
              "command_retry_delay")
 

@@ -3,9 +3,12 @@
 Durations: ISO 8601 (`PT4H`, via isodate), `30m 4h 2d 1w` and `h:m:s`
 (via pytimeparse2), a number of seconds, or the word `unlimited`.
 Times: RFC 3339 with a zone (`2026-11-22T14:00:00Z`).
+Grid Engine's forms (qrsub and friends): times `[[CC]YY]MMDDhhmm[.SS]`, in
+UTC; durations `h:m:s` (`2:30:00`, `1::1`) or seconds.
 """
 from __future__ import annotations
 
+import re
 from datetime import datetime, timedelta, timezone
 
 import isodate
@@ -70,3 +73,60 @@ def format_duration(delta: timedelta | None) -> str | None:
     if delta is None:
         return None
     return isodate.duration_isoformat(delta)
+
+
+_GE_TIME = re.compile(r"(\d{8}|\d{10}|\d{12})(?:\.(\d{2}))?")
+_GE_TIME_FORM = "[[CC]YY]MMDDhhmm[.SS] (e.g. 202611221400 or 11221400.30)"
+_GE_HMS = re.compile(r"(\d*):(\d*):(\d*)")
+
+
+def parse_ge_time(text, now: datetime, field: str = "time") -> datetime:
+    """An aware UTC datetime from Grid Engine's `[[CC]YY]MMDDhhmm[.SS]` or from RFC 3339.
+
+    Grid Engine's form (touch -t) is read as UTC: lablease works in UTC and the
+    server's zone is no concern of the user's. CC omitted: YY below 70 is
+    20YY, else 19YY (as Grid Engine does); the year omitted: the current
+    year (of `now`, in UTC). Anything else is parsed as RFC 3339 (parse_time).
+    """
+    if not isinstance(text, str):
+        raise Invalid(field, f"must be a time: {_GE_TIME_FORM} or RFC 3339 such as 2026-11-22T14:00:00Z")
+    value = text.strip()
+    match = _GE_TIME.fullmatch(value)
+    if match:
+        return _ge_time(match, text, now, field)
+    if "-" in value or ":" in value:  # RFC 3339 intended: its own messages say what is wrong
+        return parse_time(value, field)
+    raise Invalid(field, (
+        f"{text!r} is not a time: give {_GE_TIME_FORM} in UTC, or RFC 3339 such as 2026-11-22T14:00:00Z"))
+
+
+def _ge_time(match: re.Match, text: str, now: datetime, field: str) -> datetime:
+    digits, seconds = match.group(1), match.group(2)
+    if len(digits) == 12:
+        year, rest = int(digits[:4]), digits[4:]
+    elif len(digits) == 10:
+        short = int(digits[:2])
+        year, rest = (2000 + short if short < 70 else 1900 + short), digits[2:]
+    else:
+        year, rest = now.astimezone(timezone.utc).year, digits
+    month, day, hour, minute = (int(rest[i:i + 2]) for i in range(0, 8, 2))
+    try:
+        return datetime(year, month, day, hour, minute, int(seconds or 0), tzinfo=timezone.utc)
+    except ValueError:
+        raise Invalid(field, (
+            f"{text!r} is no such time: {_GE_TIME_FORM} needs a month 01-12, a day of that month, "
+            "hours 00-23, minutes 00-59 and seconds 00-59")) from None
+
+
+def parse_ge_duration(value, field: str = "duration") -> timedelta:
+    """A timedelta from Grid Engine's `h:m:s` (a field that is 0 may be left empty: `1::1`),
+    a number of seconds, or any form parse_duration accepts (4h, PT4H, ...)."""
+    if isinstance(value, str):
+        match = _GE_HMS.fullmatch(value.strip())
+        if match and any(match.groups()):
+            hours, minutes, seconds = (int(part or 0) for part in match.groups())
+            delta = timedelta(hours=hours, minutes=minutes, seconds=seconds)
+            if delta <= timedelta(0):
+                raise Invalid(field, "must be positive")
+            return delta
+    return parse_duration(value, field)

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from . import schemas as s
-from .views import access, jobs, meta, provisioning, reservations, schedules, systems
+from .views import access, advance, jobs, meta, provisioning, reservations, schedules, systems
 
 BASE = "/api/v1"
 
@@ -198,6 +198,26 @@ ROUTES: list[Route] = [
           "Time in each usage state and share busy, per system and in total", "systems",
           query={"from": ("time", "start (default 7 days ago)"), "until": ("time", "end (default now)"),
                  "pool": ("str", "only systems of this pool")}, response={"type": "object"}),
+    # advance reservations (Grid Engine's qrsub, qrstat, qralter, qrdel)
+    Route("POST", BASE + "/advance-reservations", advance.create,
+          "Create an advance reservation (qrsub; admins and arusers): 201 granted; validate_only: 200, nothing made",
+          "advance-reservations", body=s.AR_CREATE, response=s.AR, status=201, statuses=(403, 409, 429)),
+    Route("GET", BASE + "/advance-reservations", advance.listing, "Advance reservations (qrstat)",
+          "advance-reservations", query={"user": ("str", "this user's ('*': everybody's; default: the caller's)")},
+          response=s.list_of(s.AR)),
+    Route("GET", BASE + "/advance-reservations/<ident>", advance.show, "One advance reservation, by id or name",
+          "advance-reservations", query={"explain": ("bool", "say why it is in error (qrstat -explain)")},
+          response=s.AR, statuses=(404,)),
+    Route("PATCH", BASE + "/advance-reservations/<ident>", advance.update,
+          "Change end or duration, ACL, name, mail (qralter; owner and admins), re-checked", "advance-reservations",
+          body=s.AR_UPDATE, response=s.AR, statuses=(403, 404, 409)),
+    Route("DELETE", BASE + "/advance-reservations/<ident>", advance.remove,
+          "Delete (qrdel; owner and admins); refused while bound work exists unless force=true, which aborts it",
+          "advance-reservations", query={"force": ("bool", "abort bound work first")}, status=204,
+          statuses=(403, 404, 409)),
+    Route("GET", BASE + "/advance-reservations/<ident>/accounting", advance.accounting,
+          "Reserved system-time against the time bound jobs and reservations used", "advance-reservations",
+          response=s.AR_ACCOUNTING, statuses=(404,)),
     # provisioning
     Route("POST", BASE + "/distro-trees", provisioning.distro_add, "Register a distro tree (admins)", "provisioning",
           body=s.DISTRO_CREATE, response=s.DISTRO, status=201, statuses=(403, 409)),

@@ -65,6 +65,8 @@ RESERVATION_CREATE = {
         "heartbeat": {**DURATION, "description": "return the reservation when no heartbeat came for this long"},
         "request_id": {"type": "string", "minLength": 1, "maxLength": 128,
                        "description": "a client-chosen id: retrying with it returns the same reservation"},
+        "advance_reservation": {"type": "integer", "description": "reserve inside this advance reservation "
+                                "(its ACL users, its systems, inside its window; default end: the AR's)"},
     },
     "additionalProperties": False,
 }
@@ -329,3 +331,39 @@ COMMAND = {"type": "object", "properties": {
     "user": {"type": ["string", "null"]}, "installation": {"type": ["integer", "null"]},
     "error": {"type": ["string", "null"]}, "created_at": TIME, "started_at": NULLABLE_TIME,
     "finished_at": NULLABLE_TIME}}
+
+AR_MAIL = {"type": "object", "properties": {
+    "events": {"type": "string", "description": "Grid Engine -m: b (begin), e (end), a (error), or n (none)"},
+    "to": {"type": "array", "items": {"type": "string", "format": "email"}, "description": "-M addresses"}},
+    "additionalProperties": False}
+AR_CREATE = {
+    "type": "object",
+    "properties": {
+        "name": {"type": ["string", "null"], "maxLength": 128}, "account": {"type": ["string", "null"], "maxLength": 128},
+        "start": {**TIME, "description": "qrsub -a; default now"}, "end": {**TIME, "description": "qrsub -e"},
+        "duration": {**DURATION, "description": "qrsub -d"},
+        "hosts": {"type": "array", "items": NAME, "description": "systems by name"},
+        "requires": {"type": ["object", "null"], "description": "qrsub -l: a hostRequires filter (job JSON form)"},
+        "pools": {"type": "array", "items": NAME, "description": "qrsub -q"},
+        "count": {"type": "integer", "minimum": 1, "description": "how many systems (qrsub -pe slots)"},
+        "acl": {"type": "array", "items": {"type": "string"}, "description": "qrsub -u: user names and @groups"},
+        "mail": AR_MAIL, "error_handling": {"enum": ["hard", "soft", "yes", "no"], "description": "qrsub -he"},
+        "validate_only": {"type": "boolean", "description": "qrsub -w v: say whether it could be granted"},
+    },
+    "additionalProperties": False,
+}
+AR_UPDATE = {"type": "object", "properties": {k: AR_CREATE["properties"][k] for k in
+                                              ("name", "end", "duration", "acl", "mail")},
+             "additionalProperties": False}
+AR = {"type": "object", "properties": {
+    "id": {"type": "integer"}, "name": {"type": ["string", "null"]}, "owner": {"type": "string"},
+    "account": {"type": ["string", "null"]}, "state": {"enum": ["w", "r", "x", "d", "E"]}, "start": TIME,
+    "end": TIME, "duration": {"type": "integer"}, "systems": {"type": "array", "items": {"type": "string"}},
+    "hosts": {"type": "array"}, "requires": {"type": ["object", "null"]}, "pools": {"type": "array"},
+    "count": {"type": "integer"}, "acl": {"type": "array"}, "mail": {"type": "object"},
+    "error_handling": {"enum": ["hard", "soft"]}, "submitted_at": TIME,
+    "error_reasons": {"type": "array", "items": {"type": "string"}},
+    "grantable": {"type": "boolean", "description": "validate_only: whether it could be granted"}}}
+AR_ACCOUNTING = {"type": "object", "properties": {
+    "ar": {"type": "integer"}, "reserved_seconds": {"type": "number"}, "used_seconds": {"type": "number"},
+    "systems": {"type": "array"}, "jobs": {"type": "array"}, "reservations": {"type": "array"}}}

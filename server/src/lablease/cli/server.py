@@ -44,6 +44,9 @@ def cmd_init(settings: Settings, args) -> None:
     from ..services.installations import site_key
 
     site_key(settings)  # made now, once, rather than by whichever process needs it first
+    with unit_of_work(db, settings) as uow:
+        users.ensure_arusers(uow.session, now())
+        uow.commit()
     for directory in (settings.tftp_root_for(None), settings.kickstart_path, settings.power_scripts_path):
         directory.mkdir(parents=True, exist_ok=True)
 

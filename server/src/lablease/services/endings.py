@@ -23,6 +23,7 @@ from .users import actor_for
 from ..timeparse import format_time
 
 WHY = {
+    "ar_ended": "the advance reservation it was made in ended",
     "expired": "its end was reached",
     "heartbeat_missed": "no heartbeat arrived in time",
     "loan_ended": "the loan that gave you access ended",

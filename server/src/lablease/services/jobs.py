@@ -16,10 +16,18 @@ from ..store import calendar
 from ..store.tables import Booking, Group, GroupMember, Job, Pool, Recipe, RecipeSet, Reservation, System
 from ..store.uow import emit, wake_worker
 from ..timeparse import format_time
-from . import activity, distros, placement, scheduling, usage
+from . import activity, advance, distros, placement, scheduling, usage
 from . import systems as system_service
 from .endings import close_reservation
 from .users import actor_for
+
+
+def _check_bound_sets(session, actor: Actor, job: dict, now: datetime, settings) -> None:
+    offset = settings.duration("ar_duration_offset") if settings else timedelta(0)
+    for index, recipe_set in enumerate(job["recipe_sets"]):
+        if recipe_set.get("ar") is not None:
+            advance.check_bound_set(session, actor, recipe_set["ar"], recipe_set["recipes"], offset, now,
+                                    f"recipe_sets[{index}].ar")
 
 
 def _check_references(session, job: dict) -> None:
@@ -36,9 +44,6 @@ def _check_references(session, job: dict) -> None:
             raise Invalid("force", f"no system named {fqdn}")
     for tree in named["distros"]:
         distros.require_match(session, tree, "distro_requires")
-    for index, recipe_set in enumerate(job["recipe_sets"]):
-        if recipe_set.get("ar") is not None:
-            raise Invalid(f"recipe_sets[{index}].ar", f"no advance reservation {recipe_set['ar']}")
 
 
 def _group(session, actor: Actor, name: str | None) -> int | None:
@@ -71,6 +76,7 @@ def submit(uow, actor: Actor, now: datetime, job: dict, request_id: str | None =
     if previous is not None:
         return job_dict(previous), False
     _check_references(session, job)
+    _check_bound_sets(session, actor, job, now, uow.settings)
     row = Job(owner_id=actor.id, group_id=_group(session, actor, job.get("group")),
               whiteboard=job.get("whiteboard", ""), status="queued", submitted_at=now, request_id=request_id)
     session.add(row)
@@ -84,9 +90,10 @@ def submit(uow, actor: Actor, now: datetime, job: dict, request_id: str | None =
         for spec in spec_set["recipes"]:
             trees = distros.matching(session, spec["distro_requires"]) if spec.get("distro_requires") else []
             spec = _with_distro_arches(spec, trees)
+            bound = recipe_set.ar_id is not None  # an AR's work is placed on its systems, not from a class queue
             recipe = Recipe(recipe_set_id=recipe_set.id, job_id=row.id, spec=spec, status="queued",
                             priority=priority, queued_at=now,
-                            class_id=scheduling.requirement_class(session, actor.id, spec, now).id)
+                            class_id=None if bound else scheduling.requirement_class(session, actor.id, spec, now).id)
             if spec.get("distro_requires"):
                 recipe.distro_tree_id = trees[0].id
             session.add(recipe)

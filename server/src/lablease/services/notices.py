@@ -31,13 +31,18 @@ def destinations(session, user: User, settings: Settings) -> list[tuple[str, str
 
 
 def queue(session, settings: Settings | None, user: User, now: datetime, event: str, key: str,
-          subject: str, text: str, data: dict) -> int:
-    """Queue one notice to every destination of user; returns how many were new."""
+          subject: str, text: str, data: dict, channels: tuple[str, ...] | None = None,
+          extra_mail: tuple | list = ()) -> int:
+    """Queue one notice to every destination of user (only `channels` when given, plus mail to
+    `extra_mail` addresses); returns how many were new."""
     if settings is None:
         return 0
     insert = pg_insert if session.get_bind().dialect.name == "postgresql" else sqlite_insert
     queued = 0
-    for channel, destination in destinations(session, user, settings):
+    found = [d for d in destinations(session, user, settings) if channels is None or d[0] in channels]
+    if settings.smtp_host:
+        found += [("mail", address) for address in extra_mail if ("mail", address) not in found]
+    for channel, destination in found:
         payload = {"event": event, "at": format_time(now), "user": user.name, "message": text, **data}
         statement = insert(Outbox).values(
             channel=channel, destination=destination, subject=subject, payload=payload,

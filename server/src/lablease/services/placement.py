@@ -40,8 +40,9 @@ def held_by(recipe_set: RecipeSet) -> dict[int, Recipe]:
     return {r.system_id: r for r in recipe_set.recipes if r.status == "assigned"}
 
 
-def _book(session, recipe: Recipe, system: System, now: datetime, end: datetime | None, owner_id: int) -> None:
-    resource = calendar.lock_resource(session, system.resource_id)
+def _book(session, recipe: Recipe, system: System, now: datetime, end: datetime | None, owner_id: int,
+          resource_id: int) -> None:
+    resource = calendar.lock_resource(session, resource_id)
     booking = calendar.book(session, resource, Window(now, end), "recipe", owner_id, now)
     reservation = Reservation(system_id=system.id, user_id=owner_id, booking_id=booking.id, kind="recipe",
                               start_at=now, end_at=end, created_at=now)
@@ -50,7 +51,8 @@ def _book(session, recipe: Recipe, system: System, now: datetime, end: datetime 
     recipe.system_id, recipe.reservation_id = system.id, reservation.id
 
 
-def _assign(session, recipe_set: RecipeSet, plan: dict[int, int], now: datetime, holding: bool) -> None:
+def _assign(session, recipe_set: RecipeSet, plan: dict[int, int], now: datetime, holding: bool,
+            resource_of=None) -> None:
     """Give each planned recipe its system: a reservation the set already holds on it, or a new booking.
 
     While holding, bookings are open-ended; on start each gets the recipe's
@@ -75,7 +77,8 @@ def _assign(session, recipe_set: RecipeSet, plan: dict[int, int], now: datetime,
                 reservation.end_at = end
             recipe.system_id, recipe.reservation_id = system.id, reservation.id
         else:
-            _book(session, recipe, system, now, end, owner_id)
+            _book(session, recipe, system, now, end, owner_id,
+                  resource_of(system) if resource_of else system.resource_id)
         recipe.status = "assigned" if holding else recipe.status
         usage.set_usage(session, system, "scheduled", now)
     for recipe in recipe_set.recipes:
@@ -86,9 +89,13 @@ def _assign(session, recipe_set: RecipeSet, plan: dict[int, int], now: datetime,
         usage.set_usage(session, session.get(System, system_id), "idle", now)
 
 
-def start(session, recipe_set: RecipeSet, plan: dict[int, int], now: datetime) -> None:
-    """Give every recipe its system and start it: running at once, or waiting for its install."""
-    _assign(session, recipe_set, plan, now, holding=False)
+def start(session, recipe_set: RecipeSet, plan: dict[int, int], now: datetime, resource_of=None) -> None:
+    """Give every recipe its system and start it: running at once, or waiting for its install.
+
+    resource_of(system): the calendar to book on, when not the system's own (an advance
+    reservation's calendar for the system, for work bound to it).
+    """
+    _assign(session, recipe_set, plan, now, holding=False, resource_of=resource_of)
     for recipe in recipe_set.recipes:
         if recipe.id not in plan:
             continue

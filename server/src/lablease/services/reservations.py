@@ -14,7 +14,7 @@ from ..domain.windows import Window
 from ..store import calendar
 from ..store.tables import Booking, Loan, Reservation, User
 from ..timeparse import format_time
-from . import activity, endings, notices
+from . import activity, advance, endings, notices
 from . import systems as system_service
 
 
@@ -35,6 +35,7 @@ def as_dict(reservation: Reservation, now: datetime) -> dict:
         "due": format_time(reservation.due_at),
         "seconds_left": max(0, int((end - now).total_seconds())) if end and reservation.returned_at is None else None,
         "request_id": reservation.request_id,
+        "advance_reservation": reservation.ar_id,
     }
 
 
@@ -47,7 +48,8 @@ def _by_request_id(session, actor: Actor, request_id: str | None) -> Reservation
 
 def reserve(uow, actor: Actor, now: datetime, policy: rules.ReservationPolicy, system: str,
             start: datetime | None = None, end: datetime | None = None, duration=None,
-            return_loan: bool = False, heartbeat: timedelta | None = None, request_id: str | None = None) -> tuple[dict, bool]:
+            return_loan: bool = False, heartbeat: timedelta | None = None, request_id: str | None = None,
+            advance_reservation: int | None = None) -> tuple[dict, bool]:
     """Book the system for the caller; returns (reservation, created).
 
     A request_id seen before returns that same reservation (created False),
@@ -59,12 +61,19 @@ def reserve(uow, actor: Actor, now: datetime, policy: rules.ReservationPolicy, s
         return as_dict(previous, now), False
     target = system_service.find(session, system, actor)
     loan = system_service.active_loan(session, target)
-    system_service.require(session, actor, Permission.RESERVE, target, loan)
+    if advance_reservation is None:
+        system_service.require(session, actor, Permission.RESERVE, target, loan)
     loan_end = loan.end_at if loan is not None and loan.recipient_id == actor.id else None
+    if advance_reservation is not None and end is None and duration is None:
+        end = advance.window_end(session, advance_reservation)  # until the AR's end, not the site default
     window = rules.plan_window(now, policy, start, end, duration, loan_end=loan_end)
     if heartbeat is not None:
         heartbeat = rules.heartbeat_interval(heartbeat)
-    resource = calendar.lock_resource(session, target.resource_id)
+    if advance_reservation is not None:  # the AR's ACL grants the use; it books on the AR's calendar
+        _, resource = advance.slot_for_reservation(session, actor, advance_reservation, target, window.start,
+                                                   window.end)
+    else:
+        resource = calendar.lock_resource(session, target.resource_id)
     if request_id and (previous := _by_request_id(session, actor, request_id)) is not None:
         return as_dict(previous, now), False  # a retry that raced its first attempt
     booking = calendar.book(session, resource, window, "reservation", actor.id, now)
@@ -73,6 +82,7 @@ def reserve(uow, actor: Actor, now: datetime, policy: rules.ReservationPolicy, s
         start_at=window.start, end_at=window.end, return_loan=return_loan,
         heartbeat_seconds=int(heartbeat.total_seconds()) if heartbeat else None,
         last_heartbeat_at=window.start if heartbeat else None, request_id=request_id, created_at=now,
+        ar_id=advance_reservation,
     )
     reservation.due_at = rules.due_at(window.end, heartbeat, reservation.last_heartbeat_at)
     reservation.warn_at = _warn_at(uow.settings, reservation)

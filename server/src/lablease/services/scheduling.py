@@ -166,7 +166,8 @@ def queue_order(query):
 def head(session) -> RecipeSet | None:
     """The one set allowed to hold systems: the first blocked multi-host set of the queue
     that could ever start whole (one that never can must not hold systems from others)."""
-    query = queue_order(select(RecipeSet.id).where(RecipeSet.multi.is_(True), RecipeSet.status.in_(WAITING)))
+    query = queue_order(select(RecipeSet.id).where(RecipeSet.multi.is_(True), RecipeSet.status.in_(WAITING),
+                                                   RecipeSet.ar_id.is_(None)))  # bound sets wait for their AR
     offset = 0
     while page := list(session.execute(query.offset(offset).limit(20)).scalars()):
         for set_id in page:
@@ -226,8 +227,8 @@ def _hold_what_is_free(session, recipe_set: RecipeSet, now: datetime) -> None:
 def on_new_set(uow, set_id: int, now: datetime) -> None:
     session = uow.session
     recipe_set = session.get(RecipeSet, set_id)
-    if recipe_set is None or recipe_set.status not in WAITING:
-        return
+    if recipe_set is None or recipe_set.status not in WAITING or recipe_set.ar_id is not None:
+        return  # work bound to an advance reservation is placed by services/advance.py
     if not try_start(session, recipe_set, now):
         settle_holding(session, now)
 

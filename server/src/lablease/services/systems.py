@@ -75,7 +75,7 @@ def public_settings(settings: dict) -> dict:
 
 
 def as_dict(system: System, current: Reservation | None = None, loan: Loan | None = None,
-            installation: dict | None = None) -> dict:
+            installation: dict | None = None, held_by: list | None = None) -> dict:
     return {
         "fqdn": system.fqdn,
         "arch": system.arch,
@@ -94,6 +94,7 @@ def as_dict(system: System, current: Reservation | None = None, loan: Loan | Non
         "release_action": system.release_action,
         "reprovision_distro_tree": system.reprovision_distro_tree_id,
         "installation": installation,
+        "advance_reservations": held_by or [],  # active ARs holding it (their windows)
         "pools": [pool.name for pool in system.pools],
         "policy_pool": system.policy_pool.name if system.policy_pool else None,
         "created_at": format_time(system.created_at),
@@ -233,8 +234,10 @@ def update_system(uow, actor: Actor, now: datetime, fqdn: str, data: dict) -> di
 
 
 def describe(session, system: System, now: datetime) -> dict:
+    from .advance import summaries_for
+
     return as_dict(system, current_reservations(session, [system.id], now).get(system.id), active_loan(session, system),
-                   latest_installations(session, [system.id]).get(system.id))
+                   latest_installations(session, [system.id]).get(system.id), summaries_for(session, [system.id]).get(system.id))
 
 
 def latest_installations(session, system_ids: list[int]) -> dict[int, dict]:
@@ -314,7 +317,10 @@ def list_systems(uow, actor: Actor, now: datetime, filters: dict) -> list[dict]:
     ids = [s.id for s in systems]
     current, loans = current_reservations(session, ids, now), active_loans(session, ids)
     installed = latest_installations(session, ids)
-    return [as_dict(s, current.get(s.id), loans.get(s.id), installed.get(s.id)) for s in systems]
+    from .advance import summaries_for
+
+    held = summaries_for(session, ids)
+    return [as_dict(s, current.get(s.id), loans.get(s.id), installed.get(s.id), held.get(s.id)) for s in systems]
 
 
 def _free_window(now: datetime, filters: dict) -> Window:

@@ -48,9 +48,30 @@ def add_user(uow, now: datetime, name: str, is_admin: bool = False, groups=(), e
     session.flush()
     for group_name in groups:
         session.add(GroupMember(group_id=_group(session, group_name, now).id, user_id=user.id))
+    if is_admin and ARUSERS not in groups:
+        _first_admin_in_arusers(session, user)
     secret = _new_token(session, user, "default", now)
     activity.record(session, None, now, "user", name, "created", "is_admin", None, is_admin)
     return user, secret
+
+
+ARUSERS = "arusers"  # who may create advance reservations besides admins (Grid Engine's arusers)
+
+
+def ensure_arusers(session, now: datetime) -> None:
+    """The arusers group exists (made by `lablease-server init`)."""
+    if session.execute(select(Group).where(Group.name == ARUSERS)).scalar_one_or_none() is None:
+        session.add(Group(name=ARUSERS, description="may create advance reservations", created_at=now))
+        session.flush()
+
+
+def _first_admin_in_arusers(session, user: User) -> None:
+    """The first administrator also becomes the first member of arusers, who can then add others."""
+    group = session.execute(select(Group).where(Group.name == ARUSERS)).scalar_one_or_none()
+    if group is None:
+        return
+    if session.execute(select(GroupMember).where(GroupMember.group_id == group.id)).first() is None:
+        session.add(GroupMember(group_id=group.id, user_id=user.id, is_owner=True))
 
 
 def _new_token(session, user: User, name: str, now: datetime, expires_at: datetime | None = None) -> str:

@@ -252,6 +252,8 @@ class Reservation(Base):
     # When the worker must act: min(end, last heartbeat + interval); NULL once returned.
     due_at: Mapped[datetime | None] = mapped_column(UTCDateTime, index=True)
     warn_at: Mapped[datetime | None] = mapped_column(UTCDateTime, index=True)
+    # Made inside an advance reservation: booked on the AR's calendar for the system, not the system's.
+    ar_id: Mapped[int | None] = mapped_column(ForeignKey("advance_reservations.id", ondelete="SET NULL"))
     request_id: Mapped[str | None] = mapped_column(String(128))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime)
     system: Mapped[System] = relationship(lazy="joined")
@@ -423,4 +425,5 @@ class UsageChange(Base):
     __table_args__ = (Index("ix_usage_history_system_at", "system_id", "at"),)
 
 
-from .provision_tables import Command, Installation  # noqa: E402,F401 - one metadata, split for size
+from .ar_tables import AdvanceReservation, ArSystem  # noqa: E402,F401 - one metadata, split for size
+from .provision_tables import Command, Installation  # noqa: E402,F401

@@ -12,7 +12,7 @@ def create(ctx: Context) -> Reply:
         start=time_field(body, "start"), end=time_field(body, "end"),
         duration=duration_field(body, "duration", allow_unlimited=True),
         return_loan=body.get("return_loan", False), heartbeat=duration_field(body, "heartbeat"),
-        request_id=body.get("request_id"),
+        request_id=body.get("request_id"), advance_reservation=body.get("advance_reservation"),
     )
     return Reply(reservation, 201 if created else 200)
 

@@ -1,0 +1,28 @@
+"""/advance-reservations: qrsub, qrstat, qralter, qrdel, and accounting."""
+from ...services import advance
+from .context import Context, Reply
+
+
+def create(ctx: Context) -> Reply:
+    body, status = advance.create(ctx.uow, ctx.actor, ctx.now, ctx.body)
+    return Reply(body, status)
+
+
+def listing(ctx: Context) -> list:
+    return advance.listing(ctx.uow, ctx.actor, ctx.query.get("user"))
+
+
+def show(ctx: Context) -> dict:
+    return advance.get(ctx.uow, ctx.actor, ctx.args["ident"], bool(ctx.query.get("explain")))
+
+
+def update(ctx: Context) -> dict:
+    return advance.modify(ctx.uow, ctx.actor, ctx.now, ctx.args["ident"], ctx.body)
+
+
+def remove(ctx: Context) -> None:
+    advance.delete(ctx.uow, ctx.actor, ctx.now, ctx.args["ident"], bool(ctx.query.get("force")))
+
+
+def accounting(ctx: Context) -> dict:
+    return advance.accounting(ctx.uow, ctx.actor, ctx.now, ctx.args["ident"])

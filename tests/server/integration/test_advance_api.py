@@ -1,0 +1,163 @@
+"""Advance reservations over the API: granting, limits, states on time, errors, protection, bound work."""
+from datetime import timedelta
+
+import pytest
+
+from lablease.config import Settings
+from lablease.services import users
+from lablease.store.tables import Outbox
+from lablease.store.uow import UnitOfWork
+from lablease.worker.loop import run_due
+
+from .conftest import START, Lab, at
+
+H = timedelta(hours=1)
+
+
+@pytest.fixture
+def lab(db, tmp_path):
+    lab = Lab(db, Settings(data_dir=str(tmp_path / "data"), max_advance_reservations=3, ar_duration_offset="1m"))
+    with UnitOfWork(db) as uow:
+        users.ensure_arusers(uow.session, START)
+        uow.commit()
+    lab.admin.post("/groups/arusers/members", {"user": "alice"})
+    for name in ("a1", "a2", "a3"):
+        lab.system(f"{name}.lab.test", condition="automated", memory_mb=4096)
+    lab.system("big.lab.test", condition="automated", memory_mb=65536)
+    return lab
+
+
+def ar(lab, caller=None, **body):
+    body = {"start": at(START + H), "duration": "2h", "count": 2, **body}
+    return (caller or lab.alice).post("/advance-reservations", body)
+
+
+def run(lab, moment):
+    run_due(lab.db, moment, lab.settings)
+    lab.clock.now = moment
+
+
+def test_granting_books_the_smallest_suitable_systems_for_the_window(lab):
+    status, granted = ar(lab, name="perf", requires={"field": "memory", "op": ">=", "value": 2048})
+    assert status == 201, granted
+    assert granted["state"] == "w" and granted["owner"] == "alice" and granted["acl"] == ["alice"]
+    assert granted["systems"] == ["a1.lab.test", "a2.lab.test"] and granted["duration"] == 7200
+    assert (granted["start"], granted["end"]) == (at(START + H), at(START + 3 * H))
+    # the calendar holds them: a manual reservation overlapping the window is refused
+    status, problem = lab.admin.post("/reservations", {"system": "a1.lab.test", "start": at(START + 2 * H),
+                                                       "duration": "1h"})
+    assert status == 409
+    _, system = lab.admin.get("/systems/a1.lab.test")
+    assert [(h["id"], h["state"]) for h in system["advance_reservations"]] == [(granted["id"], "w")]
+    # by name too
+    assert lab.alice.get("/advance-reservations/perf")[1]["id"] == granted["id"]
+
+
+def test_who_may_create_and_the_limit(lab):
+    status, problem = ar(lab, caller=lab.bob)
+    assert status == 403 and "arusers" in problem["detail"]
+    for _ in range(3):
+        assert ar(lab, count=1)[0] == 201
+    status, problem = ar(lab, count=1)
+    assert status == 429 and "max_advance_reservations" in problem["detail"]
+
+
+def test_a_window_needs_two_of_start_end_duration_that_agree(lab):
+    status, problem = lab.alice.post("/advance-reservations", {"start": at(START + H), "count": 1})
+    assert status == 422
+    status, problem = lab.alice.post("/advance-reservations", {"start": at(START + H), "end": at(START + 2 * H),
+                                                               "duration": "3h", "count": 1})
+    assert status == 422 and "duration" in problem["detail"]
+
+
+def test_a_refusal_says_why_and_validate_only_creates_nothing(lab):
+    lab.admin.post("/reservations", {"system": "a1.lab.test", "start": at(START + H), "duration": "30m"})
+    status, problem = ar(lab, count=4)
+    assert status == 409 and problem["reasons"]["ruled_out"] == {"booked during the window": 1}
+    assert [b["system"] for b in problem["reasons"]["busy"]] == ["a1.lab.test"]
+    status, answer = ar(lab, count=3, validate_only=True)
+    assert status == 200 and answer == {"grantable": True, "systems": ["a2.lab.test", "a3.lab.test", "big.lab.test"]}
+    assert lab.alice.get("/advance-reservations")[1] == []
+
+
+def test_states_change_on_time_and_the_end_frees_the_systems(lab):
+    _, granted = ar(lab, mail={"events": "be"})
+    run(lab, START + H)
+    assert lab.alice.get(f"/advance-reservations/{granted['id']}")[1]["state"] == "r"
+    run(lab, START + 3 * H)
+    assert lab.alice.get(f"/advance-reservations/{granted['id']}")[1]["state"] == "x"
+    _, history = lab.admin.get("/systems/a1.lab.test")
+    assert history["advance_reservations"] == []
+    with UnitOfWork(lab.db, write=False) as uow:
+        events = [row.payload["event"] for row in uow.session.query(Outbox)]
+    assert events == []  # alice has no mail address or webhook: nothing to deliver to
+
+
+def test_a_broken_system_puts_it_in_error_until_it_is_repaired(lab):
+    _, granted = ar(lab, error_handling="hard")
+    lab.admin.patch("/systems/a1.lab.test", {"condition": "broken"})
+    _, shown = lab.alice.get(f"/advance-reservations/{granted['id']}", explain="true")
+    assert shown["state"] == "E" and shown["error_reasons"] == ["a1.lab.test is broken"]
+    assert "hard error handling" in shown["explain"][-1]
+    lab.admin.patch("/systems/a1.lab.test", {"condition": "automated"})
+    assert lab.alice.get(f"/advance-reservations/{granted['id']}")[1]["state"] == "w"
+
+
+def test_bound_jobs_run_only_inside_on_its_systems(lab):
+    lab.admin.post("/groups", {"name": "qe"})
+    lab.admin.post("/groups/qe/members", {"user": "bob"})
+    _, granted = ar(lab, acl=["alice", "@qe"])
+    job = {"recipe_sets": [{"ar": granted["id"], "recipes": [{"runtime_limit": 1800}]}]}
+    status, problem = lab.admin.post("/jobs", {"recipe_sets": [{"ar": granted["id"], "recipes": [{}]}]})
+    assert status == 422 and "runtime limit" in problem["detail"]
+    status, problem = lab.bob.post("/jobs", {"recipe_sets": [{"ar": granted["id"], "recipes": [{"runtime_limit": 9000}]}]})
+    assert status == 422 and "runtime" in problem["detail"]
+    status, submitted = lab.bob.post("/jobs", job)
+    assert status == 201, submitted
+    recipe = submitted["recipe_sets"][0]["recipes"][0]
+    assert recipe["status"] == "queued"  # not before the AR starts, although systems are idle
+    run(lab, START + H)
+    _, placed = lab.bob.get(f"/recipes/{recipe['id']}")
+    assert placed["status"] == "running" and placed["system"] in granted["systems"]
+    # work outside the AR with no runtime limit does not land on its systems
+    _, other = lab.bob.post("/jobs", {"recipe_sets": [{"recipes": [{}]}]})
+    assert other["recipe_sets"][0]["recipes"][0]["system"] not in granted["systems"]
+    # the AR's end aborts what is still running
+    run(lab, START + 3 * H)
+    assert lab.bob.get(f"/recipes/{recipe['id']}")[1]["status"] == "aborted"
+
+
+def test_acl_users_reserve_its_systems_by_hand_inside_the_window(lab):
+    _, granted = ar(lab)
+    status, problem = lab.bob.post("/reservations", {"system": "a1.lab.test", "start": at(START + H),
+                                                     "advance_reservation": granted["id"]})
+    assert status in (403, 422)
+    status, inside = lab.alice.post("/reservations", {"system": "a1.lab.test", "start": at(START + H),
+                                                      "advance_reservation": granted["id"]})
+    assert status == 201, inside
+    assert inside["end"] == granted["end"] and inside["advance_reservation"] == granted["id"]
+    status, _ = lab.alice.post("/reservations", {"system": "a1.lab.test", "start": at(START + H),
+                                                 "duration": "30m", "advance_reservation": granted["id"]})
+    assert status == 409  # the AR's own calendar for a1 is taken
+    status, problem = lab.alice.delete(f"/advance-reservations/{granted['id']}")
+    assert status == 409 and "bound work" in problem["detail"]
+    assert lab.alice.delete(f"/advance-reservations/{granted['id']}", force="true")[0] == 204
+    assert lab.alice.get(f"/reservations/{inside['id']}")[1]["state"] != "active"
+    assert lab.admin.post("/reservations", {"system": "a1.lab.test", "start": at(START + 2 * H),
+                                            "duration": "1h"})[0] == 201
+
+
+def test_qralter_moves_the_end_against_the_calendar_and_accounting_adds_up(lab):
+    _, granted = ar(lab, count=1, hosts=["a3.lab.test"])
+    lab.admin.post("/reservations", {"system": "a3.lab.test", "start": at(START + 4 * H), "duration": "1h"})
+    status, problem = lab.alice.patch(f"/advance-reservations/{granted['id']}", {"end": at(START + 5 * H)})
+    assert status == 409
+    status, changed = lab.alice.patch(f"/advance-reservations/{granted['id']}", {"duration": "3h"})
+    assert status == 200 and changed["end"] == at(START + 4 * H)
+    run(lab, START + H)
+    lab.alice.post("/reservations", {"system": "a3.lab.test", "start": at(START + H), "duration": "30m",
+                                     "advance_reservation": granted["id"]})
+    lab.clock.now = START + 2 * H
+    _, account = lab.alice.get(f"/advance-reservations/{granted['id']}/accounting")
+    assert account["reserved_seconds"] == 3600 and account["used_seconds"] == 1800
+    assert account["reservations"][0]["seconds"] == 1800

@@ -161,3 +161,51 @@ def test_qralter_moves_the_end_against_the_calendar_and_accounting_adds_up(lab):
     _, account = lab.alice.get(f"/advance-reservations/{granted['id']}/accounting")
     assert account["reserved_seconds"] == 3600 and account["used_seconds"] == 1800
     assert account["reservations"][0]["seconds"] == 1800
+
+
+def test_changes_that_would_break_a_granted_reservation_are_refused_unless_forced(lab):
+    lab.admin.post("/pools", {"name": "fast"})
+    for fqdn in ("a1.lab.test", "a2.lab.test"):
+        lab.admin.post("/pools/fast/systems", {"fqdn": fqdn})
+    _, granted = ar(lab, pools=["fast"])
+    assert granted["systems"] == ["a1.lab.test", "a2.lab.test"]
+    status, problem = lab.admin.delete("/systems/a1.lab.test")
+    assert status == 409 and f"advance reservation {granted['id']}" in problem["detail"]
+    status, problem = lab.admin.patch("/systems/a1.lab.test", {"condition": "removed"})
+    assert status == 409
+    status, problem = lab.admin.delete("/pools/fast/systems/a2.lab.test")
+    assert status == 409 and "pool" in problem["detail"]
+    status, problem = lab.admin.put("/systems/a2.lab.test/access-policy", {"rules": []})
+    assert status == 409 and "alice may no longer use a2.lab.test" in problem["detail"]
+    assert lab.alice.get(f"/advance-reservations/{granted['id']}")[1]["state"] == "w"  # nothing happened
+    # a breakdown is nobody's choice: it is not refused, the reservation goes into error
+    assert lab.admin.patch("/systems/a2.lab.test", {"condition": "broken"})[0] == 200
+    assert lab.alice.get(f"/advance-reservations/{granted['id']}")[1]["state"] == "E"
+    status = lab.admin.delete("/pools/fast/systems/a1.lab.test", force="true")[0]
+    assert status == 204
+    _, shown = lab.alice.get(f"/advance-reservations/{granted['id']}")
+    assert shown["state"] == "E" and shown["error_reasons"] == [
+        "a1.lab.test is no longer in pool(s) fast", "a2.lab.test is broken"]
+    _, log = lab.admin.get(f"/systems/a1.lab.test/activity")
+    with UnitOfWork(lab.db, write=False) as uow:
+        from lablease.services import activity
+
+        forced = [e for e in activity.entries(uow.session, "advance_reservation", granted["id"]) if e["action"] == "forced"]
+    assert forced and "pool" in forced[0]["new"]
+
+
+def test_mail_and_webhooks_go_through_the_outbox(db, tmp_path):
+    lab = Lab(db, Settings(data_dir=str(tmp_path / "data"), smtp_host="127.0.0.1"))
+    lab.system("m1.lab.test", condition="automated")
+    lab.admin.patch("/me", {"email": "admin@lab.test", "webhook_url": "http://127.0.0.1:9/hook"})
+    status, granted = lab.admin.post("/advance-reservations", {
+        "start": at(START + H), "duration": "1h", "mail": {"events": "be", "to": ["ops@lab.test"]}})
+    assert status == 201, granted
+    run_due(lab.db, START + H, lab.settings)
+    run_due(lab.db, START + 2 * H, lab.settings)
+    with UnitOfWork(lab.db, write=False) as uow:
+        rows = [(r.channel, r.destination, r.payload["event"]) for r in uow.session.query(Outbox).order_by(Outbox.id)]
+    webhooks = [event for channel, _, event in rows if channel == "webhook"]
+    assert webhooks == ["ar.created", "ar.state_changed", "ar.state_changed"]
+    mails = [(destination, event) for channel, destination, event in rows if channel == "mail"]
+    assert mails == [("admin@lab.test", "ar.state_changed"), ("ops@lab.test", "ar.state_changed")] * 2

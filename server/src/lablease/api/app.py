@@ -70,6 +70,8 @@ class LabLeaseApp:
             actor = authenticate(uow.session, request.headers.get("Authorization"), now) if route.auth else None
             ctx = Context(uow, actor, now, self.settings, args, self.body(route, request, data),
                           self.query(route, request), raw=data, mimetype=request.mimetype)
+            # force=true: do it even though it breaks an advance reservation (which goes into error)
+            uow.session.info["force"] = bool(ctx.query.get("force"))
             try:
                 result = route.view(ctx)
                 if route.writes:

@@ -50,6 +50,7 @@ SYSTEM_FILTERS = {
     "free_until": ("time", "end of the free window (open-ended when omitted)"),
 }
 TOKEN = {"token": ("str", "the installation's secret token, from its kickstart")}
+FORCE_AR = {"force": ("bool", "do it even if it breaks an advance reservation, which then goes into error")}
 LIMIT = {"limit": ("int", "at most this many entries (default 200)")}
 SCHEDULE_FILTERS = {
     "resource_id": ("str", "only this resource"),
@@ -73,7 +74,7 @@ ROUTES: list[Route] = [
     Route("GET", BASE + "/systems/<fqdn>", systems.show, "A system with its current reservation", "systems",
           response=s.SYSTEM, statuses=(404,)),
     Route("PATCH", BASE + "/systems/<fqdn>", systems.update, "Change a system (edit_system)", "systems",
-          body=s.SYSTEM_UPDATE, response=s.SYSTEM, statuses=(403, 404)),
+          body=s.SYSTEM_UPDATE, query=FORCE_AR, response=s.SYSTEM, statuses=(403, 404)),
     Route("DELETE", BASE + "/systems/<fqdn>", systems.remove,
           "Mark a system removed; refused while reserved unless force=true, which returns its reservations",
           "systems", query={"force": ("bool", "return open reservations first")}, status=204,
@@ -100,12 +101,13 @@ ROUTES: list[Route] = [
           response=s.POLICY, statuses=(404,)),
     Route("PUT", BASE + "/systems/<fqdn>/access-policy", access.policy_put,
           "Replace the rules and/or use a pool's policy instead (edit_policy)", "access", body=s.POLICY_PUT,
+          query=FORCE_AR,
           response=s.POLICY, statuses=(403, 404)),
     Route("POST", BASE + "/systems/<fqdn>/access-policy/rules", access.rule_add,
           "Add one rule: {permission, user | group | everybody: true} (edit_policy)", "access",
           body=s.RULE_CREATE, response=s.RULE, status=201, statuses=(403, 404)),
     Route("DELETE", BASE + "/systems/<fqdn>/access-policy/rules/<int:id>", access.rule_remove,
-          "Remove one rule (edit_policy)", "access", status=204, statuses=(403, 404)),
+          "Remove one rule (edit_policy)", "access", query=FORCE_AR, status=204, statuses=(403, 404, 409)),
     # groups and the caller
     Route("PATCH", BASE + "/me", access.me_update, "Set the caller's mail address and webhook for notices", "meta",
           body=s.ME_UPDATE, response={"type": "object"}),
@@ -136,14 +138,15 @@ ROUTES: list[Route] = [
           "Add a system (members of the owning group)", "pools", body=s.POOL_MEMBER, response=s.POOL,
           statuses=(403, 404)),
     Route("DELETE", BASE + "/pools/<name>/systems/<fqdn>", access.pool_remove_system,
-          "Remove a system (members of the owning group)", "pools", status=204, statuses=(403, 404)),
+          "Remove a system (members of the owning group)", "pools", query=FORCE_AR, status=204,
+          statuses=(403, 404, 409)),
     Route("GET", BASE + "/pools/<name>/access-policy", access.pool_policy_show,
           "The pool's access policy, used by systems that opt into it", "pools", response=s.POOL_POLICY,
           statuses=(404,)),
     Route("POST", BASE + "/pools/<name>/access-policy/rules", access.pool_rule_add, "Add a rule to the pool's policy",
           "pools", body=s.RULE_CREATE, response=s.RULE, status=201, statuses=(403, 404)),
     Route("DELETE", BASE + "/pools/<name>/access-policy/rules/<int:id>", access.pool_rule_remove,
-          "Remove a rule from the pool's policy", "pools", status=204, statuses=(403, 404)),
+          "Remove a rule from the pool's policy", "pools", query=FORCE_AR, status=204, statuses=(403, 404, 409)),
     # reservations
     Route("POST", BASE + "/reservations", reservations.create,
           "Reserve a system now or in advance (200 when request_id matched an earlier reservation)",

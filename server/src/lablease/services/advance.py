@@ -411,21 +411,48 @@ def holding(session, system_id: int, states=rules.ACTIVE) -> list[AdvanceReserva
                 .unique().scalars())
 
 
-def problems(ar: AdvanceReservation) -> list[str]:
-    """Why the AR cannot be satisfied now: its systems that broke, went away or left their lab."""
+# Changes an operator makes on purpose (refused unless forced) and events that just happen (into E).
+FORESEEABLE = ("removed", "pool", "acl")
+
+
+def problems(session, ar: AdvanceReservation) -> list[tuple[str, str]]:
+    """Why the AR cannot be satisfied now, as (kind, text): held systems that broke, went away, left
+    their lab or the pools asked for, or that an ACL user may no longer use."""
     found = []
+    members = None
     for held in ar.systems:
         system = held.system
         if system.condition not in USABLE_CONDITIONS:
-            found.append(f"{system.fqdn} is {system.condition}")
-        elif (system.lab or None) != (held.lab or None):
-            found.append(f"{system.fqdn} left lab {held.lab or '(none)'}")
+            found.append(("removed" if system.condition == "removed" else "broken",
+                          f"{system.fqdn} is {system.condition}"))
+            continue
+        if (system.lab or None) != (held.lab or None):
+            found.append(("lab", f"{system.fqdn} left lab {held.lab or '(none)'}"))
+        if ar.pools and not {p.name for p in system.pools} & set(ar.pools):
+            found.append(("pool", f"{system.fqdn} is no longer in pool(s) {', '.join(ar.pools)}"))
+        members = members if members is not None else _acl_actors(session, ar.acl or [])
+        loan = active_loan(session, system)
+        locked_out = [m.name for m in members if not may_use(m, system, loan)]
+        if locked_out:
+            found.append(("acl", f"{', '.join(locked_out)} may no longer use {system.fqdn}"))
     return found
 
 
 def recheck(session, settings, ar: AdvanceReservation, now: datetime, actor: Actor | None = None) -> None:
-    """Into E when a held system is no longer usable; out of it (by time) once all are again."""
-    reasons = problems(ar)
+    """Into E when a held system is no longer usable; out of it (by time) once all are again.
+
+    A change made on purpose that would break a granted AR (removing or retiring its system, taking
+    it out of a pool the AR asked for, locking an ACL user out) is refused unless the request said
+    force=true; forced, the AR goes into error and the change is logged.
+    """
+    found = problems(session, ar)
+    new = [text for kind, text in found if text not in (ar.error_reasons or []) and kind in FORESEEABLE]
+    if new and not session.info.get("force"):
+        raise Conflict(f"this would break advance reservation {ar.id} ({'; '.join(new)}); "
+                       "repeat with force=true to do it anyway (the reservation goes into error)")
+    if new:
+        activity.record(session, actor, now, "advance_reservation", ar.id, "forced", "change", None, "; ".join(new))
+    reasons = [text for _, text in found]
     ar.error_reasons = reasons
     if reasons and ar.state in ("w", "r"):
         _move(session, settings, ar, "E", now, actor, "; ".join(reasons))

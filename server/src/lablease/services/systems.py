@@ -285,6 +285,7 @@ def remove_system(uow, actor: Actor, now: datetime, fqdn: str, force: bool = Fal
         activity.record(session, actor, now, "system", system.fqdn, "changed", "condition", system.condition, "removed")
         old, system.condition = system.condition, "removed"
         usage.record_condition(session, system, old, now)
+        emit(session, "system_changed", (system.id, now))  # an advance reservation holding it is told
 
 
 def get_system(uow, actor: Actor, now: datetime, fqdn: str) -> dict:

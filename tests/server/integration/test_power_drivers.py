@@ -38,7 +38,7 @@ def power(tmp_path, **settings):
     return driver_for(make_target(tmp_path, **settings))
 
 
-def eventually(predicate, timeout=10.0, step=0.05):
+def eventually(predicate, timeout=30.0, step=0.05):  # generous: CI machines are busy
     deadline = time.monotonic() + timeout
     while not predicate():
         if time.monotonic() > deadline:

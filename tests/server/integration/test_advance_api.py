@@ -209,3 +209,33 @@ def test_mail_and_webhooks_go_through_the_outbox(db, tmp_path):
     assert webhooks == ["ar.created", "ar.state_changed", "ar.state_changed"]
     mails = [(destination, event) for channel, destination, event in rows if channel == "mail"]
     assert mails == [("admin@lab.test", "ar.state_changed"), ("ops@lab.test", "ar.state_changed")] * 2
+
+
+def test_outside_work_backfills_before_the_window_but_never_overlaps_it(lab):
+    for fqdn in ("big.lab.test",):
+        lab.admin.patch(f"/systems/{fqdn}", {"condition": "broken"})  # keep the test to a1..a3
+    _, granted = ar(lab, count=3)  # a1, a2, a3 from START+1h
+    _, unlimited = lab.bob.post("/jobs", {"recipe_sets": [{"recipes": [{}]}]})
+    assert unlimited["recipe_sets"][0]["recipes"][0]["status"] == "queued"  # it might never end
+    _, short = lab.bob.post("/jobs", {"recipe_sets": [{"recipes": [{"runtime_limit": 1800}]}]})
+    placed = short["recipe_sets"][0]["recipes"][0]
+    assert placed["status"] == "running" and placed["system"] in granted["systems"]  # done before the AR starts
+    _, long = lab.bob.post("/jobs", {"recipe_sets": [{"recipes": [{"runtime_limit": 7200}]}]})
+    assert long["recipe_sets"][0]["recipes"][0]["status"] == "queued"  # would run into the window
+
+
+def test_soft_errors_keep_the_other_systems_usable_hard_ones_stop_new_work(lab):
+    for handling, expected in (("soft", "running"), ("hard", "queued")):
+        _, granted = ar(lab, count=2, error_handling=handling, start=at(lab.clock() + H))
+        run(lab, lab.clock() + H)
+        broken, healthy = granted["systems"]
+        lab.admin.patch(f"/systems/{broken}", {"condition": "broken"})
+        assert lab.alice.get(f"/advance-reservations/{granted['id']}")[1]["state"] == "E"
+        _, job = lab.alice.post("/jobs", {"recipe_sets": [{"ar": granted["id"], "recipes": [{"runtime_limit": 600}]}]})
+        recipe = job["recipe_sets"][0]["recipes"][0]
+        assert recipe["status"] == expected, (handling, recipe)
+        if expected == "running":
+            assert recipe["system"] == healthy
+        lab.admin.patch(f"/systems/{broken}", {"condition": "automated"})
+        lab.alice.delete(f"/advance-reservations/{granted['id']}", force="true")
+        assert lab.alice.get(f"/recipes/{recipe['id']}")[1]["status"] in ("aborted", "cancelled")

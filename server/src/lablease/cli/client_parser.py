@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 from importlib import metadata
 
+from . import client_ar as ar
 from . import client_commands as c
 from . import client_jobs as j
 from . import client_provisioning as pv
@@ -58,7 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Reserve and lend lab systems through a lablease server.",
         epilog="Exit status: 0 ok, 1 error, 2 usage, 3 not found, 4 forbidden, 5 conflict, "
                "6 invalid input, 7 server unreachable, 8 what --wait waited for ended or failed, 9 timed out, "
-               "130 interrupted.")
+               "25 limit of advance reservations reached, 130 interrupted.")
     parser.add_argument("--version", action="version", version=f"lablease {installed_version()}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     common = global_options(False)
@@ -70,6 +71,7 @@ def build_parser() -> argparse.ArgumentParser:
                         common)
     add_job_commands(commands, common)
     add_provisioning_commands(commands, common)
+    ar.add_ar_commands(commands, common)
     whoami = commands.add_parser("whoami", help="who the token belongs to", parents=[common])
     whoami.set_defaults(handler=c.whoami)
     return parser

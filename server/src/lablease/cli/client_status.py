@@ -20,6 +20,7 @@ class ExitStatus(IntEnum):
     UNREACHABLE = 7  # no answer from LABLEASE_URL
     ENDED = 8  # `job submit --wait`: a recipe ended before every recipe was running
     TIMED_OUT = 9  # `job submit --wait --timeout`: the time ran out first
+    LIMIT = 25  # 429 from `ar create`: the limit of active advance reservations is reached (qrsub's 25)
     INTERRUPTED = 130  # Ctrl-C
 
 

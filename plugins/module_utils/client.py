@@ -217,10 +217,10 @@ class Client:
             self._me = self.get("/me")
         return self._me
 
-    def delete_or_none(self, path):
+    def delete_or_none(self, path, query=None):
         """DELETE; False when it was already gone (404), True otherwise."""
         try:
-            self.request("DELETE", path)
+            self.request("DELETE", path, query=query)
             return True
         except LableaseError as error:
             if error.status == 404:

@@ -56,6 +56,10 @@ class FakeApi:
         self.installation_polls = {}  # installation id -> changes (or functions returning them) for each GET of it
         self.commands = {}
         self.command_polls = {}  # command id -> changes (or functions returning them) for each GET of it
+        self.ars = {}  # advance reservations by id
+        self.max_ars = None  # the server's max_advance_reservations (None: no limit; 0: ARs off)
+        self.ar_bound = set()  # ids of ARs with work bound to them
+        self.bound_detail = "advance reservation %d has bound work (job 3); delete with force=true to abort it first"
         self.calls = []  # (method, path, body)
         self.fail_next = []  # statuses or exceptions to raise before answering
 
@@ -121,6 +125,8 @@ class FakeApi:
             return 201, self.add_system(fqdn, **body)
         if path.startswith("/jobs"):
             return self.job(url, method, path, body, query)
+        if path.startswith("/advance-reservations"):
+            return self.advance(url, method, path, body, query)
         if path.startswith("/distro-trees"):
             return self.distro(url, method, path, body, query)
         if path.startswith("/installations/") or path.startswith("/commands/"):
@@ -429,6 +435,139 @@ class FakeApi:
         elif item["status"] == "completed":
             self.systems[item["system"]]["power_state"] = "off" if item["action"] == "off" else "on"
         return 200, item
+
+    # -- advance reservations -------------------------------------------------------------
+    def add_ar(self, name, systems=("s1.lab.test",), owner=None, state="w", hours=8, start=None, **extra):
+        start = start or NOW + timedelta(hours=10)
+        owner = owner or self.user
+        ar = {"id": len(self.ars) + 1, "name": name, "owner": owner, "account": None, "state": state,
+              "start": iso(start), "end": iso(start + timedelta(hours=hours)), "duration": hours * 3600,
+              "systems": list(systems), "hosts": [], "requires": None, "pools": [], "count": len(systems),
+              "acl": [owner], "mail": {"events": "", "to": []}, "error_handling": "soft",
+              "submitted_at": iso(NOW), "error_reasons": []}
+        ar.update(extra)
+        self.ars[ar["id"]] = ar
+        return ar
+
+    @staticmethod
+    def moment(text):
+        return datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+    def booked(self, fqdn, start, end, but=None):
+        """The active AR holding fqdn somewhere in [start, end), or None."""
+        for ar in self.ars.values():
+            if (ar["id"] != but and ar["state"] in ("w", "r", "E") and fqdn in ar["systems"]
+                    and self.moment(ar["start"]) < end and start < self.moment(ar["end"])):
+                return ar
+        return None
+
+    @classmethod
+    def matches(cls, tree, system):
+        """Enough of the host_requires filter tree: and, or, and =, >=, <= on the system's fields."""
+        if "and" in tree:
+            return all(cls.matches(t, system) for t in tree["and"])
+        if "or" in tree:
+            return any(cls.matches(t, system) for t in tree["or"])
+        have, want = system.get(tree["field"]), tree["value"]
+        if tree.get("op", "=") == "=":
+            return str(have) == str(want)
+        if have is None:
+            return False
+        return float(have) >= float(want) if tree["op"] == ">=" else float(have) <= float(want)
+
+    def advance(self, url, method, path, body, query):
+        parts = path.split("/")  # ['', 'advance-reservations', id or name]
+        if len(parts) == 2 and method == "GET":
+            user = query.get("user", self.user)
+            return 200, [a for a in self.ars.values() if user == "*" or a["owner"] == user]
+        if len(parts) == 2 and method == "POST":
+            return self.ar_submit(url, body)
+        key = parts[2]
+        newest = sorted(self.ars.values(), key=lambda a: -a["id"])
+        ar = self.ars.get(int(key)) if key.isdigit() else next((a for a in newest if a["name"] == key), None)
+        if ar is None:
+            self.problem(url, 404, "Not found", "no advance reservation %s" % key)
+        if method in ("PATCH", "DELETE") and ar["owner"] != self.user and not self.admin:
+            self.problem(url, 403, "Forbidden", "only the owner of advance reservation %d (or an admin) may change "
+                         "or delete it" % ar["id"])
+        if method == "PATCH":
+            start = self.moment(ar["start"])
+            end = None
+            if "duration" in body:
+                end = start + timedelta(seconds=body["duration"])
+            elif "end" in body:
+                end = self.moment(body["end"])
+            if end is not None:
+                for fqdn in ar["systems"]:
+                    other = self.booked(fqdn, start, end, but=ar["id"])
+                    if other:
+                        self.problem(url, 409, "Conflict", "%s is booked by advance reservation %d from %s" % (
+                            fqdn, other["id"], other["start"]))
+                ar.update(end=iso(end), duration=int((end - start).total_seconds()))
+            ar.update((k, v) for k, v in body.items() if k in ("acl", "name", "mail"))
+        elif method == "DELETE":
+            if ar["id"] in self.ar_bound and query.get("force") != "true":
+                self.problem(url, 409, "Conflict", self.bound_detail % ar["id"])
+            self.ar_bound.discard(ar["id"])
+            ar["state"] = "d"
+            return 204, None
+        return 200, ar
+
+    def ar_submit(self, url, body):
+        arusers = self.groups.get("arusers", {}).get("members", [])
+        if not self.admin and self.user not in arusers:
+            self.problem(url, 403, "Forbidden", "only administrators and members of the arusers group may create "
+                         "advance reservations")
+        active = len([a for a in self.ars.values() if a["state"] in ("w", "r", "E")])
+        limit = self.max_ars
+        if limit == 0:
+            self.problem(url, 429, "Limit reached", "advance reservations are switched off on this server "
+                         "(max_advance_reservations: 0)")
+        if limit is not None and active >= limit:
+            self.problem(url, 429, "Limit reached", "%s advance reservations are active, the limit "
+                         "(max_advance_reservations) is %s" % (active, limit))
+        start = self.moment(body["start"]) if body.get("start") else NOW
+        if body.get("end"):
+            end = self.moment(body["end"])
+            if body.get("duration") and (end - start).total_seconds() != body["duration"]:
+                self.problem(url, 422, "Unprocessable", "start, end and duration disagree")
+        elif body.get("duration"):
+            end = start + timedelta(seconds=body["duration"])
+        else:
+            self.problem(url, 422, "Unprocessable", "end or duration: one of them is needed")
+        eligible = sorted(s["fqdn"] for s in self.systems.values() if s["condition"] != "removed")
+        ruled_out = {}
+        for reason, keep in (
+                ("not asked for by name", lambda s: s["fqdn"] in body["hosts"]) if body.get("hosts") else (None, None),
+                ("not in the pools asked for", lambda s: any(
+                    s["fqdn"] in self.pools.get(p, {}).get("systems", []) for p in body["pools"]))
+                if body.get("pools") else (None, None),
+                ("does not match the requirements", lambda s: self.matches(body["requires"], s)) if body.get("requires") else (None, None)):
+            if reason:
+                kept = [fqdn for fqdn in eligible if keep(self.systems[fqdn])]
+                if len(kept) < len(eligible):
+                    ruled_out[reason] = len(eligible) - len(kept)
+                eligible = kept
+        busy = []
+        for fqdn in list(eligible):
+            other = self.booked(fqdn, start, end)
+            if other:
+                busy.append({"system": fqdn, "from": other["start"], "until": other["end"]})
+                eligible.remove(fqdn)
+        count = len(body["hosts"]) if body.get("hosts") else body.get("count", 1)
+        if len(eligible) < count:
+            parts = "; ".join("%d %s" % (n, why) for why, n in sorted(ruled_out.items()))
+            detail = "cannot grant: %d system(s) asked for, %d eligible and free%s" % (
+                count, len(eligible), "; ruled out: " + parts if parts else "")
+            self.problem(url, 409, "Conflict", detail, reasons={"ruled_out": ruled_out, "busy": busy})
+        if body.get("validate_only"):
+            return 200, {"grantable": True, "systems": eligible[:count]}
+        fields = dict((k, body[k]) for k in ("account", "hosts", "requires", "pools", "acl", "error_handling")
+                      if body.get(k) is not None)
+        mail = dict({"events": "", "to": []}, **body.get("mail", {}))
+        ar = self.add_ar(body.get("name"), eligible[:count], start=start, count=count, mail=mail, **fields)
+        ar.update(end=iso(end), duration=int((end - start).total_seconds()))
+        return 201, ar
 
     def reserve(self, url, body):
         for reservation in self.reservations:

@@ -36,7 +36,8 @@ def systems(api: Api, args) -> Outcome:
 def reserve(api: Api, args) -> Outcome:
     reservation = api.post("/reservations", body(
         system=args.system, start=args.start, end=args.end, duration=args.duration,
-        heartbeat=args.heartbeat, return_loan=args.return_loan, request_id=args.request_id))
+        heartbeat=args.heartbeat, return_loan=args.return_loan, request_id=args.request_id,
+        advance_reservation=args.advance_reservation))
     return Outcome(reservation, RESERVATION)
 
 

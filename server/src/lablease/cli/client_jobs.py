@@ -5,9 +5,13 @@ seconds; everything else is one or two requests.
 """
 from __future__ import annotations
 
+import json
+
 import time
 from datetime import datetime, timezone
 from pathlib import Path
+
+from lxml import etree
 
 from .client_commands import Outcome
 from .client_http import Api, ClientError
@@ -51,8 +55,32 @@ def sniff(data: bytes) -> str:
     return XML_TYPE if data.removeprefix(BOM).lstrip().startswith(b"<") else JSON_TYPE
 
 
+def bind_to_ar(data: bytes, content_type: str, ar_id: int) -> bytes:
+    """Every recipe set of the job bound to advance reservation ar_id (`--ar`)."""
+    if content_type == XML_TYPE:
+        from ..domain.errors import DomainError
+        from ..jobxml.safexml import parse_untrusted
+
+        try:
+            root = parse_untrusted(data)
+        except DomainError as error:
+            raise ClientError(f"job: {error.detail}", ExitStatus.USAGE) from None
+        for recipe_set in root.iter("recipeSet"):
+            recipe_set.set("ar", str(ar_id))
+        return etree.tostring(root, xml_declaration=True, encoding="utf-8")
+    try:
+        job = json.loads(data)
+        for recipe_set in job["recipe_sets"]:
+            recipe_set["ar"] = ar_id
+    except (ValueError, KeyError, TypeError) as error:
+        raise ClientError(f"job: not a job in JSON form ({error})", ExitStatus.USAGE) from None
+    return json.dumps(job).encode()
+
+
 def job_submit(api: Api, args) -> Outcome:
     data, content_type = read_job(args.file, args.environment.stdin)
+    if args.ar is not None:
+        data = bind_to_ar(data, content_type, args.ar)
     job = api.post_raw("/jobs", data, content_type)
     if args.wait or args.timeout is not None:  # --timeout implies --wait
         job = wait_until_running(api, job, args.timeout, args.interval)

@@ -99,6 +99,8 @@ def add_reservation_commands(commands, common) -> None:
     p.add_argument("--heartbeat", metavar="DURATION", help="return it when no heartbeat came for this long")
     p.add_argument("--return-loan", action="store_true", help="return my loan of the system with it")
     p.add_argument("--request-id", metavar="ID", help="retrying with the same ID never books twice")
+    p.add_argument("--advance-reservation", "--ar", metavar="ID", type=int,
+                   help="reserve inside this advance reservation (default end: the reservation's)")
     p.set_defaults(handler=c.reserve)
 
     p = commands.add_parser("extend", help="move a reservation's end", parents=[common])
@@ -221,6 +223,7 @@ def add_job_commands(commands, common) -> None:
     sub = job.add_subparsers(dest="action", metavar="ACTION", required=True)
     p = sub.add_parser("submit", help="submit job XML or its JSON form", parents=[common])
     p.add_argument("file", metavar="FILE", help="a .xml or .json file, or - for stdin (XML if it starts with <)")
+    p.add_argument("--ar", metavar="ID", type=int, help="bind every recipe set to this advance reservation")
     p.add_argument("--wait", action="store_true", help="wait until every recipe is running")
     p.add_argument("--timeout", metavar="DURATION", type=duration,
                    help="wait at most this long (exit 9 then); implies --wait; default: as long as it takes")

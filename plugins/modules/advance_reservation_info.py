@@ -1,0 +1,154 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: lablease contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: advance_reservation_info
+short_description: List advance reservations of lab systems
+version_added: 0.1.0
+description:
+  - Lists advance reservations (ARs) on a lablease server - the caller's, a user's, everybody's, or one by id -
+    like Grid Engine's C(qrstat).
+author:
+  - lablease developers (@lablease)
+extends_documentation_fragment:
+  - lablease.lab.api
+attributes:
+  check_mode:
+    support: full
+    description: The module only reads.
+  diff_mode:
+    support: none
+    description: The module only reads.
+  action_group:
+    description: Use C(group/lablease.lab.api) in C(module_defaults) to set the connection options.
+    support: full
+    membership:
+      - lablease.lab.api
+options:
+  id:
+    description:
+      - Only this AR (C(qrstat -ar ID)), whoever owns it. O(user) and O(state) are ignored. An unknown id gives an
+        empty list.
+    type: int
+  name:
+    description:
+      - Only ARs with this name (of O(user), in O(state)). Names are not unique over time - an exited or deleted
+        AR keeps its name - so this can list several; O(state=[w, r, E]) keeps the active ones.
+    type: str
+  user:
+    description:
+      - Whose ARs (C(qrstat -u)) - a user name, V(*) (or V(all)) for everybody's.
+      - Default the caller's (V(me) says so too).
+    type: str
+  state:
+    description:
+      - Only ARs in these states - V(w) (granted, not started), V(r) (running), V(x) (end reached), V(d) (deleted),
+        V(E) (error). Default all.
+    type: list
+    elements: str
+    choices: [w, r, x, d, E]
+requirements:
+  - Python 3.8 or later on the host that runs the module.
+seealso:
+  - module: lablease.lab.advance_reservation
+"""
+
+EXAMPLES = r"""
+- name: My advance reservations
+  lablease.lab.advance_reservation_info:
+  register: mine
+
+- name: Show them
+  ansible.builtin.debug:
+    msg: "{{ item.id }} {{ item.name }} {{ item.state }} {{ item.start }} - {{ item.end }}: {{ item.systems | join(', ') }}"
+  loop: "{{ mine.advance_reservations }}"
+
+- name: Everybody's ARs that are in error
+  lablease.lab.advance_reservation_info:
+    user: "*"
+    state: [E]
+  register: broken
+
+- name: My active AR named nightly-perf
+  lablease.lab.advance_reservation_info:
+    name: nightly-perf
+    state: [w, r, E]
+"""
+
+RETURN = r"""
+advance_reservations:
+  description: The ARs found, as M(lablease.lab.advance_reservation) returns them, in the server's order.
+  returned: always
+  type: list
+  elements: dict
+  sample:
+    - id: 7
+      name: nightly-perf
+      owner: alice
+      account: perf-team
+      state: w
+      start: "2026-11-22T20:00:00Z"
+      end: "2026-11-23T04:00:00Z"
+      duration: 28800
+      systems: [a.lab.test, b.lab.test]
+      hosts: []
+      requires: {field: arch, op: "=", value: x86_64}
+      pools: [perf]
+      count: 2
+      acl: [alice, "@qe"]
+      mail: {events: bea, to: [perf-team@example.com]}
+      error_handling: hard
+      submitted_at: "2026-11-22T09:12:40Z"
+      error_reasons: []
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.lablease.lab.plugins.module_utils.client import (
+    LableaseError,
+    api_argument_spec,
+    module_client,
+)
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=api_argument_spec(
+            id=dict(type="int"),
+            name=dict(type="str"),
+            user=dict(type="str"),
+            state=dict(type="list", elements="str", choices=["w", "r", "x", "d", "E"]),
+        ),
+        mutually_exclusive=[("id", "name")],
+        supports_check_mode=True,
+    )
+    client = module_client(module)
+    params = module.params
+    try:
+        if params["id"] is not None:
+            found = client.get_or_none("/advance-reservations/%d" % params["id"])
+            ars = [found] if found else []
+        else:
+            user = (params["user"] or "").strip()
+            if user in ("", "me"):
+                user = None  # the server's default: the caller's own
+            elif user == "all":
+                user = "*"
+            ars = client.get("/advance-reservations", {"user": user}) or []
+            if params["name"] is not None:
+                ars = [ar for ar in ars if ar.get("name") == params["name"].strip()]
+            if params["state"]:
+                ars = [ar for ar in ars if ar.get("state") in params["state"]]
+    except LableaseError as error:
+        module.fail_json(msg=error.message, status=error.status)
+    module.exit_json(changed=False, advance_reservations=ars)
+
+
+if __name__ == "__main__":
+    main()

@@ -20,7 +20,7 @@ from ..domain import commands as rules
 from ..domain.commands import UNFINISHED
 from ..domain.errors import Conflict, Forbidden, Invalid, NotFound
 from ..domain.permissions import Actor, Permission, decide
-from ..store.tables import Command, Installation, Reservation, System
+from ..store.tables import Command, Installation, System
 from ..store.uow import wake_worker
 from ..timeparse import format_time
 from . import activity, notices, usage

@@ -16,7 +16,7 @@ from ..store import calendar
 from ..store.tables import Booking, Group, GroupMember, Job, Pool, Recipe, RecipeSet, Reservation, System
 from ..store.uow import emit, wake_worker
 from ..timeparse import format_time
-from . import activity, advance, distros, placement, scheduling, usage
+from . import activity, ar_work, distros, placement, scheduling, usage
 from . import systems as system_service
 from .endings import close_reservation
 from .users import actor_for
@@ -26,7 +26,7 @@ def _check_bound_sets(session, actor: Actor, job: dict, now: datetime, settings)
     offset = settings.duration("ar_duration_offset") if settings else timedelta(0)
     for index, recipe_set in enumerate(job["recipe_sets"]):
         if recipe_set.get("ar") is not None:
-            advance.check_bound_set(session, actor, recipe_set["ar"], recipe_set["recipes"], offset, now,
+            ar_work.check_bound_set(session, actor, recipe_set["ar"], recipe_set["recipes"], offset, now,
                                     f"recipe_sets[{index}].ar")
 
 

@@ -14,7 +14,7 @@ from ..domain.windows import Window
 from ..store import calendar
 from ..store.tables import Booking, Loan, Reservation, User
 from ..timeparse import format_time
-from . import activity, advance, endings, notices
+from . import activity, ar_work, endings, notices
 from . import systems as system_service
 
 
@@ -65,12 +65,12 @@ def reserve(uow, actor: Actor, now: datetime, policy: rules.ReservationPolicy, s
         system_service.require(session, actor, Permission.RESERVE, target, loan)
     loan_end = loan.end_at if loan is not None and loan.recipient_id == actor.id else None
     if advance_reservation is not None and end is None and duration is None:
-        end = advance.window_end(session, advance_reservation)  # until the AR's end, not the site default
+        end = ar_work.window_end(session, advance_reservation)  # until the AR's end, not the site default
     window = rules.plan_window(now, policy, start, end, duration, loan_end=loan_end)
     if heartbeat is not None:
         heartbeat = rules.heartbeat_interval(heartbeat)
     if advance_reservation is not None:  # the AR's ACL grants the use; it books on the AR's calendar
-        _, resource = advance.slot_for_reservation(session, actor, advance_reservation, target, window.start,
+        _, resource = ar_work.slot_for_reservation(session, actor, advance_reservation, target, window.start,
                                                    window.end)
     else:
         resource = calendar.lock_resource(session, target.resource_id)

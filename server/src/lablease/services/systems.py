@@ -234,7 +234,7 @@ def update_system(uow, actor: Actor, now: datetime, fqdn: str, data: dict) -> di
 
 
 def describe(session, system: System, now: datetime) -> dict:
-    from .advance import summaries_for
+    from .ar_reports import summaries_for
 
     return as_dict(system, current_reservations(session, [system.id], now).get(system.id), active_loan(session, system),
                    latest_installations(session, [system.id]).get(system.id), summaries_for(session, [system.id]).get(system.id))
@@ -318,7 +318,7 @@ def list_systems(uow, actor: Actor, now: datetime, filters: dict) -> list[dict]:
     ids = [s.id for s in systems]
     current, loans = current_reservations(session, ids, now), active_loans(session, ids)
     installed = latest_installations(session, ids)
-    from .advance import summaries_for
+    from .ar_reports import summaries_for
 
     held = summaries_for(session, ids)
     return [as_dict(s, current.get(s.id), loans.get(s.id), installed.get(s.id), held.get(s.id)) for s in systems]

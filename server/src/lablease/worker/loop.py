@@ -15,7 +15,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Callable
 
 from ..config import Settings
-from ..services import advance, commands, installations, jobs, loans, outbox, reservations, unit_of_work
+from ..services import ar_states, commands, installations, jobs, loans, outbox, reservations, unit_of_work
 from ..store.db import Database
 from ..store.uow import UnitOfWork
 from ..store.wakeup import WakeListener
@@ -32,7 +32,7 @@ def utcnow() -> datetime:
 # What the worker does when its time comes, in order: (name, use case). Each runs in
 # batches, one transaction per batch, until nothing is left that is due.
 DUE_STEPS = (
-    ("advance reservation changed state", advance.transition_due),
+    ("advance reservation changed state", ar_states.transition_due),
     ("returned reservation", reservations.expire_due),
     ("returned loan", loans.expire_due),
     ("aborted recipe past its runtime limit", jobs.abort_overdue),
@@ -92,7 +92,7 @@ def deliver_due(db: Database, now: datetime, settings: Settings, senders: dict) 
 def next_due(db: Database, now: datetime) -> datetime | None:
     with UnitOfWork(db, write=False) as uow:
         times = (reservations.next_due(uow), loans.next_due(uow), outbox.next_due(uow), jobs.next_due(uow),
-                 installations.next_due(uow), commands.next_due(uow, now), advance.next_due(uow))
+                 installations.next_due(uow), commands.next_due(uow, now), ar_states.next_due(uow))
     return min((t for t in times if t is not None), default=None)
 
 

@@ -1,0 +1,57 @@
+"""What advance reservations hold and use: per-system summaries, and accounting."""
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import select
+
+from ..domain import advance as rules
+from ..domain.permissions import Actor
+from ..store.tables import AdvanceReservation, ArSystem, RecipeSet, Reservation
+from ..timeparse import format_time
+from .advance import find
+
+
+def summaries_for(session, system_ids: list[int]) -> dict[int, list[dict]]:
+    """System id -> the active ARs holding it (for system listings)."""
+    if not system_ids:
+        return {}
+    rows = session.execute(select(ArSystem.system_id, AdvanceReservation).join(
+        AdvanceReservation, AdvanceReservation.id == ArSystem.ar_id).where(
+        ArSystem.system_id.in_(system_ids), AdvanceReservation.state.in_(rules.ACTIVE))
+        .order_by(AdvanceReservation.start_at)).unique().all()
+    found: dict[int, list[dict]] = {}
+    for system_id, ar in rows:
+        found.setdefault(system_id, []).append({"id": ar.id, "name": ar.name, "state": ar.state,
+                                                "start": format_time(ar.start_at), "end": format_time(ar.end_at)})
+    return found
+
+
+def accounting(uow, actor: Actor, now: datetime, ident) -> dict:
+    """Reserved system-time against the time its bound work and reservations used."""
+    session = uow.session
+    ar = find(session, actor, ident)
+    until = min(now, ar.end_at) if ar.state != "d" else min(ar.changed_at, ar.end_at)
+    used = []
+    for recipe_set in session.execute(select(RecipeSet).where(RecipeSet.ar_id == ar.id)).unique().scalars():
+        for recipe in recipe_set.recipes:
+            if recipe.started_at is not None and recipe.system is not None:
+                seconds = rules.overlap_seconds([(recipe.started_at, recipe.finished_at or until)], ar.start_at, until)
+                used.append(("job", {"job": recipe.job_id, "recipe": recipe.id, "system": recipe.system.fqdn},
+                             recipe.system.fqdn, seconds))
+    for reservation in session.execute(select(Reservation).where(Reservation.ar_id == ar.id)).unique().scalars():
+        end = min(filter(None, (reservation.returned_at, reservation.end_at, until)))
+        seconds = rules.overlap_seconds([(reservation.start_at, end)], ar.start_at, until)
+        used.append(("reservation", {"reservation": reservation.id, "user": reservation.user.name,
+                                     "system": reservation.system.fqdn}, reservation.system.fqdn, seconds))
+    per_system = {held.system.fqdn: 0.0 for held in ar.systems}
+    for _, _, fqdn, seconds in used:
+        per_system[fqdn] = per_system.get(fqdn, 0.0) + seconds
+    each = rules.reserved_seconds(ar.start_at, ar.end_at, until, 1)
+    return {"ar": ar.id, "account": ar.account, "state": ar.state,
+            "reserved_seconds": rules.reserved_seconds(ar.start_at, ar.end_at, until, len(ar.systems)),
+            "used_seconds": sum(s for *_, s in used),
+            "systems": [{"system": fqdn, "reserved_seconds": each, "used_seconds": seconds}
+                        for fqdn, seconds in per_system.items()],
+            "jobs": [{**what, "seconds": s} for kind, what, _, s in used if kind == "job"],
+            "reservations": [{**what, "seconds": s} for kind, what, _, s in used if kind == "reservation"]}

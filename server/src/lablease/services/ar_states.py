@@ -1,0 +1,182 @@
+"""Advance reservations over time: w -> r -> x by the clock, into E and back when held systems
+break or are repaired (a change made on purpose that would break one is refused unless forced),
+ending (x at the end, d when deleted), and publishing each change (webhooks; mail per -m flags)."""
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import select
+
+from ..domain import advance as rules
+from ..domain.errors import Conflict
+from ..domain.permissions import Actor
+from ..store import calendar
+from ..store.tables import AdvanceReservation, ArSystem, Booking, RecipeSet
+from ..store.uow import emit
+from . import activity, advance, notices
+from .systems import active_loan
+
+
+def finish(session, settings, ar: AdvanceReservation, now: datetime, state: str, actor: Actor | None,
+            why: str) -> None:
+    """End the AR (x at its end, d when deleted): bound work is aborted, nested reservations returned,
+    the systems' bookings released from now."""
+    from .endings import close_reservation
+    from .jobs import finish as finish_recipe
+    from .placement import refresh_rollups
+
+    for recipe_set in session.execute(select(RecipeSet).where(RecipeSet.ar_id == ar.id)).unique().scalars():
+        for recipe in recipe_set.recipes:
+            if recipe.status not in ("completed", "cancelled", "aborted"):
+                finish_recipe(session, recipe, "aborted", now, actor, settings)
+                activity.record(session, actor, now, "recipe", recipe.id, "aborted", "reason", None,
+                                f"advance reservation {ar.id} {why}")
+        refresh_rollups(session, recipe_set, now)
+    for reservation in advance._open_reservations(session, ar):
+        close_reservation(session, reservation, now, "ar_ended", actor, settings)
+    for held in ar.systems:
+        if held.booking_id is not None and state == "d":
+            calendar.release(session, session.get(Booking, held.booking_id), now)
+        emit(session, "system_freed", (held.system_id, now))
+    _move(session, settings, ar, state, now, actor, why)
+    ar.due_at = None
+
+
+def _move(session, settings, ar: AdvanceReservation, state: str, now: datetime, actor: Actor | None,
+          why: str) -> None:
+    rules.check_transition(ar.state, state)
+    old, ar.state, ar.changed_at = ar.state, state, now
+    activity.record(session, actor, now, "advance_reservation", ar.id, why, "state", old, state)
+    kind = {"r": "b", "x": "e", "d": "e", "E": "a"}.get(state, "a")
+    publish(session, settings, ar, now, "state_changed", f"advance reservation {ar.id}: {old} -> {state} ({why})",
+             mail_kind=kind, extra={"old": old, "new": state})
+
+
+# --- living: time, errors -------------------------------------------------------------------------
+
+def transition_due(uow, now: datetime, batch: int = 100) -> list[int]:
+    """The worker's step: ARs whose start or end came move w -> r, r/E -> x."""
+    session = uow.session
+    due = list(session.execute(select(AdvanceReservation).where(
+        AdvanceReservation.due_at <= now, AdvanceReservation.state.in_(rules.ACTIVE))
+        .order_by(AdvanceReservation.due_at).limit(batch)
+        .with_for_update(skip_locked=True, of=AdvanceReservation)).unique().scalars())
+    for ar in due:
+        if now >= ar.end_at:
+            finish(session, uow.settings, ar, now, "x", None, "its end was reached")
+        elif ar.state == "w":
+            _move(session, uow.settings, ar, "r", now, None, "its start was reached")
+            ar.due_at = rules.next_transition("r", ar.start_at, ar.end_at, now)
+            place_bound(session, ar, now)
+        else:
+            ar.due_at = rules.next_transition(ar.state, ar.start_at, ar.end_at, now)
+    return [ar.id for ar in due]
+
+
+def next_due(uow) -> datetime | None:
+    return uow.session.execute(select(AdvanceReservation.due_at).where(
+        AdvanceReservation.due_at.is_not(None), AdvanceReservation.state.in_(rules.ACTIVE))
+        .order_by(AdvanceReservation.due_at).limit(1)).scalar_one_or_none()
+
+
+def holding(session, system_id: int, states=rules.ACTIVE) -> list[AdvanceReservation]:
+    return list(session.execute(select(AdvanceReservation).join(ArSystem, ArSystem.ar_id == AdvanceReservation.id)
+                                .where(ArSystem.system_id == system_id, AdvanceReservation.state.in_(states)))
+                .unique().scalars())
+
+
+# Changes an operator makes on purpose (refused unless forced) and events that just happen (into E).
+FORESEEABLE = ("removed", "pool", "acl")
+
+
+def problems(session, ar: AdvanceReservation) -> list[tuple[str, str]]:
+    """Why the AR cannot be satisfied now, as (kind, text): held systems that broke, went away, left
+    their lab or the pools asked for, or that an ACL user may no longer use."""
+    found = []
+    members = None
+    for held in ar.systems:
+        system = held.system
+        if system.condition not in advance.USABLE_CONDITIONS:
+            found.append(("removed" if system.condition == "removed" else "broken",
+                          f"{system.fqdn} is {system.condition}"))
+            continue
+        if (system.lab or None) != (held.lab or None):
+            found.append(("lab", f"{system.fqdn} left lab {held.lab or '(none)'}"))
+        if ar.pools and not {p.name for p in system.pools} & set(ar.pools):
+            found.append(("pool", f"{system.fqdn} is no longer in pool(s) {', '.join(ar.pools)}"))
+        members = members if members is not None else advance._acl_actors(session, ar.acl or [])
+        loan = active_loan(session, system)
+        locked_out = [m.name for m in members if not advance.may_use(m, system, loan)]
+        if locked_out:
+            found.append(("acl", f"{', '.join(locked_out)} may no longer use {system.fqdn}"))
+    return found
+
+
+def recheck(session, settings, ar: AdvanceReservation, now: datetime, actor: Actor | None = None) -> None:
+    """Into E when a held system is no longer usable; out of it (by time) once all are again.
+
+    A change made on purpose that would break a granted AR (removing or retiring its system, taking
+    it out of a pool the AR asked for, locking an ACL user out) is refused unless the request said
+    force=true; forced, the AR goes into error and the change is logged.
+    """
+    found = problems(session, ar)
+    new = [text for kind, text in found if text not in (ar.error_reasons or []) and kind in FORESEEABLE]
+    if new and not session.info.get("force"):
+        raise Conflict(f"this would break advance reservation {ar.id} ({'; '.join(new)}); "
+                       "repeat with force=true to do it anyway (the reservation goes into error)")
+    if new:
+        activity.record(session, actor, now, "advance_reservation", ar.id, "forced", "change", None, "; ".join(new))
+    reasons = [text for _, text in found]
+    ar.error_reasons = reasons
+    if reasons and ar.state in ("w", "r"):
+        _move(session, settings, ar, "E", now, actor, "; ".join(reasons))
+    elif not reasons and ar.state == "E":
+        _move(session, settings, ar, rules.state_by_time(ar.start_at, ar.end_at, now), now, actor,
+              "its systems are usable again")
+        place_bound(session, ar, now)
+
+
+def on_system_changed(uow, system_id: int, now: datetime) -> None:
+    for ar in holding(uow.session, system_id):
+        recheck(uow.session, uow.settings, ar, now)
+
+
+def place_bound(session, ar: AdvanceReservation, now: datetime) -> None:
+    from .ar_work import place_bound as place  # the AR's work, started on its systems
+
+    place(session, ar, now)
+
+
+def on_system_freed(uow, system_id: int, now: datetime) -> None:
+    for ar in holding(uow.session, system_id, ("r", "E")):
+        place_bound(uow.session, ar, now)
+
+
+def on_new_set(uow, set_id: int, now: datetime) -> None:
+    recipe_set = uow.session.get(RecipeSet, set_id)
+    if recipe_set is not None and recipe_set.ar_id is not None:
+        ar = uow.session.get(AdvanceReservation, recipe_set.ar_id)
+        if ar is not None:
+            place_bound(uow.session, ar, now)
+
+
+HANDLERS = {"system_changed": on_system_changed, "system_freed": on_system_freed, "recipe_set_new": on_new_set}
+
+
+def handle(uow, name: str, payload) -> None:
+    handler = HANDLERS.get(name)
+    if handler is not None:
+        handler(uow, *payload)
+
+
+# --- events ---------------------------------------------------------------------------------------
+
+def publish(session, settings, ar: AdvanceReservation, now: datetime, event: str, text: str,
+             mail_kind: str | None = None, extra: dict | None = None) -> None:
+    """Webhooks of the owner (and their groups) for every event; mail only for the AR's -m flags."""
+    mail = bool(mail_kind) and rules.wants_mail(ar.mail_events, mail_kind)
+    data = {"advance_reservation": ar.id, "name": ar.name, "state": ar.state, **(extra or {})}
+    key = f"{ar.id}:{event}:{ar.state}:{now.isoformat()}"
+    notices.queue(session, settings, ar.owner, now, f"ar.{event}", key,
+                  f"[lablease] advance reservation {ar.id}: {event.replace('_', ' ')}", text, data,
+                  channels=None if mail else ("webhook",), extra_mail=(ar.mail_to or []) if mail else ())

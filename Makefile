@@ -26,6 +26,11 @@ qemu:
 demo: venv collection-link
 	$(BIN)/python scripts/demo.py
 
+# The same flow on a real QEMU VM (software emulation): it netboots lablease's iPXE config, installs through
+# the kickstart, boots its disk; its serial console is printed as it comes. State in .lablease-demo-qemu.
+demo-qemu: venv collection-link qemu
+	$(BIN)/python scripts/demo_qemu.py
+
 test: venv postgresql qemu test-server test-collection
 
 # The server suite and its end-to-end tests (the playbook tests run under `playbooks`).

@@ -11,6 +11,7 @@
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -57,104 +58,121 @@ def api(url: str, token: str, path: str, body: dict | None = None):
         return json.load(answer)
 
 
-def show_what_happened(url: str, token: str) -> bool:
-    """The machine's console, its usage history and its commands; True when it was returned and powered off."""
-    deadline = time.monotonic() + 20
-    while api(url, token, f"/systems/{SYSTEM}")["power_state"] != "off" and time.monotonic() < deadline:
-        time.sleep(0.5)  # the release action (power off) runs through the worker's command queue
-    console = DATA / "virtual" / SYSTEM / "console.log"
-    if console.exists():
+def wait_powered_off(url: str, token: str, system: str = SYSTEM, timeout: float = 20) -> None:
+    """Until the server has the system off: the release action (power off) runs through the worker's queue."""
+    deadline = time.monotonic() + timeout
+    while api(url, token, f"/systems/{system}")["power_state"] != "off" and time.monotonic() < deadline:
+        time.sleep(0.5)
+
+
+def show_what_happened(url: str, token: str, system: str = SYSTEM, console: Path | None = None) -> bool:
+    """The machine's console (when given), its usage history and its commands; True when it was returned
+    and powered off."""
+    wait_powered_off(url, token, system)
+    if console is not None and console.exists():
         step(f"The simulated machine's console ({console.relative_to(ROOT)})")
         print(console.read_text().rstrip())
-    step(f"{SYSTEM}: usage history")
-    for change in api(url, token, f"/systems/{SYSTEM}/usage")["changes"]:
+    step(f"{system}: usage history")
+    for change in api(url, token, f"/systems/{system}/usage")["changes"]:
         print(f"  {change['at']}  {change['field']}: {change['old']} -> {change['new']}")
-    step(f"{SYSTEM}: power and netboot commands, oldest first")
-    for command in reversed(api(url, token, f"/systems/{SYSTEM}/commands")):
+    step(f"{system}: power and netboot commands, oldest first")
+    for command in reversed(api(url, token, f"/systems/{system}/commands")):
         print(f"  {command['created_at']}  {command['action']:<16} {command['status']} "
               f"(attempts {command['attempts']})")
-    system = api(url, token, f"/systems/{SYSTEM}")
-    held = api(url, token, f"/reservations?system={SYSTEM}&active=true")
-    if system["reservation"] is not None or held or system["power_state"] != "off":
-        print(f"{SYSTEM} is still reserved or powered: {system['reservation']}, {system['power_state']}",
+    found = api(url, token, f"/systems/{system}")
+    held = api(url, token, f"/reservations?system={system}&active=true")
+    if found["reservation"] is not None or held or found["power_state"] != "off":
+        print(f"{system} is still reserved or powered: {found['reservation']}, {found['power_state']}",
               file=sys.stderr)
         return False
-    last = api(url, token, f"/reservations?system={SYSTEM}&active=false")[0]
-    step(f"{SYSTEM} was returned and powered off")
+    last = api(url, token, f"/reservations?system={system}&active=false")[0]
+    step(f"{system} was returned and powered off")
     print(f"reservation {last['id']} by {last['user']} ran {last['start']} .. {last['end']}, state {last['state']}, "
           f"returned at {last['returned_at']}")
     return True
 
 
-def wait_ready(url: str, process: subprocess.Popen) -> None:
+def wait_ready(url: str, process: subprocess.Popen, data: Path = DATA) -> None:
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            raise SystemExit(f"the server exited ({process.returncode}); see {DATA / 'server.log'}")
+            raise SystemExit(f"the server exited ({process.returncode}); see {data / 'server.log'}")
         try:
             with urllib.request.urlopen(url + "/health", timeout=1):
                 return
         except OSError:
             time.sleep(0.2)
-    raise SystemExit(f"the server did not answer within 30 s; see {DATA / 'server.log'}")
+    raise SystemExit(f"the server did not answer within 30 s; see {data / 'server.log'}")
 
 
-def stop_machines() -> None:
-    """Simulated machines run in their own sessions, like real ones; returning the system powered it off,
-    but if the demo failed half-way, do not leave any behind."""
-    for pid_file in DATA.glob("virtual/*/pid"):
+def machine_running(pid: int, state_dir: Path) -> bool:
+    """pid is the machine of state_dir (its command line names the directory), not a stranger that reused it."""
+    try:
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+    except OSError:
+        return False
+    return str(state_dir) in argv
+
+
+def stop_machines(data: Path = DATA, kind: str = "virtual") -> list[int]:
+    """Machines (data/<kind>/<fqdn>/pid) run in their own sessions, like real ones; returning the system powered
+    it off, but if the demo failed half-way, do not leave any behind. The pids of those it had to stop."""
+    stopped = []
+    for pid_file in sorted(data.glob(f"{kind}/*/pid")):
         try:
-            os.killpg(int(pid_file.read_text().split()[0]), signal.SIGTERM)
-        except (ValueError, IndexError, ProcessLookupError, PermissionError):
-            pass
+            pid = int(pid_file.read_text().split()[0])
+        except (OSError, ValueError, IndexError):
+            continue
+        if not machine_running(pid, pid_file.parent):
+            continue
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            try:
+                os.killpg(pid, sig)
+            except (ProcessLookupError, PermissionError):
+                break
+            deadline = time.monotonic() + 5
+            while machine_running(pid, pid_file.parent) and time.monotonic() < deadline:
+                time.sleep(0.1)
+            if not machine_running(pid, pid_file.parent):
+                break
+        stopped.append(pid)
+    return stopped
 
 
-def main() -> int:
-    shutil.rmtree(DATA, ignore_errors=True)
-    DATA.mkdir()
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
-    env = {**os.environ, "LABLEASE_DATA_DIR": str(DATA), "LABLEASE_LISTEN": f"127.0.0.1:{port}"}
+def server_env(data: Path, port: int, **settings: str) -> dict:
+    """The environment of the demo's server and of `lablease-server` admin commands: SQLite in data."""
+    env = {**os.environ, "LABLEASE_DATA_DIR": str(data), "LABLEASE_LISTEN": f"127.0.0.1:{port}"}
     env.pop("LABLEASE_DATABASE_URL", None)  # the demo always runs on SQLite in its data dir
+    env.update({f"LABLEASE_{key.upper()}": value for key, value in settings.items()})
+    return env
 
-    step(f"Creating a SQLite database in {DATA.relative_to(ROOT)}")
+
+def create_database_and_users(env: dict, data: Path, systems: Path | None = None) -> tuple[str, str]:
+    """A fresh database in data (systems imported from a file, if given); the tokens of 'demo' and 'labadmin'."""
+    step(f"Creating a SQLite database in {data.relative_to(ROOT)}")
     print(admin(env, "init"))
-    step(f"Importing systems from {SYSTEMS.relative_to(ROOT)}")
-    print(admin(env, "system", "import", str(SYSTEMS)))
+    if systems is not None:
+        step(f"Importing systems from {systems.relative_to(ROOT)}")
+        print(admin(env, "system", "import", str(systems)))
     step("Creating user 'demo' and an administrator, each with an API token")
     token = admin(env, "user", "add", "demo")
     admin_token = admin(env, "user", "add", "labadmin", "--admin")
     print("tokens created (shown once, kept in this process only)")
+    return token, admin_token
 
+
+@contextlib.contextmanager
+def running_server(env: dict, url: str, data: Path, machines: str = "virtual"):
+    """`lablease-server serve` for the `with` block; stopped afterwards whatever happens, and with it any machine
+    of kind `machines` left running."""
     step(f"Starting lablease-server serve on {url} (the API and its worker)")
-    log = open(DATA / "server.log", "ab")
+    log = open(data / "server.log", "ab")
     server = subprocess.Popen([str(BIN / "lablease-server"), "serve", "--workers", "1"], env=env,
                               stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     try:
-        wait_ready(url, server)
+        wait_ready(url, server, data)
         print("server is up")
-        step(f"Registering distro tree {DISTRO['name']} {DISTRO['arch']} (as labadmin)")
-        tree = api(url, admin_token, "/distro-trees", DISTRO)
-        print(f"distro tree {tree['id']}: {tree['name']} {tree['variant']} {tree['arch']} at {tree['url']}")
-
-        step(f"ansible-playbook playbooks/demo.yml (lease {SYSTEM} for 30m, install {DISTRO['name']}, use it, "
-             "return it)")
-        playbook_env = {
-            **env, "LABLEASE_URL": url, "LABLEASE_TOKEN": token, "PATH": f"{BIN}{os.pathsep}{env.get('PATH', '')}",
-            "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "ANSIBLE_COLLECTIONS_PATH": str(ROOT / ".collections"),
-            "ANSIBLE_FORCE_COLOR": env.get("ANSIBLE_FORCE_COLOR", "0"),
-        }
-        played = subprocess.run([str(BIN / "ansible-playbook"), "playbooks/demo.yml", "-e", f"demo_system={SYSTEM}",
-                                 "-e", f"demo_distro={DISTRO['name']}"],
-                                cwd=ROOT, env=playbook_env, check=False)
-        if played.returncode != 0:
-            print(f"\nthe playbook failed (exit {played.returncode})", file=sys.stderr)
-            return 1
-
-        if not show_what_happened(url, token):
-            return 1
-        step("Demo finished: the system was leased, installed, used and returned")
-        return 0
+        yield server
     finally:
         if server.poll() is None:
             os.killpg(server.pid, signal.SIGTERM)
@@ -164,8 +182,46 @@ def main() -> int:
             os.killpg(server.pid, signal.SIGKILL)
             server.wait(10)
         log.close()
-        stop_machines()
+        left = stop_machines(data, machines)
+        if left:
+            print(f"stopped {len(left)} {machines} machine(s) left running: pid {', '.join(map(str, left))}")
         print("server stopped")
+
+
+def run_playbook(env: dict, url: str, token: str, system: str, distro: str) -> bool:
+    """ansible-playbook playbooks/demo.yml on system with distro, as user 'demo'; True when it passed."""
+    step(f"ansible-playbook playbooks/demo.yml (lease {system} for 30m, install {distro}, use it, return it)")
+    playbook_env = {
+        **env, "LABLEASE_URL": url, "LABLEASE_TOKEN": token, "PATH": f"{BIN}{os.pathsep}{env.get('PATH', '')}",
+        "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "ANSIBLE_COLLECTIONS_PATH": str(ROOT / ".collections"),
+        "ANSIBLE_FORCE_COLOR": env.get("ANSIBLE_FORCE_COLOR", "0"),
+    }
+    played = subprocess.run([str(BIN / "ansible-playbook"), "playbooks/demo.yml", "-e", f"demo_system={system}",
+                             "-e", f"demo_distro={distro}"],
+                            cwd=ROOT, env=playbook_env, check=False)
+    if played.returncode != 0:
+        print(f"\nthe playbook failed (exit {played.returncode})", file=sys.stderr)
+        return False
+    return True
+
+
+def main() -> int:
+    shutil.rmtree(DATA, ignore_errors=True)
+    DATA.mkdir()
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    env = server_env(DATA, port)
+    token, admin_token = create_database_and_users(env, DATA, SYSTEMS)
+    with running_server(env, url, DATA):
+        step(f"Registering distro tree {DISTRO['name']} {DISTRO['arch']} (as labadmin)")
+        tree = api(url, admin_token, "/distro-trees", DISTRO)
+        print(f"distro tree {tree['id']}: {tree['name']} {tree['variant']} {tree['arch']} at {tree['url']}")
+        if not run_playbook(env, url, token, SYSTEM, DISTRO["name"]):
+            return 1
+        if not show_what_happened(url, token, SYSTEM, DATA / "virtual" / SYSTEM / "console.log"):
+            return 1
+        step("Demo finished: the system was leased, installed, used and returned")
+        return 0
 
 
 if __name__ == "__main__":

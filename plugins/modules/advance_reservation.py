@@ -156,7 +156,7 @@ EXAMPLES = r"""
 - name: Two x86_64 systems from the perf pool for tonight's run
   lablease.lab.advance_reservation:
     name: nightly-perf
-    start: "2026-11-22T20:00:00Z"
+    start: "2030-01-15T20:00:00Z"
     duration: 8h
     requires:
       and:
@@ -409,11 +409,19 @@ class Wanted:
         return body
 
     def predicted(self, owner, systems):
-        """A new AR as the server would grant it (check mode)."""
-        start = self.start or utcnow().replace(microsecond=0)
+        """A new AR as the server would grant it (check mode). As the server does: end and duration without a
+        start begin at end - duration; no start means now, and the AR is then running (r) at once."""
+        now = utcnow().replace(microsecond=0)
+        if self.start:
+            start = self.start
+        elif self.end and self.duration is not None:
+            start = max(self.end - timedelta(seconds=self.duration), now)
+        else:
+            start = now
         end = self.end or start + timedelta(seconds=self.duration)
+        state = "w" if self.start or start > now else "r"
         params = self.params
-        return {"id": None, "name": self.name, "owner": owner, "account": params["account"], "state": "w",
+        return {"id": None, "name": self.name, "owner": owner, "account": params["account"], "state": state,
                 "start": format_time(start), "end": format_time(end), "duration": int((end - start).total_seconds()),
                 "systems": list(systems or []), "hosts": self.hosts or [], "requires": params["requires"],
                 "pools": self.pools or [], "count": params["count"] if params["count"] is not None else (

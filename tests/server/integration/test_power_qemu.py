@@ -115,7 +115,10 @@ def test_on_netboots_qemu_reboot_resets_it_in_place_and_off_leaves_nothing(lab):
     assert os.path.basename(argv[0]) == "qemu-system-x86_64"
     assert argv[argv.index("-accel") + 1] == "tcg" and argv[argv.index("-boot") + 1] == "n"
     assert f"mac={MAC}" in line and f"tftp={tmp_path / 'tftp'},bootfile=boot.ipxe" in line
-    assert f"file={tmp_path / 'data' / 'qemu-images' / 'disk1.img'},format=raw,if=virtio" in argv
+    assert f"file={tmp_path / 'data' / 'qemu-images' / 'disk1.img'},format=raw,if=none,id=disk0" in argv
+    # the network card boots first under BIOS and UEFI alike (OVMF ignores -boot n), then the disks in order
+    assert f"virtio-net-pci,netdev=n0,mac={MAC},bootindex=0" in argv
+    assert "virtio-blk-pci,drive=disk0,bootindex=1" in argv
     assert "-no-reboot" not in argv and "kvm" not in line
     assert (state(tmp_path) / "serial.log").exists()
     eventually(lambda: boots(tmp_path) == 1)
@@ -144,7 +147,7 @@ def test_on_twice_starts_one_qemu_and_reboot_when_off_powers_on(lab):
     assert pid_of(tmp_path) == pid and qemus_under(tmp_path) == [pid]
     argv = argv_of(pid)
     assert argv[argv.index("-m") + 1] == "256" and argv[argv.index("-smp") + 1] == "2"
-    assert f"e1000,netdev=n0,mac={MAC}" in argv
+    assert f"e1000,netdev=n0,mac={MAC},bootindex=0" in argv
     driver.act("off")
     assert gone(pid)
 

@@ -228,13 +228,15 @@ class QemuDriver(PowerDriver):
                 "-chardev", f"file,id=s0,path={_opt(state / 'serial.log')},append=on", "-serial", "chardev:s0",
                 "-qmp", self._qmp_arg(),
                 "-netdev", f"user,id=n0,tftp={_opt(tftp_root)},bootfile={options['bootfile']}",
-                "-device", f"{options['nic']},netdev=n0,mac={mac}", "-boot", "n"]
+                # bootindex: UEFI firmware ignores -boot n and would try the disks first
+                "-device", f"{options['nic']},netdev=n0,mac={mac},bootindex=0", "-boot", "n"]
         if options["firmware"] == "uefi":
             code, _ = find_ovmf()
             argv += ["-drive", f"if=pflash,format=raw,unit=0,readonly=on,file={_opt(code)}",
                      "-drive", f"if=pflash,format=raw,unit=1,file={_opt(state / 'vars.fd')}"]
-        for name in options["disks"]:
-            argv += ["-drive", f"file={_opt(self.images_dir / name)},format=raw,if=virtio"]
+        for index, name in enumerate(options["disks"]):
+            argv += ["-drive", f"file={_opt(self.images_dir / name)},format=raw,if=none,id=disk{index}",
+                     "-device", f"virtio-blk-pci,drive=disk{index},bootindex={index + 1}"]
         return argv
 
     def _uefi_vars(self) -> None:

@@ -90,11 +90,12 @@ def grub2(image: BootImage | None) -> str:
 
 
 def _grub_path(url: str) -> str:
-    """`http://host:8080/a/b` as GRUB names it: `(http,host,8080)/a/b`."""
+    """`http://host:8080/a/b` as GRUB names it: `(http,host:8080)/a/b` (GRUB 2.06 reads a comma as part of
+    the host name)."""
     parts = urlsplit(url)
     if parts.scheme not in ("http", "tftp") or not parts.hostname:
         raise ValueError(f"GRUB fetches only http:// and tftp:// URLs, not {url!r}")
-    device = parts.scheme + "," + parts.hostname + (f",{parts.port}" if parts.port else "")
+    device = parts.scheme + "," + parts.hostname + (f":{parts.port}" if parts.port else "")
     path = parts.path + (f"?{parts.query}" if parts.query else "")
     return f"({device}){path or '/'}"
 

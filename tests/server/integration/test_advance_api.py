@@ -239,3 +239,23 @@ def test_soft_errors_keep_the_other_systems_usable_hard_ones_stop_new_work(lab):
         lab.admin.patch(f"/systems/{broken}", {"condition": "automated"})
         lab.alice.delete(f"/advance-reservations/{granted['id']}", force="true")
         assert lab.alice.get(f"/recipes/{recipe['id']}")[1]["status"] in ("aborted", "cancelled")
+
+
+def test_bound_work_that_could_no_longer_end_in_time_is_not_started(lab):
+    _, granted = ar(lab, count=1, hosts=["a1.lab.test"], duration="1h")
+    _, first = lab.alice.post("/jobs", {"recipe_sets": [{"ar": granted["id"], "recipes": [{"runtime_limit": 1800}]}]})
+    _, second = lab.alice.post("/jobs", {"recipe_sets": [{"ar": granted["id"], "recipes": [{"runtime_limit": 1800}]}]})
+    run(lab, START + H)
+    first_recipe, second_recipe = first["recipe_sets"][0]["recipes"][0], second["recipe_sets"][0]["recipes"][0]
+    assert lab.alice.get(f"/recipes/{first_recipe['id']}")[1]["status"] == "running"
+    lab.clock.now = START + H + timedelta(minutes=20)
+    lab.alice.patch(f"/recipes/{first_recipe['id']}", {"status": "completed", "result": "pass"})
+    # 40 minutes left, minus the 1 minute offset: a 30-minute recipe still fits
+    assert lab.alice.get(f"/recipes/{second_recipe['id']}")[1]["status"] == "running"
+    _, third = lab.alice.post("/jobs", {"recipe_sets": [{"ar": granted["id"], "recipes": [{"runtime_limit": 1800}]}]})
+    third_recipe = third["recipe_sets"][0]["recipes"][0]
+    assert third_recipe["status"] == "queued"  # it fits the window, but a1 is busy
+    lab.clock.now = START + H + timedelta(minutes=35)
+    lab.alice.patch(f"/recipes/{second_recipe['id']}", {"status": "completed", "result": "pass"})
+    # a1 is free, but 30 minutes from now is past the AR's end minus the offset: not started
+    assert lab.alice.get(f"/recipes/{third_recipe['id']}")[1]["status"] == "queued"

@@ -16,6 +16,7 @@ from ..domain.windows import Window
 from ..scheduler.filters import verdict
 from ..store import calendar
 from ..store.tables import AdvanceReservation, ArSystem, RecipeSet, Resource, System
+from ..store.uow import settings_of
 from ..timeparse import format_time
 from .advance import USABLE_CONDITIONS, in_acl, may_see
 
@@ -38,6 +39,8 @@ def place_bound(session, ar: AdvanceReservation, now: datetime) -> None:
     if not held:
         return
     by_system = {h.system_id: h for h in held}
+    settings = settings_of(session)
+    latest_end = ar.end_at - (settings.duration("ar_duration_offset") if settings else timedelta(0))
     sets = session.execute(select(RecipeSet).where(RecipeSet.ar_id == ar.id, RecipeSet.status == "queued")
                            .order_by(RecipeSet.priority.desc(), RecipeSet.queued_at, RecipeSet.id)).unique().scalars()
     for recipe_set in list(sets):
@@ -46,7 +49,9 @@ def place_bound(session, ar: AdvanceReservation, now: datetime) -> None:
                  for r in recipe_set.recipes if r.status == "queued"]
 
         def is_free(system_id: int, runtime) -> bool:
-            window = Window(now, min(now + runtime, ar.end_at) if runtime else ar.end_at)
+            if runtime is None or now + runtime > latest_end:  # it could no longer end in time
+                return False
+            window = Window(now, now + runtime)
             return not calendar.touching(session, by_system[system_id].slot_resource_id, window)
 
         plan = place(needs, is_free)

@@ -33,9 +33,14 @@ demo-qemu: venv collection-link qemu
 
 test: venv postgresql qemu test-server test-collection
 
+# Tests run in parallel processes (pytest-xdist), a file's tests together so its module-scoped
+# servers start once; most of them wait on real servers, VMs and playbooks rather than compute.
+TEST_WORKERS ?= 2
+PARALLEL := -n $(TEST_WORKERS) --dist loadfile
+
 # The server suite and its end-to-end tests (the playbook tests run under `playbooks`).
 test-server: venv
-	$(BIN)/pytest tests/server tests/e2e --ignore=tests/e2e/ansible
+	$(BIN)/pytest $(PARALLEL) tests/server tests/e2e --ignore=tests/e2e/ansible
 
 # molecule before lint: ansible-lint reads the copy molecule installs in ~/.ansible/collections.
 test-collection: venv sanity units molecule lint playbooks
@@ -73,7 +78,7 @@ molecule: venv collection-link
 	cd roles/lease && $(ANSIBLE_ENV) $(CURDIR)/$(BIN)/molecule test
 
 playbooks: venv collection-link
-	$(ANSIBLE_ENV) $(BIN)/pytest tests/e2e/ansible -p no:cacheprovider
+	$(ANSIBLE_ENV) $(BIN)/pytest $(PARALLEL) tests/e2e/ansible -p no:cacheprovider
 
 bench: venv postgresql
 	$(BIN)/python bench/reserve.py

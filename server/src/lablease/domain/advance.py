@@ -7,6 +7,7 @@ d deleted, E error (a reserved system is unusable).
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from .errors import Conflict, Invalid
@@ -264,3 +265,59 @@ def overlap_seconds(intervals: Iterable[tuple[datetime, datetime | None]], start
         upper = end if b is None else min(b, end)
         total += max(0.0, (upper - max(a, start)).total_seconds())
     return total
+
+
+# --- eligibility and protection -------------------------------------------------------------------
+
+USABLE_CONDITIONS = ("automated", "manual")
+# Problems an operator causes on purpose (refused unless forced); the others just happen (into E).
+FORESEEABLE = ("removed", "pool", "acl")
+
+
+@dataclass(frozen=True)
+class SystemFacts:
+    """What the rules need to know of a system, as the service read it."""
+
+    fqdn: str
+    condition: str
+    lab: str | None
+    pools: frozenset = frozenset()
+    locked_out: tuple = ()  # ACL users who may not use it
+    granted_lab: str | None = None  # for a held system: its lab when the AR was granted
+
+
+def ineligible(system: SystemFacts, requirement: tuple[bool, str | None], pools: list[str]) -> str | None:
+    """Why a system cannot be granted (the calendar aside), or None: its condition, the requirements,
+    the pools asked for, and every ACL user being able to use it."""
+    if system.condition not in USABLE_CONDITIONS:
+        return system.condition
+    matches, why = requirement
+    if not matches:
+        return why
+    if pools and not system.pools & set(pools):
+        return "not in the pools asked for"
+    if system.locked_out:
+        return "an ACL user may not use it"
+    return None
+
+
+def problems(held: list[SystemFacts], pools: list[str]) -> list[tuple[str, str]]:
+    """Why a granted AR cannot be satisfied now, as (kind, text) per held system."""
+    found = []
+    for system in held:
+        if system.condition not in USABLE_CONDITIONS:
+            kind = "removed" if system.condition == "removed" else "broken"
+            found.append((kind, f"{system.fqdn} is {system.condition}"))
+            continue
+        if (system.lab or None) != (system.granted_lab or None):
+            found.append(("lab", f"{system.fqdn} left lab {system.granted_lab or '(none)'}"))
+        if pools and not system.pools & set(pools):
+            found.append(("pool", f"{system.fqdn} is no longer in pool(s) {', '.join(pools)}"))
+        if system.locked_out:
+            found.append(("acl", f"{', '.join(system.locked_out)} may no longer use {system.fqdn}"))
+    return found
+
+
+def breaks_on_purpose(found: list[tuple[str, str]], known: list[str]) -> list[str]:
+    """The new problems a change made on purpose would cause: refused unless forced."""
+    return [text for kind, text in found if kind in FORESEEABLE and text not in known]

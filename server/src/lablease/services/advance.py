@@ -29,7 +29,7 @@ from . import activity, ar_states
 from .systems import access_of, active_loan
 from .users import ARUSERS, actor_for
 
-USABLE_CONDITIONS = ("automated", "manual")
+USABLE_CONDITIONS = rules.USABLE_CONDITIONS
 
 
 # --- answers --------------------------------------------------------------------------------------
@@ -228,18 +228,15 @@ def choose_systems(session, window: Window, hosts: list[str], tree: dict | None,
     return eligible[:count], {"ruled_out": ruled_out, "busy": busy}
 
 
-def _unsuitable(session, system: System, tree, pools, members, host) -> str | None:
-    if system.condition not in USABLE_CONDITIONS:
-        return f"{system.condition}"
-    matches, why = verdict(tree, host(system))
-    if not matches:
-        return why
-    if pools and not {p.name for p in system.pools} & set(pools):
-        return "not in the pools asked for"
+def facts(session, system: System, members: list[Actor], granted_lab: str | None = None) -> rules.SystemFacts:
+    """The system as the AR rules see it: condition, lab, pools, and which ACL users may not use it."""
     loan = active_loan(session, system)
-    if not all(may_use(member, system, loan) for member in members):
-        return "an ACL user may not use it"
-    return None
+    return rules.SystemFacts(system.fqdn, system.condition, system.lab, frozenset(p.name for p in system.pools),
+                             tuple(m.name for m in members if not may_use(m, system, loan)), granted_lab)
+
+
+def _unsuitable(session, system: System, tree, pools, members, host) -> str | None:
+    return rules.ineligible(facts(session, system, members), verdict(tree, host(system)), pools)
 
 
 def _refusal(count: int, chosen: list, reasons: dict) -> str:

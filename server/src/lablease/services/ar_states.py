@@ -14,7 +14,6 @@ from ..store import calendar
 from ..store.tables import AdvanceReservation, ArSystem, Booking, RecipeSet
 from ..store.uow import emit
 from . import activity, advance, notices
-from .systems import active_loan
 
 
 def finish(session, settings, ar: AdvanceReservation, now: datetime, state: str, actor: Actor | None,
@@ -85,31 +84,11 @@ def holding(session, system_id: int, states=rules.ACTIVE) -> list[AdvanceReserva
                 .unique().scalars())
 
 
-# Changes an operator makes on purpose (refused unless forced) and events that just happen (into E).
-FORESEEABLE = ("removed", "pool", "acl")
-
-
 def problems(session, ar: AdvanceReservation) -> list[tuple[str, str]]:
-    """Why the AR cannot be satisfied now, as (kind, text): held systems that broke, went away, left
-    their lab or the pools asked for, or that an ACL user may no longer use."""
-    found = []
-    members = None
-    for held in ar.systems:
-        system = held.system
-        if system.condition not in advance.USABLE_CONDITIONS:
-            found.append(("removed" if system.condition == "removed" else "broken",
-                          f"{system.fqdn} is {system.condition}"))
-            continue
-        if (system.lab or None) != (held.lab or None):
-            found.append(("lab", f"{system.fqdn} left lab {held.lab or '(none)'}"))
-        if ar.pools and not {p.name for p in system.pools} & set(ar.pools):
-            found.append(("pool", f"{system.fqdn} is no longer in pool(s) {', '.join(ar.pools)}"))
-        members = members if members is not None else advance._acl_actors(session, ar.acl or [])
-        loan = active_loan(session, system)
-        locked_out = [m.name for m in members if not advance.may_use(m, system, loan)]
-        if locked_out:
-            found.append(("acl", f"{', '.join(locked_out)} may no longer use {system.fqdn}"))
-    return found
+    """Why the AR cannot be satisfied now, as (kind, text) (domain/advance.py decides)."""
+    members = advance._acl_actors(session, ar.acl or [])
+    held = [advance.facts(session, h.system, members, h.lab) for h in ar.systems]
+    return rules.problems(held, ar.pools or [])
 
 
 def recheck(session, settings, ar: AdvanceReservation, now: datetime, actor: Actor | None = None) -> None:
@@ -120,7 +99,7 @@ def recheck(session, settings, ar: AdvanceReservation, now: datetime, actor: Act
     force=true; forced, the AR goes into error and the change is logged.
     """
     found = problems(session, ar)
-    new = [text for kind, text in found if text not in (ar.error_reasons or []) and kind in FORESEEABLE]
+    new = rules.breaks_on_purpose(found, ar.error_reasons or [])
     if new and not session.info.get("force"):
         raise Conflict(f"this would break advance reservation {ar.id} ({'; '.join(new)}); "
                        "repeat with force=true to do it anyway (the reservation goes into error)")

@@ -232,3 +232,16 @@ def test_the_loaders_written_follow_the_system_and_what_can_boot_the_tree(lab):
     (root / "ipxe" / hyphens).unlink()
     drain(lab)
     assert not (root / "ipxe" / hyphens).exists() and (root / "pxelinux.cfg" / f"01-{hyphens}").exists()
+
+
+def test_a_command_failing_for_good_puts_an_advance_reservation_holding_the_system_in_error(lab):
+    scripted(lab, "ar1.lab.test", script="broken", condition="automated")
+    _, granted = lab.admin.post("/advance-reservations", {"hosts": ["ar1.lab.test"], "duration": "2h",
+                                                          "start": (lab.clock() + timedelta(hours=1)).isoformat()})
+    assert granted["state"] == "w", granted
+    lab.admin.post("/systems/ar1.lab.test/power", {"action": "reboot"})
+    for delay in (0, 10, 20):  # three attempts, the worker's own change: nothing to refuse
+        lab.clock.advance(seconds=delay)
+        drain(lab)
+    _, shown = lab.admin.get(f"/advance-reservations/{granted['id']}")
+    assert shown["state"] == "E" and shown["error_reasons"] == ["ar1.lab.test is broken"]

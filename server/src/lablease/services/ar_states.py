@@ -100,7 +100,8 @@ def recheck(session, settings, ar: AdvanceReservation, now: datetime, actor: Act
     """
     found = problems(session, ar)
     new = rules.breaks_on_purpose(found, ar.error_reasons or [])
-    if new and not session.info.get("force"):
+    # Only an API request can be refused (it says force=true or not); the worker's changes just happen.
+    if new and session.info.get("force") is False:
         raise Conflict(f"this would break advance reservation {ar.id} ({'; '.join(new)}); "
                        "repeat with force=true to do it anyway (the reservation goes into error)")
     if new:

@@ -21,7 +21,7 @@ from ..domain.commands import UNFINISHED
 from ..domain.errors import Conflict, Forbidden, Invalid, NotFound
 from ..domain.permissions import Actor, Permission, decide
 from ..store.tables import Command, Installation, System
-from ..store.uow import wake_worker
+from ..store.uow import emit, wake_worker
 from ..timeparse import format_time
 from . import activity, notices, usage
 from .systems import access_of, active_loan, current_reservations, find
@@ -207,6 +207,7 @@ def _failed_for_good(session, command: Command, now: datetime, settings) -> None
         old, system.condition = system.condition, "broken"
         usage.record_condition(session, system, old, now)
         activity.record(session, None, now, "system", system.fqdn, "broken", "condition", old, "broken")
+        emit(session, "system_changed", (system.id, now))  # e.g. an advance reservation holding it
     holder = current_reservations(session, [system.id], now).get(system.id)
     if holder is not None:
         notices.command_failed(session, settings, holder.user, system.fqdn, command.id, why, now)

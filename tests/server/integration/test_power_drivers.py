@@ -457,9 +457,10 @@ def test_virtual_machine_without_netboot_config_boots_its_disk_and_reboots_as_a_
 
     driver.act("reboot")
     second = pid_of(tmp_path)
-    assert second != first and not alive(first) and driver.status() == "on"
+    assert second != first and driver.status() == "on"
+    eventually(lambda: not alive(first))  # its reaper may lag on a busy machine
     driver.act("off")
-    assert not alive(second)
+    eventually(lambda: not alive(second))
 
 
 @pytest.mark.timeout(60)

@@ -3,7 +3,8 @@
 provision -> kickstart rendered (sandboxed jinja2) and stored -> commands
 queued: netboot configured, then a reboot -> the installer calls back
 install_start, install_done (netboot rewritten to boot the local disk),
-postinstall_done (first boot: running). install_fail, a command that keeps
+postinstall_done (first boot: running; services/installer.py takes the
+callbacks). install_fail, a command that keeps
 failing, or no callback within `install_timeout` fail it; a failed
 installation aborts its recipe and tells the holder.
 
@@ -38,13 +39,7 @@ EVENTS = ("install_start", "install_done", "postinstall_done", "install_fail")
 UNFINISHED = ("queued", "installing", "installed")
 # running: the system runs it now; completed: it did, until its reservation ended or it was replaced.
 TOKEN_MARK = "@@installation-token@@"  # stands for the token in the stored kickstart
-# event -> (states it may come in, state it leads to); a repeated event is accepted and changes nothing.
-TRANSITIONS = {
-    "install_start": (("queued",), "installing"),
-    "install_done": (("queued", "installing"), "installed"),
-    "postinstall_done": (("installed",), "running"),
-    "install_fail": (UNFINISHED, "failed"),
-}
+
 
 
 # --- tokens ---------------------------------------------------------------------------------------
@@ -72,7 +67,7 @@ def token_for(settings, installation: Installation) -> str:
     return base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
 
 
-def _authorised(settings, installation: Installation | None, token: str | None) -> Installation:
+def authorised(settings, installation: Installation | None, token: str | None) -> Installation:
     if installation is None or not token or not hmac.compare_digest(token_for(settings, installation), token):
         raise Forbidden("invalid installation token")
     return installation
@@ -190,7 +185,8 @@ def start(session, settings, system: System, tree: DistroTree, now: datetime, *,
         previous.status = "completed"  # the system will run something else
     installation = Installation(
         system_id=system.id, user_id=user_id, reservation_id=reservation_id,
-        recipe_id=recipe.id if recipe else None, distro_tree_id=tree.id, distro={**_snapshot(tree), "boot_options": options},
+        recipe_id=recipe.id if recipe else None, distro_tree_id=tree.id,
+        distro={**_snapshot(tree), "boot_options": options},
         ks_meta=ks_meta or "", kernel_options=kernel_options or "", kickstart="", nonce=secrets.token_hex(16),
         status="queued", created_at=now, watchdog_at=now + settings.duration("install_timeout"))
     session.add(installation)
@@ -278,68 +274,11 @@ def boot_image(session, settings, installation: Installation) -> BootImage:
     return BootImage(_join(distro["url"], distro["kernel"]), _join(distro["url"], distro["initrd"]), options)
 
 
-# --- the installer's side -------------------------------------------------------------------------
-
-def kickstart(uow, installation_id: int, token: str | None) -> str:
-    installation = _authorised(uow.settings, uow.session.get(Installation, installation_id), token)
-    if installation.status in ("failed", "cancelled", "completed"):
-        raise Forbidden(f"installation {installation.id} is {installation.status}; its token no longer works")
-    return installation.kickstart.replace(TOKEN_MARK, token)
-
-
-def callback(uow, now: datetime, installation_id: int, token: str | None, event: str) -> None:
-    session, settings = uow.session, uow.settings
-    installation = _authorised(settings, session.get(Installation, installation_id), token)
-    allowed_from, target = TRANSITIONS[event]
-    if installation.status == target:
-        return  # the installer retried a call that already arrived
-    if installation.status in ("failed", "cancelled", "running", "completed"):
-        raise Forbidden(f"installation {installation.id} is {installation.status}; its token no longer works")
-    if installation.status not in allowed_from:
-        raise Conflict(f"{event} cannot come while installation {installation.id} is {installation.status}")
-    activity.record(session, None, now, "system", installation.system.fqdn, event, "installation",
-                    installation.status, target)
-    if event == "install_fail":
-        _fail(session, settings, installation, now, "the installer reported a failure (install_fail)")
-        return
-    installation.status = target
-    installation.watchdog_at = now + settings.duration("install_timeout")
-    wake_worker(session)
-    {"install_start": _started, "install_done": _installed, "postinstall_done": _running}[event](
-        session, settings, installation, now)
-
-
-def _started(session, settings, installation: Installation, now: datetime) -> None:
-    installation.started_at = now
-    usage.set_usage(session, installation.system, "installing", now)
-    recipe = _recipe(session, installation)
-    if recipe is not None and recipe.status == "waiting":
-        recipe.status = "installing"
-        _refresh(session, recipe, now)
-
-
-def _installed(session, settings, installation: Installation, now: datetime) -> None:
-    installation.installed_at = now
-    # The next boot must reach the installed system, not install again.
-    commands.enqueue(session, installation.system, "netboot_local", now, installation.user_id, installation.id)
-
-
-def _running(session, settings, installation: Installation, now: datetime) -> None:
-    installation.finished_at, installation.watchdog_at = now, None
-    usage.set_usage(session, installation.system, "running", now)
-    recipe = _recipe(session, installation)
-    if recipe is not None and recipe.status in ("waiting", "installing"):
-        from .placement import begin_running
-
-        begin_running(session, recipe, now)
-        _refresh(session, recipe, now)
-
-
-def _recipe(session, installation: Installation) -> Recipe | None:
+def recipe_of(session, installation: Installation) -> Recipe | None:
     return session.get(Recipe, installation.recipe_id) if installation.recipe_id else None
 
 
-def _refresh(session, recipe: Recipe, now: datetime) -> None:
+def refresh(session, recipe: Recipe, now: datetime) -> None:
     from .placement import refresh_rollups
 
     refresh_rollups(session, recipe.recipe_set, now)
@@ -364,13 +303,13 @@ def _end(session, installation: Installation, now: datetime, status: str, why: s
                     "installation", installation.id, why)
 
 
-def _fail(session, settings, installation: Installation, now: datetime, why: str) -> None:
+def fail(session, settings, installation: Installation, now: datetime, why: str) -> None:
     """An installation failed: the recipe is aborted, a manual holder keeps the system (idle) and is told."""
     _end(session, installation, now, "failed", why)
     if (installation.system.netboot or {}).get("mac"):
         # Its token is dead: the next boot must not start an installer that cannot fetch its kickstart.
         commands.enqueue(session, installation.system, "netboot_clear", now)
-    recipe = _recipe(session, installation)
+    recipe = recipe_of(session, installation)
     if recipe is not None and recipe.status not in ("completed", "cancelled", "aborted"):
         _abort_recipe(session, settings, recipe, now, f"installation {installation.id} failed: {why}")
     elif installation.system.usage in ("waiting", "installing", "running"):
@@ -385,12 +324,12 @@ def _abort_recipe(session, settings, recipe: Recipe, now: datetime, why: str) ->
 
     finish(session, recipe, "aborted", now, None, settings)
     activity.record(session, None, now, "recipe", recipe.id, "aborted", "reason", None, why)
-    _refresh(session, recipe, now)
+    refresh(session, recipe, now)
 
 
 def fail_current(session, system: System, now: datetime, why: str, settings) -> None:
     for installation in _unfinished(session, system):
-        _fail(session, settings, installation, now, why)
+        fail(session, settings, installation, now, why)
 
 
 def abort_stalled(uow, now: datetime, batch: int = 100) -> list[int]:
@@ -400,7 +339,7 @@ def abort_stalled(uow, now: datetime, batch: int = 100) -> list[int]:
     stalled = list(uow.session.execute(query).unique().scalars())
     limit = uow.settings.install_timeout
     for installation in stalled:
-        _fail(uow.session, uow.settings, installation, now,
+        fail(uow.session, uow.settings, installation, now,
               f"no progress from the installer for {limit} (still {installation.status})")
     return [i.id for i in stalled]
 
@@ -442,7 +381,3 @@ def release_action(session, settings, system: System, now: datetime) -> None:
             activity.record(session, None, now, "system", system.fqdn, "reprovision_failed", "reason", None,
                             str(error))
 
-
-def latest_for_recipe(session, recipe: Recipe) -> int | None:
-    return session.execute(select(Installation.id).where(Installation.recipe_id == recipe.id)
-                           .order_by(Installation.id.desc()).limit(1)).scalar_one_or_none()

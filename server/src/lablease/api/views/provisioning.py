@@ -2,7 +2,7 @@
 from werkzeug.wrappers import Response
 
 from ...domain.errors import NotFound
-from ...services import commands, distros, installations
+from ...services import commands, distros, installations, installer
 from ...store.tables import Recipe
 from .context import Context
 
@@ -54,26 +54,26 @@ def command_show(ctx: Context) -> dict:
 # The installer's side: authorised by the installation's token (?token=), not a user's.
 
 def kickstart(ctx: Context) -> Response:
-    text = installations.kickstart(ctx.uow, ctx.args["id"], ctx.query.get("token"))
+    text = installer.kickstart(ctx.uow, ctx.args["id"], ctx.query.get("token"))
     return Response(text, mimetype="text/plain")
 
 
 def _event(ctx: Context) -> str:
-    if ctx.args["event"] not in installations.EVENTS:
-        raise NotFound(f"no callback {ctx.args['event']}; known: {', '.join(installations.EVENTS)}")
+    if ctx.args["event"] not in installer.EVENTS:
+        raise NotFound(f"no callback {ctx.args['event']}; known: {', '.join(installer.EVENTS)}")
     return ctx.args["event"]
 
 
 def callback(ctx: Context) -> None:
     _event(ctx)
-    installations.callback(ctx.uow, ctx.now, ctx.args["id"], ctx.query.get("token"), ctx.args["event"])
+    installer.callback(ctx.uow, ctx.now, ctx.args["id"], ctx.query.get("token"), ctx.args["event"])
 
 
 def recipe_callback(ctx: Context) -> None:
     """The same callbacks addressed by recipe, as Beaker's installers do: its latest installation."""
     _event(ctx)
     recipe = ctx.uow.session.get(Recipe, ctx.args["id"])
-    latest = installations.latest_for_recipe(ctx.uow.session, recipe) if recipe else None
+    latest = installer.latest_for_recipe(ctx.uow.session, recipe) if recipe else None
     if latest is None:
         raise NotFound(f"recipe {ctx.args['id']} has no installation")
-    installations.callback(ctx.uow, ctx.now, latest, ctx.query.get("token"), ctx.args["event"])
+    installer.callback(ctx.uow, ctx.now, latest, ctx.query.get("token"), ctx.args["event"])

@@ -14,6 +14,8 @@ import time
 from pathlib import Path
 
 import requests
+from requests.adapters import HTTPAdapter
+from urllib3.util.retry import Retry
 
 from .postgres import free_port
 
@@ -27,6 +29,10 @@ class Api:
         self.base = base
         self.token = token
         self.session = requests.Session()
+        # A kept-alive connection the server closes just as a request goes out is reset; retry the
+        # idempotent requests (GET, PUT, DELETE, ...) once on a fresh connection, as any client would.
+        retry = Retry(total=2, connect=2, read=2, status=0, backoff_factor=0.1)
+        self.session.mount("http://", HTTPAdapter(max_retries=retry))
         if token:
             self.session.headers["Authorization"] = f"Bearer {token}"
 

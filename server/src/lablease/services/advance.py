@@ -44,7 +44,7 @@ def as_dict(ar: AdvanceReservation) -> dict:
             "submitted_at": format_time(ar.submitted_at), "error_reasons": ar.error_reasons or []}
 
 
-def find(session, actor: Actor, ident, settings=None) -> AdvanceReservation:
+def find(session, actor: Actor, ident) -> AdvanceReservation:
     """An AR by id or name (the caller's own first, then any it may see)."""
     if isinstance(ident, int) or str(ident).isdigit():
         ar = session.get(AdvanceReservation, int(ident))
@@ -105,7 +105,7 @@ def create(uow, actor: Actor, now: datetime, data: dict) -> tuple[dict, int]:
     _within_limit(session, settings)
     start, end = rules.resolve_window(now, _time(data, "start"), _time(data, "end"), _duration(data))
     acl = rules.check_acl(data.get("acl") or [actor.name])
-    members = _acl_actors(session, acl)
+    members = acl_actors(session, acl)
     mail = data.get("mail") or {}
     events = rules.check_mail_events(mail.get("events", ""))
     handling = rules.check_error_handling(data.get("error_handling", "soft"))
@@ -164,7 +164,7 @@ def _within_limit(session, settings) -> None:
         raise LimitReached(f"{active} advance reservations are active, the limit (max_advance_reservations) is {limit}")
 
 
-def _acl_actors(session, acl: list[str]) -> list[Actor]:
+def acl_actors(session, acl: list[str]) -> list[Actor]:
     """Everybody the ACL names: its users and the members of its groups (each must exist)."""
     actors = {}
     for entry in acl:
@@ -278,7 +278,7 @@ def modify(uow, actor: Actor, now: datetime, ident, data: dict) -> dict:
         ar.name = data["name"]
     if "acl" in data:
         acl = rules.check_acl(data["acl"] or [ar.owner.name])
-        members = _acl_actors(session, acl)
+        members = acl_actors(session, acl)
         for held in ar.systems:
             loan = active_loan(session, held.system)
             if not all(may_use(m, held.system, loan) for m in members):
@@ -332,10 +332,10 @@ def delete(uow, actor: Actor, now: datetime, ident, force: bool = False) -> None
 def _bound_work(session, ar: AdvanceReservation) -> list[str]:
     sets = session.execute(select(RecipeSet).where(RecipeSet.ar_id == ar.id)).unique().scalars()
     work = [f"recipe {r.id}" for s in sets for r in s.recipes if r.status not in ("completed", "cancelled", "aborted")]
-    work += [f"reservation {r.id}" for r in _open_reservations(session, ar)]
+    work += [f"reservation {r.id}" for r in open_reservations(session, ar)]
     return work
 
 
-def _open_reservations(session, ar: AdvanceReservation) -> list[Reservation]:
+def open_reservations(session, ar: AdvanceReservation) -> list[Reservation]:
     return list(session.execute(select(Reservation).where(
         Reservation.ar_id == ar.id, Reservation.returned_at.is_(None))).unique().scalars())

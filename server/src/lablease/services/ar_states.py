@@ -31,7 +31,7 @@ def finish(session, settings, ar: AdvanceReservation, now: datetime, state: str,
                 activity.record(session, actor, now, "recipe", recipe.id, "aborted", "reason", None,
                                 f"advance reservation {ar.id} {why}")
         refresh_rollups(session, recipe_set, now)
-    for reservation in advance._open_reservations(session, ar):
+    for reservation in advance.open_reservations(session, ar):
         close_reservation(session, reservation, now, "ar_ended", actor, settings)
     for held in ar.systems:
         if held.booking_id is not None and state == "d":
@@ -86,7 +86,7 @@ def holding(session, system_id: int, states=rules.ACTIVE) -> list[AdvanceReserva
 
 def problems(session, ar: AdvanceReservation) -> list[tuple[str, str]]:
     """Why the AR cannot be satisfied now, as (kind, text) (domain/advance.py decides)."""
-    members = advance._acl_actors(session, ar.acl or [])
+    members = advance.acl_actors(session, ar.acl or [])
     held = [advance.facts(session, h.system, members, h.lab) for h in ar.systems]
     return rules.problems(held, ar.pools or [])
 

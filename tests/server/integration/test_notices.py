@@ -3,7 +3,10 @@ import hashlib
 import hmac
 import json
 import threading
-from datetime import timedelta
+from datetime import datetime, timedelta, timezone
+from email import message_from_bytes
+from email import policy as email_policy
+from email.utils import parsedate_to_datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
@@ -183,3 +186,46 @@ def test_loan_warning_and_return_notice(noticed):
     texts = [m.content.decode() for m in inbox.messages]
     assert len(texts) == 2
     assert "your loan ends at 2026-11-25T12:00:00Z" in texts[0] and "your loan was returned" in texts[1]
+
+
+def test_mails_carry_a_date_and_a_unique_message_id(noticed):
+    lab, inbox = noticed
+    lab.alice.patch("/me", {"email": "alice@lab.test"})
+    lab.alice.post("/reservations", {"system": "s1.lab.test", "duration": "3h"})
+    before = datetime.now(timezone.utc).replace(microsecond=0)
+    for hours in (2, 3):  # the warning, then the automatic return
+        run_due(lab.db, START + hours * H, lab.settings)
+        deliver(lab, START + hours * H)
+    after = datetime.now(timezone.utc)
+    mails = [message_from_bytes(m.content, policy=email_policy.default) for m in inbox.messages]
+    assert len(mails) == 2
+    for mail in mails:
+        sent = parsedate_to_datetime(mail["Date"])  # RFC 5322 date, sent at delivery time
+        assert sent.tzinfo is not None and before <= sent <= after
+        assert mail["Message-ID"].startswith("<lablease-") and mail["Message-ID"].endswith(">")
+    assert mails[0]["Message-ID"] != mails[1]["Message-ID"]
+
+
+def test_a_retried_mail_keeps_its_message_id(db):
+    """Delivery is at least once: a receiver recognises a repeat by its Message-ID."""
+
+    class RefusesFirst(Inbox):
+        async def handle_DATA(self, server, session, envelope):
+            self.messages.append(envelope)
+            return "451 try again later" if len(self.messages) == 1 else "250 OK"
+
+    inbox = RefusesFirst()
+    controller = Controller(inbox, hostname="127.0.0.1", port=free_port())
+    controller.start()
+    try:
+        lab = Lab(db, Settings(smtp_host="127.0.0.1", smtp_port=controller.port, outbox_retry_delay="1m"))
+        lab.system()
+        lab.alice.patch("/me", {"email": "alice@lab.test"})
+        lab.alice.post("/reservations", {"system": "s1.lab.test", "duration": "3h"})
+        run_due(lab.db, START + 2 * H, lab.settings)
+        assert deliver(lab, START + 2 * H) == 0  # refused once
+        assert deliver(lab, START + 3 * H) == 1  # retried
+    finally:
+        controller.stop()
+    ids = [message_from_bytes(e.content, policy=email_policy.default)["Message-ID"] for e in inbox.messages]
+    assert len(ids) == 2 and ids[0] == ids[1]

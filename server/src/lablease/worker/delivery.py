@@ -7,7 +7,9 @@ import json
 import logging
 import smtplib
 import socket
+from datetime import datetime, timezone
 from email.message import EmailMessage
+from email.utils import format_datetime
 
 import requests
 
@@ -35,6 +37,10 @@ class SmtpMailer:
         mail["From"] = self.settings.smtp_from
         mail["To"] = message.address
         mail["Subject"] = message.subject
+        # RFC 5322 requires Date (the time it is handed to the relay); relays that add a missing one
+        # use their own clock, and spam filters score its absence.
+        mail["Date"] = format_datetime(datetime.now(timezone.utc))
+        # The same for every attempt at one outbox message: a receiver recognises a re-send by it.
         mail["Message-ID"] = f"<lablease-{message.id}@{socket.getfqdn()}>"
         mail["X-Lablease-Event"] = message.payload.get("event", "")
         mail.set_content(message.payload.get("message", "") + "\n")

@@ -258,9 +258,15 @@ _ISO = re.compile(r"^P(?:(?P<w>\d+(?:\.\d+)?)W)?(?:(?P<d>\d+(?:\.\d+)?)D)?"
 _PART = re.compile(r"(\d+(?:\.\d+)?)\s*([a-z]+)")
 
 
+# Years and months have no fixed length: refused in every form, as the server does (lablease.timeparse).
+_CALENDAR_UNITS = ("y", "yr", "yrs", "year", "years", "mo", "mos", "mon", "mth", "mths", "month", "months")
+_ISO_CALENDAR = re.compile(r"^P[^T]*[YM]")
+
+
 def parse_duration(value, name="duration"):
     """Seconds (float) from 4h, 30m, 1h30m, 2d, 1w, PT4H, 1:30:00 or a number; ValueError otherwise."""
     hint = "%s: %r is not a duration (try 4h, 30m, 2d, 1w, PT4H or 1:30:00)" % (name, value)
+    calendar = "%s: years and months have no fixed length; use weeks or days" % name
     if isinstance(value, bool) or value is None:
         raise ValueError(hint)
     if isinstance(value, (int, float)):
@@ -270,6 +276,8 @@ def parse_duration(value, name="duration"):
         if re.match(r"^\d+(\.\d+)?$", text):
             seconds = float(text)
         elif text.upper().startswith("P"):
+            if _ISO_CALENDAR.match(text.upper()):
+                raise ValueError(calendar)
             match = _ISO.match(text.upper())
             if not match or text.upper() in ("P", "PT") or text.upper().endswith("T"):
                 raise ValueError(hint)
@@ -287,6 +295,8 @@ def parse_duration(value, name="duration"):
                 raise ValueError(hint)
             seconds = 0.0
             for number, unit in parts:
+                if unit in _CALENDAR_UNITS:
+                    raise ValueError(calendar)
                 if unit not in _UNITS:
                     raise ValueError(hint)
                 seconds += float(number) * _UNITS[unit]

@@ -1,7 +1,8 @@
 """Parsing of the times and durations that users type (API, CLI, config).
 
 Durations: ISO 8601 (`PT4H`, via isodate), `30m 4h 2d 1w` and `h:m:s`
-(via pytimeparse2), a number of seconds, or the word `unlimited`.
+(via pytimeparse2), a number of seconds, or the word `unlimited`. Years and
+months have no fixed length, so no form takes them (`P1Y` and `1y` alike).
 Times: RFC 3339 with a zone (`2026-11-22T14:00:00Z`).
 Grid Engine's forms (qrsub and friends): times `[[CC]YY]MMDDhhmm[.SS]`, in
 UTC; durations `h:m:s` (`2:30:00`, `1::1`) or seconds.
@@ -16,6 +17,11 @@ import pytimeparse2
 
 from .domain.errors import Invalid
 from .domain.reservations import UNLIMITED
+
+NO_FIXED_LENGTH = "years and months have no fixed length; use weeks or days"
+# pytimeparse2's own spellings of years (1y, 2 yrs) and months (1mo, 3 months): it would count them
+# as 365 and 30 days, which ISO 8601's P1Y and P1M (refused) do not mean either.
+_CALENDAR_UNITS = re.compile(f"{pytimeparse2.YEARS}|{pytimeparse2.MONTHS}", re.IGNORECASE)
 
 
 def parse_duration(value, field: str = "duration", allow_unlimited: bool = False) -> timedelta | str:
@@ -32,6 +38,8 @@ def parse_duration(value, field: str = "duration", allow_unlimited: bool = False
         seconds = pytimeparse2.parse(value.strip())
         if seconds is None:
             raise Invalid(field, f"{value!r} is not a duration (try 4h, 30m, 2d, 1w, PT4H or 1:30:00)")
+        if _CALENDAR_UNITS.search(value):
+            raise Invalid(field, NO_FIXED_LENGTH)
     else:
         raise Invalid(field, "must be a duration such as 4h, 30m, 2d, PT4H or 1:30:00")
     if seconds <= 0:
@@ -44,8 +52,8 @@ def _iso_seconds(value: str, field: str) -> float:
         parsed = isodate.parse_duration(value)
     except (isodate.ISO8601Error, ValueError):
         raise Invalid(field, f"{value!r} is not an ISO 8601 duration") from None
-    if isinstance(parsed, isodate.Duration):  # years or months: no fixed length
-        raise Invalid(field, "years and months have no fixed length; use weeks or days")
+    if isinstance(parsed, isodate.Duration):  # years or months
+        raise Invalid(field, NO_FIXED_LENGTH)
     return parsed.total_seconds()
 
 

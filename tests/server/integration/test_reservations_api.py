@@ -210,3 +210,15 @@ def test_a_returned_reservation_cannot_be_returned_or_extended_again(lab):
     status, problem = lab.alice.delete(f"/reservations/{r['id']}")
     assert status == 409 and problem["detail"] == f"reservation {r['id']} was already returned"
     assert lab.alice.patch(f"/reservations/{r['id']}", {"extend_by": "1h"})[0] == 409
+
+
+def test_years_and_months_are_refused_in_both_forms_with_one_message(lab):
+    lab.system()
+    details = set()
+    for duration in ("1y", "P1Y", "2 months", "P2M"):
+        status, problem = lab.alice.post("/reservations", {"system": "s1.lab.test", "duration": duration})
+        assert status == 422, duration
+        details.add(problem["detail"])
+    assert details == {"duration: years and months have no fixed length; use weeks or days"}
+    _, mine = lab.alice.get("/reservations")
+    assert mine == []

@@ -21,6 +21,19 @@ def test_bad_durations_name_the_field(text):
     assert error.value.field == "extend_by"
 
 
+@pytest.mark.parametrize("text", ["P1Y", "P1M", "P1Y2D", "1y", "2 years", "1yr", "1mo", "3 months", "1y 2d", "1.5y"])
+def test_years_and_months_are_refused_alike_in_every_form(text):
+    """They have no fixed length: 1y is not 365 days any more than P1Y is."""
+    with pytest.raises(Invalid) as error:
+        parse_duration(text, "duration")
+    assert error.value.detail == "duration: years and months have no fixed length; use weeks or days"
+
+
+@pytest.mark.parametrize("text, seconds", [("1m", 60), ("30 mins", 1800), ("PT1M", 60), ("2 days", 172800)])
+def test_minutes_and_days_are_not_taken_for_months_or_years(text, seconds):
+    assert parse_duration(text) == timedelta(seconds=seconds)
+
+
 def test_unlimited_only_when_allowed():
     assert parse_duration("unlimited", allow_unlimited=True) == "unlimited"
     with pytest.raises(Invalid):

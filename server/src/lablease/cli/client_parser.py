@@ -195,12 +195,15 @@ def add_policy_commands(policy, common) -> None:
 def duration(value: str) -> float:
     """--timeout: seconds, from the durations the server takes (90, 30s, 10m, 1h, PT10M, 1:30:00)."""
     from ..domain.errors import Invalid
-    from ..timeparse import parse_duration
+    from ..timeparse import NO_FIXED_LENGTH, parse_duration
 
     try:
         return parse_duration(value, "timeout").total_seconds()
     except Invalid as error:
-        raise argparse.ArgumentTypeError(f"{value!r} is not a duration (try 90, 30s, 10m, 1h or PT10M)") from error
+        reason = error.extra["reason"]
+        if reason != NO_FIXED_LENGTH:
+            reason = f"{value!r} is not a duration (try 90, 30s, 10m, 1h or PT10M)"
+        raise argparse.ArgumentTypeError(reason) from error
 
 
 def interval(value: str) -> float:

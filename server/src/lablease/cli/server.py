@@ -11,7 +11,7 @@ from datetime import datetime, timezone
 import yaml
 
 from ..config import Settings, load_settings
-from ..domain.errors import DomainError
+from ..domain.errors import DomainError, Invalid
 from ..domain.permissions import Actor
 from ..services import systems, users
 from ..store import migrate
@@ -76,8 +76,23 @@ def cmd_group_add(settings: Settings, args) -> None:
           f"members {', '.join(group['members']) or '-'}")
 
 
+def lifetime(text: str):
+    """--expires: a duration, checked while parsing so a bad one is a usage error (status 2)."""
+    try:
+        return parse_duration(text, "expires")
+    except Invalid as error:
+        raise argparse.ArgumentTypeError(error.extra["reason"]) from None
+
+
+def key_value(pair: str) -> tuple[str, str]:
+    key, sep, value = pair.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"{pair!r} is not KEY=VALUE")
+    return key, value
+
+
 def cmd_token_create(settings: Settings, args) -> None:
-    expires = now() + parse_duration(args.expires, "expires") if args.expires else None
+    expires = now() + args.expires if args.expires else None
     with unit_of_work(_db(settings), settings) as uow:
         secret = users.create_token(uow, now(), args.user, args.name, expires)
         uow.commit()
@@ -93,12 +108,9 @@ def cmd_token_revoke(settings: Settings, args) -> None:
     print(f"revoked {count} token(s) of {args.user}")
 
 
-def _attributes(pairs: list[str]) -> dict:
+def _attributes(pairs: list[tuple[str, str]]) -> dict:
     attributes: dict[str, list[str]] = {}
-    for pair in pairs or ():
-        key, sep, value = pair.partition("=")
-        if not sep:
-            raise SystemExit(f"lablease-server: --attr takes KEY=VALUE, not {pair!r}")
+    for key, value in pairs or ():
         attributes.setdefault(key, []).append(value)
     return attributes
 
@@ -176,7 +188,7 @@ def parser() -> argparse.ArgumentParser:
     create = token.add_parser("create", help="print a new token for a user")
     create.add_argument("user")
     create.add_argument("--name", default="token", help="a label for the token")
-    create.add_argument("--expires", help="lifetime, e.g. 30d")
+    create.add_argument("--expires", type=lifetime, help="lifetime, e.g. 30d, 12h or P4W")
     create.set_defaults(func=cmd_token_create)
     revoke = token.add_parser("revoke", help="revoke a user's tokens")
     revoke.add_argument("user")
@@ -192,7 +204,7 @@ def parser() -> argparse.ArgumentParser:
     sadd.add_argument("--lab")
     sadd.add_argument("--owner")
     sadd.add_argument("--condition", default="manual", choices=["automated", "manual", "broken", "removed"])
-    sadd.add_argument("--attr", action="append", help="KEY=VALUE (repeatable)")
+    sadd.add_argument("--attr", type=key_value, action="append", help="KEY=VALUE (repeatable)")
     sadd.set_defaults(func=cmd_system_add)
     simport = system.add_parser("import", help="add or update systems from a YAML file")
     simport.add_argument("file")

@@ -113,6 +113,12 @@ def test_bad_durations(text):
         parse_duration(text)
 
 
+@pytest.mark.parametrize("text", ["P1Y", "P1M", "1y", "2 years", "1mo", "3 months"])
+def test_years_and_months_are_refused_as_the_server_does(text):
+    with pytest.raises(ValueError, match="^duration: years and months have no fixed length; use weeks or days$"):
+        parse_duration(text)
+
+
 def test_times():
     assert parse_time("2026-11-22T14:00:00Z") == parse_time("2026-11-22T16:00:00+02:00")
     with pytest.raises(ValueError, match="time zone"):

@@ -152,3 +152,46 @@ def test_policy_failures(cli, add_system):
     assert cli("policy", "grant", "pol2.lab.test", "teleport", "--everybody").code == 2
     assert cli("policy", "grant", "pol2.lab.test", "view", "--user", "bob", "--everybody").code == 2
     assert cli("policy", "revoke", "pol2.lab.test", "424242").code == 3
+
+
+# --- changes that break an advance reservation: refused unless --force ------------------------
+
+def granted_ar(server, **fields) -> int:
+    start = (datetime.now().astimezone() + timedelta(days=20)).replace(microsecond=0)
+    response = server.admin.post("/advance-reservations", json={"start": start.isoformat(), "duration": "1h", **fields})
+    assert response.status_code == 201, response.text
+    return response.json()["id"]
+
+
+def ar_state(server, ar_id: int) -> str:
+    return server.admin.get(f"/advance-reservations/{ar_id}").json()["state"]
+
+
+@needs_pools
+def test_pool_remove_that_breaks_an_advance_reservation_needs_force(cli, server, add_system):
+    add_system("poolf.lab.test")
+    cli.ok("pool", "create", "forced-pool", "--group", "lab-team")
+    cli.ok("pool", "add", "forced-pool", "poolf.lab.test", user="carol")
+    ar_id = granted_ar(server, pools=["forced-pool"], hosts=["poolf.lab.test"])
+    refused = cli("pool", "remove", "forced-pool", "poolf.lab.test", user="carol")
+    assert refused.code == 5
+    assert refused.err.startswith(f"lablease: this would break advance reservation {ar_id} (")
+    assert refused.err.endswith("); repeat with --force to do it anyway (the reservation goes into error)\n")
+    assert ar_state(server, ar_id) == "w"
+    after = json.loads(cli.ok("pool", "remove", "forced-pool", "poolf.lab.test", "--force", "--json", user="carol").out)
+    assert after["systems"] == [] and ar_state(server, ar_id) == "E"
+
+
+@needs_policy
+def test_policy_revoke_that_locks_an_acl_user_out_needs_force(cli, server, add_system):
+    add_system("polf.lab.test")
+    ar_id = granted_ar(server, hosts=["polf.lab.test"], acl=["bob"])
+    rules = json.loads(cli.ok("policy", "show", "polf.lab.test", "--json").out)["rules"]
+    reserve = next(r["id"] for r in rules if r["permission"] == "reserve" and r["everybody"])
+    refused = cli("policy", "revoke", "polf.lab.test", str(reserve))
+    assert refused.code == 5
+    assert "bob may no longer use polf.lab.test" in refused.err and "repeat with --force to do it anyway" in refused.err
+    assert ar_state(server, ar_id) == "w"
+    assert cli.ok("policy", "revoke", "polf.lab.test", str(reserve), "-f").out == \
+        f"revoked rule {reserve} of polf.lab.test\n"
+    assert ar_state(server, ar_id) == "E"

@@ -194,6 +194,39 @@ def test_changes_that_would_break_a_granted_reservation_are_refused_unless_force
     assert forced and "pool" in forced[0]["new"]
 
 
+def test_force_counts_in_the_json_body_as_in_the_query_string(lab):
+    lab.admin.post("/pools", {"name": "fast"})
+    for fqdn in ("a1.lab.test", "a2.lab.test"):
+        lab.admin.post("/pools/fast/systems", {"fqdn": fqdn})
+    _, granted = ar(lab, pools=["fast"])
+    refusal = lab.admin.call("DELETE", "/pools/fast/systems/a1.lab.test", {"force": False})
+    assert refusal[0] == 409 and "repeat with force=true" in refusal[1]["detail"]
+    status, problem = lab.admin.call("DELETE", "/pools/fast/systems/a1.lab.test", {"force": False},
+                                     query_string={"force": "true"})
+    assert (status, problem["detail"]) == (422, "force: the query string and the body disagree; give it once")
+    assert lab.admin.call("DELETE", "/pools/fast/systems/a1.lab.test", {"force": True})[0] == 204
+    # a body that changes the resource carries it beside the fields, which are applied as usual
+    status, system = lab.admin.patch("/systems/a2.lab.test", {"condition": "removed", "force": True})
+    assert status == 200 and system["condition"] == "removed"
+    _, shown = lab.alice.get(f"/advance-reservations/{granted['id']}")
+    assert shown["state"] == "E" and shown["error_reasons"] == [
+        "a1.lab.test is no longer in pool(s) fast", "a2.lab.test is removed"]
+    # routes that take no force refuse it as any unknown field
+    status, problem = lab.admin.post("/pools", {"name": "slow", "force": True})
+    assert (status, problem["detail"]) == (422, "unknown field 'force'")
+
+
+def test_the_api_description_documents_force_in_the_body_where_the_query_takes_it(lab):
+    _, spec = lab.alice.get("/openapi.json")
+    for path, operations in spec["paths"].items():
+        for method, operation in operations.items():
+            in_query = any(p["name"] == "force" for p in operation["parameters"])
+            body = operation.get("requestBody", {}).get("content", {}).get("application/json", {}).get("schema", {})
+            assert in_query == ("force" in body.get("properties", {})), (method, path)
+            if method == "delete" and in_query:
+                assert operation["requestBody"]["required"] is False, path  # a bare DELETE still works
+
+
 def test_mail_and_webhooks_go_through_the_outbox(db, tmp_path):
     lab = Lab(db, Settings(data_dir=str(tmp_path / "data"), smtp_host="127.0.0.1"))
     lab.system("m1.lab.test", condition="automated")

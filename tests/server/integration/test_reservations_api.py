@@ -222,3 +222,16 @@ def test_years_and_months_are_refused_in_both_forms_with_one_message(lab):
     assert details == {"duration: years and months have no fixed length; use weeks or days"}
     _, mine = lab.alice.get("/reservations")
     assert mine == []
+
+
+def test_a_misspelt_field_is_named_as_unknown_with_the_field_it_was_meant_to_be(lab):
+    lab.system()
+    status, problem = lab.alice.post("/reservations", {"sytem": "s1.lab.test", "duration": "1h"})
+    assert status == 422
+    assert problem["detail"] == "unknown field 'sytem'; did you mean 'system'?"
+    assert problem["field"] == "sytem"
+    status, problem = lab.alice.post("/reservations", {"system": "s1.lab.test", "colour": "blue"})
+    assert (status, problem["detail"]) == (422, "unknown field 'colour'")  # nothing close to it
+    status, problem = lab.admin.post("/advance-reservations", {"duration": "1h", "mail": {"evnts": "b"}})
+    assert (status, problem["detail"]) == (422, "unknown field 'mail.evnts'; did you mean 'mail.events'?")
+    assert lab.alice.get("/reservations")[1] == []

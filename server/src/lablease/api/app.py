@@ -19,7 +19,7 @@ from ..store.db import Database
 from ..services import unit_of_work
 from ..store.wakeup import Waker
 from . import errors
-from .inputs import check_body, query_value, read_json
+from .inputs import check_body, merge_force, query_value, read_json
 from .routes import ROUTES, Route
 from .views.context import Context, Reply
 
@@ -70,8 +70,9 @@ class LabLeaseApp:
             actor = authenticate(uow.session, request.headers.get("Authorization"), now) if route.auth else None
             ctx = Context(uow, actor, now, self.settings, args, self.body(route, request, data),
                           self.query(route, request), raw=data, mimetype=request.mimetype)
-            # force=true: do it even though it breaks an advance reservation (which goes into error)
-            uow.session.info["force"] = bool(ctx.query.get("force"))
+            # force=true: do it even though it breaks an advance reservation (which goes into error);
+            # in the query string or the JSON body
+            uow.session.info["force"] = merge_force(ctx.query, ctx.body)
             try:
                 result = route.view(ctx)
                 if route.writes:

@@ -1,13 +1,14 @@
 """Turning request bodies and query strings into checked Python values."""
 from __future__ import annotations
 
+import difflib
 import json
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
 from werkzeug.exceptions import BadRequest, UnsupportedMediaType
 
-from ..domain.errors import Invalid
+from ..domain.errors import Invalid, UnknownField
 from ..timeparse import parse_duration, parse_time
 
 
@@ -35,8 +36,13 @@ def _validator(schema: dict) -> Draft202012Validator:
 
 
 def check_body(body: object, schema: dict) -> None:
-    """422 naming the field at fault when body does not match schema."""
-    error = best_match(_validator(schema).iter_errors(body))
+    """422 naming the field at fault when body does not match schema.
+
+    An unknown field comes first: it is most often a misspelt one (`sytem`), which would
+    otherwise be reported as the required field it was meant to be.
+    """
+    found = list(_validator(schema).iter_errors(body))
+    error = next((e for e in found if e.validator == "additionalProperties"), None) or best_match(found)
     if error is None:
         return
     path = ".".join(str(p) for p in error.absolute_path)
@@ -44,10 +50,24 @@ def check_body(body: object, schema: dict) -> None:
         missing = next((name for name in error.validator_value if name not in error.instance), "?")
         raise Invalid(f"{path}.{missing}" if path else missing, "is required")
     if error.validator == "additionalProperties":
-        extra = sorted(set(error.instance) - set(error.schema.get("properties", {})))
-        name = extra[0] if extra else "?"
-        raise Invalid(f"{path}.{name}" if path else name, "is not a known field")
+        known = error.schema.get("properties", {})
+        name = min(set(error.instance) - set(known), default="?")
+        close = difflib.get_close_matches(name, known, n=1)
+        raise UnknownField(*(f"{path}.{n}" if path else n for n in (name, *close)))
     raise Invalid(path or "body", error.message)
+
+
+def merge_force(query: dict, body: dict) -> bool:
+    """`force` from the query string or the JSON body, which routes taking it accept alike.
+
+    It moves into the query, where views read it, so the body keeps only the resource's own fields.
+    """
+    if isinstance(body, dict) and "force" in body:
+        forced = body.pop("force")
+        if query.get("force", forced) != forced:
+            raise Invalid("force", "the query string and the body disagree; give it once")
+        query["force"] = forced
+    return bool(query.get("force"))
 
 
 def query_value(kind: str, name: str, raw: str):

@@ -52,7 +52,9 @@ def _operation(route: Route) -> dict:
         "responses": responses,
     }
     if route.body is not None:
-        operation["requestBody"] = {"required": True, "content": {"application/json": {"schema": route.body}}}
+        # A body without required fields may be left out (an empty body reads as {}).
+        operation["requestBody"] = {"required": bool(route.body.get("required")),
+                                    "content": {"application/json": {"schema": route.body}}}
     elif route.raw:
         operation["requestBody"] = {"required": True, "content": {
             "application/xml": {"schema": {"type": "string", "description": "job XML (see docs/jobs.md)"}},

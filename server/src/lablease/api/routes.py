@@ -5,7 +5,7 @@ this table, so a route cannot exist undocumented.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 from . import schemas as s
@@ -287,3 +287,15 @@ ROUTES: list[Route] = [
     Route("DELETE", BASE + "/schedules/<subject>/reservations/<int:id>", schedules.cancel, "Cancel a booking",
           "schedules", status=204, statuses=(403, 404)),
 ]
+
+
+def _force_in_body_too(route: Route) -> Route:
+    """A route taking ?force= takes {"force": true} in its JSON body as well (inputs.merge_force)."""
+    if "force" not in route.query:
+        return route
+    body = route.body or {"type": "object", "additionalProperties": False, "properties": {}}
+    force = {"type": "boolean", "description": f"the same as ?force=: {route.query['force'][1]}"}
+    return replace(route, body={**body, "properties": {**body["properties"], "force": force}})
+
+
+ROUTES = [_force_in_body_too(route) for route in ROUTES]

@@ -27,7 +27,7 @@ from datetime import datetime, timezone
 from importlib import resources
 
 from . import output
-from .client_commands import Outcome, body
+from .client_commands import Outcome, body, forced, in_cli_terms
 from .client_http import Api, ClientError, segment
 from .client_status import ExitStatus
 from .client_views import Shape
@@ -486,10 +486,9 @@ def delete(api: Api, args) -> Outcome:
     done: list[str] = []
     for ref in args.refs:
         try:
-            api.request("DELETE", ar_path(ref), params={"force": "true"} if args.force else None)
+            api.delete(ar_path(ref), forced(args))
         except ClientError as error:
-            if error.status == ExitStatus.CONFLICT and not args.force:
-                error.message += " (--force aborts its work first)"
+            in_cli_terms(error, args, "--force aborts its work first")
             if done:
                 error.outcome = Outcome(None, AR, "\n".join(done))
             raise

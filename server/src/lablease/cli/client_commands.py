@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .client_http import Api, segment
+from .client_http import Api, ClientError, segment
+from .client_status import ExitStatus
 from .client_views import RESERVATION, SYSTEM, USER, Shape, end_time
 
 
@@ -19,6 +20,21 @@ class Outcome:
     data: object = None
     shape: Shape | None = None
     message: str | None = None
+
+
+def forced(args) -> dict | None:
+    """The query string of a command with --force."""
+    return {"force": "true"} if args.force else None
+
+
+def in_cli_terms(error: ClientError, args, hint: str) -> ClientError:
+    """A refusal that force would override, told in the command line's terms (--force, not force=true)."""
+    if error.status == ExitStatus.CONFLICT and not args.force:
+        if "force=true" in error.message:
+            error.message = error.message.replace("force=true", "--force")
+        else:
+            error.message += f" ({hint})"
+    return error
 
 
 def body(**fields) -> dict:

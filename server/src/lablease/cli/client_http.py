@@ -77,8 +77,8 @@ class Api:
     def patch(self, path: str, body: dict):
         return self.request("PATCH", path, json=body)
 
-    def delete(self, path: str):
-        return self.request("DELETE", path)
+    def delete(self, path: str, params: dict | None = None):
+        return self.request("DELETE", path, params=params)
 
     def request(self, method: str, path: str, **kwargs):
         """The decoded JSON answer (None for 204), or ClientError."""

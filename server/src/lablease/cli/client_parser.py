@@ -170,6 +170,8 @@ def add_pool_commands(commands, common) -> None:
         p.add_argument("name", metavar="NAME")
         p.add_argument("fqdns", metavar="FQDN", nargs="+")
         p.set_defaults(handler=handler)
+    p.add_argument("-f", "--force", action="store_true",
+                   help="also when it breaks an advance reservation that asked for the pool (it goes into error)")
 
 
 def add_policy_commands(policy, common) -> None:
@@ -189,6 +191,8 @@ def add_policy_commands(policy, common) -> None:
     p = sub.add_parser("revoke", help="remove a rule", parents=[common])
     p.add_argument("system", metavar="SYSTEM")
     p.add_argument("rule_id", metavar="RULE_ID", type=int)
+    p.add_argument("-f", "--force", action="store_true",
+                   help="also when it locks a user of an advance reservation out (it goes into error)")
     p.set_defaults(handler=sh.policy_revoke)
 
 

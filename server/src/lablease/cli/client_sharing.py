@@ -1,8 +1,8 @@
 """Handlers of `lablease loan ...`, `pools`, `pool ...` and `policy ...`: sharing systems with people."""
 from __future__ import annotations
 
-from .client_commands import Outcome, body, system_path
-from .client_http import Api, segment
+from .client_commands import Outcome, body, forced, in_cli_terms, system_path
+from .client_http import Api, ClientError, segment
 from .client_views import LOAN, POLICY, POOL, RULE
 
 
@@ -52,8 +52,12 @@ def pool_add(api: Api, args) -> Outcome:
 
 
 def pool_remove(api: Api, args) -> Outcome:
-    for fqdn in args.fqdns:
-        api.delete(pool_path(args.name, f"/systems/{segment(fqdn)}"))
+    """One call per system, in order; the first refusal stops (the earlier ones stay removed)."""
+    try:
+        for fqdn in args.fqdns:
+            api.delete(pool_path(args.name, f"/systems/{segment(fqdn)}"), forced(args))
+    except ClientError as error:
+        raise in_cli_terms(error, args, "--force removes it anyway") from None
     return Outcome(api.get(pool_path(args.name)), POOL)
 
 
@@ -68,5 +72,8 @@ def policy_grant(api: Api, args) -> Outcome:
 
 
 def policy_revoke(api: Api, args) -> Outcome:
-    api.delete(system_path(args.system, f"/access-policy/rules/{args.rule_id}"))
+    try:
+        api.delete(system_path(args.system, f"/access-policy/rules/{args.rule_id}"), forced(args))
+    except ClientError as error:
+        raise in_cli_terms(error, args, "--force revokes it anyway") from None
     return Outcome(None, RULE, f"revoked rule {args.rule_id} of {args.system}")

@@ -36,6 +36,15 @@ class Invalid(DomainError):
         self.field = field_name
 
 
+class UnknownField(Invalid):
+    """A field the input does not take; `close` is a known name it was probably meant to be."""
+
+    def __init__(self, field_name: str, close: str | None = None):
+        super().__init__(field_name, "is not a known field")
+        self.detail = f"unknown field {field_name!r}" + (f"; did you mean {close!r}?" if close else "")
+        self.args = (self.detail,)
+
+
 class NotFound(DomainError):
     title = "Not found"
 

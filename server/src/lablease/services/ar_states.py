@@ -45,7 +45,9 @@ def _move(session, settings, ar: AdvanceReservation, state: str, now: datetime, 
           why: str) -> None:
     rules.check_transition(ar.state, state)
     old, ar.state, ar.changed_at = ar.state, state, now
-    activity.record(session, actor, now, "advance_reservation", ar.id, why, "state", old, state)
+    # why goes with the new state: it is free text, longer than an action name may be
+    activity.record(session, actor, now, "advance_reservation", ar.id, "state_changed", "state", old,
+                    f"{state} ({why})")
     kind = {"r": "b", "x": "e", "d": "e", "E": "a"}.get(state, "a")
     publish(session, settings, ar, now, "state_changed", f"advance reservation {ar.id}: {old} -> {state} ({why})",
              mail_kind=kind, extra={"old": old, "new": state})

@@ -17,6 +17,7 @@ import pytimeparse2
 
 from .domain.errors import Invalid
 from .domain.reservations import UNLIMITED
+from .domain.times import format_time  # noqa: F401  (one formatter, for domain and the rest alike)
 
 NO_FIXED_LENGTH = "years and months have no fixed length; use weeks or days"
 # pytimeparse2's own spellings of years (1y, 2 yrs) and months (1mo, 3 months): it would count them
@@ -68,12 +69,6 @@ def parse_time(value, field: str) -> datetime:
     if parsed.tzinfo is None:
         raise Invalid(field, f"{value!r} has no time zone; add Z for UTC")
     return parsed.astimezone(timezone.utc)
-
-
-def format_time(moment: datetime | None) -> str | None:
-    if moment is None:
-        return None
-    return moment.astimezone(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
 def format_duration(delta: timedelta | None) -> str | None:

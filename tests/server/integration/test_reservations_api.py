@@ -134,7 +134,7 @@ def test_invalid_input_names_the_field(lab):
         status, problem = lab.alice.post("/reservations", body)
         assert status == 422, (body, problem)
         assert problem["field"] == field, (body, problem)
-        assert problem["detail"].startswith(field)
+        assert problem["detail"].startswith(field) or problem["detail"] == f"unknown field {field!r}"
     _, listed = lab.admin.get("/reservations")
     assert listed == []  # nothing half-written
 

@@ -6,6 +6,7 @@ import pytest
 
 from lablease.domain.recipes import check_transition, keeps_system, rollup_status, worst_result
 from lablease.domain.errors import Conflict
+from lablease.domain.permissions import LENT_TO_ANOTHER
 from lablease.scheduler.filters import Host, verdict
 from lablease.scheduler.planner import Need, explain, place, place_partial, shuffled_within_tiers, tier
 
@@ -87,8 +88,20 @@ def test_explanation_counts_reasons_and_busy_candidates():
     result = explain(leaf("arch", "=", "x86_64"), hosts, usable, lambda sid: until if sid == 1 else False)
     assert result.ruled_out == {"arch = x86_64": 2, "you may not use it": 1}
     assert result.busy == [("a.lab.test", until)]
-    assert result.message() == ("2 system(s): arch = x86_64; 1 system(s): you may not use it; "
+    assert result.message() == ("2 system(s) ruled out: arch = x86_64; 1 system(s) ruled out: you may not use it; "
                                 "1 candidate(s) busy: a.lab.test until 2026-11-22T14:00:00Z")
+
+
+def test_a_recipe_whose_systems_are_only_lent_away_waits_for_a_loan_not_forever():
+    hosts = [X86, ARM]
+    lent = lambda h: (False, LENT_TO_ANOTHER)  # noqa: E731
+    result = explain(leaf("arch", "=", "x86_64"), hosts, lent, lambda sid: False)
+    assert result.message() == ("1 system(s) ruled out: arch = x86_64; 1 system(s) ruled out: the system is lent "
+                                "to another user; it waits for a loan to end: the systems that could run it are lent "
+                                "to someone else")
+    refused = lambda h: (False, "you may not use this system")  # noqa: E731
+    assert explain(leaf("arch", "=", "x86_64"), hosts, refused, lambda sid: False).message().endswith(
+        "; no system can ever satisfy this recipe")
 
 
 def test_state_machine_and_rollups():

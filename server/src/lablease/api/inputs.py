@@ -9,6 +9,7 @@ from jsonschema.exceptions import best_match
 from werkzeug.exceptions import BadRequest, UnsupportedMediaType
 
 from ..domain.errors import Invalid, UnknownField
+from ..domain.systems import check_whole
 from ..timeparse import parse_duration, parse_time
 
 
@@ -54,6 +55,8 @@ def check_body(body: object, schema: dict) -> None:
         name = min(set(error.instance) - set(known), default="?")
         close = difflib.get_close_matches(name, known, n=1)
         raise UnknownField(*(f"{path}.{n}" if path else n for n in (name, *close)))
+    if error.validator == "maximum":  # the value may be hundreds of digits long: not repeated
+        raise Invalid(path or "body", f"is too large (at most {error.validator_value})")
     raise Invalid(path or "body", error.message)
 
 
@@ -81,9 +84,10 @@ def query_value(kind: str, name: str, raw: str):
         raise Invalid(name, "must be true or false")
     if kind == "int":
         try:
-            return int(raw)
+            number = int(raw)
         except ValueError:
             raise Invalid(name, "must be a whole number") from None
+        return check_whole(name, number, minimum=0)
     return raw
 
 

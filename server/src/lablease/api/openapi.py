@@ -4,12 +4,13 @@ from __future__ import annotations
 import re
 
 from .. import __version__
+from ..domain.systems import MAX_WHOLE
 from . import schemas
 from .routes import ROUTES, Route
 
 _PARAM = re.compile(r"<(?:(\w+):)?(\w+)>")
 _KINDS = {"time": {"type": "string", "format": "date-time"}, "bool": {"type": "boolean"},
-          "int": {"type": "integer"}, "str": {"type": "string"}}
+          "int": {"type": "integer", "minimum": 0, "maximum": MAX_WHOLE}, "str": {"type": "string"}}
 _REASONS = {400: "Malformed request", 401: "Missing, unknown, revoked or expired token", 403: "Not allowed",
             404: "Not found", 409: "Conflict (e.g. the calendar is booked)", 413: "Body too large",
             415: "Body of a type the route does not take",

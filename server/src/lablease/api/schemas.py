@@ -1,6 +1,11 @@
 """JSON schemas of request bodies and answers: used to validate and to describe (OpenAPI)."""
 from __future__ import annotations
 
+from ..domain.systems import MAX_WHOLE
+
+# Whole numbers a request may send are bounded by what the database stores (check_body: "too large").
+WHOLE = {"type": "integer", "minimum": 1, "maximum": MAX_WHOLE}
+
 DURATION = {
     "description": "ISO 8601 (PT4H), 30m 4h 2d 1w, h:m:s, or seconds",
     "oneOf": [{"type": "string", "minLength": 1, "maxLength": 64}, {"type": "number", "exclusiveMinimum": 0}],
@@ -13,8 +18,8 @@ SETTINGS_OBJECT = {"type": "object", "description": "driver settings; secrets (p
 
 SYSTEM_FIELDS = {
     "arch": {"type": "string", "description": "x86_64, aarch64, ppc64le, s390x, ..."},
-    "cpus": {"type": ["integer", "null"], "minimum": 1},
-    "memory_mb": {"type": ["integer", "null"], "minimum": 1},
+    "cpus": {**WHOLE, "type": ["integer", "null"]},
+    "memory_mb": {**WHOLE, "type": ["integer", "null"]},
     "lab": {"type": ["string", "null"], "maxLength": 64},
     "attributes": {"type": "object", "description": "key -> value or list of values"},
     "condition": {"enum": ["automated", "manual", "broken", "removed"]},
@@ -23,7 +28,7 @@ SYSTEM_FIELDS = {
     "netboot": SETTINGS_OBJECT,
     "release_action": {"enum": ["power_off", "leave_on", "reprovision"],
                        "description": "what happens when a reservation of the system ends"},
-    "reprovision_distro_tree": {"type": ["integer", "null"],
+    "reprovision_distro_tree": {**WHOLE, "type": ["integer", "null"],
                                 "description": "distro tree id installed by the reprovision release action"},
 }
 
@@ -65,7 +70,7 @@ RESERVATION_CREATE = {
         "heartbeat": {**DURATION, "description": "return the reservation when no heartbeat came for this long"},
         "request_id": {"type": "string", "minLength": 1, "maxLength": 128,
                        "description": "a client-chosen id: retrying with it returns the same reservation"},
-        "advance_reservation": {"type": "integer", "description": "reserve inside this advance reservation "
+        "advance_reservation": {**WHOLE, "description": "reserve inside this advance reservation "
                                 "(its ACL users, its systems, inside its window; default end: the AR's)"},
     },
     "additionalProperties": False,
@@ -113,7 +118,7 @@ SUBJECT = {
 RESOURCE_PUT = {
     "type": "object",
     "required": ["capacity"],
-    "properties": {"capacity": {"type": "integer", "minimum": 1}},
+    "properties": {"capacity": WHOLE},
     "additionalProperties": False,
 }
 RESOURCE = {"type": "object", "properties": {"subject": {"type": "string"}, "resource_id": {"type": "string"},
@@ -127,7 +132,7 @@ SCHEDULE_CREATE = {
         "resource_spec": {"type": "object", "description": "free-form description of the resource"},
         "user": {**NAME, "description": "book on behalf of this user (admins)"},
         "slice": NAME,
-        "quantity": {"type": "integer", "minimum": 1, "default": 1},
+        "quantity": {**WHOLE, "default": 1},
         **SCHEDULE_WINDOW,
     },
     "additionalProperties": False,
@@ -305,7 +310,7 @@ PROVISION = {
     "type": "object",
     "required": ["distro_tree"],
     "properties": {
-        "distro_tree": {"type": ["integer", "string"], "description": "a distro tree id, or its name"},
+        "distro_tree": {**WHOLE, "type": ["integer", "string"], "description": "a distro tree id, or its name"},
         "arch": {"type": "string", "description": "with a name: the tree's arch (default: the system's)"},
         "variant": {"type": "string", "description": "with a name: the tree's variant, when it has several"},
         "ks_meta": {"type": "string", "maxLength": 4000, "description": "key=value variables for the kickstart"},
@@ -345,7 +350,7 @@ AR_CREATE = {
         "hosts": {"type": "array", "items": NAME, "description": "systems by name"},
         "requires": {"type": ["object", "null"], "description": "qrsub -l: a hostRequires filter (job JSON form)"},
         "pools": {"type": "array", "items": NAME, "description": "qrsub -q"},
-        "count": {"type": "integer", "minimum": 1, "description": "how many systems (qrsub -pe slots)"},
+        "count": {**WHOLE, "description": "how many systems (qrsub -pe slots)"},
         "acl": {"type": "array", "items": {"type": "string"}, "description": "qrsub -u: user names and @groups"},
         "mail": AR_MAIL, "error_handling": {"enum": ["hard", "soft", "yes", "no"], "description": "qrsub -he"},
         "validate_only": {"type": "boolean", "description": "qrsub -w v: say whether it could be granted"},

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from .errors import Conflict, Invalid
+from .times import format_time
 from .windows import utc
 
 STATES = ("w", "r", "x", "d", "E")
@@ -66,10 +67,6 @@ def next_transition(state: str, start: datetime, end: datetime, now: datetime) -
     return max(utc(due), utc(now))
 
 
-def _iso(moment: datetime) -> str:
-    return utc(moment).isoformat().replace("+00:00", "Z")
-
-
 def _human(delta: timedelta) -> str:
     """1h30m, 45m, 2d3h, 10s; 0s for nothing."""
     seconds = int(delta.total_seconds())
@@ -113,11 +110,11 @@ def resolve_window(
         duration = _as_duration(duration)
     start, end = _complete(now, None if start is None else utc(start), None if end is None else utc(end), duration)
     if start < now - START_TOLERANCE:
-        raise Invalid("start", f"{_iso(start)} is in the past (now is {_iso(now)})")
+        raise Invalid("start", f"{format_time(start)} is in the past (now is {format_time(now)})")
     if end <= now:
-        raise Invalid("end", f"{_iso(end)} is in the past (now is {_iso(now)})")
+        raise Invalid("end", f"{format_time(end)} is in the past (now is {format_time(now)})")
     if end <= start:
-        raise Invalid("end", f"{_iso(end)} must be after the start ({_iso(start)})")
+        raise Invalid("end", f"{format_time(end)} must be after the start ({format_time(start)})")
     return max(start, now), end
 
 
@@ -133,12 +130,12 @@ def _complete(
     if start is None:
         if end - duration < now - START_TOLERANCE:
             raise Invalid("start", (
-                f"end - duration = {_iso(end - duration)} is in the past (now is {_iso(now)}): "
+                f"end - duration = {format_time(end - duration)} is in the past (now is {format_time(now)}): "
                 "give a later end or a shorter duration"))
         return end - duration, end
     if start + duration != end:
         raise Invalid("duration", (
-            f"start + duration = {_iso(start + duration)}, but end is {_iso(end)}: "
+            f"start + duration = {format_time(start + duration)}, but end is {format_time(end)}: "
             "give two of the three, or three that agree"))
     return start, end
 
@@ -242,9 +239,18 @@ def bound_runtime_problem(
                 f"{_human(end - start)} minus the duration offset of {_human(offset)} ({_human(usable)})")
     begin, when = (now, "started now") if now > start else (start, "started at the reservation's start")
     if begin + runtime > deadline:
-        return (f"its runtime limit of {_human(runtime)} would not end by {_iso(deadline)} "
-                f"(the advance reservation's end minus the duration offset) if {when}, at {_iso(begin)}: "
+        return (f"its runtime limit of {_human(runtime)} would not end by {format_time(deadline)} "
+                f"(the advance reservation's end minus the duration offset) if {when}, at {format_time(begin)}: "
                 f"{_human(max(deadline - begin, timedelta(0)))} are left")
+    return None
+
+
+def bound_wait(ar_id: int, state: str, start: datetime, error_handling: str) -> str | None:
+    """Why work bound to an AR waits for the AR itself (None: the AR lets it run, when systems are free)."""
+    if state == "w":
+        return f"waits for advance reservation {ar_id}, which starts at {format_time(start)}"
+    if state == "E" and error_handling == "hard":
+        return f"waits for advance reservation {ar_id}, which is in error (hard error handling: nothing runs in it)"
     return None
 
 

@@ -8,11 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
-
-def _iso(moment: datetime | None) -> str | None:
-    if moment is None:
-        return None
-    return moment.isoformat(timespec="seconds").replace("+00:00", "Z")
+from .times import format_time
 
 
 class DomainError(Exception):
@@ -79,7 +75,7 @@ class BookingConflict(Conflict):
     title = "Booking conflict"
 
     def __init__(self, resource: str, holder: Holder):
-        since, until = _iso(holder.start), _iso(holder.end)
+        since, until = format_time(holder.start), format_time(holder.end)
         who = f" by {holder.user}" if holder.user else ""
         super().__init__(
             f"{resource} is reserved{who} from {since} until {until or 'further notice'}",

@@ -72,6 +72,8 @@ class Decision:
 
 
 ALLOW = Decision(True, "allowed")
+# The one refusal that passes by itself (the loan ends): a queued recipe says so rather than "never".
+LENT_TO_ANOTHER = "the system is lent to another user"
 
 
 def default_rules() -> tuple[Rule, ...]:
@@ -96,7 +98,7 @@ def _decide_reserve(actor: Actor, system: SystemAccess, privileged: bool) -> Dec
         return Decision(False, "the system is removed")
     lent_to = system.loan_recipient_id
     if lent_to is not None and lent_to != actor.id and not privileged:
-        return Decision(False, "the system is lent to another user")
+        return Decision(False, LENT_TO_ANOTHER)
     if privileged or lent_to == actor.id:
         return ALLOW
     if not any(rule.permission is Permission.RESERVE and rule.applies_to(actor) for rule in system.rules):
@@ -149,7 +151,7 @@ def decide_schedule(actor: Actor, system: SystemAccess) -> Decision:
     privileged = actor.is_admin or system.owner_id == actor.id
     lent_to = system.loan_recipient_id
     if lent_to is not None and lent_to != actor.id and not privileged:
-        return Decision(False, "the system is lent to another user")
+        return Decision(False, LENT_TO_ANOTHER)
     if privileged or lent_to == actor.id:
         return ALLOW
     if any(rule.permission is Permission.RESERVE and rule.applies_to(actor) for rule in system.rules):

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from .errors import Invalid
+from .times import format_time
 from .windows import Window, utc
 
 UNLIMITED = "unlimited"
@@ -46,13 +47,14 @@ def plan_window(
     reservation defaults to it and may not pass it.
     """
     start = _start(now, start)
+    asked = "end" if end is not None else "duration"  # the field a refusal names: what the request sent
     if end is not None and duration is not None:
         raise Invalid("duration", "give either end or duration, not both")
     if duration == UNLIMITED:
         if not policy.allow_unlimited:
             raise Invalid("duration", "unlimited reservations are not allowed on this site")
         if loan_end is not None:
-            raise Invalid("duration", f"cannot be unlimited: your loan of this system ends at {_iso(loan_end)}")
+            raise Invalid("duration", f"cannot be unlimited: your loan of this system ends at {format_time(loan_end)}")
         if policy.max_duration is not None:
             raise Invalid("duration", f"cannot be unlimited: this site's maximum is {_human(policy.max_duration)}")
         return Window(start, None)
@@ -65,7 +67,7 @@ def plan_window(
     end = utc(end)
     if end <= start:
         raise Invalid("end", "must be after start")
-    _check_limits(policy, start, end, loan_end)
+    _check_limits(policy, start, end, loan_end, asked)
     return Window(start, end)
 
 
@@ -78,15 +80,16 @@ def _start(now: datetime, start: datetime | None) -> datetime:
     return max(start, now)
 
 
-def _check_limits(policy: ReservationPolicy, start: datetime, end: datetime, loan_end: datetime | None) -> None:
+def _check_limits(policy: ReservationPolicy, start: datetime, end: datetime, loan_end: datetime | None,
+                  field: str) -> None:
+    """The site's maximum and the caller's loan; `field` is what the request sent (duration, end, extend_by)."""
     if policy.max_duration is not None and end - start > policy.max_duration:
-        raise Invalid("duration", f"is longer than this site's maximum of {_human(policy.max_duration)}")
+        latest = format_time(start + policy.max_duration)
+        raise Invalid(field, f"would make the reservation longer than this site's maximum of "
+                             f"{_human(policy.max_duration)} (it may end at {latest} at the latest)")
     if loan_end is not None and end > loan_end:
-        raise Invalid("end", f"is past the end of your loan of this system ({_iso(loan_end)})")
-
-
-def _iso(moment: datetime) -> str:
-    return moment.isoformat().replace("+00:00", "Z")
+        raise Invalid(field, f"would end the reservation past the end of your loan of this system "
+                             f"({format_time(loan_end)})")
 
 
 def plan_new_end(
@@ -115,7 +118,7 @@ def plan_new_end(
         raise Invalid("end", "must be in the future (return the reservation to end it now)")
     if end <= window.start:
         raise Invalid("end", "must be after the reservation's start")
-    _check_limits(policy, window.start, end, loan_end)
+    _check_limits(policy, window.start, end, loan_end, "extend_by" if extend_by is not None else "end")
     return end
 
 

@@ -5,6 +5,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 
 from .errors import Invalid
+from .times import format_time
 
 
 def utc(value: datetime) -> datetime:
@@ -28,6 +29,14 @@ class Window:
 
     def seconds(self) -> float | None:
         return None if self.end is None else (self.end - self.start).total_seconds()
+
+
+def window_between(start: datetime, end: datetime | None, start_field: str = "start",
+                   end_field: str = "end") -> Window:
+    """A window from a request: one that ends before it starts names the fields the request sent."""
+    if end is not None and utc(end) <= utc(start):
+        raise Invalid(end_field, f"must be after {start_field} ({format_time(start)})")
+    return Window(start, end)
 
 
 def overlaps(a: Window, b: Window) -> bool:

@@ -12,7 +12,10 @@ import re
 from . import fields
 from .errors import PathError
 
-_WHOLE_NUMBER = re.compile(r"\s*\d{1,19}\s*")  # 2**63 - 1 has 19 digits; the schema checks the range
+_WHOLE_NUMBER = re.compile(r"\s*(\d+)\s*")
+# Past 19 digits a number is past 2**63 - 1 whatever it says: it becomes one just past that, so the
+# schema says it is too large (rather than "not a whole number", or Python converting 4,300 digits).
+_TOO_LARGE = 2**63
 _TRUE = {"true", "1", "TRUE"}
 
 HOST = {"leaves": fields.HOST_ELEMENTS, "wrappers": fields.HOST_WRAPPERS}
@@ -130,8 +133,8 @@ def _filter(element, context: dict, path: tuple, lines: Lines) -> dict:
     if field is None:  # the grammar and fields.py disagree: a bug, but say so plainly
         raise PathError(path, f"<{tag}> is not a known filter here")
     value = element.get("value")
-    if field in fields.NUMERIC_FIELDS and _WHOLE_NUMBER.fullmatch(value):
-        value = int(value)
+    if field in fields.NUMERIC_FIELDS:
+        value = _number(value)
     leaf = {"field": field, "op": element.get("op", "="), "value": value}
     if field == "key_value":
         leaf["key"] = element.get("key")
@@ -139,7 +142,11 @@ def _filter(element, context: dict, path: tuple, lines: Lines) -> dict:
 
 
 def _number(text: str):
-    return int(text) if _WHOLE_NUMBER.fullmatch(text) else text
+    match = _WHOLE_NUMBER.fullmatch(text) if isinstance(text, str) else None
+    if not match:
+        return text
+    digits = match[1].lstrip("0") or "0"
+    return int(digits) if len(digits) <= 19 else _TOO_LARGE
 
 
 def _copy(element, into: dict, name: str) -> None:

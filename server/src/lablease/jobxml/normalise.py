@@ -164,8 +164,10 @@ def _message(error) -> str:
         return f"{value!r} is not one of: {', '.join(map(str, error.validator_value))}"
     if error.validator == "pattern":
         return "contains a control character, which XML cannot carry"
-    if error.validator in ("minimum", "maximum"):
-        return f"{value!r} is out of range"
+    if error.validator == "maximum":  # the value itself may be thousands of digits long: not repeated
+        return f"is too large (at most {error.validator_value})"
+    if error.validator == "minimum":
+        return f"{value!r} is too small (at least {error.validator_value})"
     if error.validator == "minItems":
         return "needs at least one item"
     if error.validator == "not":  # the one "not": names

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Callable, Iterable
 
+from ..domain.permissions import LENT_TO_ANOTHER
+from ..domain.times import format_time
 from .filters import Host, verdict
 
 
@@ -114,13 +116,15 @@ class Explanation:
     busy: list[tuple[str, datetime | None]] = field(default_factory=list)
 
     def message(self) -> str:
-        parts = [f"{count} system(s): {reason}" for reason, count in
-                 sorted(self.ruled_out.items(), key=lambda item: -item[1])]
+        parts = [f"{count} system(s) ruled out: {reason}" for reason, count in
+                 sorted(self.ruled_out.items(), key=lambda item: (-item[1], item[0]))]
         if self.busy:
-            shown = ", ".join(f"{fqdn} until {until.isoformat().replace('+00:00', 'Z') if until else 'further notice'}"
+            shown = ", ".join(f"{fqdn} until {format_time(until) if until else 'further notice'}"
                               for fqdn, until in self.busy[:5])
             parts.append(f"{len(self.busy)} candidate(s) busy: {shown}")
-        if not self.candidates:
+        if not self.candidates and self.ruled_out.get(LENT_TO_ANOTHER):
+            parts.append("it waits for a loan to end: the systems that could run it are lent to someone else")
+        elif not self.candidates:
             parts.append("no system can ever satisfy this recipe")
         return "; ".join(parts)
 

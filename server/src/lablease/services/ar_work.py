@@ -87,9 +87,9 @@ def slot_for_reservation(session, actor: Actor, ar_id: int, system: System, star
                          end: datetime | None) -> tuple[AdvanceReservation, Resource]:
     """An ACL user's reservation inside the AR: where it books (the AR's calendar for the system)."""
     ar = session.get(AdvanceReservation, ar_id)
-    if ar is None or ar.state in rules.FINAL or not may_see(session, actor, ar):
+    if ar is None or ar.state in rules.FINAL:
         raise Invalid("advance_reservation", f"no active advance reservation {ar_id}")
-    if not (actor.is_admin or ar.owner_id == actor.id or in_acl(session, actor, ar)):
+    if not may_see(session, actor, ar):  # the owner, its ACL and admins
         raise Forbidden(f"you are not in the ACL of advance reservation {ar_id}")
     held = next((h for h in ar.systems if h.system_id == system.id), None)
     if held is None:
@@ -100,6 +100,14 @@ def slot_for_reservation(session, actor: Actor, ar_id: int, system: System, star
         raise Invalid("end", f"a reservation inside advance reservation {ar_id} must fit its window "
                              f"{format_time(ar.start_at)} .. {format_time(ar.end_at)}")
     return ar, calendar.lock_resource(session, held.slot_resource_id)
+
+
+def check_end_inside(session, ar_id: int, end: datetime, field: str) -> None:
+    """A reservation inside an AR never outlasts it: say so, rather than the AR's booking being in the way."""
+    ar = session.get(AdvanceReservation, ar_id)
+    if ar is not None and end > ar.end_at:
+        raise Invalid(field, f"advance reservation {ar_id} ends at {format_time(ar.end_at)}; "
+                             "a reservation inside it cannot go past that")
 
 
 def window_end(session, ar_id: int) -> datetime | None:

@@ -5,6 +5,7 @@ from datetime import datetime, timedelta
 
 from sqlalchemy import select
 
+from ..domain import advance as ar_rules
 from ..domain import recipes as rules
 from ..domain.errors import Forbidden, Invalid, NotFound
 from ..domain.permissions import Actor, decide_schedule
@@ -13,7 +14,8 @@ from ..domain.windows import Window
 from ..jobxml import referenced_names
 from ..scheduler.planner import explain
 from ..store import calendar
-from ..store.tables import Booking, Group, GroupMember, Job, Pool, Recipe, RecipeSet, Reservation, System
+from ..store.tables import (AdvanceReservation, Booking, Group, GroupMember, Job, Pool, Recipe, RecipeSet,
+                            Reservation, System)
 from ..store.uow import emit, wake_worker
 from ..timeparse import format_time
 from . import activity, ar_work, distros, placement, scheduling, usage
@@ -192,8 +194,11 @@ def why_waiting(session, recipe: Recipe, now: datetime, snapshot: tuple | None =
     by_id = {s.id: s for s in systems}
 
     def usable(h):
-        decision = decide_schedule(owner, system_service.access_of(by_id[h.id], loans.get(h.id)))
-        return decision.allowed, None if decision.allowed else decision.reason
+        for loan in (None, loans.get(h.id)):  # what lasts first: a loan is named only when it alone is in the way
+            decision = decide_schedule(owner, system_service.access_of(by_id[h.id], loan))
+            if not decision.allowed:
+                return False, decision.reason
+        return True, None
 
     runtime = placement.runtime_of(recipe)
     window = Window(now, now + runtime if runtime else None)
@@ -206,10 +211,12 @@ def why_waiting(session, recipe: Recipe, now: datetime, snapshot: tuple | None =
 
     result = explain(recipe.spec.get("host_requires"), [scheduling.host(s) for s in systems], usable, busy_until,
                      recipe.spec.get("force"))
+    ar = session.get(AdvanceReservation, recipe.recipe_set.ar_id) if recipe.recipe_set.ar_id else None
+    waits_for_ar = ar and ar_rules.bound_wait(ar.id, ar.state, ar.start_at, ar.error_handling)
     if recipe.status == "assigned":
         message = f"holding {recipe.system.fqdn} until the rest of its recipe set can start"
     else:
-        message = result.message() or "waiting for its recipe set's other recipes"
+        message = waits_for_ar or result.message() or "waiting for its recipe set's other recipes"
     return {"message": message, "systems": result.total, "candidates": result.candidates,
             "ruled_out": result.ruled_out,
             "busy": [{"system": fqdn, "until": format_time(until)} for fqdn, until in result.busy]}

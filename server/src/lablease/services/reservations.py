@@ -162,6 +162,8 @@ def extend(uow, actor: Actor, now: datetime, policy: rules.ReservationPolicy, re
     window = Window(reservation.start_at, reservation.end_at)
     new_end = rules.plan_new_end(now, policy, window, end, extend_by,
                                  loan_end=_loan_end(session, reservation.system_id, reservation.user_id))
+    if reservation.ar_id is not None:
+        ar_work.check_end_inside(session, reservation.ar_id, new_end, "extend_by" if extend_by is not None else "end")
     resource = calendar.lock_resource(session, reservation.system.resource_id)
     booking = session.get(Booking, reservation.booking_id)
     calendar.change_end(session, resource, booking, new_end)

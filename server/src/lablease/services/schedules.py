@@ -16,7 +16,7 @@ from ..domain.calendar import Booking as Slot, peak_use
 from ..domain.errors import Conflict, Forbidden, Invalid, NotFound
 from ..domain.permissions import Actor, SiteAction, decide_site
 from ..domain.reservations import START_TOLERANCE
-from ..domain.windows import Window
+from ..domain.windows import Window, window_between
 from ..store import calendar
 from ..store.tables import Booking, Resource, ScheduleReservation, ScheduleSubject, User
 from ..timeparse import format_duration, format_time
@@ -134,7 +134,7 @@ def _window(now: datetime, subject: ScheduleSubject, start, end, duration) -> Wi
         end = start + duration
     if end is None:
         end = start + timedelta(seconds=subject.default_duration_seconds)
-    return Window(start, end)
+    return window_between(start, end)
 
 
 def _holder(session, actor: Actor, user: str | None) -> User:
@@ -181,7 +181,8 @@ def find(uow, now: datetime, subject_name: str, filters: dict) -> list[dict]:
     if filters.get("user"):
         query = query.join(User, User.id == ScheduleReservation.user_id).where(User.name == filters["user"])
     if filters.get("start") or filters.get("end"):
-        window = Window(filters.get("start") or now, filters.get("end"))
+        window = window_between(filters.get("start") or now, filters.get("end"),
+                                "start" if filters.get("start") else "now")
         query = query.where(or_(ScheduleReservation.end_at.is_(None), ScheduleReservation.end_at > window.start))
         if window.end is not None:
             query = query.where(and_(ScheduleReservation.start_at < window.end))
@@ -217,7 +218,7 @@ def update(uow, actor: Actor, now: datetime, subject_name: str, booking_id: int,
         end = data.get("end")
         if data.get("duration") is not None:
             end = start + data["duration"]
-        window = Window(start, end if end is not None else row.end_at)
+        window = window_between(start, end if end is not None else row.end_at)
         booking = session.get(Booking, row.booking_id)
         calendar.check_free(session, resource, window, row.quantity, exclude=booking.id)
         for field, old, new in (("start", row.start_at, window.start), ("end", row.end_at, window.end)):

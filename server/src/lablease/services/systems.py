@@ -18,7 +18,7 @@ from ..domain.permissions import (
     decide_site,
     default_rules,
 )
-from ..domain.windows import Window
+from ..domain.windows import Window, window_between
 from ..store import calendar
 from ..power import registry as power_registry
 from ..provision.netboot import LOADERS, normalise_mac
@@ -137,9 +137,7 @@ def _clean(session, data: dict) -> dict:
         out["arch"] = rules.check_arch(data["arch"])
     for key in ("cpus", "memory_mb"):
         if key in data and data[key] is not None:
-            if not isinstance(data[key], int) or isinstance(data[key], bool) or data[key] < 1:
-                raise Invalid(key, "must be a positive whole number")
-            out[key] = data[key]
+            out[key] = rules.check_whole(key, data[key])
     if "lab" in data:
         out["lab"] = data["lab"]
     if "attributes" in data:
@@ -326,7 +324,8 @@ def list_systems(uow, actor: Actor, now: datetime, filters: dict) -> list[dict]:
 
 def _free_window(now: datetime, filters: dict) -> Window:
     start = filters.get("free_from") or now
-    return Window(start, filters.get("free_until"))
+    return window_between(start, filters.get("free_until"), "free_from" if filters.get("free_from") else "now",
+                          "free_until")
 
 
 def import_systems(uow, actor: Actor, now: datetime, entries: list) -> dict:

@@ -9,7 +9,7 @@ from jsonschema.exceptions import best_match
 from werkzeug.exceptions import BadRequest, UnsupportedMediaType
 
 from ..domain.errors import Invalid, UnknownField
-from ..domain.systems import check_whole
+from ..domain.numbers import check_whole
 from ..timeparse import parse_duration, parse_time
 
 

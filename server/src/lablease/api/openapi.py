@@ -4,7 +4,7 @@ from __future__ import annotations
 import re
 
 from .. import __version__
-from ..domain.systems import MAX_WHOLE
+from ..domain.numbers import MAX_WHOLE
 from . import schemas
 from .routes import ROUTES, Route
 

@@ -1,7 +1,7 @@
 """JSON schemas of request bodies and answers: used to validate and to describe (OpenAPI)."""
 from __future__ import annotations
 
-from ..domain.systems import MAX_WHOLE
+from ..domain.numbers import MAX_WHOLE
 
 # Whole numbers a request may send are bounded by what the database stores (check_body: "too large").
 WHOLE = {"type": "integer", "minimum": 1, "maximum": MAX_WHOLE}

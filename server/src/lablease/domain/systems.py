@@ -13,23 +13,6 @@ ARCHES = ("x86_64", "aarch64", "ppc64le", "s390x", "i386", "ppc64", "armhfp", "r
 _FQDN = re.compile(r"^(?=.{1,253}$)([a-zA-Z0-9]([a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?)(\.[a-zA-Z0-9]([a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?)*$")
 
 
-# The largest whole number lablease stores or looks up: PostgreSQL's integer columns (ids, counts).
-MAX_WHOLE = 2**31 - 1
-
-
-def check_whole(field: str, value, minimum: int = 1) -> int:
-    """A whole number in [minimum, MAX_WHOLE]; 4.0 counts (JSON does not tell 4 from 4.0)."""
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise Invalid(field, "must be a whole number")
-    if value > MAX_WHOLE:
-        raise Invalid(field, f"is too large (at most {MAX_WHOLE})")
-    if value < minimum:
-        raise Invalid(field, f"must be at least {minimum}")
-    return value
-
-
 def check_fqdn(fqdn: str) -> str:
     if not isinstance(fqdn, str) or not _FQDN.match(fqdn):
         raise Invalid("fqdn", f"{fqdn!r} is not a valid host name")

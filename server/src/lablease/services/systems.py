@@ -8,6 +8,7 @@ from sqlalchemy.orm import selectinload
 
 from ..domain import systems as rules
 from ..domain.errors import Conflict, Forbidden, Invalid, NotFound
+from ..domain.numbers import check_whole
 from ..domain.permissions import (
     Actor,
     Permission,
@@ -137,7 +138,7 @@ def _clean(session, data: dict) -> dict:
         out["arch"] = rules.check_arch(data["arch"])
     for key in ("cpus", "memory_mb"):
         if key in data and data[key] is not None:
-            out[key] = rules.check_whole(key, data[key])
+            out[key] = check_whole(key, data[key])
     if "lab" in data:
         out["lab"] = data["lab"]
     if "attributes" in data:

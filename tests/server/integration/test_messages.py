@@ -114,3 +114,16 @@ def test_advance_reservations_are_named_for_what_they_do(lab):
     assert detail(lab.bob.patch(f"/reservations/{mine['id']}", {"extend_by": "2h"})) == (
         422, "extend_by", f"extend_by: advance reservation {ar['id']} ends at 2026-11-23T00:00:00Z; "
                           "a reservation inside it cannot go past that")
+
+
+def test_a_loan_is_named_only_when_it_alone_is_in_the_way(lab):
+    lab.system("a1.lab.test", condition="automated")
+    rules = lab.admin.get("/systems/a1.lab.test/access-policy")[1]["rules"]
+    for rule in rules:  # nobody but the owner and whoever it is lent to may use it
+        if rule["permission"] == "reserve":
+            lab.admin.delete(f"/systems/a1.lab.test/access-policy/rules/{rule['id']}")
+    lab.admin.post("/systems/a1.lab.test/loan", {"recipient": "bob"})
+    lab.alice.post("/jobs", {"recipe_sets": [{"recipes": [{}]}]})
+    _, queue = lab.admin.get("/queue")
+    # alice may not use it even once bob's loan ends: that is what she is told
+    assert queue[0]["why"] == "1 system(s) ruled out: you may not use this system; no system can ever satisfy this recipe"

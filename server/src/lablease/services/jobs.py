@@ -8,7 +8,7 @@ from sqlalchemy import select
 from ..domain import advance as ar_rules
 from ..domain import recipes as rules
 from ..domain.errors import Forbidden, Invalid, NotFound
-from ..domain.permissions import Actor, decide_schedule
+from ..domain.permissions import LENT_TO_ANOTHER, Actor, decide_schedule
 from ..domain.reservations import due_at
 from ..domain.windows import Window
 from ..jobxml import referenced_names
@@ -194,11 +194,11 @@ def why_waiting(session, recipe: Recipe, now: datetime, snapshot: tuple | None =
     by_id = {s.id: s for s in systems}
 
     def usable(h):
-        for loan in (None, loans.get(h.id)):  # what lasts first: a loan is named only when it alone is in the way
-            decision = decide_schedule(owner, system_service.access_of(by_id[h.id], loan))
-            if not decision.allowed:
-                return False, decision.reason
-        return True, None
+        decision = decide_schedule(owner, system_service.access_of(by_id[h.id], loans.get(h.id)))
+        if decision.reason == LENT_TO_ANOTHER:  # name the loan only when it alone is in the way (it passes)
+            lasting = decide_schedule(owner, system_service.access_of(by_id[h.id], None))
+            decision = decision if lasting.allowed else lasting
+        return decision.allowed, None if decision.allowed else decision.reason
 
     runtime = placement.runtime_of(recipe)
     window = Window(now, now + runtime if runtime else None)

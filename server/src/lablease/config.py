@@ -13,6 +13,7 @@ from pathlib import Path
 
 import yaml
 
+from .domain.destinations import parse_networks
 from .domain.errors import Invalid
 from .domain.reservations import ReservationPolicy
 from .timeparse import parse_duration
@@ -44,6 +45,8 @@ class Settings:
     outbox_max_attempts: int = 8
     outbox_retry_delay: str = "30s"  # doubled after each failed attempt
     webhook_timeout: str = "10s"
+    # Networks webhooks may reach although they are not public (loopback, private...): CIDR blocks
+    webhook_allowed_networks: tuple = ()
     # Advance reservations (docs/advance-reservations.md)
     max_advance_reservations: int = 100  # active (not exited or deleted) at once; 0 switches them off
     ar_duration_offset: str = "1m"  # work inside an AR must end this long before the AR does
@@ -81,6 +84,11 @@ class Settings:
         if name not in cache:
             cache[name] = parse_duration(getattr(self, name), name)
         return cache[name]
+
+    @cached_property
+    def webhook_networks(self) -> tuple:
+        """webhook_allowed_networks, parsed."""
+        return parse_networks(self.webhook_allowed_networks)
 
     @property
     def worker_max_sleep_seconds(self) -> float:
@@ -121,12 +129,25 @@ def _coerce(name: str, kind, raw):
         raise Invalid(name, f"{raw!r} is not true or false")
     if kind is dict or kind == "dict":
         return _lab_settings(name, yaml.safe_load(raw) if isinstance(raw, str) else raw)
+    if kind is tuple or kind == "tuple":
+        return _networks(name, raw)
     if kind is int or kind == "int":
         try:
             return int(raw)
         except (TypeError, ValueError):
             raise Invalid(name, f"{raw!r} is not a whole number") from None
     return "" if raw is None else str(raw)
+
+
+def _networks(name: str, raw) -> tuple:
+    """A CIDR list: a YAML list, or text separated by commas or spaces (the environment)."""
+    values = raw.replace(",", " ").split() if isinstance(raw, str) else (raw or [])
+    if not isinstance(values, (list, tuple)):
+        raise Invalid(name, "must be a list of networks in CIDR form (like 10.1.0.0/16)")
+    try:
+        return tuple(str(n) for n in parse_networks(values, name))
+    except ValueError as error:
+        raise Invalid(name, str(error)) from None
 
 
 LAB_KEYS = ("tftp_root", "install_url")

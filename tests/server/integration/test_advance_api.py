@@ -195,7 +195,8 @@ def test_changes_that_would_break_a_granted_reservation_are_refused_unless_force
 
 
 def test_mail_and_webhooks_go_through_the_outbox(db, tmp_path):
-    lab = Lab(db, Settings(data_dir=str(tmp_path / "data"), smtp_host="127.0.0.1"))
+    lab = Lab(db, Settings(data_dir=str(tmp_path / "data"), smtp_host="127.0.0.1",
+                           webhook_allowed_networks=("127.0.0.1/32",)))
     lab.system("m1.lab.test", condition="automated")
     lab.admin.patch("/me", {"email": "admin@lab.test", "webhook_url": "http://127.0.0.1:9/hook"})
     status, granted = lab.admin.post("/advance-reservations", {

@@ -3,13 +3,14 @@ import re
 from datetime import timedelta
 from urllib.parse import urlsplit
 
+from lablease.config import Settings
 from lablease.services import activity
 from lablease.services.installations import boot_image
 from lablease.store.tables import Installation, Outbox
 from lablease.store.uow import UnitOfWork
 from lablease.worker.loop import run_due
 
-from .conftest import START
+from .conftest import START, Lab
 
 MAC = "52:54:00:aa:bb:01"
 TREE = {"name": "Fedora-40", "family": "Fedora40", "arch": "x86_64", "url": "http://mirror.lab.test/f40/os/",
@@ -185,7 +186,8 @@ def test_release_actions_leave_on_and_reprovision(lab):
         "reboot", "netboot_install", "netboot_clear"]
 
 
-def test_the_install_watchdog_fails_a_stalled_install_and_tells_the_holder(lab):
+def test_the_install_watchdog_fails_a_stalled_install_and_tells_the_holder(db, tmp_path):
+    lab = Lab(db, Settings(data_dir=str(tmp_path / "data"), webhook_allowed_networks=("127.0.0.1/32",)))
     setup(lab)
     lab.alice.patch("/me", {"webhook_url": "http://127.0.0.1:9/hook"})
     _, install = lab.alice.post("/systems/p1.lab.test/provision", {"distro_tree": "Fedora-40"})

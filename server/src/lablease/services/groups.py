@@ -8,7 +8,7 @@ from sqlalchemy import select
 from ..domain.errors import Conflict, Forbidden, Invalid, NotFound
 from ..domain.permissions import Actor
 from ..store.tables import Group, GroupMember, User
-from . import activity
+from . import activity, destinations
 from .users import check_name, find_user
 
 
@@ -96,6 +96,7 @@ def update(uow, actor: Actor, now: datetime, name: str, data: dict) -> dict:
     session = uow.session
     group = _find(session, name)
     _require_owner(session, actor, group)
+    destinations.check_url(uow.settings, data.get("webhook_url"))
     for key in ("description", "webhook_url", "webhook_secret"):
         if key in data and getattr(group, key) != data[key]:
             shown = "(secret)" if key == "webhook_secret" else data[key]
@@ -143,6 +144,7 @@ def delete(uow, actor: Actor, now: datetime, name: str) -> None:
 def update_me(uow, actor: Actor, now: datetime, data: dict) -> dict:
     """The caller's own mail address and webhook for notices."""
     user = uow.session.get(User, actor.id)
+    destinations.check_url(uow.settings, data.get("webhook_url"))
     for key in ("email", "webhook_url", "webhook_secret"):
         if key in data:
             setattr(user, key, data[key] or None)

@@ -18,7 +18,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
-import os
 import secrets
 from datetime import datetime
 from pathlib import Path
@@ -29,6 +28,7 @@ from ..domain.errors import Conflict, Forbidden, Invalid, NotFound
 from ..domain.permissions import Actor
 from ..provision.kickstart import KickstartError, KickstartRenderer, merge_kernel_options, merge_ks_meta
 from ..provision.netboot import BootImage
+from ..store.secrets import site_key
 from ..store.tables import DistroTree, Installation, Recipe, Reservation, System
 from ..store.uow import wake_worker
 from ..timeparse import format_time
@@ -43,23 +43,6 @@ TOKEN_MARK = "@@installation-token@@"  # stands for the token in the stored kick
 
 
 # --- tokens ---------------------------------------------------------------------------------------
-
-def site_key(settings) -> bytes:
-    """The key installation tokens are derived with: a setting, or a file made once in the data dir."""
-    if settings.secret_key:
-        return settings.secret_key.encode()
-    path = Path(settings.data_dir) / "secret.key"
-    if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        except FileExistsError:
-            pass  # another process made it first
-        else:
-            with os.fdopen(fd, "w") as handle:
-                handle.write(secrets.token_urlsafe(48))
-    return path.read_text().strip().encode()
-
 
 def token_for(settings, installation: Installation) -> str:
     message = f"installation:{installation.id}:{installation.nonce}".encode()

@@ -22,12 +22,12 @@ from ..domain.windows import Window
 from ..store import calendar
 from ..power import registry as power_registry
 from ..provision.netboot import LOADERS, normalise_mac
+from ..store.secrets import SECRET_KEYS
 from ..store.tables import AccessRule, DistroTree, Installation, Loan, Pool, Reservation, Resource, System, User
 from ..timeparse import format_time
 from . import activity, usage
 from ..store.uow import emit
 
-SECRET_KEYS = {"password", "pass", "secret", "token", "credentials", "key"}
 EDITABLE = ("arch", "cpus", "memory_mb", "lab", "attributes", "condition", "owner", "power", "netboot",
             "release_action", "reprovision_distro_tree")
 

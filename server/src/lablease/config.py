@@ -47,6 +47,8 @@ class Settings:
     webhook_timeout: str = "10s"
     # Networks webhooks may reach although they are not public (loopback, private...): CIDR blocks
     webhook_allowed_networks: tuple = ()
+    # ks_meta variables whose values are secret besides *password*, *key*, *token*... (patterns like *_pin)
+    secret_variables: tuple = ()
     # Advance reservations (docs/advance-reservations.md)
     max_advance_reservations: int = 100  # active (not exited or deleted) at once; 0 switches them off
     ar_duration_offset: str = "1m"  # work inside an AR must end this long before the AR does
@@ -130,7 +132,7 @@ def _coerce(name: str, kind, raw):
     if kind is dict or kind == "dict":
         return _lab_settings(name, yaml.safe_load(raw) if isinstance(raw, str) else raw)
     if kind is tuple or kind == "tuple":
-        return _networks(name, raw)
+        return _list(name, raw)
     if kind is int or kind == "int":
         try:
             return int(raw)
@@ -139,15 +141,12 @@ def _coerce(name: str, kind, raw):
     return "" if raw is None else str(raw)
 
 
-def _networks(name: str, raw) -> tuple:
-    """A CIDR list: a YAML list, or text separated by commas or spaces (the environment)."""
+def _list(name: str, raw) -> tuple:
+    """A list: a YAML list, or text separated by commas or spaces (the environment)."""
     values = raw.replace(",", " ").split() if isinstance(raw, str) else (raw or [])
-    if not isinstance(values, (list, tuple)):
-        raise Invalid(name, "must be a list of networks in CIDR form (like 10.1.0.0/16)")
-    try:
-        return tuple(str(n) for n in parse_networks(values, name))
-    except ValueError as error:
-        raise Invalid(name, str(error)) from None
+    if not isinstance(values, (list, tuple)) or not all(isinstance(v, (str, int, float)) for v in values):
+        raise Invalid(name, "must be a list (in the environment: separated by commas or spaces)")
+    return tuple(str(v) for v in values)
 
 
 LAB_KEYS = ("tftp_root", "install_url")
@@ -188,6 +187,10 @@ def load_settings(config_file: str | None = None, environ: dict | None = None) -
     settings.reservation_policy  # noqa: B018 - validates the durations now, not on first use
     for name in DURATIONS:
         settings.duration(name)
+    try:
+        settings.webhook_networks  # noqa: B018 - validated now, like the durations
+    except ValueError as error:
+        raise Invalid("webhook_allowed_networks", str(error).partition(": ")[2]) from None
     return settings
 
 

@@ -49,6 +49,7 @@ def test_webhook_secrets_and_power_credentials_are_sealed_in_the_database(lab):
     with UnitOfWork(lab.db, write=False) as uow:  # the server itself reads them back
         assert uow.session.query(User).filter_by(name="alice").one().webhook_secret == "user-hook-s3cret"
         assert uow.session.query(System).one().power == POWER
+    assert lab.alice.patch("/me", {"webhook_secret": "x" * 200})[0] == 200  # the longest allowed still fits, sealed
 
 
 def test_secrets_stored_in_plain_text_keep_working_and_are_sealed_by_init(lab):

@@ -29,7 +29,8 @@ def hook():
 def server(tmp_path, database_url, mailbox):
     port, _ = mailbox
     live = LiveServer(tmp_path / "data", database_url, settings={
-        "smtp_host": "127.0.0.1", "smtp_port": port, "warn_before": "6s", "warn_before_short": "3s"}).start()
+        "smtp_host": "127.0.0.1", "smtp_port": port, "warn_before": "6s", "warn_before_short": "3s",
+        "webhook_allowed_networks": "127.0.0.1/32"}).start()  # the webhook receiver is on loopback
     live.admin_cli("system", "add", "m1.lab.test", "--arch", "x86_64", "--condition", "manual")
     live.admin_cli("system", "add", "a1.lab.test", "--arch", "x86_64", "--condition", "automated")
     yield live

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import yaml
 
+from .domain.destinations import parse_networks
 from .domain.errors import Invalid
 from .domain.reservations import ReservationPolicy
 from .timeparse import parse_duration
@@ -44,6 +45,10 @@ class Settings:
     outbox_max_attempts: int = 8
     outbox_retry_delay: str = "30s"  # doubled after each failed attempt
     webhook_timeout: str = "10s"
+    # Networks webhooks may reach although they are not public (loopback, private...): CIDR blocks
+    webhook_allowed_networks: tuple = ()
+    # ks_meta variables whose values are secret besides *password*, *key*, *token*... (patterns like *_pin)
+    secret_variables: tuple = ()
     # Advance reservations (docs/advance-reservations.md)
     max_advance_reservations: int = 100  # active (not exited or deleted) at once; 0 switches them off
     ar_duration_offset: str = "1m"  # work inside an AR must end this long before the AR does
@@ -81,6 +86,11 @@ class Settings:
         if name not in cache:
             cache[name] = parse_duration(getattr(self, name), name)
         return cache[name]
+
+    @cached_property
+    def webhook_networks(self) -> tuple:
+        """webhook_allowed_networks, parsed."""
+        return parse_networks(self.webhook_allowed_networks)
 
     @property
     def worker_max_sleep_seconds(self) -> float:
@@ -121,12 +131,22 @@ def _coerce(name: str, kind, raw):
         raise Invalid(name, f"{raw!r} is not true or false")
     if kind is dict or kind == "dict":
         return _lab_settings(name, yaml.safe_load(raw) if isinstance(raw, str) else raw)
+    if kind is tuple or kind == "tuple":
+        return _list(name, raw)
     if kind is int or kind == "int":
         try:
             return int(raw)
         except (TypeError, ValueError):
             raise Invalid(name, f"{raw!r} is not a whole number") from None
     return "" if raw is None else str(raw)
+
+
+def _list(name: str, raw) -> tuple:
+    """A list: a YAML list, or text separated by commas or spaces (the environment)."""
+    values = raw.replace(",", " ").split() if isinstance(raw, str) else (raw or [])
+    if not isinstance(values, (list, tuple)) or not all(isinstance(v, (str, int, float)) for v in values):
+        raise Invalid(name, "must be a list (in the environment: separated by commas or spaces)")
+    return tuple(str(v) for v in values)
 
 
 LAB_KEYS = ("tftp_root", "install_url")
@@ -167,6 +187,10 @@ def load_settings(config_file: str | None = None, environ: dict | None = None) -
     settings.reservation_policy  # noqa: B018 - validates the durations now, not on first use
     for name in DURATIONS:
         settings.duration(name)
+    try:
+        settings.webhook_networks  # noqa: B018 - validated now, like the durations
+    except ValueError as error:
+        raise Invalid("webhook_allowed_networks", str(error).partition(": ")[2]) from None
     return settings
 
 

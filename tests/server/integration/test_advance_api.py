@@ -228,7 +228,8 @@ def test_the_api_description_documents_force_in_the_body_where_the_query_takes_i
 
 
 def test_mail_and_webhooks_go_through_the_outbox(db, tmp_path):
-    lab = Lab(db, Settings(data_dir=str(tmp_path / "data"), smtp_host="127.0.0.1"))
+    lab = Lab(db, Settings(data_dir=str(tmp_path / "data"), smtp_host="127.0.0.1",
+                           webhook_allowed_networks=("127.0.0.1/32",)))
     lab.system("m1.lab.test", condition="automated")
     lab.admin.patch("/me", {"email": "admin@lab.test", "webhook_url": "http://127.0.0.1:9/hook"})
     status, granted = lab.admin.post("/advance-reservations", {

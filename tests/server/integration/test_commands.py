@@ -31,7 +31,7 @@ printf '{"end": %s, "fqdn": "%s"}\\n' "$(date +%s.%N)" "$LABLEASE_FQDN" >> "$REC
 @pytest.fixture
 def lab(db, tmp_path, monkeypatch):
     settings = Settings(data_dir=str(tmp_path / "data"), command_timeout="1s", command_retry_delay="10s",
-                        command_max_attempts=3, command_workers=4)
+                        command_max_attempts=3, command_workers=4, webhook_allowed_networks=("127.0.0.1/32",))
     scripts = settings.power_scripts_path
     scripts.mkdir(parents=True)
     for name, text in SCRIPTS.items():

@@ -77,9 +77,11 @@ def receiver():
 
 
 @pytest.fixture
-def noticed(db, smtp):
+def noticed(db, smtp, tmp_path):
     controller, inbox = smtp
-    settings = Settings(smtp_host="127.0.0.1", smtp_port=controller.port, outbox_retry_delay="1m")
+    # the receiver runs on loopback, which webhooks reach only when the site allows it
+    settings = Settings(data_dir=str(tmp_path / "data"), smtp_host="127.0.0.1", smtp_port=controller.port,
+                        outbox_retry_delay="1m", webhook_allowed_networks=("127.0.0.1/32",))
     lab = Lab(db, settings)
     lab.system()
     return lab, inbox

@@ -3,13 +3,14 @@ import re
 from datetime import timedelta
 from urllib.parse import urlsplit
 
+from lablease.config import Settings
 from lablease.services import activity
 from lablease.services.installations import boot_image
 from lablease.store.tables import Installation, Outbox
 from lablease.store.uow import UnitOfWork
 from lablease.worker.loop import run_due
 
-from .conftest import START
+from .conftest import START, Lab
 
 MAC = "52:54:00:aa:bb:01"
 TREE = {"name": "Fedora-40", "family": "Fedora40", "arch": "x86_64", "url": "http://mirror.lab.test/f40/os/",
@@ -108,6 +109,23 @@ def test_forged_and_reused_tokens_are_refused(lab):
     assert lab.anonymous().post("/recipes/1/install_start")[0] in (403, 404)
 
 
+def test_the_token_opens_nothing_once_the_installation_is_over(lab):
+    setup(lab)
+    _, install = lab.alice.post("/systems/p1.lab.test/provision", {"distro_tree": "Fedora-40"})
+    urls = callback_urls(installer(lab, install["kickstart_url"])[1])
+    for event in ("install_start", "install_done"):
+        assert installer(lab, urls[event], "POST")[0] == 204
+    assert installer(lab, install["kickstart_url"])[0] == 200  # still installing: an installer may fetch it again
+    assert installer(lab, urls["postinstall_done"], "POST")[0] == 204
+    assert lab.alice.get(f"/installations/{install['id']}")[1]["status"] == "running"
+    # running is over for the installer: neither the kickstart nor any callback answers to the token
+    status, body = installer(lab, install["kickstart_url"])
+    assert status == 403 and "running" in body and "rootpw" not in body
+    for event in ("install_start", "install_done", "postinstall_done", "install_fail"):
+        assert installer(lab, urls[event], "POST")[0] == 403, event
+    assert lab.alice.get(f"/installations/{install['id']}")[1]["status"] == "running"  # nothing changed
+
+
 def test_only_the_holder_provisions_and_only_installable_systems(lab):
     setup(lab)
     status, problem = lab.bob.post("/systems/p1.lab.test/provision", {"distro_tree": "Fedora-40"})
@@ -168,7 +186,8 @@ def test_release_actions_leave_on_and_reprovision(lab):
         "reboot", "netboot_install", "netboot_clear"]
 
 
-def test_the_install_watchdog_fails_a_stalled_install_and_tells_the_holder(lab):
+def test_the_install_watchdog_fails_a_stalled_install_and_tells_the_holder(db, tmp_path):
+    lab = Lab(db, Settings(data_dir=str(tmp_path / "data"), webhook_allowed_networks=("127.0.0.1/32",)))
     setup(lab)
     lab.alice.patch("/me", {"webhook_url": "http://127.0.0.1:9/hook"})
     _, install = lab.alice.post("/systems/p1.lab.test/provision", {"distro_tree": "Fedora-40"})

@@ -15,6 +15,7 @@ from werkzeug.wrappers import Request, Response
 from ..config import Settings
 from ..domain.errors import DomainError
 from ..services.users import authenticate
+from ..store.secrets import SecretBox, use_secrets
 from ..store.db import Database
 from ..services import unit_of_work
 from ..store.wakeup import Waker
@@ -36,6 +37,7 @@ class LabLeaseApp:
     def __init__(self, settings: Settings, db: Database, clock: Callable[[], datetime] = utcnow):
         self.settings = settings
         self.db = db
+        use_secrets(db, SecretBox(settings))
         self.clock = clock
         self.waker = Waker(db)
         self.routes = {route.endpoint: route for route in ROUTES}

@@ -109,13 +109,16 @@ ROUTES: list[Route] = [
     Route("DELETE", BASE + "/systems/<fqdn>/access-policy/rules/<int:id>", access.rule_remove,
           "Remove one rule (edit_policy)", "access", query=FORCE_AR, status=204, statuses=(403, 404, 409)),
     # groups and the caller
-    Route("PATCH", BASE + "/me", access.me_update, "Set the caller's mail address and webhook for notices", "meta",
+    Route("PATCH", BASE + "/me", access.me_update, "Set the caller's mail address and webhook for notices (a webhook "
+          "into the lab's network, unless the site allows it, or with credentials in its URL is 422)", "meta",
           body=s.ME_UPDATE, response={"type": "object"}),
     Route("POST", BASE + "/groups", access.group_create, "Create a group (the caller owns it)", "groups",
           body=s.GROUP_CREATE, response=s.GROUP, status=201, statuses=(409,)),
-    Route("GET", BASE + "/groups", access.group_list, "Groups with owners and members", "groups",
+    Route("GET", BASE + "/groups", access.group_list,
+          "Groups with owners and members (each webhook_url only for the group's owners and admins)", "groups",
           response=s.list_of(s.GROUP)),
-    Route("GET", BASE + "/groups/<name>", access.group_show, "A group", "groups", response=s.GROUP,
+    Route("GET", BASE + "/groups/<name>", access.group_show, "A group (webhook_url only for its owners and admins)",
+          "groups", response=s.GROUP,
           statuses=(404,)),
     Route("PATCH", BASE + "/groups/<name>", access.group_update, "Change description or webhook (owners)",
           "groups", body=s.GROUP_UPDATE, response=s.GROUP, statuses=(403, 404)),
@@ -239,10 +242,12 @@ ROUTES: list[Route] = [
           "Install a distro tree on a system the caller holds: 202 with the installation and its kickstart_url",
           "provisioning", body=s.PROVISION, response=s.INSTALLATION, status=202, statuses=(403, 404, 409)),
     Route("GET", BASE + "/systems/<fqdn>/installations", provisioning.installation_list,
-          "The system's installations, newest first", "provisioning", query=LIMIT,
+          "The system's installations the caller may see (its requester, the reservation's holder, the system's "
+          "owner, admins), newest first; secret variables masked", "provisioning", query=LIMIT,
           response=s.list_of(s.INSTALLATION), statuses=(404,)),
     Route("GET", BASE + "/installations/<int:id>", provisioning.installation_show,
-          "An installation (with its kickstart for its user, the system's owner and admins)", "provisioning",
+          "An installation with its kickstart, secret variables masked: for its requester, the reservation's holder, "
+          "the system's owner and admins (404 for anybody else)", "provisioning",
           response=s.INSTALLATION, statuses=(404,)),
     Route("POST", BASE + "/systems/<fqdn>/power", provisioning.power,
           "Queue a power action: on, off or reboot (control_system, or the current holder)", "provisioning",
@@ -253,7 +258,8 @@ ROUTES: list[Route] = [
     Route("GET", BASE + "/commands/<int:id>", provisioning.command_show, "A command", "provisioning",
           response=s.COMMAND, statuses=(404,)),
     Route("GET", BASE + "/installations/<int:id>/kickstart", provisioning.kickstart,
-          "The rendered kickstart, for the installer (authorised by ?token=, no user token)", "installer",
+          "The rendered kickstart, for the installer (authorised by ?token=, no user token, until the installation "
+          "is running or over)", "installer",
           query=TOKEN, response={"type": "string"}, auth=False, statuses=(403,)),
     Route("POST", BASE + "/installations/<int:id>/<event>",
           provisioning.callback, "An installer callback: install_start, install_done, postinstall_done or install_fail "

@@ -211,7 +211,8 @@ GROUP_UPDATE = {"type": "object", "properties": {"description": {"type": ["strin
                 "additionalProperties": False}
 GROUP = {"type": "object", "properties": {"name": {"type": "string"}, "description": {"type": ["string", "null"]},
                                           "owners": USER_LIST, "members": USER_LIST,
-                                          "webhook_url": {"type": ["string", "null"]}}}
+                                          "webhook_url": {"type": ["string", "null"],
+                                                          "description": "only shown to the group's owners and admins"}}}
 MEMBER_ADD = {"type": "object", "required": ["user"], "properties": {"user": NAME, "owner": {"type": "boolean"}},
               "additionalProperties": False}
 ME_UPDATE = {"type": "object", "properties": {"email": {"type": ["string", "null"], "format": "email",

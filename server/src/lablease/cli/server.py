@@ -7,6 +7,7 @@ import signal
 import sys
 from dataclasses import replace
 from datetime import datetime, timezone
+from pathlib import Path
 
 import yaml
 
@@ -14,8 +15,10 @@ from ..config import Settings, load_settings
 from ..domain.errors import DomainError, Invalid
 from ..domain.permissions import Actor
 from ..services import systems, users
+from ..services.sealing import seal_all
 from ..store import migrate
 from ..store.db import Database
+from ..store.secrets import SecretBox, private_dir, site_key, use_secrets
 from ..services import unit_of_work
 from ..timeparse import format_time, parse_duration
 
@@ -29,24 +32,27 @@ def now() -> datetime:
 
 def _db(settings: Settings, need_schema: bool = True) -> Database:
     db = Database(settings.database)
+    use_secrets(db, SecretBox(settings))
     if need_schema and migrate.current_revision(db) != migrate.head_revision():
         raise SystemExit("lablease-server: the database is not initialised or not migrated; run: lablease-server init")
     return db
 
 
 def cmd_init(settings: Settings, args) -> None:
+    private_dir(Path(settings.data_dir))  # the database and the site key live here: the server's user only
     db = _db(settings, need_schema=False)
     before = migrate.current_revision(db)
     migrate.upgrade(db)
     after = migrate.current_revision(db)
     state = "created" if before is None else ("migrated" if before != after else "up to date")
     print(f"database {state} at revision {after}: {_safe_url(settings.database)}")
-    from ..services.installations import site_key
-
     site_key(settings)  # made now, once, rather than by whichever process needs it first
     with unit_of_work(db, settings) as uow:
         users.ensure_arusers(uow.session, now())
+        sealed = seal_all(uow.session)  # secrets stored in plain text by earlier versions are sealed now
         uow.commit()
+    if sealed:
+        print(f"stored secrets sealed under the site key: {sealed} row(s)")
     for directory in (settings.tftp_root_for(None), settings.kickstart_path, settings.power_scripts_path):
         directory.mkdir(parents=True, exist_ok=True)
 

@@ -132,6 +132,13 @@ def may_see_reservation(actor: Actor, holder_id: int, system: SystemAccess | Non
     return system is not None and bool(decide(actor, Permission.VIEW, system))
 
 
+def may_see_installation(actor: Actor, owner_id: int | None, people: tuple[int | None, ...]) -> bool:
+    """An installation's details (its variables, its kickstart): the people it is for (its requester, the
+    holder of the reservation it belongs to), the system's owner and admins; to anybody else it does not
+    exist."""
+    return actor.is_admin or (actor.id != 0 and actor.id in (owner_id, *people))
+
+
 def may_manage_pool(actor: Actor, owner_group_id: int | None) -> Decision:
     """Members of a pool's owning group (and admins) add and remove its systems and edit its policy."""
     if actor.is_admin or (owner_group_id is not None and owner_group_id in actor.group_ids):

@@ -8,6 +8,7 @@ from sqlalchemy import select
 from ..domain.errors import Conflict, Forbidden, Invalid, NotFound
 from ..domain.permissions import Actor, SiteAction, decide_site
 from ..domain.systems import check_arch
+from ..domain.variables import masked_ks_meta
 from ..scheduler.filters import compare
 from ..store.tables import DistroTree
 from ..timeparse import format_time
@@ -16,10 +17,11 @@ from . import activity
 FIELDS = {"distro_name": "name", "distro_family": "family", "distro_arch": "arch", "distro_variant": "variant"}
 
 
-def as_dict(tree: DistroTree) -> dict:
+def as_dict(tree: DistroTree, patterns: tuple[str, ...] = ()) -> dict:
+    """A distro tree; secret ks_meta values masked (domain/variables.py)."""
     return {"id": tree.id, "name": tree.name, "family": tree.family, "arch": tree.arch, "variant": tree.variant,
             "tags": tree.tags or [], "url": tree.url, "kernel": tree.kernel, "initrd": tree.initrd,
-            "ks_meta": tree.ks_meta, "kernel_options": tree.kernel_options, "labs": tree.labs or [],
+            "ks_meta": masked_ks_meta(tree.ks_meta, patterns), "kernel_options": tree.kernel_options, "labs": tree.labs or [],
             "created_at": format_time(tree.created_at)}
 
 
@@ -40,7 +42,7 @@ def add(uow, actor: Actor, now: datetime, data: dict) -> dict:
     session.add(tree)
     session.flush()
     activity.record(session, actor, now, "distro_tree", tree.id, "created", "name", None, tree.name)
-    return as_dict(tree)
+    return as_dict(tree, uow.settings.secret_variables)
 
 
 def listing(uow, filters: dict) -> list[dict]:
@@ -48,14 +50,14 @@ def listing(uow, filters: dict) -> list[dict]:
     for key in ("name", "family", "arch", "variant"):
         if filters.get(key):
             query = query.where(getattr(DistroTree, key) == filters[key])
-    return [as_dict(t) for t in uow.session.execute(query).scalars()]
+    return [as_dict(t, uow.settings.secret_variables) for t in uow.session.execute(query).scalars()]
 
 
 def get(uow, tree_id: int) -> dict:
     tree = uow.session.get(DistroTree, tree_id)
     if tree is None:
         raise NotFound(f"no distro tree {tree_id}")
-    return as_dict(tree)
+    return as_dict(tree, uow.settings.secret_variables)
 
 
 EDITABLE = ("family", "tags", "url", "kernel", "initrd", "ks_meta", "kernel_options", "labs")
@@ -72,9 +74,11 @@ def update(uow, actor: Actor, now: datetime, tree_id: int, data: dict) -> dict:
     for key in EDITABLE:
         if key in data and data[key] != getattr(tree, key):
             changes[key] = (getattr(tree, key), data[key])
+            if key == "ks_meta":  # the activity log keeps no secret either
+                changes[key] = tuple(masked_ks_meta(v, uow.settings.secret_variables) for v in changes[key])
             setattr(tree, key, data[key])
     activity.record_changes(uow.session, actor, now, "distro_tree", tree.id, changes)
-    return as_dict(tree)
+    return as_dict(tree, uow.settings.secret_variables)
 
 
 def remove(uow, actor: Actor, now: datetime, tree_id: int) -> None:

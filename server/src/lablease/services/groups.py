@@ -8,7 +8,7 @@ from sqlalchemy import select
 from ..domain.errors import Conflict, Forbidden, Invalid, NotFound
 from ..domain.permissions import Actor
 from ..store.tables import Group, GroupMember, User
-from . import activity
+from . import activity, destinations
 from .users import check_name, find_user
 
 
@@ -33,15 +33,18 @@ def _members(session, group: Group) -> list[tuple[User, bool]]:
     return list(rows)
 
 
-def as_dict(session, group: Group) -> dict:
+def as_dict(session, group: Group, actor: Actor) -> dict:
+    """A group; its webhook only for its owners and admins (a URL often carries a chat room's key)."""
     members = _members(session, group)
-    return {
+    out = {
         "name": group.name,
         "description": group.description,
         "owners": [user.name for user, owner in members if owner],
         "members": [user.name for user, _ in members],
-        "webhook_url": group.webhook_url,
     }
+    if actor.is_admin or any(user.id == actor.id and owner for user, owner in members):
+        out["webhook_url"] = group.webhook_url
+    return out
 
 
 def is_owner(session, actor: Actor, group: Group) -> bool:
@@ -73,7 +76,7 @@ def create(uow, actor: Actor, now: datetime, name: str, description: str | None 
         session.add(GroupMember(group_id=group.id, user_id=find_user_field(session, user_name).id, is_owner=owner))
     activity.record(session, actor, now, "group", name, "created")
     session.flush()
-    return as_dict(session, group)
+    return as_dict(session, group, actor)
 
 
 def find_user_field(session, name: str, field: str = "user") -> User:
@@ -83,25 +86,26 @@ def find_user_field(session, name: str, field: str = "user") -> User:
     return user
 
 
-def listing(uow) -> list[dict]:
+def listing(uow, actor: Actor) -> list[dict]:
     groups = uow.session.execute(select(Group).order_by(Group.name)).scalars()
-    return [as_dict(uow.session, group) for group in groups]
+    return [as_dict(uow.session, group, actor) for group in groups]
 
 
-def show(uow, name: str) -> dict:
-    return as_dict(uow.session, _find(uow.session, name))
+def show(uow, actor: Actor, name: str) -> dict:
+    return as_dict(uow.session, _find(uow.session, name), actor)
 
 
 def update(uow, actor: Actor, now: datetime, name: str, data: dict) -> dict:
     session = uow.session
     group = _find(session, name)
     _require_owner(session, actor, group)
+    destinations.check_url(uow.settings, data.get("webhook_url"))
     for key in ("description", "webhook_url", "webhook_secret"):
         if key in data and getattr(group, key) != data[key]:
             shown = "(secret)" if key == "webhook_secret" else data[key]
             activity.record(session, actor, now, "group", name, "changed", key, None, shown)
             setattr(group, key, data[key])
-    return as_dict(session, group)
+    return as_dict(session, group, actor)
 
 
 def add_member(uow, actor: Actor, now: datetime, name: str, user: str, owner: bool = False) -> dict:
@@ -117,7 +121,7 @@ def add_member(uow, actor: Actor, now: datetime, name: str, user: str, owner: bo
         row.is_owner = owner
         activity.record(session, actor, now, "group", name, "changed", f"owner {user}", not owner, owner)
     session.flush()
-    return as_dict(session, group)
+    return as_dict(session, group, actor)
 
 
 def remove_member(uow, actor: Actor, now: datetime, name: str, user: str) -> None:
@@ -143,6 +147,7 @@ def delete(uow, actor: Actor, now: datetime, name: str) -> None:
 def update_me(uow, actor: Actor, now: datetime, data: dict) -> dict:
     """The caller's own mail address and webhook for notices."""
     user = uow.session.get(User, actor.id)
+    destinations.check_url(uow.settings, data.get("webhook_url"))
     for key in ("email", "webhook_url", "webhook_secret"):
         if key in data:
             setattr(user, key, data[key] or None)

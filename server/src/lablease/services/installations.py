@@ -18,17 +18,19 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
-import os
 import secrets
 from datetime import datetime
 from pathlib import Path
 
-from sqlalchemy import select
+from sqlalchemy import or_, select
+from sqlalchemy.orm import object_session
 
 from ..domain.errors import Conflict, Forbidden, Invalid, NotFound
-from ..domain.permissions import Actor
+from ..domain.permissions import Actor, may_see_installation
+from ..domain.variables import masked_ks_meta, masked_text, secret_values
 from ..provision.kickstart import KickstartError, KickstartRenderer, merge_kernel_options, merge_ks_meta
 from ..provision.netboot import BootImage
+from ..store.secrets import site_key
 from ..store.tables import DistroTree, Installation, Recipe, Reservation, System
 from ..store.uow import wake_worker
 from ..timeparse import format_time
@@ -44,23 +46,6 @@ TOKEN_MARK = "@@installation-token@@"  # stands for the token in the stored kick
 
 # --- tokens ---------------------------------------------------------------------------------------
 
-def site_key(settings) -> bytes:
-    """The key installation tokens are derived with: a setting, or a file made once in the data dir."""
-    if settings.secret_key:
-        return settings.secret_key.encode()
-    path = Path(settings.data_dir) / "secret.key"
-    if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        except FileExistsError:
-            pass  # another process made it first
-        else:
-            with os.fdopen(fd, "w") as handle:
-                handle.write(secrets.token_urlsafe(48))
-    return path.read_text().strip().encode()
-
-
 def token_for(settings, installation: Installation) -> str:
     message = f"installation:{installation.id}:{installation.nonce}".encode()
     digest = hmac.new(site_key(settings), message, hashlib.sha256).digest()
@@ -75,20 +60,33 @@ def authorised(settings, installation: Installation | None, token: str | None) -
 
 # --- answers --------------------------------------------------------------------------------------
 
-def as_dict(installation: Installation, with_kickstart: bool = False) -> dict:
+def as_dict(installation: Installation, patterns: tuple[str, ...] = (), with_kickstart: bool = False) -> dict:
+    """An installation as its people see it: secret variables (domain/variables.py) masked everywhere."""
     distro = installation.distro or {}
     out = {"id": installation.id, "system": installation.system.fqdn,
            "user": installation.user.name if installation.user else None,
            "reservation": installation.reservation_id, "recipe": installation.recipe_id,
            "distro_tree": {k: distro.get(k) for k in ("id", "name", "arch", "variant")},
-           "ks_meta": installation.ks_meta, "kernel_options": installation.kernel_options,
+           "ks_meta": masked_ks_meta(installation.ks_meta, patterns), "kernel_options": installation.kernel_options,
            "status": installation.status, "error": installation.error,
            "created_at": format_time(installation.created_at), "started_at": format_time(installation.started_at),
            "installed_at": format_time(installation.installed_at),
            "finished_at": format_time(installation.finished_at)}
     if with_kickstart:
-        out["kickstart"] = installation.kickstart.replace(TOKEN_MARK, "<token>")
+        shown = masked_text(installation.kickstart, secret_values(_meta_of(installation), patterns))
+        out["kickstart"] = shown.replace(TOKEN_MARK, "<token>")
     return out
+
+
+def _meta_of(installation: Installation) -> dict:
+    """The variables the kickstart was rendered with, as far as they are known now (the tree's and the
+    system's defaults may have changed since; the installation's own are kept)."""
+    tree = object_session(installation).get(DistroTree, installation.distro_tree_id)
+    try:
+        return merge_ks_meta(tree.ks_meta if tree else None, (installation.system.netboot or {}).get("ks_meta"),
+                             installation.ks_meta)
+    except ValueError:
+        return {}
 
 
 def urls(settings, installation: Installation, token: str) -> dict:
@@ -98,20 +96,30 @@ def urls(settings, installation: Installation, token: str) -> dict:
     return found
 
 
+def _visible(session, actor: Actor, installation: Installation) -> bool:
+    reservation = session.get(Reservation, installation.reservation_id) if installation.reservation_id else None
+    return may_see_installation(actor, installation.system.owner_id,
+                                (installation.user_id, reservation.user_id if reservation else None))
+
+
 def get(uow, actor: Actor, installation_id: int) -> dict:
+    """GET /installations/{id}: 404 for anybody it is not for (ids are sequential, so nothing tells)."""
     installation = uow.session.get(Installation, installation_id)
-    if installation is None:
+    if installation is None or not _visible(uow.session, actor, installation):
         raise NotFound(f"no installation {installation_id}")
-    system = find(uow.session, installation.system.fqdn, actor)
-    privileged = actor.is_admin or actor.id in (installation.user_id, system.owner_id)
-    return as_dict(installation, with_kickstart=privileged)
+    find(uow.session, installation.system.fqdn, actor)
+    return as_dict(installation, uow.settings.secret_variables, with_kickstart=True)
 
 
 def listing(uow, actor: Actor, fqdn: str, limit: int = 20) -> list[dict]:
+    """A system's installations the caller may see (others' are left out, not masked)."""
     system = find(uow.session, fqdn, actor)
     query = (select(Installation).where(Installation.system_id == system.id)
              .order_by(Installation.id.desc()).limit(limit))
-    return [as_dict(i) for i in uow.session.execute(query).unique().scalars()]
+    if not may_see_installation(actor, system.owner_id, ()):  # then only those for the caller
+        query = query.outerjoin(Reservation, Reservation.id == Installation.reservation_id).where(
+            or_(Installation.user_id == actor.id, Reservation.user_id == actor.id))
+    return [as_dict(i, uow.settings.secret_variables) for i in uow.session.execute(query).unique().scalars()]
 
 
 # --- starting -------------------------------------------------------------------------------------
@@ -131,7 +139,7 @@ def provision(uow, actor: Actor, now: datetime, fqdn: str, data: dict) -> dict:
     usage.set_usage(session, system, "waiting", now)
     activity.record(session, actor, now, "system", system.fqdn, "provision", "installation", None,
                     f"{installation.id}: {tree.name} {tree.arch}")
-    answer = as_dict(installation)
+    answer = as_dict(installation, settings.secret_variables)
     answer["kickstart_url"] = urls(settings, installation, token_for(settings, installation))["kickstart"]
     return answer
 

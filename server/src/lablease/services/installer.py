@@ -12,7 +12,12 @@ from ..store.uow import wake_worker
 from . import activity, commands, installations, usage
 from .installations import EVENTS, UNFINISHED  # noqa: F401 - EVENTS is part of this module's interface
 
-# event -> (states it may come in, state it leads to); a repeated event is accepted and changes nothing.
+# Once the installation is over (the installed system runs, or it ended) its token opens nothing: a leaked
+# kickstart or boot line cannot fetch the rendered kickstart again nor replay a callback (docs/provisioning.md).
+OVER = ("running", "completed", "failed", "cancelled")
+
+# event -> (states it may come in, state it leads to); a repeated event is accepted and changes nothing
+# while the installation is still under way.
 TRANSITIONS = {
     "install_start": (("queued",), "installing"),
     "install_done": (("queued", "installing"), "installed"),
@@ -21,21 +26,25 @@ TRANSITIONS = {
 }
 
 
-def kickstart(uow, installation_id: int, token: str | None) -> str:
+def _authorised(uow, installation_id: int, token: str | None) -> Installation:
+    """The installation its token opens: every installer endpoint asks here, so none outlives the install."""
     installation = installations.authorised(uow.settings, uow.session.get(Installation, installation_id), token)
-    if installation.status in ("failed", "cancelled", "completed"):
+    if installation.status in OVER:
         raise Forbidden(f"installation {installation.id} is {installation.status}; its token no longer works")
+    return installation
+
+
+def kickstart(uow, installation_id: int, token: str | None) -> str:
+    installation = _authorised(uow, installation_id, token)
     return installation.kickstart.replace(installations.TOKEN_MARK, token)
 
 
 def callback(uow, now: datetime, installation_id: int, token: str | None, event: str) -> None:
     session, settings = uow.session, uow.settings
-    installation = installations.authorised(settings, session.get(Installation, installation_id), token)
+    installation = _authorised(uow, installation_id, token)
     allowed_from, target = TRANSITIONS[event]
     if installation.status == target:
         return  # the installer retried a call that already arrived
-    if installation.status in ("failed", "cancelled", "running", "completed"):
-        raise Forbidden(f"installation {installation.id} is {installation.status}; its token no longer works")
     if installation.status not in allowed_from:
         raise Conflict(f"{event} cannot come while installation {installation.id} is {installation.status}")
     activity.record(session, None, now, "system", installation.system.fqdn, event, "installation",

@@ -10,6 +10,7 @@ from ..domain import recipes as rules
 from ..domain.errors import Forbidden, Invalid, NotFound
 from ..domain.permissions import LENT_TO_ANOTHER, Actor, decide_schedule
 from ..domain.reservations import due_at
+from ..domain.variables import masked_ks_meta
 from ..domain.windows import Window
 from ..jobxml import referenced_names
 from ..scheduler.planner import explain
@@ -175,11 +176,19 @@ def show_recipe(uow, actor: Actor, now: datetime, recipe_id: int) -> dict:
     recipe = _recipe(session, actor, recipe_id)
     body = recipe_dict(recipe) | {
         "job": recipe.job_id, "recipe_set": recipe.recipe_set_id, "reservation": recipe.reservation_id,
-        "watchdog": format_time(recipe.watchdog_at), "spec": recipe.spec, "tasks": recipe.task_results or [],
+        "watchdog": format_time(recipe.watchdog_at), "spec": _shown_spec(recipe.spec, uow.settings),
+        "tasks": recipe.task_results or [],
     }
     if recipe.status in placement.WAITING:
         body["why"] = why_waiting(session, recipe, now)
     return body
+
+
+def _shown_spec(spec: dict, settings) -> dict:
+    """The recipe as submitted, its secret ks_meta values masked (domain/variables.py)."""
+    if not spec.get("ks_meta"):
+        return spec
+    return {**spec, "ks_meta": masked_ks_meta(spec["ks_meta"], getattr(settings, "secret_variables", ()))}
 
 
 def _snapshot(session) -> tuple[list[System], dict]:

@@ -15,6 +15,7 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from ..config import Settings
 from ..store.tables import Group, GroupMember, Outbox, User
+from ..store.uow import wake_worker
 from ..timeparse import format_time
 
 
@@ -50,6 +51,8 @@ def queue(session, settings: Settings | None, user: User, now: datetime, event: 
             next_attempt_at=now, created_at=now,
         ).on_conflict_do_nothing()
         queued += session.execute(statement).rowcount or 0
+    if queued:
+        wake_worker(session)  # a new message is due now: the worker delivers it without waiting out its sleep
     return queued
 
 

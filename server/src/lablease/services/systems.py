@@ -19,16 +19,17 @@ from ..domain.permissions import (
     decide_site,
     default_rules,
 )
+from ..domain.variables import masked_ks_meta
 from ..domain.windows import Window, window_between
 from ..store import calendar
 from ..power import registry as power_registry
 from ..provision.netboot import LOADERS, normalise_mac
+from ..store.secrets import SECRET_KEYS
 from ..store.tables import AccessRule, DistroTree, Installation, Loan, Pool, Reservation, Resource, System, User
 from ..timeparse import format_time
 from . import activity, usage
-from ..store.uow import emit
+from ..store.uow import emit, settings_of
 
-SECRET_KEYS = {"password", "pass", "secret", "token", "credentials", "key"}
 EDITABLE = ("arch", "cpus", "memory_mb", "lab", "attributes", "condition", "owner", "power", "netboot",
             "release_action", "reprovision_distro_tree")
 
@@ -70,13 +71,21 @@ def find(session, fqdn: str, actor: Actor | None = None) -> System:
     return system
 
 
-def public_settings(settings: dict) -> dict:
-    """Power and netboot settings without their secrets."""
-    return {k: v for k, v in (settings or {}).items() if k.lower() not in SECRET_KEYS}
+def public_settings(settings: dict, patterns: tuple[str, ...] = ()) -> dict:
+    """Power and netboot settings without their secrets (netboot's ks_meta with secret values masked)."""
+    shown = {k: v for k, v in (settings or {}).items() if k.lower() not in SECRET_KEYS}
+    if isinstance(shown.get("ks_meta"), str):
+        shown["ks_meta"] = masked_ks_meta(shown["ks_meta"], patterns)
+    return shown
+
+
+def _patterns(session) -> tuple[str, ...]:
+    """The site's secret_variables (none outside a unit of work with settings)."""
+    return tuple(getattr(settings_of(session), "secret_variables", ()) or ())
 
 
 def as_dict(system: System, current: Reservation | None = None, loan: Loan | None = None,
-            installation: dict | None = None, held_by: list | None = None) -> dict:
+            installation: dict | None = None, held_by: list | None = None, patterns: tuple[str, ...] = ()) -> dict:
     return {
         "fqdn": system.fqdn,
         "arch": system.arch,
@@ -88,7 +97,7 @@ def as_dict(system: System, current: Reservation | None = None, loan: Loan | Non
         "usage": system.usage,
         "owner": system.owner.name if system.owner else None,
         "power": public_settings(system.power),
-        "netboot": public_settings(system.netboot),
+        "netboot": public_settings(system.netboot, patterns),
         "reservation": _reservation_summary(current),
         "loan": {"recipient": loan.recipient.name, "end": format_time(loan.end_at)} if loan else None,
         "power_state": system.power_state,
@@ -209,7 +218,7 @@ def add_system(uow, actor: Actor, now: datetime, data: dict) -> dict:
     session.flush()
     activity.record(session, actor, now, "system", fqdn, "created", "condition", None, system.condition)
     emit(session, "system_changed", (system.id, now))
-    return as_dict(system)
+    return as_dict(system, patterns=_patterns(session))
 
 
 def update_system(uow, actor: Actor, now: datetime, fqdn: str, data: dict) -> dict:
@@ -236,7 +245,8 @@ def describe(session, system: System, now: datetime) -> dict:
     from .ar_reports import summaries_for
 
     return as_dict(system, current_reservations(session, [system.id], now).get(system.id), active_loan(session, system),
-                   latest_installations(session, [system.id]).get(system.id), summaries_for(session, [system.id]).get(system.id))
+                   latest_installations(session, [system.id]).get(system.id), summaries_for(session, [system.id]).get(system.id),
+                   _patterns(session))
 
 
 def latest_installations(session, system_ids: list[int]) -> dict[int, dict]:
@@ -259,7 +269,7 @@ def _apply(session, system: System, values: dict) -> dict[str, tuple]:
         if key == "owner_id":
             changes["owner"] = (system.owner.name if system.owner else None, session.get(User, new).name if new else None)
         elif key in ("power", "netboot"):
-            changes[key] = (public_settings(old), public_settings(new))
+            changes[key] = (public_settings(old, _patterns(session)), public_settings(new, _patterns(session)))
         else:
             changes[key] = (old, new)
         setattr(system, key, new)
@@ -320,7 +330,9 @@ def list_systems(uow, actor: Actor, now: datetime, filters: dict) -> list[dict]:
     from .ar_reports import summaries_for
 
     held = summaries_for(session, ids)
-    return [as_dict(s, current.get(s.id), loans.get(s.id), installed.get(s.id), held.get(s.id)) for s in systems]
+    patterns = _patterns(session)
+    return [as_dict(s, current.get(s.id), loans.get(s.id), installed.get(s.id), held.get(s.id), patterns)
+            for s in systems]
 
 
 def _free_window(now: datetime, filters: dict) -> Window:

@@ -13,6 +13,8 @@ from pathlib import Path
 from sqlalchemy import create_engine, event
 from sqlalchemy.engine import Engine, make_url
 
+from .secrets import private_file
+
 
 def _sqlite_engine(url: str, immediate: bool) -> Engine:
     engine = create_engine(url, pool_size=8, max_overflow=16, pool_timeout=30)
@@ -44,7 +46,7 @@ class Database:
         self.dialect = parsed.get_backend_name()
         if self.dialect == "sqlite":
             if parsed.database and parsed.database != ":memory:":
-                Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+                private_file(Path(parsed.database))  # 0600 (SQLite gives its -wal and -shm files the same mode)
             self.writer = _sqlite_engine(url, immediate=True)
             self.reader = _sqlite_engine(url, immediate=False)
         else:

@@ -21,6 +21,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
+from .secrets import SecretJson, SecretText
 from .types import Json, UTCDateTime
 
 NAMING = {
@@ -42,7 +43,7 @@ class User(Base):
     name: Mapped[str] = mapped_column(String(64), unique=True)
     email: Mapped[str | None] = mapped_column(String(254))
     webhook_url: Mapped[str | None] = mapped_column(String(2000))
-    webhook_secret: Mapped[str | None] = mapped_column(String(200))
+    webhook_secret: Mapped[str | None] = mapped_column(SecretText)  # sealed (store/secrets.py)
     is_admin: Mapped[bool] = mapped_column(Boolean, default=False)
     disabled: Mapped[bool] = mapped_column(Boolean, default=False)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime)
@@ -54,7 +55,7 @@ class Group(Base):
     name: Mapped[str] = mapped_column(String(64), unique=True)
     description: Mapped[str | None] = mapped_column(Text)
     webhook_url: Mapped[str | None] = mapped_column(String(2000))
-    webhook_secret: Mapped[str | None] = mapped_column(String(200))
+    webhook_secret: Mapped[str | None] = mapped_column(SecretText)  # sealed (store/secrets.py)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime)
 
 
@@ -130,8 +131,8 @@ class System(Base):
     condition: Mapped[str] = mapped_column(String(16))
     usage: Mapped[str] = mapped_column(String(16), default="idle")
     owner_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))
-    power: Mapped[dict] = mapped_column(Json, default=dict)
-    netboot: Mapped[dict] = mapped_column(Json, default=dict)
+    power: Mapped[dict] = mapped_column(SecretJson, default=dict)  # credentials sealed (store/secrets.py)
+    netboot: Mapped[dict] = mapped_column(SecretJson, default=dict)
     power_state: Mapped[str] = mapped_column(String(8), default="unknown")  # last known, from completed commands
     # What happens when a reservation of the system ends: power_off, leave_on or reprovision.
     release_action: Mapped[str] = mapped_column(String(16), default="power_off")

@@ -12,6 +12,10 @@ from email.message import EmailMessage
 from email.utils import format_datetime
 
 import requests
+import urllib3
+
+from ..domain import destinations
+from ..services import destinations as webhook_targets
 
 from ..config import Settings
 from ..services.outbox import Delivery
@@ -57,9 +61,16 @@ class SmtpMailer:
 
 
 class WebhookPoster:
+    """Posts signed JSON to webhooks: only to addresses the site allows (checked on the address it connects
+    to), never following a redirect, within bounded connect and read times."""
+
     def __init__(self, settings: Settings):
         self.timeout = settings.duration("webhook_timeout").total_seconds()
         self.session = requests.Session()
+        self.session.trust_env = False  # an environment proxy would connect for us, unchecked
+        adapter = _GuardedAdapter(settings)
+        self.session.mount("http://", adapter)
+        self.session.mount("https://", adapter)
 
     def send(self, message: Delivery) -> None:
         body = json.dumps(message.payload, sort_keys=True).encode()
@@ -68,11 +79,53 @@ class WebhookPoster:
         if message.secret:
             headers["X-Lablease-Signature"] = signature(message.secret, body)
         try:
-            response = self.session.post(message.address, data=body, headers=headers, timeout=self.timeout)
+            destinations.split_url(message.address)
+            response = self.session.post(message.address, data=body, headers=headers, allow_redirects=False,
+                                         timeout=(self.timeout, self.timeout), stream=True)
+        except destinations.Refused as refused:  # raised by the guarded connection, unwrapped
+            raise DeliveryFailed(f"webhook {message.address} refused: {refused}") from None
         except requests.RequestException as error:
             raise DeliveryFailed(f"webhook {message.address}: {error}") from None
+        response.close()  # the answer's body is not needed, nor waited for
+        if response.is_redirect:
+            raise DeliveryFailed(f"webhook {message.address} answered {response.status_code} (a redirect to "
+                                 f"{response.headers.get('Location', '?')}); redirects are not followed")
         if not 200 <= response.status_code < 300:
             raise DeliveryFailed(f"webhook {message.address} answered {response.status_code}")
+
+
+class _GuardedAdapter(requests.adapters.HTTPAdapter):
+    """Connections that resolve the host once, check every address, and connect to the checked one (so a
+    name cannot resolve to an allowed address for the check and an internal one for the connection)."""
+
+    def __init__(self, settings: Settings):
+        self.settings = settings
+        super().__init__(max_retries=0)
+
+    def init_poolmanager(self, *args, **kwargs):
+        super().init_poolmanager(*args, **kwargs)
+        site = {"site": self.settings}
+        http = type("GuardedHTTPConnection", (_GuardedConnection, urllib3.connection.HTTPConnection), site)
+        https = type("GuardedHTTPSConnection", (_GuardedConnection, urllib3.connection.HTTPSConnection), site)
+        self.poolmanager.pool_classes_by_scheme = {
+            "http": type("GuardedHTTPPool", (urllib3.HTTPConnectionPool,), {"ConnectionCls": http}),
+            "https": type("GuardedHTTPSPool", (urllib3.HTTPSConnectionPool,), {"ConnectionCls": https}),
+        }
+
+
+class _GuardedConnection:
+    site: Settings
+
+    def _new_conn(self):
+        host = self._dns_host.strip("[]")
+        address = webhook_targets.connect_address(self.site, host, self.port)
+        try:
+            sock = urllib3.util.connection.create_connection(
+                (address, self.port), self.timeout, source_address=self.source_address,
+                socket_options=self.socket_options)
+        except OSError as error:
+            raise urllib3.exceptions.NewConnectionError(self, f"cannot connect to {address}: {error}") from error
+        return sock  # TLS (https) still checks the certificate against the URL's host name
 
 
 def senders(settings: Settings) -> dict:

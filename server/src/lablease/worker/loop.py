@@ -17,6 +17,7 @@ from typing import Callable
 from ..config import Settings
 from ..services import ar_states, commands, installations, jobs, loans, outbox, reservations, unit_of_work
 from ..store.db import Database
+from ..store.secrets import SecretBox, use_secrets
 from ..store.uow import UnitOfWork
 from ..store.wakeup import WakeListener
 from .commands import CommandRunner
@@ -101,6 +102,7 @@ class Worker:
                  parent_pid: int | None = None):
         self.settings = settings
         self.db = db
+        use_secrets(db, SecretBox(settings))  # power credentials and webhook secrets are read sealed
         self.clock = clock
         self.senders = senders(settings)
         self.commands = CommandRunner(settings, db, clock)

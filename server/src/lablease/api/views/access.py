@@ -34,11 +34,11 @@ def group_create(ctx: Context) -> dict:
 
 
 def group_list(ctx: Context) -> list:
-    return groups.listing(ctx.uow)
+    return groups.listing(ctx.uow, ctx.actor)
 
 
 def group_show(ctx: Context) -> dict:
-    return groups.show(ctx.uow, ctx.args["name"])
+    return groups.show(ctx.uow, ctx.actor, ctx.args["name"])
 
 
 def group_update(ctx: Context) -> dict:

@@ -1,4 +1,6 @@
 """Jobs over the API: XML and JSON submission, references checked, results rolled up."""
+from datetime import timedelta
+
 from lablease.services import activity
 from lablease.store.uow import UnitOfWork
 
@@ -155,3 +157,51 @@ def test_a_request_id_returns_the_unfinished_job_instead_of_queueing_it_twice(la
     later = lab.client.post("/api/v1/jobs?request_id=nightly-42", json=body,
                             headers={"Authorization": f"Bearer {lab.tokens['alice']}"})
     assert later.status_code == 201 and later.get_json()["id"] != first["id"]
+
+
+def _reservesys_job(duration: str) -> bytes:
+    return (b'<job><recipeSet><recipe><hostRequires force="a.lab.test"/>'
+            b'<reservesys duration="' + duration.encode() + b'"/></recipe></recipeSet></job>')
+
+
+def test_reservesys_past_the_site_maximum_is_refused_at_submit(db, tmp_path):
+    from lablease.config import Settings
+
+    from .conftest import Lab
+
+    lab = Lab(db, Settings(data_dir=str(tmp_path / "data"), max_reservation_duration="2d"))
+    setup_lab(lab)
+    for duration in ("10d", "2144448000"):  # ten days; 68 years in seconds
+        status, problem = post_xml(lab, "alice", _reservesys_job(duration))
+        assert status == 422, problem
+        assert problem["field"] == "recipe_sets[0].recipes[0].reservesys.duration"
+        assert "maximum reservation of 2d" in problem["detail"]
+    _, jobs = lab.admin.get("/jobs", mine="false")
+    assert jobs == []  # nothing half-written
+    status, job = post_xml(lab, "alice", _reservesys_job("2d"))
+    assert status == 201, job
+
+
+def test_reservesys_is_kept_within_the_maximum_the_site_has_when_the_recipe_ends(db, tmp_path):
+    from dataclasses import replace
+
+    from lablease.config import Settings
+
+    from .conftest import Lab
+
+    lab = Lab(db, Settings(data_dir=str(tmp_path / "data"), max_reservation_duration="3d"))
+    setup_lab(lab)
+    status, job = post_xml(lab, "alice", _reservesys_job("3d"))
+    assert status == 201, job
+    recipe = job["recipe_sets"][0]["recipes"][0]
+    lab.app.settings = replace(lab.app.settings, max_reservation_duration="1d")  # lowered while it ran
+    lab.clock.advance(hours=1)
+    status, _ = lab.alice.patch(f"/recipes/{recipe['id']}", {"status": "completed", "result": "pass"})
+    assert status == 200
+    _, system = lab.alice.get("/systems/a.lab.test")
+    kept = system["reservation"]
+    assert kept["user"] == "alice" and kept["end"] == at(lab.clock() + timedelta(days=1))
+    _, log = lab.alice.get(f"/reservations/{kept['id']}/activity")
+    [shortened] = [entry for entry in log if entry["action"] == "shortened"]
+    assert shortened["field"] == "duration" and shortened["old"] == "P3D"
+    assert shortened["new"] == "P1D (this site's maximum)"

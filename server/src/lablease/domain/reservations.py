@@ -85,6 +85,24 @@ def _check_limits(policy: ReservationPolicy, start: datetime, end: datetime, loa
         raise Invalid("end", f"is past the end of your loan of this system ({_iso(loan_end)})")
 
 
+def check_length(policy: ReservationPolicy, length: timedelta, field: str) -> None:
+    """A reservation asked for ahead of time (a recipe's reservesys) may not pass the site's maximum."""
+    if policy.max_duration is not None and length > policy.max_duration:
+        raise Invalid(field, f"{_human(length)} is longer than this site's maximum reservation of "
+                             f"{_human(policy.max_duration)}")
+
+
+def kept_length(policy: ReservationPolicy, asked: timedelta) -> timedelta:
+    """How long a finished recipe's system is kept (reservesys): what it asked, within the maximum now.
+
+    The site may lower its maximum after the job was accepted; the recipe has run,
+    so the system is kept for the new maximum rather than not at all.
+    """
+    if policy.max_duration is not None and asked > policy.max_duration:
+        return policy.max_duration
+    return asked
+
+
 def _iso(moment: datetime) -> str:
     return moment.isoformat().replace("+00:00", "Z")
 

@@ -8,6 +8,7 @@ from sqlalchemy import select
 from ..domain import recipes as rules
 from ..domain.errors import Forbidden, Invalid, NotFound
 from ..domain.permissions import Actor, decide_schedule
+from ..domain import reservations as reservation_rules
 from ..domain.reservations import due_at
 from ..domain.windows import Window
 from ..jobxml import referenced_names
@@ -15,7 +16,7 @@ from ..scheduler.planner import explain
 from ..store import calendar
 from ..store.tables import Booking, Group, GroupMember, Job, Pool, Recipe, RecipeSet, Reservation, System
 from ..store.uow import emit, wake_worker
-from ..timeparse import format_time
+from ..timeparse import format_duration, format_time
 from . import activity, ar_work, distros, placement, scheduling, usage
 from . import systems as system_service
 from .endings import close_reservation
@@ -28,6 +29,18 @@ def _check_bound_sets(session, actor: Actor, job: dict, now: datetime, settings)
         if recipe_set.get("ar") is not None:
             ar_work.check_bound_set(session, actor, recipe_set["ar"], recipe_set["recipes"], offset, now,
                                     f"recipe_sets[{index}].ar")
+
+
+def _check_reservesys(job: dict, settings) -> None:
+    """A recipe may not ask to keep its system for longer than the site's maximum reservation."""
+    if settings is None:
+        return
+    for i, recipe_set in enumerate(job["recipe_sets"]):
+        for j, recipe in enumerate(recipe_set["recipes"]):
+            if recipe.get("reservesys"):
+                reservation_rules.check_length(settings.reservation_policy,
+                                               timedelta(seconds=recipe["reservesys"]["duration"]),
+                                               f"recipe_sets[{i}].recipes[{j}].reservesys.duration")
 
 
 def _check_references(session, job: dict) -> None:
@@ -75,6 +88,7 @@ def submit(uow, actor: Actor, now: datetime, job: dict, request_id: str | None =
     previous = _unfinished_by_request(session, actor, request_id)
     if previous is not None:
         return job_dict(previous), False
+    _check_reservesys(job, uow.settings)
     _check_references(session, job)
     _check_bound_sets(session, actor, job, now, uow.settings)
     row = Job(owner_id=actor.id, group_id=_group(session, actor, job.get("group")),
@@ -280,10 +294,11 @@ def finish(session, recipe: Recipe, status: str, now: datetime, actor: Actor | N
         close_reservation(session, reservation, now, "recipe_finished", actor, settings)
 
 
-def _keep_for_owner(session, reservation: Reservation, system: System, now: datetime, duration: timedelta,
+def _keep_for_owner(session, reservation: Reservation, system: System, now: datetime, asked: timedelta,
                     settings) -> None:
     """reservesys: the recipe's booking becomes the owner's reservation until now + duration,
-    shortened to the next booking if one comes sooner."""
+    within the site's maximum as it is now, shortened to the next booking if one comes sooner."""
+    duration = asked if settings is None else reservation_rules.kept_length(settings.reservation_policy, asked)
     booking = session.get(Booking, reservation.booking_id)
     resource = calendar.lock_resource(session, system.resource_id)
     following = session.execute(select(Booking.start_at).where(
@@ -299,6 +314,9 @@ def _keep_for_owner(session, reservation: Reservation, system: System, now: date
         reservation.warn_at = warn_at(reservation.start_at, end, settings.duration("warn_before"),
                                       settings.duration("warn_before_short"))
     booking.kind = "reservation"
+    if duration < asked:  # the site lowered its maximum since the job was accepted
+        activity.record(session, None, now, "reservation", reservation.id, "shortened", "duration",
+                        format_duration(asked), f"{format_duration(duration)} (this site's maximum)")
     activity.record(session, None, now, "reservation", reservation.id, "kept", "end", None, end)
     wake_worker(session)
 

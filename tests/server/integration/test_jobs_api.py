@@ -143,7 +143,9 @@ def test_a_request_id_returns_the_unfinished_job_instead_of_queueing_it_twice(la
                                headers={"Authorization": f"Bearer {lab.tokens['alice']}"})
     assert response.status_code == 201
     first = response.get_json()
-    again = lab.client.post("/api/v1/jobs?request_id=nightly-42", data=JOB_XML, content_type="application/xml",
+    same_as_xml = (b'<job><recipeSet><recipe><hostRequires><arch op="=" value="x86_64"/></hostRequires>'
+                   b'</recipe></recipeSet></job>')
+    again = lab.client.post("/api/v1/jobs?request_id=nightly-42", data=same_as_xml, content_type="application/xml",
                             headers={"Authorization": f"Bearer {lab.tokens['alice']}"})
     assert again.status_code == 200 and again.get_json()["id"] == first["id"]
     _, found = lab.alice.get("/jobs", request_id="nightly-42")
@@ -157,6 +159,27 @@ def test_a_request_id_returns_the_unfinished_job_instead_of_queueing_it_twice(la
     later = lab.client.post("/api/v1/jobs?request_id=nightly-42", json=body,
                             headers={"Authorization": f"Bearer {lab.tokens['alice']}"})
     assert later.status_code == 201 and later.get_json()["id"] != first["id"]
+
+
+def test_a_request_id_with_a_different_job_is_refused_naming_what_differs(lab):
+    setup_lab(lab)
+    body = {"whiteboard": "nightly", "recipe_sets": [{"recipes": [
+        {"host_requires": {"field": "arch", "op": "=", "value": "x86_64"}}]}]}
+    assert lab.client.post("/api/v1/jobs?request_id=nightly-43", json=body,
+                           headers={"Authorization": f"Bearer {lab.tokens['alice']}"}).status_code == 201
+    changed = {"whiteboard": "nightly", "recipe_sets": [{"recipes": [
+        {"host_requires": {"field": "arch", "op": "=", "value": "aarch64"}}]}]}
+    response = lab.client.post("/api/v1/jobs?request_id=nightly-43", json=changed,
+                               headers={"Authorization": f"Bearer {lab.tokens['alice']}"})
+    problem = response.get_json()
+    assert response.status_code == 409, problem
+    assert "request_id 'nightly-43'" in problem["detail"]
+    assert problem["differs"] == ["recipe_sets[0].recipes[0].host_requires.value"]
+    response = lab.client.post("/api/v1/jobs?request_id=nightly-43", data=JOB_XML, content_type="application/xml",
+                               headers={"Authorization": f"Bearer {lab.tokens['alice']}"})
+    assert response.status_code == 409 and "recipe_sets[0].priority" in response.get_json()["differs"]
+    _, jobs = lab.alice.get("/jobs")
+    assert len(jobs) == 1  # nothing queued twice, nothing half-written
 
 
 def _reservesys_job(duration: str) -> bytes:

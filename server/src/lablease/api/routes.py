@@ -149,7 +149,8 @@ ROUTES: list[Route] = [
           "Remove a rule from the pool's policy", "pools", query=FORCE_AR, status=204, statuses=(403, 404, 409)),
     # reservations
     Route("POST", BASE + "/reservations", reservations.create,
-          "Reserve a system now or in advance (200 when request_id matched an earlier reservation)",
+          "Reserve a system now or in advance (200 when request_id matched an earlier reservation; 409 when "
+          "the request differs from it)",
           "reservations", body=s.RESERVATION_CREATE, response=s.RESERVATION, status=201, statuses=(403, 404, 409),
           read_first=True),
     Route("GET", BASE + "/reservations", reservations.listing,
@@ -173,10 +174,11 @@ ROUTES: list[Route] = [
     # jobs and the scheduler
     Route("POST", BASE + "/jobs", jobs.submit,
           "Submit a job: job XML (application/xml) or the same as JSON; 422 names what is wrong. With "
-          "request_id naming one of the caller's unfinished jobs, that job is returned (200)", "jobs",
+          "request_id naming one of the caller's unfinished jobs, that job is returned (200); a different job "
+          "with that request_id is refused (409)", "jobs",
           query={"request_id": ("str", "a client-chosen id; re-submitting with it while the job is unfinished "
                                        "returns the same job")},
-          response=s.JOB, status=201, raw=True, statuses=(403, 413, 415)),
+          response=s.JOB, status=201, raw=True, statuses=(403, 409, 413, 415)),
     Route("GET", BASE + "/jobs", jobs.listing, "Jobs, newest first: the caller's (admins: mine=false for all)",
           "jobs", query={"mine": ("bool", "only the caller's (default true)"), "status": ("str", "only this status"),
                          "request_id": ("str", "only jobs submitted with this request id")},

@@ -24,7 +24,7 @@ class ReservationPolicy:
     allow_unlimited: bool = False
 
 
-def _human(delta: timedelta) -> str:
+def human_duration(delta: timedelta) -> str:
     seconds = int(delta.total_seconds())
     for unit, size in (("w", 604800), ("d", 86400), ("h", 3600), ("m", 60)):
         if seconds % size == 0 and seconds >= size:
@@ -54,7 +54,7 @@ def plan_window(
         if loan_end is not None:
             raise Invalid("duration", f"cannot be unlimited: your loan of this system ends at {_iso(loan_end)}")
         if policy.max_duration is not None:
-            raise Invalid("duration", f"cannot be unlimited: this site's maximum is {_human(policy.max_duration)}")
+            raise Invalid("duration", f"cannot be unlimited: this site's maximum is {human_duration(policy.max_duration)}")
         return Window(start, None)
     if isinstance(duration, timedelta):
         if duration <= timedelta(0):
@@ -80,7 +80,7 @@ def _start(now: datetime, start: datetime | None) -> datetime:
 
 def _check_limits(policy: ReservationPolicy, start: datetime, end: datetime, loan_end: datetime | None) -> None:
     if policy.max_duration is not None and end - start > policy.max_duration:
-        raise Invalid("duration", f"is longer than this site's maximum of {_human(policy.max_duration)}")
+        raise Invalid("duration", f"is longer than this site's maximum of {human_duration(policy.max_duration)}")
     if loan_end is not None and end > loan_end:
         raise Invalid("end", f"is past the end of your loan of this system ({_iso(loan_end)})")
 
@@ -88,8 +88,8 @@ def _check_limits(policy: ReservationPolicy, start: datetime, end: datetime, loa
 def check_length(policy: ReservationPolicy, length: timedelta, field: str) -> None:
     """A reservation asked for ahead of time (a recipe's reservesys) may not pass the site's maximum."""
     if policy.max_duration is not None and length > policy.max_duration:
-        raise Invalid(field, f"{_human(length)} is longer than this site's maximum reservation of "
-                             f"{_human(policy.max_duration)}")
+        raise Invalid(field, f"{human_duration(length)} is longer than this site's maximum reservation of "
+                             f"{human_duration(policy.max_duration)}")
 
 
 def kept_length(policy: ReservationPolicy, asked: timedelta) -> timedelta:

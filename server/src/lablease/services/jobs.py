@@ -9,6 +9,7 @@ from ..domain import recipes as rules
 from ..domain.errors import Forbidden, Invalid, NotFound
 from ..domain.permissions import Actor, decide_schedule
 from ..domain import reservations as reservation_rules
+from ..domain import retries
 from ..domain.reservations import due_at
 from ..domain.windows import Window
 from ..jobxml import referenced_names
@@ -82,17 +83,21 @@ def submit(uow, actor: Actor, now: datetime, job: dict, request_id: str | None =
 
     With a request_id naming one of the caller's unfinished jobs, that job is
     returned instead (created False): a retried or re-run submission does not
-    queue the same work twice. Once the job has finished, the id may be used again.
+    queue the same work twice. A different job with that id is refused (409 naming where it differs). Once the job has finished, the id may be used again.
     """
     session = uow.session
     previous = _unfinished_by_request(session, actor, request_id)
     if previous is not None:
+        if previous.request_document is not None:  # (jobs from before it was kept are not compared)
+            retries.refuse_changed_retry(request_id, f"job {previous.id}",
+                                         retries.document_differences(previous.request_document, job))
         return job_dict(previous), False
     _check_reservesys(job, uow.settings)
     _check_references(session, job)
     _check_bound_sets(session, actor, job, now, uow.settings)
     row = Job(owner_id=actor.id, group_id=_group(session, actor, job.get("group")),
-              whiteboard=job.get("whiteboard", ""), status="queued", submitted_at=now, request_id=request_id)
+              whiteboard=job.get("whiteboard", ""), status="queued", submitted_at=now, request_id=request_id,
+              request_document=job if request_id else None)
     session.add(row)
     session.flush()
     for spec_set in job["recipe_sets"]:

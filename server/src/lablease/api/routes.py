@@ -83,8 +83,11 @@ ROUTES: list[Route] = [
           "systems", query=LIMIT, response=s.list_of(s.ACTIVITY), statuses=(404,)),
     # loans
     Route("POST", BASE + "/systems/<fqdn>/loan", access.loan_grant,
-          "Lend the system (owner, admins, loan_any to anyone; loan_self to oneself)", "loans",
-          body=s.LOAN_CREATE, response=s.LOAN, status=201, statuses=(403, 404, 409)),
+          "Lend the system (owner, admins, loan_any to anyone; loan_self to oneself); refused (409) while another "
+          "user holds a reservation on it, unless force=true, which returns those reservations", "loans",
+          body=s.LOAN_CREATE, query={"force": ("bool", "return other users' reservations of the system first "
+                                                        "(their holders are told)")},
+          response=s.LOAN, status=201, statuses=(403, 404, 409)),
     Route("GET", BASE + "/systems/<fqdn>/loan", access.loan_show, "The current loan (404 when not lent)", "loans",
           response=s.LOAN, statuses=(404,)),
     Route("PATCH", BASE + "/systems/<fqdn>/loan", access.loan_extend,

@@ -105,6 +105,10 @@ def test_a_request_id_with_a_different_request_is_refused_naming_what_differs(la
     assert status == 200 and again["id"] == first["id"]
     _, mine = lab.alice.get("/reservations")
     assert [r["id"] for r in mine] == [first["id"]]
+    lab.clock.advance(hours=1, minutes=10)
+    assert lab.alice.delete(f"/reservations/{first['id']}")[0] == 204
+    status, returned = lab.alice.post("/reservations", body)  # its end is now when it was returned
+    assert status == 200 and returned["id"] == first["id"] and returned["state"] == "returned"
 
 
 def test_extend_by_adds_to_the_current_end_and_is_logged(lab):

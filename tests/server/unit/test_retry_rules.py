@@ -30,6 +30,13 @@ def test_what_differs_is_named_with_both_values():
         "duration (first limited, now unlimited)", "heartbeat (first None, now 5m)"]
 
 
+def test_a_returned_reservations_end_is_not_compared_but_the_rest_is():
+    returned = ReserveMade("s1.lab.test", T0, T0, T0 + timedelta(minutes=5), False, None, None, returned=True)
+    assert reserve_differences(ReserveAsked("s1.lab.test", duration=H), returned) == []
+    assert reserve_differences(ReserveAsked("s2.lab.test", duration=H), returned) == [
+        "system (first s1.lab.test, now s2.lab.test)"]
+
+
 def test_documents_differ_at_named_places():
     first = {"recipe_sets": [{"recipes": [{"force": "a"}], "priority": "Normal"}]}
     again = {"recipe_sets": [{"recipes": [{"force": "b"}], "priority": "High"}]}

@@ -33,7 +33,7 @@ class ReserveAsked:
 
 @dataclass(frozen=True)
 class ReserveMade:
-    """The reservation the first request made, as it was made."""
+    """The reservation the first request made, as it is now."""
 
     system: str
     created_at: datetime
@@ -42,6 +42,7 @@ class ReserveMade:
     return_loan: bool
     heartbeat: timedelta | None
     advance_reservation: int | None
+    returned: bool = False
 
 
 def _iso(moment: datetime | None) -> str:
@@ -53,6 +54,9 @@ def reserve_differences(asked: ReserveAsked, made: ReserveMade) -> list[str]:
 
     A start left out means "now", which the first request also meant if it left it out;
     an end and duration both left out mean the site's default, whatever the first one got.
+    A returned reservation's end is when it was returned, no longer what was asked: only
+    the rest is compared (the answer says it was returned). An open one is compared as it is
+    now, so a retry asking for less than an extension since gave it is a different request.
     """
     found = []
 
@@ -63,7 +67,9 @@ def reserve_differences(asked: ReserveAsked, made: ReserveMade) -> list[str]:
     differs("system", made.system, asked.system.lower())
     # A start a little in the past (or none) became the moment the first request was made.
     differs("start", _iso(made.start), _iso(max(utc(asked.start or made.created_at), made.created_at)))
-    if asked.end is not None:
+    if made.returned:
+        pass
+    elif asked.end is not None:
         differs("end", _iso(made.end), _iso(utc(asked.end)))
     elif asked.duration == UNLIMITED:
         differs("duration", "limited" if made.end else UNLIMITED, UNLIMITED)

@@ -51,7 +51,8 @@ def _retried(previous: Reservation, asked: retries.ReserveAsked, now: datetime) 
     """The reservation a retried request made, if the retry asks for the same thing (409 otherwise)."""
     made = retries.ReserveMade(
         previous.system.fqdn, previous.created_at, previous.start_at, previous.end_at, previous.return_loan,
-        timedelta(seconds=previous.heartbeat_seconds) if previous.heartbeat_seconds else None, previous.ar_id)
+        timedelta(seconds=previous.heartbeat_seconds) if previous.heartbeat_seconds else None, previous.ar_id,
+        previous.returned_at is not None)
     retries.refuse_changed_retry(previous.request_id, f"reservation {previous.id}",
                                  retries.reserve_differences(asked, made))
     return as_dict(previous, now)

@@ -227,4 +227,20 @@ def test_reservesys_is_kept_within_the_maximum_the_site_has_when_the_recipe_ends
     _, log = lab.alice.get(f"/reservations/{kept['id']}/activity")
     [shortened] = [entry for entry in log if entry["action"] == "shortened"]
     assert shortened["field"] == "duration" and shortened["old"] == "P3D"
-    assert shortened["new"] == "P1D (this site's maximum)"
+    assert shortened["new"] == "P1D (this site's maximum of 1d)"
+
+
+def test_reservesys_is_kept_no_longer_than_the_owners_loan(lab):
+    setup_lab(lab)
+    lab.admin.post("/systems/a.lab.test/loan", {"recipient": "alice", "duration": "6h"})
+    status, job = post_xml(lab, "alice", _reservesys_job("2d"))
+    assert status == 201, job
+    recipe = job["recipe_sets"][0]["recipes"][0]
+    lab.clock.advance(hours=1)
+    assert lab.alice.patch(f"/recipes/{recipe['id']}", {"status": "completed", "result": "pass"})[0] == 200
+    _, system = lab.alice.get("/systems/a.lab.test")
+    kept = system["reservation"]
+    assert kept["end"] == at(START + timedelta(hours=6))  # the loan's end, as for any reservation of hers
+    _, log = lab.alice.get(f"/reservations/{kept['id']}/activity")
+    [shortened] = [entry for entry in log if entry["action"] == "shortened"]
+    assert shortened["new"] == f"PT5H (the end of the owner's loan ({at(START + timedelta(hours=6))}))"

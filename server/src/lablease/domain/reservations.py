@@ -92,15 +92,22 @@ def check_length(policy: ReservationPolicy, length: timedelta, field: str) -> No
                              f"{human_duration(policy.max_duration)}")
 
 
-def kept_length(policy: ReservationPolicy, asked: timedelta) -> timedelta:
-    """How long a finished recipe's system is kept (reservesys): what it asked, within the maximum now.
+def kept_end(policy: ReservationPolicy, now: datetime, asked: timedelta, loan_end: datetime | None = None,
+             next_booking: datetime | None = None) -> tuple[datetime, str | None]:
+    """Until when a finished recipe's system is kept for its owner (reservesys), and what shortened it.
 
-    The site may lower its maximum after the job was accepted; the recipe has run,
-    so the system is kept for the new maximum rather than not at all.
+    What it asked, within the site's maximum as it is now (the site may have lowered it
+    after the job was accepted: the recipe has run, so the system is kept for the new
+    maximum rather than not at all), the owner's limited loan, and the next booking.
     """
+    end, why = now + asked, None
     if policy.max_duration is not None and asked > policy.max_duration:
-        return policy.max_duration
-    return asked
+        end, why = now + policy.max_duration, f"this site's maximum of {human_duration(policy.max_duration)}"
+    if loan_end is not None and loan_end < end:
+        end, why = max(loan_end, now), f"the end of the owner's loan ({_iso(loan_end)})"
+    if next_booking is not None and next_booking < end:
+        end, why = next_booking, f"the next booking ({_iso(next_booking)})"
+    return end, why
 
 
 def _iso(moment: datetime) -> str:

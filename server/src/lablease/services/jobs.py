@@ -21,6 +21,7 @@ from ..timeparse import format_duration, format_time
 from . import activity, ar_work, distros, placement, scheduling, usage
 from . import systems as system_service
 from .endings import close_reservation
+from .reservations import loan_end_of
 from .users import actor_for
 
 
@@ -301,15 +302,16 @@ def finish(session, recipe: Recipe, status: str, now: datetime, actor: Actor | N
 
 def _keep_for_owner(session, reservation: Reservation, system: System, now: datetime, asked: timedelta,
                     settings) -> None:
-    """reservesys: the recipe's booking becomes the owner's reservation until now + duration,
-    within the site's maximum as it is now, shortened to the next booking if one comes sooner."""
-    duration = asked if settings is None else reservation_rules.kept_length(settings.reservation_policy, asked)
+    """reservesys: the recipe's booking becomes the owner's reservation until now + duration, within the
+    site's maximum as it is now and the owner's loan, shortened to the next booking if one comes sooner."""
     booking = session.get(Booking, reservation.booking_id)
     resource = calendar.lock_resource(session, system.resource_id)
     following = session.execute(select(Booking.start_at).where(
         Booking.resource_id == resource.id, Booking.id != booking.id, Booking.start_at >= now)
         .order_by(Booking.start_at).limit(1)).scalar_one_or_none()
-    end = now + duration if following is None else min(now + duration, following)
+    policy = settings.reservation_policy if settings is not None else reservation_rules.ReservationPolicy()
+    end, why = reservation_rules.kept_end(policy, now, asked, loan_end_of(session, system.id, reservation.user_id),
+                                          following)
     calendar.change_end(session, resource, booking, end)
     reservation.kind, reservation.end_at = "manual", end
     reservation.due_at = due_at(end, None, None)
@@ -319,9 +321,9 @@ def _keep_for_owner(session, reservation: Reservation, system: System, now: date
         reservation.warn_at = warn_at(reservation.start_at, end, settings.duration("warn_before"),
                                       settings.duration("warn_before_short"))
     booking.kind = "reservation"
-    if duration < asked:  # the site lowered its maximum since the job was accepted
+    if why is not None:
         activity.record(session, None, now, "reservation", reservation.id, "shortened", "duration",
-                        format_duration(asked), f"{format_duration(duration)} (this site's maximum)")
+                        format_duration(asked), f"{format_duration(end - now)} ({why})")
     activity.record(session, None, now, "reservation", reservation.id, "kept", "end", None, end)
     wake_worker(session)
 

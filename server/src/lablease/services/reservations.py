@@ -113,7 +113,7 @@ def reserve(uow, actor: Actor, now: datetime, policy: rules.ReservationPolicy, s
     return as_dict(reservation, now), True
 
 
-def _loan_end(session, system_id: int, holder_id: int) -> datetime | None:
+def loan_end_of(session, system_id: int, holder_id: int) -> datetime | None:
     """The end of the holder's limited loan of the system, which caps their reservations."""
     loan = session.execute(select(Loan).where(Loan.system_id == system_id, Loan.returned_at.is_(None),
                                               Loan.recipient_id == holder_id)).unique().scalar_one_or_none()
@@ -175,7 +175,7 @@ def extend(uow, actor: Actor, now: datetime, policy: rules.ReservationPolicy, re
     _open(reservation)
     window = Window(reservation.start_at, reservation.end_at)
     new_end = rules.plan_new_end(now, policy, window, end, extend_by,
-                                 loan_end=_loan_end(session, reservation.system_id, reservation.user_id))
+                                 loan_end=loan_end_of(session, reservation.system_id, reservation.user_id))
     resource = calendar.lock_resource(session, reservation.system.resource_id)
     booking = session.get(Booking, reservation.booking_id)
     calendar.change_end(session, resource, booking, new_end)

@@ -13,6 +13,8 @@ from ..domain.recipes import FINISHED
 from ..store.tables import Loan, Recipe, Reservation, User
 from ..timeparse import format_time
 from . import activity, endings, notices
+from .jobs import finish
+from .placement import refresh_rollups, release
 from . import systems as system_service
 
 
@@ -50,9 +52,6 @@ def _held(session, system) -> list[rules.Held]:
 def _return_for_loan(session, actor: Actor, now: datetime, blocking: list[rules.Held], recipient: str,
                      settings) -> None:
     """Forced: the reservations in the way are returned (a recipe on one is aborted); holders are told."""
-    from .jobs import finish
-    from .placement import refresh_rollups, release
-
     for held in blocking:
         reservation = session.get(Reservation, held.reservation)
         recipe = session.execute(select(Recipe).where(Recipe.reservation_id == reservation.id,

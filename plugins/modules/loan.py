@@ -79,6 +79,15 @@ options:
     description:
       - Why the system is lent; stored with a new loan.
     type: str
+  force:
+    description:
+      - A new loan is refused while another user holds a reservation on the system (now or later), since the
+        recipient could not use it; the task then fails naming the holder and the reservation's end.
+      - With O(force=true) the system is lent anyway and those reservations are returned first (a recipe running
+        on the system is aborted); their holders are told through their notices.
+      - Check mode looks for such reservations too and fails the same way without O(force).
+    type: bool
+    default: false
 requirements:
   - Python 3.8 or later on the host that runs the module.
 seealso:
@@ -99,6 +108,12 @@ EXAMPLES = r"""
     system: s2.lab.test
     recipient: bob
     end: "2030-12-31T18:00:00Z"
+
+- name: Lend s3.lab.test to carol now, returning anybody else's reservation of it (they are told)
+  lablease.lab.loan:
+    system: s3.lab.test
+    recipient: carol
+    force: true
 
 - name: Take it back
   lablease.lab.loan:
@@ -173,6 +188,17 @@ def wanted_end(params, loan, now):
     return None
 
 
+def refuse_over_reservations(module, client, fqdn, recipient):
+    """Check mode: fail as the server would when other users' reservations are in the loan's way."""
+    others = [r for r in client.get("/reservations", {"system": fqdn, "active": True}) if r["user"] != recipient]
+    if others:
+        first = min(others, key=lambda r: (r["start"], r["id"]))
+        module.fail_json(msg="%s is reserved by %s until %s (reservation %s), so %s could not use the loan; "
+                             "use force to return %s" % (fqdn, first["user"], short_time(first.get("end")) or
+                                                         "further notice", first["id"], recipient,
+                                                         "them" if len(others) > 1 else "it"))
+
+
 def main():
     module = AnsibleModule(
         argument_spec=api_argument_spec(
@@ -184,6 +210,7 @@ def main():
             end=dict(type="str"),
             extend_by=dict(type="str"),
             comment=dict(type="str"),
+            force=dict(type="bool", default=False),
         ),
         mutually_exclusive=[("duration", "end", "limited"), ("extend_by", "end"), ("extend_by", "duration")],
         supports_check_mode=True,
@@ -249,6 +276,10 @@ def main():
             body["limited"] = True
         if params["comment"] is not None:
             body["comment"] = params["comment"]
+        if params["force"]:
+            body["force"] = True
+        elif module.check_mode:
+            refuse_over_reservations(module, client, fqdn, recipient)
         predicted = {"id": None, "system": fqdn, "recipient": recipient, "lender": client.me()["name"],
                      "start": format_time(now), "end": format_time(target), "comment": params["comment"],
                      "returned_at": None, "return_reason": None}

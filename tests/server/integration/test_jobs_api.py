@@ -1,4 +1,6 @@
 """Jobs over the API: XML and JSON submission, references checked, results rolled up."""
+from datetime import timedelta
+
 from lablease.services import activity
 from lablease.store.uow import UnitOfWork
 
@@ -141,7 +143,9 @@ def test_a_request_id_returns_the_unfinished_job_instead_of_queueing_it_twice(la
                                headers={"Authorization": f"Bearer {lab.tokens['alice']}"})
     assert response.status_code == 201
     first = response.get_json()
-    again = lab.client.post("/api/v1/jobs?request_id=nightly-42", data=JOB_XML, content_type="application/xml",
+    same_as_xml = (b'<job><recipeSet><recipe><hostRequires><arch op="=" value="x86_64"/></hostRequires>'
+                   b'</recipe></recipeSet></job>')
+    again = lab.client.post("/api/v1/jobs?request_id=nightly-42", data=same_as_xml, content_type="application/xml",
                             headers={"Authorization": f"Bearer {lab.tokens['alice']}"})
     assert again.status_code == 200 and again.get_json()["id"] == first["id"]
     _, found = lab.alice.get("/jobs", request_id="nightly-42")
@@ -155,3 +159,88 @@ def test_a_request_id_returns_the_unfinished_job_instead_of_queueing_it_twice(la
     later = lab.client.post("/api/v1/jobs?request_id=nightly-42", json=body,
                             headers={"Authorization": f"Bearer {lab.tokens['alice']}"})
     assert later.status_code == 201 and later.get_json()["id"] != first["id"]
+
+
+def test_a_request_id_with_a_different_job_is_refused_naming_what_differs(lab):
+    setup_lab(lab)
+    body = {"whiteboard": "nightly", "recipe_sets": [{"recipes": [
+        {"host_requires": {"field": "arch", "op": "=", "value": "x86_64"}}]}]}
+    assert lab.client.post("/api/v1/jobs?request_id=nightly-43", json=body,
+                           headers={"Authorization": f"Bearer {lab.tokens['alice']}"}).status_code == 201
+    changed = {"whiteboard": "nightly", "recipe_sets": [{"recipes": [
+        {"host_requires": {"field": "arch", "op": "=", "value": "aarch64"}}]}]}
+    response = lab.client.post("/api/v1/jobs?request_id=nightly-43", json=changed,
+                               headers={"Authorization": f"Bearer {lab.tokens['alice']}"})
+    problem = response.get_json()
+    assert response.status_code == 409, problem
+    assert "request_id 'nightly-43'" in problem["detail"]
+    assert problem["differs"] == ["recipe_sets[0].recipes[0].host_requires.value"]
+    response = lab.client.post("/api/v1/jobs?request_id=nightly-43", data=JOB_XML, content_type="application/xml",
+                               headers={"Authorization": f"Bearer {lab.tokens['alice']}"})
+    assert response.status_code == 409 and "recipe_sets[0].priority" in response.get_json()["differs"]
+    _, jobs = lab.alice.get("/jobs")
+    assert len(jobs) == 1  # nothing queued twice, nothing half-written
+
+
+def _reservesys_job(duration: str) -> bytes:
+    return (b'<job><recipeSet><recipe><hostRequires force="a.lab.test"/>'
+            b'<reservesys duration="' + duration.encode() + b'"/></recipe></recipeSet></job>')
+
+
+def test_reservesys_past_the_site_maximum_is_refused_at_submit(db, tmp_path):
+    from lablease.config import Settings
+
+    from .conftest import Lab
+
+    lab = Lab(db, Settings(data_dir=str(tmp_path / "data"), max_reservation_duration="2d"))
+    setup_lab(lab)
+    for duration in ("10d", "2144448000"):  # ten days; 68 years in seconds
+        status, problem = post_xml(lab, "alice", _reservesys_job(duration))
+        assert status == 422, problem
+        assert problem["field"] == "recipe_sets[0].recipes[0].reservesys.duration"
+        assert "maximum reservation of 2d" in problem["detail"]
+    _, jobs = lab.admin.get("/jobs", mine="false")
+    assert jobs == []  # nothing half-written
+    status, job = post_xml(lab, "alice", _reservesys_job("2d"))
+    assert status == 201, job
+
+
+def test_reservesys_is_kept_within_the_maximum_the_site_has_when_the_recipe_ends(db, tmp_path):
+    from dataclasses import replace
+
+    from lablease.config import Settings
+
+    from .conftest import Lab
+
+    lab = Lab(db, Settings(data_dir=str(tmp_path / "data"), max_reservation_duration="3d"))
+    setup_lab(lab)
+    status, job = post_xml(lab, "alice", _reservesys_job("3d"))
+    assert status == 201, job
+    recipe = job["recipe_sets"][0]["recipes"][0]
+    lab.app.settings = replace(lab.app.settings, max_reservation_duration="1d")  # lowered while it ran
+    lab.clock.advance(hours=1)
+    status, _ = lab.alice.patch(f"/recipes/{recipe['id']}", {"status": "completed", "result": "pass"})
+    assert status == 200
+    _, system = lab.alice.get("/systems/a.lab.test")
+    kept = system["reservation"]
+    assert kept["user"] == "alice" and kept["end"] == at(lab.clock() + timedelta(days=1))
+    _, log = lab.alice.get(f"/reservations/{kept['id']}/activity")
+    [shortened] = [entry for entry in log if entry["action"] == "shortened"]
+    assert shortened["field"] == "duration" and shortened["old"] == "P3D"
+    assert shortened["new"] == "P1D (this site's maximum of 1d)"
+
+
+def test_reservesys_is_kept_no_longer_than_the_owners_loan(lab):
+    setup_lab(lab)
+    lab.admin.post("/systems/a.lab.test/loan", {"recipient": "alice", "duration": "6h"})
+    status, job = post_xml(lab, "alice", _reservesys_job("2d"))
+    assert status == 201, job
+    recipe = job["recipe_sets"][0]["recipes"][0]
+    lab.clock.advance(hours=1)
+    assert lab.alice.patch(f"/recipes/{recipe['id']}", {"status": "completed", "result": "pass"})[0] == 200
+    _, system = lab.alice.get("/systems/a.lab.test")
+    kept = system["reservation"]
+    assert kept["end"] == at(START + timedelta(hours=6))  # the loan's end, as for any reservation of hers
+    _, log = lab.alice.get(f"/reservations/{kept['id']}/activity")
+    [shortened] = [entry for entry in log if entry["action"] == "shortened"]
+    assert shortened["new"] == f"PT5H (the end of the owner's loan ({at(START + timedelta(hours=6))}))"

@@ -138,3 +138,69 @@ def test_loan_changes_are_in_the_activity_log(lab):
     _, log = lab.admin.get("/systems/s1.lab.test/activity")
     actions = [e["action"] for e in reversed(log)]
     assert actions[-3:] == ["lent", "loan_extended", "loan_returned"]
+
+
+def _notices(lab, user):
+    from lablease.store.tables import Outbox
+    from lablease.store.uow import UnitOfWork
+
+    with UnitOfWork(lab.db, write=False) as uow:
+        return [row.payload for row in uow.session.query(Outbox).order_by(Outbox.id) if row.payload["user"] == user]
+
+
+def test_lending_a_system_another_user_holds_is_refused_unless_forced(db, tmp_path):
+    from lablease.config import Settings
+
+    from .conftest import Lab
+
+    lab = Lab(db, Settings(data_dir=str(tmp_path / "data"), smtp_host="127.0.0.1"))
+    lab.system()
+    lab.alice.patch("/me", {"email": "alice@lab.test"})
+    _, held = lab.alice.post("/reservations", {"system": "s1.lab.test", "duration": "2h"})
+    _, later = lab.admin.post("/reservations", {"system": "s1.lab.test", "start": at(START + 5 * H), "duration": "1h"})
+    status, problem = lab.admin.post("/systems/s1.lab.test/loan", {"recipient": "bob"})
+    assert status == 409, problem
+    assert problem["detail"].startswith(f"s1.lab.test is reserved by alice until {at(START + 2 * H)} "
+                                        f"(reservation {held['id']}) (and 1 more")
+    assert "force=true" in problem["detail"]
+    assert [(r["id"], r["user"]) for r in problem["reservations"]] == [(held["id"], "alice"), (later["id"], "admin")]
+    assert lab.admin.get("/systems/s1.lab.test/loan")[0] == 404  # nothing lent
+    assert _notices(lab, "alice") == []
+    status, loan = lab.admin.post("/systems/s1.lab.test/loan?force=true", {"recipient": "bob"})
+    assert status == 201 and loan["recipient"] == "bob", loan
+    _, returned = lab.alice.get(f"/reservations/{held['id']}")
+    assert returned["state"] == "returned" and returned["returned_at"] == at(START)
+    [told] = _notices(lab, "alice")
+    assert told["event"] == "reservation.returned" and told["reservation"] == held["id"]
+    assert told["reason"] == "the system was lent to another user"
+    assert lab.admin.get(f"/reservations/{later['id']}")[1]["state"] == "returned"
+    status, mine = lab.bob.post("/reservations", {"system": "s1.lab.test", "duration": "1h"})
+    assert status == 201, mine  # the recipient can use the loan
+
+
+def test_the_recipients_own_reservation_does_not_stop_a_loan_and_force_may_come_in_the_body(lab):
+    lab.system()
+    lab.system("s2.lab.test")
+    assert lab.bob.post("/reservations", {"system": "s1.lab.test", "duration": "2h"})[0] == 201
+    assert lab.admin.post("/systems/s1.lab.test/loan", {"recipient": "bob"})[0] == 201
+    _, held = lab.alice.post("/reservations", {"system": "s2.lab.test", "duration": "2h"})
+    status, loan = lab.admin.post("/systems/s2.lab.test/loan", {"recipient": "bob", "force": True})
+    assert status == 201, loan
+    assert lab.alice.get(f"/reservations/{held['id']}")[1]["state"] == "returned"
+
+
+def test_forcing_a_loan_over_a_running_recipe_aborts_it(lab):
+    lab.system("a.lab.test", condition="automated")
+    status, job = lab.alice.post("/jobs", {"recipe_sets": [{"recipes": [
+        {"force": "a.lab.test", "reservesys": {"duration": "1d"}}]}]})
+    assert status == 201, job
+    recipe = job["recipe_sets"][0]["recipes"][0]
+    assert recipe["status"] == "running"
+    status, problem = lab.admin.post("/systems/a.lab.test/loan", {"recipient": "bob"})
+    assert status == 409 and "reserved by alice" in problem["detail"], problem
+    assert lab.admin.post("/systems/a.lab.test/loan?force=true", {"recipient": "bob"})[0] == 201
+    _, recipe = lab.alice.get(f"/recipes/{recipe['id']}")
+    assert recipe["status"] == "aborted"
+    _, reservations = lab.admin.get("/reservations", system="a.lab.test", active="true")
+    assert reservations == []  # not kept for alice (reservesys) either: the system is bob's now
+    assert lab.bob.post("/reservations", {"system": "a.lab.test", "duration": "1h"})[0] == 201

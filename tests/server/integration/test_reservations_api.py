@@ -79,6 +79,38 @@ def test_request_id_makes_a_retry_idempotent(lab):
     assert status == 409
 
 
+def test_a_request_id_with_a_different_request_is_refused_naming_what_differs(lab):
+    lab.system()
+    lab.system("s2.lab.test")
+    body = {"system": "s1.lab.test", "start": at(START + H), "duration": "1h", "request_id": "ci-build-43"}
+    status, first = lab.alice.post("/reservations", body)
+    assert status == 201, first
+    lab.clock.advance(minutes=1)
+    cases = [
+        ({"system": "s2.lab.test"}, ["system"]),
+        ({"start": at(START + 2 * H)}, ["start"]),
+        ({"duration": "2h"}, ["duration"]),
+        ({"end": at(START + 3 * H), "duration": None}, ["end"]),
+        ({"system": "s2.lab.test", "duration": "2h", "return_loan": True}, ["system", "duration", "return_loan"]),
+    ]
+    for change, named in cases:
+        asked = {k: v for k, v in {**body, **change}.items() if v is not None}
+        status, problem = lab.alice.post("/reservations", asked)
+        assert status == 409, (change, problem)
+        assert [d.split(" ")[0] for d in problem["differs"]] == named, problem
+        assert f"reservation {first['id']}" in problem["detail"]
+    status, problem = lab.alice.post("/reservations", {**body, "duration": "2h"})
+    assert "duration (first 1h, now 2h)" in problem["detail"]
+    status, again = lab.alice.post("/reservations", {**body, "system": "S1.lab.test"})  # the same, retried
+    assert status == 200 and again["id"] == first["id"]
+    _, mine = lab.alice.get("/reservations")
+    assert [r["id"] for r in mine] == [first["id"]]
+    lab.clock.advance(hours=1, minutes=10)
+    assert lab.alice.delete(f"/reservations/{first['id']}")[0] == 204
+    status, returned = lab.alice.post("/reservations", body)  # its end is now when it was returned
+    assert status == 200 and returned["id"] == first["id"] and returned["state"] == "returned"
+
+
 def test_extend_by_adds_to_the_current_end_and_is_logged(lab):
     lab.system()
     _, r = lab.alice.post("/reservations", {"system": "s1.lab.test", "duration": "2h"})

@@ -232,3 +232,37 @@ def test_usage_history_and_utilisation(sched):
     assert usage["seconds"]["running"] == 3 * 3600 and usage["seconds"]["idle"] == 3600
     _, report = lab.admin.get("/reports/utilisation", **{"from": at(START), "until": at(START + 4 * H)})
     assert report["systems"][0]["busy"] == 0.75
+
+
+def test_usage_counts_only_while_the_system_existed(sched):
+    lab, s = sched
+    lab.clock.advance(hours=2)
+    created = lab.clock()
+    automated(lab, "a.lab.test")
+    r = s.recipes(s.submit("alice", job([recipe()])))[0]
+    lab.clock.advance(hours=1)
+    s.finish(r["id"])
+    lab.clock.advance(hours=1)
+    lab.admin.delete("/systems/a.lab.test")
+    lab.clock.advance(hours=1)
+    period = {"from": at(START), "until": at(lab.clock())}  # 5h, of which the system existed for 2h
+    _, usage = lab.admin.get("/systems/a.lab.test/usage", **period)
+    assert usage["seconds"]["running"] == 3600 and usage["seconds"]["idle"] == 3600, usage
+    assert sum(usage["seconds"].values()) == 2 * 3600
+    _, report = lab.admin.get("/reports/utilisation", **period)
+    assert [(e["fqdn"], e["busy"]) for e in report["systems"]] == [("a.lab.test", 0.5)]
+    _, later = lab.admin.get("/reports/utilisation", **{"from": at(lab.clock()), "until": at(lab.clock() + H)})
+    assert later["systems"] == []  # removed before that period
+    _, before = lab.admin.get("/systems/a.lab.test/usage", **{"from": at(START), "until": at(created)})
+    assert sum(before["seconds"].values()) == 0
+
+
+def test_usage_periods_and_pools_are_checked(sched):
+    lab, _ = sched
+    automated(lab, "a.lab.test")
+    reversed_period = {"from": at(START + H), "until": at(START)}
+    for path in ("/systems/a.lab.test/usage", "/reports/utilisation"):
+        status, problem = lab.admin.get(path, **reversed_period)
+        assert status == 422 and problem["field"] == "from" and "before until" in problem["detail"], problem
+    status, problem = lab.admin.get("/reports/utilisation", pool="nosuch")
+    assert status == 422 and problem["detail"] == "pool: no pool named nosuch", problem

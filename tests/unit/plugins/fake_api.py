@@ -193,6 +193,14 @@ class FakeApi:
             if method == "POST":
                 if loan:
                     self.problem(url, 409, "Conflict", "%s is already lent to %s" % (fqdn, loan["recipient"]))
+                others = [r for r in self.reservations if r["system"] == fqdn and r["returned_at"] is None
+                          and r["user"] != body["recipient"]]
+                if others and not body.get("force"):  # like the server: returned only when forced
+                    self.problem(url, 409, "Conflict", "%s is reserved by %s until %s (reservation %d), so %s could "
+                                 "not use the loan; lend with force=true to return it (its holder is told)" % (
+                                     fqdn, others[0]["user"], others[0]["end"], others[0]["id"], body["recipient"]))
+                for reservation in others:
+                    reservation.update(returned_at=iso(NOW), state="returned", seconds_left=None)
                 seconds = body.get("duration")
                 end = iso(NOW + timedelta(seconds=int(seconds))) if seconds and str(seconds).isdigit() else (
                     iso(NOW + timedelta(days=1)) if seconds else None)

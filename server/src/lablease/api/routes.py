@@ -83,8 +83,11 @@ ROUTES: list[Route] = [
           "systems", query=LIMIT, response=s.list_of(s.ACTIVITY), statuses=(404,)),
     # loans
     Route("POST", BASE + "/systems/<fqdn>/loan", access.loan_grant,
-          "Lend the system (owner, admins, loan_any to anyone; loan_self to oneself)", "loans",
-          body=s.LOAN_CREATE, response=s.LOAN, status=201, statuses=(403, 404, 409)),
+          "Lend the system (owner, admins, loan_any to anyone; loan_self to oneself); refused (409) while another "
+          "user holds a reservation on it, unless force=true, which returns those reservations", "loans",
+          body=s.LOAN_CREATE, query={"force": ("bool", "return other users' reservations of the system first "
+                                                        "(their holders are told)")},
+          response=s.LOAN, status=201, statuses=(403, 404, 409)),
     Route("GET", BASE + "/systems/<fqdn>/loan", access.loan_show, "The current loan (404 when not lent)", "loans",
           response=s.LOAN, statuses=(404,)),
     Route("PATCH", BASE + "/systems/<fqdn>/loan", access.loan_extend,
@@ -152,7 +155,8 @@ ROUTES: list[Route] = [
           "Remove a rule from the pool's policy", "pools", query=FORCE_AR, status=204, statuses=(403, 404, 409)),
     # reservations
     Route("POST", BASE + "/reservations", reservations.create,
-          "Reserve a system now or in advance (200 when request_id matched an earlier reservation)",
+          "Reserve a system now or in advance (200 when request_id matched an earlier reservation; 409 when "
+          "the request differs from it)",
           "reservations", body=s.RESERVATION_CREATE, response=s.RESERVATION, status=201, statuses=(403, 404, 409),
           read_first=True),
     Route("GET", BASE + "/reservations", reservations.listing,
@@ -176,10 +180,11 @@ ROUTES: list[Route] = [
     # jobs and the scheduler
     Route("POST", BASE + "/jobs", jobs.submit,
           "Submit a job: job XML (application/xml) or the same as JSON; 422 names what is wrong. With "
-          "request_id naming one of the caller's unfinished jobs, that job is returned (200)", "jobs",
+          "request_id naming one of the caller's unfinished jobs, that job is returned (200); a different job "
+          "with that request_id is refused (409)", "jobs",
           query={"request_id": ("str", "a client-chosen id; re-submitting with it while the job is unfinished "
                                        "returns the same job")},
-          response=s.JOB, status=201, raw=True, statuses=(403, 413, 415)),
+          response=s.JOB, status=201, raw=True, statuses=(403, 409, 413, 415)),
     Route("GET", BASE + "/jobs", jobs.listing, "Jobs, newest first: the caller's (admins: mine=false for all)",
           "jobs", query={"mine": ("bool", "only the caller's (default true)"), "status": ("str", "only this status"),
                          "request_id": ("str", "only jobs submitted with this request id")},

@@ -179,6 +179,8 @@ LOAN_CREATE = {
         "duration": {**DURATION, "description": "limit the loan to this long (no limit by default)"},
         "limited": {"type": "boolean", "description": "limit the loan to the site's default_loan_duration"},
         "comment": {"type": "string", "maxLength": 2000},
+        "force": {"type": "boolean", "description": "lend even though other users hold reservations on the "
+                                                   "system: they are returned and their holders told"},
     },
     "additionalProperties": False,
 }

@@ -136,6 +136,8 @@ def add_loan_commands(loan, common) -> None:
     length.add_argument("--duration", help="a limited loan for this long (e.g. 7d)")
     length.add_argument("--limited", action="store_true", help="a limited loan of the site's default length")
     p.add_argument("--comment")
+    p.add_argument("--force", action="store_true",
+                   help="also when other users hold reservations on the system: return them (their holders are told)")
     p.set_defaults(handler=sh.loan_grant)
 
     p = sub.add_parser("extend", help="move a loan's end", parents=[common])

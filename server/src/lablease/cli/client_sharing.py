@@ -8,7 +8,8 @@ from .client_views import LOAN, POLICY, POOL, RULE
 
 def loan_grant(api: Api, args) -> Outcome:
     loan = api.post(system_path(args.system, "/loan"), body(
-        recipient=args.recipient, duration=args.duration, limited=args.limited, comment=args.comment))
+        recipient=args.recipient, duration=args.duration, limited=args.limited, comment=args.comment,
+        force=args.force))
     return Outcome(loan, LOAN)
 
 

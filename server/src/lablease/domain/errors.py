@@ -11,6 +11,14 @@ from datetime import datetime
 from .times import format_time
 
 
+def format_path(path: tuple) -> str:
+    """A place in a JSON document: ("recipe_sets", 0, "recipes", 1, "force") -> "recipe_sets[0].recipes[1].force"."""
+    text = ""
+    for part in path:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text or "job"
+
+
 class DomainError(Exception):
     """A request that a rule refuses. `detail` is a sentence for a person."""
 

@@ -1,9 +1,10 @@
 """Loan rules: who may lend, extend and return, and a loan's window."""
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from .errors import Invalid
+from .errors import Conflict, Invalid
 from .permissions import ALLOW, Actor, Decision, Permission, SystemAccess, decide
 
 
@@ -56,3 +57,39 @@ def plan_loan_extension(now: datetime, current_end: datetime | None, end: dateti
     if end <= now:
         raise Invalid("end", "must be in the future (return the loan to end it now)")
     return end
+
+
+@dataclass(frozen=True)
+class Held:
+    """An open reservation of the system about to be lent."""
+
+    reservation: int
+    user_id: int
+    user: str
+    start: datetime
+    end: datetime | None
+
+
+def in_the_way(recipient_id: int, now: datetime, held: list[Held]) -> list[Held]:
+    """The reservations that would keep the recipient from using the loan: other users' open ones,
+    now or later (a reservation past its end is the worker's to return, and blocks nothing)."""
+    return sorted((h for h in held if h.user_id != recipient_id and (h.end is None or h.end > now)),
+                  key=lambda h: (h.start, h.reservation))
+
+
+def _iso(moment: datetime | None) -> str:
+    return "further notice" if moment is None else moment.isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def refuse_lending_over(fqdn: str, recipient: str, blocking: list[Held]) -> None:
+    """Lending a system another user holds a reservation on is refused (409) unless forced."""
+    if not blocking:
+        return
+    first = blocking[0]
+    more = f" (and {len(blocking) - 1} more reservation(s) of other users)" if len(blocking) > 1 else ""
+    raise Conflict(
+        f"{fqdn} is reserved by {first.user} until {_iso(first.end)} (reservation {first.reservation}){more}, "
+        f"so {recipient} could not use the loan; lend with force=true to return "
+        f"{'them (their holders are told)' if more else 'it (its holder is told)'}",
+        reservations=[{"id": h.reservation, "user": h.user, "start": _iso(h.start), "end": _iso(h.end)}
+                      for h in blocking])

@@ -25,7 +25,7 @@ class ReservationPolicy:
     allow_unlimited: bool = False
 
 
-def _human(delta: timedelta) -> str:
+def human_duration(delta: timedelta) -> str:
     seconds = int(delta.total_seconds())
     for unit, size in (("w", 604800), ("d", 86400), ("h", 3600), ("m", 60)):
         if seconds % size == 0 and seconds >= size:
@@ -56,7 +56,7 @@ def plan_window(
         if loan_end is not None:
             raise Invalid("duration", f"cannot be unlimited: your loan of this system ends at {format_time(loan_end)}")
         if policy.max_duration is not None:
-            raise Invalid("duration", f"cannot be unlimited: this site's maximum is {_human(policy.max_duration)}")
+            raise Invalid("duration", f"cannot be unlimited: this site's maximum is {human_duration(policy.max_duration)}")
         return Window(start, None)
     if isinstance(duration, timedelta):
         if duration <= timedelta(0):
@@ -86,10 +86,36 @@ def _check_limits(policy: ReservationPolicy, start: datetime, end: datetime, loa
     if policy.max_duration is not None and end - start > policy.max_duration:
         latest = format_time(start + policy.max_duration)
         raise Invalid(field, f"would make the reservation longer than this site's maximum of "
-                             f"{_human(policy.max_duration)} (it may end at {latest} at the latest)")
+                             f"{human_duration(policy.max_duration)} (it may end at {latest} at the latest)")
     if loan_end is not None and end > loan_end:
         raise Invalid(field, f"would end the reservation past the end of your loan of this system "
                              f"({format_time(loan_end)})")
+
+
+
+def check_length(policy: ReservationPolicy, length: timedelta, field: str) -> None:
+    """A reservation asked for ahead of time (a recipe's reservesys) may not pass the site's maximum."""
+    if policy.max_duration is not None and length > policy.max_duration:
+        raise Invalid(field, f"{human_duration(length)} is longer than this site's maximum reservation of "
+                             f"{human_duration(policy.max_duration)}")
+
+
+def kept_end(policy: ReservationPolicy, now: datetime, asked: timedelta, loan_end: datetime | None = None,
+             next_booking: datetime | None = None) -> tuple[datetime, str | None]:
+    """Until when a finished recipe's system is kept for its owner (reservesys), and what shortened it.
+
+    What it asked, within the site's maximum as it is now (the site may have lowered it
+    after the job was accepted: the recipe has run, so the system is kept for the new
+    maximum rather than not at all), the owner's limited loan, and the next booking.
+    """
+    end, why = now + asked, None
+    if policy.max_duration is not None and asked > policy.max_duration:
+        end, why = now + policy.max_duration, f"this site's maximum of {human_duration(policy.max_duration)}"
+    if loan_end is not None and loan_end < end:
+        end, why = max(loan_end, now), f"the end of the owner's loan ({format_time(loan_end)})"
+    if next_booking is not None and next_booking < end:
+        end, why = next_booking, f"the next booking ({format_time(next_booking)})"
+    return end, why
 
 
 def plan_new_end(

@@ -26,6 +26,7 @@ WHY = {
     "ar_ended": "the advance reservation it was made in ended",
     "expired": "its end was reached",
     "heartbeat_missed": "no heartbeat arrived in time",
+    "lent_away": "the system was lent to another user",
     "loan_ended": "the loan that gave you access ended",
     "removed": "the system was removed",
     "returned": "returned by hand",

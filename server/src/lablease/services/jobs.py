@@ -9,6 +9,8 @@ from ..domain import advance as ar_rules
 from ..domain import recipes as rules
 from ..domain.errors import Forbidden, Invalid, NotFound
 from ..domain.permissions import LENT_TO_ANOTHER, Actor, decide_schedule
+from ..domain import reservations as reservation_rules
+from ..domain import retries
 from ..domain.reservations import due_at
 from ..domain.variables import masked_ks_meta
 from ..domain.windows import Window
@@ -18,10 +20,11 @@ from ..store import calendar
 from ..store.tables import (AdvanceReservation, Booking, Group, GroupMember, Job, Pool, Recipe, RecipeSet,
                             Reservation, System)
 from ..store.uow import emit, wake_worker
-from ..timeparse import format_time
+from ..timeparse import format_duration, format_time
 from . import activity, ar_work, distros, placement, scheduling, usage
 from . import systems as system_service
 from .endings import close_reservation
+from .reservations import loan_end_of
 from .users import actor_for
 
 
@@ -31,6 +34,18 @@ def _check_bound_sets(session, actor: Actor, job: dict, now: datetime, settings)
         if recipe_set.get("ar") is not None:
             ar_work.check_bound_set(session, actor, recipe_set["ar"], recipe_set["recipes"], offset, now,
                                     f"recipe_sets[{index}].ar")
+
+
+def _check_reservesys(job: dict, settings) -> None:
+    """A recipe may not ask to keep its system for longer than the site's maximum reservation."""
+    if settings is None:
+        return
+    for i, recipe_set in enumerate(job["recipe_sets"]):
+        for j, recipe in enumerate(recipe_set["recipes"]):
+            if recipe.get("reservesys"):
+                reservation_rules.check_length(settings.reservation_policy,
+                                               timedelta(seconds=recipe["reservesys"]["duration"]),
+                                               f"recipe_sets[{i}].recipes[{j}].reservesys.duration")
 
 
 def _check_references(session, job: dict) -> None:
@@ -72,16 +87,21 @@ def submit(uow, actor: Actor, now: datetime, job: dict, request_id: str | None =
 
     With a request_id naming one of the caller's unfinished jobs, that job is
     returned instead (created False): a retried or re-run submission does not
-    queue the same work twice. Once the job has finished, the id may be used again.
+    queue the same work twice. A different job with that id is refused (409 naming where it differs). Once the job has finished, the id may be used again.
     """
     session = uow.session
     previous = _unfinished_by_request(session, actor, request_id)
     if previous is not None:
+        if previous.request_document is not None:  # (jobs from before it was kept are not compared)
+            retries.refuse_changed_retry(request_id, f"job {previous.id}",
+                                         retries.document_differences(previous.request_document, job))
         return job_dict(previous), False
+    _check_reservesys(job, uow.settings)
     _check_references(session, job)
     _check_bound_sets(session, actor, job, now, uow.settings)
     row = Job(owner_id=actor.id, group_id=_group(session, actor, job.get("group")),
-              whiteboard=job.get("whiteboard", ""), status="queued", submitted_at=now, request_id=request_id)
+              whiteboard=job.get("whiteboard", ""), status="queued", submitted_at=now, request_id=request_id,
+              request_document=job if request_id else None)
     session.add(row)
     session.flush()
     for spec_set in job["recipe_sets"]:
@@ -296,16 +316,18 @@ def finish(session, recipe: Recipe, status: str, now: datetime, actor: Actor | N
         close_reservation(session, reservation, now, "recipe_finished", actor, settings)
 
 
-def _keep_for_owner(session, reservation: Reservation, system: System, now: datetime, duration: timedelta,
+def _keep_for_owner(session, reservation: Reservation, system: System, now: datetime, asked: timedelta,
                     settings) -> None:
-    """reservesys: the recipe's booking becomes the owner's reservation until now + duration,
-    shortened to the next booking if one comes sooner."""
+    """reservesys: the recipe's booking becomes the owner's reservation until now + duration, within the
+    site's maximum as it is now and the owner's loan, shortened to the next booking if one comes sooner."""
     booking = session.get(Booking, reservation.booking_id)
     resource = calendar.lock_resource(session, system.resource_id)
     following = session.execute(select(Booking.start_at).where(
         Booking.resource_id == resource.id, Booking.id != booking.id, Booking.start_at >= now)
         .order_by(Booking.start_at).limit(1)).scalar_one_or_none()
-    end = now + duration if following is None else min(now + duration, following)
+    policy = settings.reservation_policy if settings is not None else reservation_rules.ReservationPolicy()
+    end, why = reservation_rules.kept_end(policy, now, asked, loan_end_of(session, system.id, reservation.user_id),
+                                          following)
     calendar.change_end(session, resource, booking, end)
     reservation.kind, reservation.end_at = "manual", end
     reservation.due_at = due_at(end, None, None)
@@ -315,6 +337,9 @@ def _keep_for_owner(session, reservation: Reservation, system: System, now: date
         reservation.warn_at = warn_at(reservation.start_at, end, settings.duration("warn_before"),
                                       settings.duration("warn_before_short"))
     booking.kind = "reservation"
+    if why is not None:
+        activity.record(session, None, now, "reservation", reservation.id, "shortened", "duration",
+                        format_duration(asked), f"{format_duration(end - now)} ({why})")
     activity.record(session, None, now, "reservation", reservation.id, "kept", "end", None, end)
     wake_worker(session)
 

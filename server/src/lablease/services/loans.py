@@ -9,9 +9,12 @@ from ..domain import loans as rules
 from ..domain.errors import Conflict, Forbidden, Invalid, NotFound
 from ..domain.notices import warn_at
 from ..domain.permissions import Actor
-from ..store.tables import Loan, User
+from ..domain.recipes import FINISHED
+from ..store.tables import Loan, Recipe, Reservation, User
 from ..timeparse import format_time
 from . import activity, endings, notices
+from .jobs import finish
+from .placement import refresh_rollups, release
 from . import systems as system_service
 
 
@@ -40,8 +43,36 @@ def _warn_at(settings, loan: Loan) -> datetime | None:
     return warn_at(loan.start_at, loan.end_at, settings.duration("warn_before"), settings.duration("warn_before_short"))
 
 
+def _held(session, system) -> list[rules.Held]:
+    open_ = session.execute(select(Reservation).where(
+        Reservation.system_id == system.id, Reservation.returned_at.is_(None))).unique().scalars()
+    return [rules.Held(r.id, r.user_id, r.user.name, r.start_at, r.end_at) for r in open_]
+
+
+def _return_for_loan(session, actor: Actor, now: datetime, blocking: list[rules.Held], recipient: str,
+                     settings) -> None:
+    """Forced: the reservations in the way are returned (a recipe on one is aborted); holders are told."""
+    for held in blocking:
+        reservation = session.get(Reservation, held.reservation)
+        recipe = session.execute(select(Recipe).where(Recipe.reservation_id == reservation.id,
+                                                      Recipe.status.notin_(FINISHED))).unique().scalar_one_or_none()
+        if recipe is not None and recipe.status == "assigned":  # only holding it for its set: queue again
+            release(session, recipe.recipe_set, now)
+        elif recipe is not None:
+            finish(session, recipe, "aborted", now, actor, settings)
+            activity.record(session, actor, now, "recipe", recipe.id, "aborted", "reason", None,
+                            f"its system was lent to {recipient}")
+            refresh_rollups(session, recipe.recipe_set, now)
+        if reservation.returned_at is None:  # (a recipe's reservesys may have kept it)
+            endings.close_reservation(session, reservation, now, "lent_away", actor, settings)
+        activity.record(session, actor, now, "reservation", reservation.id, "lent_away", "reason", None,
+                        f"the system was lent to {recipient} (forced)")
+
+
 def grant(uow, actor: Actor, now: datetime, fqdn: str, recipient: str, duration: timedelta | None = None,
-          limited: bool = False, comment: str | None = None) -> dict:
+          limited: bool = False, comment: str | None = None, force: bool = False) -> dict:
+    """Lend the system; refused while another user holds a reservation on it, unless forced
+    (then those reservations are returned and their holders told)."""
     session = uow.session
     system = system_service.find(session, fqdn, actor)
     user = session.execute(select(User).where(User.name == recipient)).scalar_one_or_none()
@@ -52,6 +83,9 @@ def grant(uow, actor: Actor, now: datetime, fqdn: str, recipient: str, duration:
     if current is not None:
         until = format_time(current.end_at) or "further notice"
         raise Conflict(f"{system.fqdn} is already lent to {current.recipient.name} until {until}")
+    blocking = rules.in_the_way(user.id, now, _held(session, system))
+    if not force:
+        rules.refuse_lending_over(system.fqdn, user.name, blocking)
     default = uow.settings.duration("default_loan_duration") if uow.settings else timedelta(days=7)
     loan = Loan(system_id=system.id, recipient_id=user.id, lender_id=actor.id or None, start_at=now,
                 end_at=rules.plan_loan_end(now, duration, limited, default), comment=comment, created_at=now)
@@ -61,6 +95,7 @@ def grant(uow, actor: Actor, now: datetime, fqdn: str, recipient: str, duration:
     session.refresh(loan)
     activity.record(session, actor, now, "system", system.fqdn, "lent", "loan", None,
                     f"{user.name} until {format_time(loan.end_at) or 'no limit'}")
+    _return_for_loan(session, actor, now, blocking, user.name, uow.settings)
     uow.wake_worker()
     return as_dict(loan, system.fqdn)
 

@@ -7,6 +7,7 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 
 from ..domain import reservations as rules
+from ..domain import retries
 from ..domain.errors import Conflict, Forbidden, Invalid, NotFound
 from ..domain.notices import warn_at
 from ..domain.permissions import Actor, Permission, SiteAction, decide_site, may_manage_reservation, may_see_reservation
@@ -46,6 +47,17 @@ def _by_request_id(session, actor: Actor, request_id: str | None) -> Reservation
     return session.execute(query).unique().scalar_one_or_none()
 
 
+def _retried(previous: Reservation, asked: retries.ReserveAsked, now: datetime) -> dict:
+    """The reservation a retried request made, if the retry asks for the same thing (409 otherwise)."""
+    made = retries.ReserveMade(
+        previous.system.fqdn, previous.created_at, previous.start_at, previous.end_at, previous.return_loan,
+        timedelta(seconds=previous.heartbeat_seconds) if previous.heartbeat_seconds else None, previous.ar_id,
+        previous.returned_at is not None)
+    retries.refuse_changed_retry(previous.request_id, f"reservation {previous.id}",
+                                 retries.reserve_differences(asked, made))
+    return as_dict(previous, now)
+
+
 def reserve(uow, actor: Actor, now: datetime, policy: rules.ReservationPolicy, system: str,
             start: datetime | None = None, end: datetime | None = None, duration=None,
             return_loan: bool = False, heartbeat: timedelta | None = None, request_id: str | None = None,
@@ -53,12 +65,14 @@ def reserve(uow, actor: Actor, now: datetime, policy: rules.ReservationPolicy, s
     """Book the system for the caller; returns (reservation, created).
 
     A request_id seen before returns that same reservation (created False),
-    so a client may retry a reserve whose answer it never got.
+    so a client may retry a reserve whose answer it never got; a different
+    request with that id is refused (409 naming what differs).
     """
     session = uow.session
+    asked = retries.ReserveAsked(system, start, end, duration, return_loan, heartbeat, advance_reservation)
     previous = _by_request_id(session, actor, request_id)
     if previous is not None:
-        return as_dict(previous, now), False
+        return _retried(previous, asked, now), False
     target = system_service.find(session, system, actor)
     loan = system_service.active_loan(session, target)
     if advance_reservation is None:
@@ -75,7 +89,7 @@ def reserve(uow, actor: Actor, now: datetime, policy: rules.ReservationPolicy, s
     else:
         resource = calendar.lock_resource(session, target.resource_id)
     if request_id and (previous := _by_request_id(session, actor, request_id)) is not None:
-        return as_dict(previous, now), False  # a retry that raced its first attempt
+        return _retried(previous, asked, now), False  # a retry that raced its first attempt
     booking = calendar.book(session, resource, window, "reservation", actor.id, now)
     reservation = Reservation(
         system_id=target.id, user_id=actor.id, booking_id=booking.id, kind="manual",
@@ -99,7 +113,7 @@ def reserve(uow, actor: Actor, now: datetime, policy: rules.ReservationPolicy, s
     return as_dict(reservation, now), True
 
 
-def _loan_end(session, system_id: int, holder_id: int) -> datetime | None:
+def loan_end_of(session, system_id: int, holder_id: int) -> datetime | None:
     """The end of the holder's limited loan of the system, which caps their reservations."""
     loan = session.execute(select(Loan).where(Loan.system_id == system_id, Loan.returned_at.is_(None),
                                               Loan.recipient_id == holder_id)).unique().scalar_one_or_none()
@@ -161,7 +175,7 @@ def extend(uow, actor: Actor, now: datetime, policy: rules.ReservationPolicy, re
     _open(reservation)
     window = Window(reservation.start_at, reservation.end_at)
     new_end = rules.plan_new_end(now, policy, window, end, extend_by,
-                                 loan_end=_loan_end(session, reservation.system_id, reservation.user_id))
+                                 loan_end=loan_end_of(session, reservation.system_id, reservation.user_id))
     if reservation.ar_id is not None:
         ar_work.check_end_inside(session, reservation.ar_id, new_end, "extend_by" if extend_by is not None else "end")
     resource = calendar.lock_resource(session, reservation.system.resource_id)

@@ -5,6 +5,8 @@ from datetime import datetime
 
 from sqlalchemy import select
 
+from ..domain import usage as rules
+from ..domain.errors import Invalid
 from ..domain.systems import USAGES
 from ..store.tables import Pool, System, UsageChange
 from ..timeparse import format_time
@@ -20,26 +22,30 @@ def record_condition(session, system: System, old: str, now: datetime) -> None:
     session.add(UsageChange(system_id=system.id, at=now, field="condition", old=old, new=system.condition))
 
 
-def _state_at(session, system_id: int, field: str, moment: datetime, default: str) -> str:
-    row = session.execute(select(UsageChange.new).where(
-        UsageChange.system_id == system_id, UsageChange.field == field, UsageChange.at <= moment)
+def _state_at(session, system: System, field: str, moment: datetime) -> str:
+    """The system's usage or condition at a moment: the last change up to it, else what the first later
+    change changed from, else what it is now."""
+    last = session.execute(select(UsageChange.new).where(
+        UsageChange.system_id == system.id, UsageChange.field == field, UsageChange.at <= moment)
         .order_by(UsageChange.at.desc(), UsageChange.id.desc()).limit(1)).scalar_one_or_none()
-    return row or default
+    if last is not None:
+        return last
+    first_later = session.execute(select(UsageChange.old).where(
+        UsageChange.system_id == system.id, UsageChange.field == field, UsageChange.at > moment)
+        .order_by(UsageChange.at, UsageChange.id).limit(1)).scalar_one_or_none()
+    return first_later or (system.usage if field == "usage" else system.condition)
 
 
 def time_in_states(session, system: System, start: datetime, end: datetime) -> dict[str, float]:
-    """Seconds the system spent in each usage state within [start, end)."""
-    state = _state_at(session, system.id, "usage", start, "idle")
+    """Seconds the system spent in each usage state within [start, end), while it existed."""
+    rules.check_period(start, end)
+    moment = max(start, system.created_at)
     changes = session.execute(select(UsageChange).where(
-        UsageChange.system_id == system.id, UsageChange.field == "usage", UsageChange.at > start,
-        UsageChange.at < end).order_by(UsageChange.at, UsageChange.id)).scalars()
-    seconds = dict.fromkeys(USAGES, 0.0)
-    cursor = start
-    for change in changes:
-        seconds[state] += (change.at - cursor).total_seconds()
-        state, cursor = change.new, change.at
-    seconds[state] += (end - cursor).total_seconds()
-    return seconds
+        UsageChange.system_id == system.id, UsageChange.at > moment, UsageChange.at < end)
+        .order_by(UsageChange.at, UsageChange.id)).scalars()
+    return rules.time_in_states(system.created_at, _state_at(session, system, "usage", moment),
+                                _state_at(session, system, "condition", moment),
+                                [rules.Change(c.at, c.field, c.new) for c in changes], start, end)
 
 
 def history(session, system: System, start: datetime | None, end: datetime | None) -> list[dict]:
@@ -52,21 +58,23 @@ def history(session, system: System, start: datetime | None, end: datetime | Non
             for c in session.execute(query).scalars()]
 
 
-def _share_busy(seconds: dict[str, float]) -> float:
-    total = sum(seconds.values())
-    return round((total - seconds["idle"] - seconds["pending"]) / total, 4) if total else 0.0
-
-
 def utilisation(session, start: datetime, end: datetime, pool: str | None = None) -> dict:
-    query = select(System).where(System.condition != "removed").order_by(System.fqdn)
+    """Per system that existed during the period (and is in the pool), and in total."""
+    rules.check_period(start, end)
+    query = select(System).where(System.created_at < end).order_by(System.fqdn)
     if pool:
-        query = query.where(System.pools.any(Pool.name == pool))
+        pool_id = session.execute(select(Pool.id).where(Pool.name == pool)).scalar_one_or_none()
+        if pool_id is None:
+            raise Invalid("pool", f"no pool named {pool}")
+        query = query.where(System.pools.any(Pool.id == pool_id))
     systems = []
     totals = dict.fromkeys(USAGES, 0.0)
     for system in session.execute(query).unique().scalars():
         seconds = time_in_states(session, system, start, end)
+        if system.condition == "removed" and not any(seconds.values()):
+            continue  # removed before the period began
         for state, value in seconds.items():
             totals[state] += value
-        systems.append({"fqdn": system.fqdn, "seconds": seconds, "busy": _share_busy(seconds)})
+        systems.append({"fqdn": system.fqdn, "seconds": seconds, "busy": rules.share_busy(seconds)})
     return {"from": format_time(start), "until": format_time(end), "pool": pool, "systems": systems,
-            "total": {"seconds": totals, "busy": _share_busy(totals)}}
+            "total": {"seconds": totals, "busy": rules.share_busy(totals)}}

@@ -18,11 +18,27 @@ def alembic_config() -> Config:
 def upgrade(db: Database, revision: str = "head") -> None:
     """Bring the database to `revision`; safe to run again."""
     config = alembic_config()
-    # SQLite DDL runs outside BEGIN IMMEDIATE: the reader engine's plain BEGIN suffices.
-    engine = db.reader if db.dialect == "sqlite" else db.writer
-    with engine.begin() as connection:
-        config.attributes["connection"] = connection
-        command.upgrade(config, revision)
+    if db.dialect != "sqlite":
+        with db.writer.begin() as connection:
+            config.attributes["connection"] = connection
+            command.upgrade(config, revision)
+        return
+    # SQLite DDL runs outside BEGIN IMMEDIATE: the reader engine's plain BEGIN suffices. A migration may
+    # rebuild a table (SQLite's way to change one): foreign key enforcement is off meanwhile, since dropping
+    # the old table would cascade to the rows pointing at it, and every foreign key is checked before
+    # committing. The pragma only takes effect outside a transaction, hence on the driver's connection.
+    with db.reader.connect() as connection:
+        driver = connection.connection.driver_connection
+        driver.execute("PRAGMA foreign_keys=OFF")
+        try:
+            with connection.begin():
+                config.attributes["connection"] = connection
+                command.upgrade(config, revision)
+                broken = connection.exec_driver_sql("PRAGMA foreign_key_check").fetchall()
+                if broken:
+                    raise RuntimeError(f"the migration broke foreign keys: {broken[:5]}")
+        finally:
+            driver.execute("PRAGMA foreign_keys=ON")
 
 
 def current_revision(db: Database) -> str | None:

@@ -338,6 +338,8 @@ class Job(Base):
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     # A client-chosen id: submitting again with it while the job is unfinished returns this job.
     request_id: Mapped[str | None] = mapped_column(String(128))
+    # The normalised job as submitted with a request_id: a retry must send the same job.
+    request_document: Mapped[dict | None] = mapped_column(Json)
     owner: Mapped[User] = relationship(lazy="joined")
     recipe_sets: Mapped[list[RecipeSet]] = relationship(lazy="selectin", order_by="RecipeSet.id",
                                                         back_populates="job")
@@ -428,3 +430,22 @@ class UsageChange(Base):
 
 from .ar_tables import AdvanceReservation, ArSystem  # noqa: E402,F401 - one metadata, split for size
 from .provision_tables import Command, Installation  # noqa: E402,F401
+
+
+def _never_reuse_ids(metadata: MetaData) -> None:
+    """Every table with its own integer id is AUTOINCREMENT on SQLite.
+
+    Without it SQLite gives the id of the last row deleted to the next one
+    inserted, and what still names the old id (an installation naming its
+    distro tree, an activity entry, a client's saved id) then names the new
+    row. PostgreSQL's sequences never go back. Set here, once for all tables,
+    so a table added later cannot forget it; migration 0008 rebuilt the
+    tables that existed before.
+    """
+    for table in metadata.tables.values():
+        key = list(table.primary_key.columns)
+        if len(key) == 1 and isinstance(key[0].type, Integer) and not key[0].foreign_keys:
+            table.dialect_kwargs["sqlite_autoincrement"] = True
+
+
+_never_reuse_ids(Base.metadata)

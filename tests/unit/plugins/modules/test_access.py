@@ -30,6 +30,23 @@ def test_loan_lend_keep_extend_and_return(api, run):
     assert not result["changed"]
 
 
+def test_loan_over_another_users_reservation_needs_force(api, run):
+    api.add_system("s1.lab.test")
+    held = api.add_reservation("s1.lab.test", user="carol")
+    args = {"system": "s1.lab.test", "recipient": "bob"}
+    result, failed = run(loan.main, args, check=True)
+    assert failed and result["msg"].startswith("s1.lab.test is reserved by carol until ") and api.writes == []
+    assert "use force" in result["msg"]
+    result, failed = run(loan.main, args)
+    assert failed and "reserved by carol" in result["msg"] and result["status"] == 409
+    result, failed = run(loan.main, dict(args, force=True), check=True)
+    assert result["changed"] and not failed and api.loans == {}
+    result, failed = run(loan.main, dict(args, force=True))
+    assert result["changed"] and api.writes[-1] == ("POST", "/systems/s1.lab.test/loan",
+                                                    {"recipient": "bob", "force": True})
+    assert held["returned_at"] is not None and api.loans["s1.lab.test"]["recipient"] == "bob"
+
+
 def test_loan_defaults_to_the_caller_and_checks_input(api, run):
     api.add_system("s1.lab.test")
     result, failed = run(loan.main, {"system": "s1.lab.test", "limited": True})

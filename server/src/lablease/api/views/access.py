@@ -7,7 +7,8 @@ from .context import Context, Reply
 def loan_grant(ctx: Context) -> dict:
     body = ctx.body
     return loans.grant(ctx.uow, ctx.actor, ctx.now, ctx.args["fqdn"], body["recipient"],
-                       duration_field(body, "duration"), body.get("limited", False), body.get("comment"))
+                       duration_field(body, "duration"), body.get("limited", False), body.get("comment"),
+                       force=bool(ctx.query.get("force") or body.get("force")))
 
 
 def loan_show(ctx: Context) -> dict:

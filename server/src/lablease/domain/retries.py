@@ -1,0 +1,104 @@
+"""Idempotent retries: a request_id seen before must come with the same request.
+
+A client that never got the answer to its reserve or job submission sends it
+again with the same request_id and gets what the first one made. A request
+that differs is not a retry but a mistake (a reused id): it is refused, naming
+what differs, rather than silently answered with something the caller did not
+ask for. Time is a parameter; nothing here reads a clock.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from .errors import Conflict, format_path
+from .reservations import UNLIMITED, human_duration
+from .windows import utc
+
+MAX_NAMED = 5  # differences named in one answer
+
+
+@dataclass(frozen=True)
+class ReserveAsked:
+    """What a reserve request asked for (None: not given)."""
+
+    system: str
+    start: datetime | None = None
+    end: datetime | None = None
+    duration: timedelta | str | None = None
+    return_loan: bool = False
+    heartbeat: timedelta | None = None
+    advance_reservation: int | None = None
+
+
+@dataclass(frozen=True)
+class ReserveMade:
+    """The reservation the first request made, as it is now."""
+
+    system: str
+    created_at: datetime
+    start: datetime
+    end: datetime | None
+    return_loan: bool
+    heartbeat: timedelta | None
+    advance_reservation: int | None
+    returned: bool = False
+
+
+def _iso(moment: datetime | None) -> str:
+    return "no end" if moment is None else moment.isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def reserve_differences(asked: ReserveAsked, made: ReserveMade) -> list[str]:
+    """What the retry asks differently from the reservation made, e.g. "system (first a, now b)".
+
+    A start left out means "now", which the first request also meant if it left it out;
+    an end and duration both left out mean the site's default, whatever the first one got.
+    A returned reservation's end is when it was returned, no longer what was asked: only
+    the rest is compared (the answer says it was returned). An open one is compared as it is
+    now, so a retry asking for less than an extension since gave it is a different request.
+    """
+    found = []
+
+    def differs(name: str, first, again) -> None:
+        if first != again:
+            found.append(f"{name} (first {first}, now {again})")
+
+    differs("system", made.system, asked.system.lower())
+    # A start a little in the past (or none) became the moment the first request was made.
+    differs("start", _iso(made.start), _iso(max(utc(asked.start or made.created_at), made.created_at)))
+    if made.returned:
+        pass
+    elif asked.end is not None:
+        differs("end", _iso(made.end), _iso(utc(asked.end)))
+    elif asked.duration == UNLIMITED:
+        differs("duration", "limited" if made.end else UNLIMITED, UNLIMITED)
+    elif asked.duration is not None:
+        differs("duration", human_duration(made.end - made.start) if made.end else UNLIMITED,
+                human_duration(asked.duration))
+    differs("return_loan", made.return_loan, asked.return_loan)
+    differs("heartbeat", *(human_duration(h) if h else None for h in (made.heartbeat, asked.heartbeat)))
+    differs("advance_reservation", made.advance_reservation, asked.advance_reservation)
+    return found
+
+
+def document_differences(first, again, path: tuple = ()) -> list[str]:
+    """The places (as recipe_sets[0].recipes[1].force) where two JSON documents differ, in order."""
+    if isinstance(first, dict) and isinstance(again, dict):
+        found = []
+        for key in sorted(set(first) | set(again), key=str):
+            found += document_differences(first.get(key), again.get(key), path + (key,))
+        return found
+    if isinstance(first, list) and isinstance(again, list) and len(first) == len(again):
+        return [place for i, (a, b) in enumerate(zip(first, again)) for place in document_differences(a, b, path + (i,))]
+    return [] if first == again else [format_path(path)]
+
+
+def refuse_changed_retry(request_id: str, made: str, differences: list[str]) -> None:
+    """A reused request_id with a different request: 409 naming what differs."""
+    if differences:
+        shown = differences[:MAX_NAMED] + ([f"{len(differences) - MAX_NAMED} more"]
+                                           if len(differences) > MAX_NAMED else [])
+        raise Conflict(f"request_id {request_id!r} was already used for {made}, which differs in "
+                       f"{'; '.join(shown)}: use a new request_id for a different request",
+                       differs=differences)

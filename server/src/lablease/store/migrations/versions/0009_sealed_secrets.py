@@ -5,13 +5,13 @@ sealed by `lablease-server init` right after migrating (store/secrets.py
 seal_all), which has the site key; a migration does not.
 
 Revision ID: 0009
-Revises: 0007
+Revises: 0008
 """
 from alembic import op
 import sqlalchemy as sa
 
 revision = '0009'
-down_revision = '0007'
+down_revision = '0008'
 branch_labels = None
 depends_on = None
 
@@ -20,13 +20,15 @@ TABLES = ('users', 'groups')
 
 def upgrade() -> None:
     for table in TABLES:
-        with op.batch_alter_table(table) as batch_op:
+        # SQLite rebuilds the table: keep AUTOINCREMENT (0008), which reflection does not report.
+        with op.batch_alter_table(table, table_kwargs={"sqlite_autoincrement": True}) as batch_op:
             batch_op.alter_column('webhook_secret', existing_type=sa.String(length=200), type_=sa.String(length=1000),
                                   existing_nullable=True)
 
 
 def downgrade() -> None:
     for table in TABLES:
-        with op.batch_alter_table(table) as batch_op:
+        # SQLite rebuilds the table: keep AUTOINCREMENT (0008), which reflection does not report.
+        with op.batch_alter_table(table, table_kwargs={"sqlite_autoincrement": True}) as batch_op:
             batch_op.alter_column('webhook_secret', existing_type=sa.String(length=1000), type_=sa.String(length=200),
                                   existing_nullable=True)

@@ -5,6 +5,7 @@ from datetime import datetime
 
 from sqlalchemy import select
 
+from ..domain.boot_text import check_options, first_unfit
 from ..domain.errors import Conflict, Forbidden, Invalid, NotFound
 from ..domain.permissions import Actor, SiteAction, decide_site
 from ..domain.systems import check_arch
@@ -23,12 +24,26 @@ def as_dict(tree: DistroTree) -> dict:
             "created_at": format_time(tree.created_at)}
 
 
+def _check_boot_text(data: dict) -> None:
+    """Every field of a tree reaches a netboot file or a kickstart: each must fit on one line, and its
+    ks_meta and kernel options must parse (domain/boot_text.py, the rule the writers apply too)."""
+    unfit = first_unfit(data, "")
+    if unfit is not None:
+        raise Invalid(*unfit)
+    for key, what in (("ks_meta", "ks_meta"), ("kernel_options", "kernel options")):
+        try:
+            check_options(data.get(key), what)
+        except ValueError as error:
+            raise Invalid(key, str(error)) from None
+
+
 def add(uow, actor: Actor, now: datetime, data: dict) -> dict:
     decision = decide_site(actor, SiteAction.ADD_SYSTEM)
     if not decision:
         raise Forbidden("only administrators may register distro trees")
     session = uow.session
     check_arch(data["arch"])
+    _check_boot_text(data)
     duplicate = session.execute(select(DistroTree.id).where(
         DistroTree.name == data["name"], DistroTree.arch == data["arch"],
         DistroTree.variant == data.get("variant"))).first()
@@ -68,6 +83,7 @@ def update(uow, actor: Actor, now: datetime, tree_id: int, data: dict) -> dict:
     tree = uow.session.get(DistroTree, tree_id)
     if tree is None:
         raise NotFound(f"no distro tree {tree_id}")
+    _check_boot_text(data)
     changes = {}
     for key in EDITABLE:
         if key in data and data[key] != getattr(tree, key):

@@ -11,6 +11,7 @@ from ..domain.permissions import Actor, SiteAction, decide_site
 from ..domain.systems import check_arch
 from ..scheduler.filters import compare
 from ..store.tables import DistroTree
+from ..store.uow import emit
 from ..timeparse import format_time
 from . import activity
 
@@ -101,6 +102,7 @@ def remove(uow, actor: Actor, now: datetime, tree_id: int) -> None:
         raise NotFound(f"no distro tree {tree_id}")
     uow.session.delete(tree)
     activity.record(uow.session, actor, now, "distro_tree", tree_id, "deleted", "name", tree.name, None)
+    emit(uow.session, "distro_tree_removed", (tree_id, now))  # recipes waiting for it are aborted at once
 
 
 def _tree_matches(tree: dict | None, distro: DistroTree) -> bool:

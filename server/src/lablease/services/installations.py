@@ -33,7 +33,7 @@ from ..provision.netboot import BootImage
 from ..store.tables import DistroTree, Installation, Recipe, Reservation, System
 from ..store.uow import wake_worker
 from ..timeparse import format_time
-from . import activity, commands, distros, notices, usage
+from . import activity, commands, distros, due, notices, usage
 from .systems import current_reservations, find
 
 EVENTS = ("install_start", "install_done", "postinstall_done", "install_fail")
@@ -348,22 +348,14 @@ def fail_current(session, system: System, now: datetime, why: str, settings) -> 
         fail(session, settings, installation, now, why)
 
 
-def abort_stalled(uow, now: datetime, batch: int = 100) -> list[int]:
+def _abort_stalled(uow, installation: Installation, now: datetime) -> None:
     """The install watchdog: no callback within install_timeout fails the installation."""
-    query = (select(Installation).where(Installation.watchdog_at <= now, Installation.status.in_(UNFINISHED))
-             .order_by(Installation.watchdog_at).limit(batch).with_for_update(skip_locked=True, of=Installation))
-    stalled = list(uow.session.execute(query).unique().scalars())
-    limit = uow.settings.install_timeout
-    for installation in stalled:
-        fail(uow.session, uow.settings, installation, now,
-              f"no progress from the installer for {limit} (still {installation.status})")
-    return [i.id for i in stalled]
+    fail(uow.session, uow.settings, installation, now,
+         f"no progress from the installer for {uow.settings.install_timeout} (still {installation.status})")
 
 
-def next_due(uow) -> datetime | None:
-    return uow.session.execute(select(Installation.watchdog_at).where(
-        Installation.watchdog_at.is_not(None), Installation.status.in_(UNFINISHED))
-        .order_by(Installation.watchdog_at).limit(1)).scalar_one_or_none()
+STALLED = due.Step("installation_watchdog", "failed stalled installation", Installation,
+                   lambda: Installation.watchdog_at, lambda: Installation.status.in_(UNFINISHED), _abort_stalled)
 
 
 def on_reservation_closed(session, settings, reservation: Reservation, now: datetime, reason: str) -> None:

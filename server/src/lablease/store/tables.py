@@ -427,3 +427,4 @@ class UsageChange(Base):
 
 from .ar_tables import AdvanceReservation, ArSystem  # noqa: E402,F401 - one metadata, split for size
 from .provision_tables import Command, Installation  # noqa: E402,F401
+from .worker_tables import WorkerFailure  # noqa: E402,F401

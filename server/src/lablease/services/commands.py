@@ -100,6 +100,45 @@ def get(uow, actor: Actor, command_id: int) -> dict:
     return as_dict(command)
 
 
+def cancel(uow, actor: Actor, now: datetime, command_id: int) -> dict:
+    """DELETE /commands/{id}: an administrator ends a queued or stuck (running) command as cancelled.
+
+    The other unfinished commands of its installation are cancelled too, and the installation fails
+    with that reason (its recipe aborted, its holder told, its netboot files cleared). A worker still
+    running it finds it cancelled when it finishes and records nothing.
+    """
+    from . import installations  # the installation's failure aborts its recipe
+
+    session = uow.session
+    command = session.get(Command, command_id)
+    if command is None:
+        raise NotFound(f"no command {command_id}")
+    find(session, command.system.fqdn, actor)  # 404 unless the caller may see the system
+    if not actor.is_admin:
+        raise Forbidden("only administrators may cancel commands")
+    if command.status not in UNFINISHED:
+        raise Conflict(f"command {command_id} is already {command.status}; only a queued or running one can be "
+                       "cancelled")
+    _cancel(command, now, f"cancelled by {actor.name}")
+    activity.record(session, actor, now, "system", command.system.fqdn, "command_cancelled", "command", None,
+                    f"{command.id} ({command.action})")
+    installation = session.get(Installation, command.installation_id) if command.installation_id else None
+    if installation is not None:
+        for other in session.execute(select(Command).where(
+                Command.installation_id == installation.id, Command.status.in_(UNFINISHED))).unique().scalars():
+            _cancel(other, now, f"not run: command {command.id} was cancelled")
+        if installation.status in installations.UNFINISHED:
+            installations.fail(session, uow.settings, installation, now,
+                               f"{command.action} command {command.id} cancelled by {actor.name}")
+    wake_worker(session)  # the system's next command may run now
+    return as_dict(command)
+
+
+def _cancel(command: Command, now: datetime, why: str) -> None:
+    _move(command, "cancelled")
+    command.finished_at, command.lease_until, command.error = now, None, why
+
+
 # --- the worker's side ---------------------------------------------------------------------------
 
 @dataclass(frozen=True)

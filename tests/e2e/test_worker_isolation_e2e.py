@@ -2,6 +2,7 @@
 database (bypassing the API), and everything else still flows — also after a restart."""
 import json
 import re
+import subprocess
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -9,7 +10,7 @@ from aiosmtpd.controller import Controller
 from sqlalchemy import create_engine, text
 
 from tests.server.integration.test_notices import Inbox
-from tests.support.live import LiveServer
+from tests.support.live import BIN, LiveServer
 from tests.support.poison import poison_updates
 from tests.support.postgres import free_port
 
@@ -153,3 +154,17 @@ def test_poisoned_items_are_failed_once_and_everything_else_flows(server, mailbo
                         ("ar_transition", items["bad_ar"]), ("command", commands["netboot_install"]["id"])):
         assert failures_logged(server, kind, ident) == 1, (kind, ident)
     assert outbox_row(server, bad_notice)[1] == 2
+
+
+def test_a_second_worker_on_one_sqlite_database_says_why_in_one_line(tmp_path):
+    live = LiveServer(tmp_path / "data").start()  # SQLite, with its worker
+    try:
+        wait_for("the first worker", lambda: "worker started" in live.read_log())
+        second = subprocess.run([str(BIN / "lablease-server"), "worker"], env=live.env, capture_output=True,
+                                text=True, timeout=60)
+        assert second.returncode != 0
+        assert second.stderr == \
+            "lablease-server: another lablease worker already runs for this SQLite database\n"
+        assert live.admin.get("/health").status_code == 200
+    finally:
+        live.stop()

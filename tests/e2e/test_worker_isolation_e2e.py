@@ -122,7 +122,8 @@ def test_poisoned_items_are_failed_once_and_everything_else_flows(server, mailbo
         lambda i: i if i["status"] == "failed" else None)(alice.get(f"/installations/{items['install']}").json()))
     assert "control character" in install["error"]
     commands = {c["action"]: c for c in alice.get("/systems/p1.lab.test/commands").json()}
-    assert commands["netboot_install"]["status"] == "failed" and "control character" in commands["netboot_install"]["error"]
+    poisoned = commands["netboot_install"]
+    assert poisoned["status"] == "failed" and "control character" in poisoned["error"]
     assert commands["reboot"]["status"] == "failed"
     # Expiries and transitions happen for the good items; the poisoned ones are parked with their error.
     wait_for("the good reservation's expiry", lambda: alice.get(
@@ -132,7 +133,8 @@ def test_poisoned_items_are_failed_once_and_everything_else_flows(server, mailbo
     assert any(e["action"] == "worker_failed" and "poisoned row" in e["new"] for e in parked)
     wait_for("the good loan's expiry", lambda: admin.get("/systems/m4.lab.test/loan").status_code == 404)
     assert admin.get("/systems/m3.lab.test/loan").status_code == 200
-    wait_for("the good AR to start", lambda: admin.get(f"/advance-reservations/{items['good_ar']}").json()["state"] == "r")
+    wait_for("the good AR to start",
+             lambda: admin.get(f"/advance-reservations/{items['good_ar']}").json()["state"] == "r")
     assert admin.get(f"/advance-reservations/{items['bad_ar']}").json()["state"] == "w"
     # Notices: the good ones are delivered (the failed installation, the returned reservation); the poisoned
     # one fails after its retries.
@@ -151,7 +153,7 @@ def test_poisoned_items_are_failed_once_and_everything_else_flows(server, mailbo
     wait_for("a new reservation's expiry and its notice", lambda: alice.get(
         f"/reservations/{again['id']}").json()["state"] == "expired" and len(inbox.messages) > mails_before)
     for kind, ident in (("reservation_expiry", items["bad_reservation"]), ("loan_expiry", items["bad_loan"]),
-                        ("ar_transition", items["bad_ar"]), ("command", commands["netboot_install"]["id"])):
+                        ("ar_transition", items["bad_ar"]), ("command", poisoned["id"])):
         assert failures_logged(server, kind, ident) == 1, (kind, ident)
     assert outbox_row(server, bad_notice)[1] == 2
 

@@ -33,12 +33,13 @@ def test_cancelling_a_queued_command_fails_its_installation_and_tells_the_holder
     assert lab.admin.delete("/commands/999999")[0] == 404
     status, cancelled = lab.admin.delete(f"/commands/{netboot_install}")
     assert status == 200, cancelled
-    assert cancelled["status"] == "cancelled" and cancelled["error"] == "cancelled by admin" and cancelled["finished_at"]
+    assert (cancelled["status"], cancelled["error"]) == ("cancelled", "cancelled by admin") and cancelled["finished_at"]
     after = _commands(lab)
     assert after["reboot"]["status"] == "cancelled" and f"command {netboot_install}" in after["reboot"]["error"]
     assert after["netboot_clear"]["status"] == "queued"  # the dead installation's netboot files go
     _, failed = lab.alice.get(f"/installations/{install['id']}")
-    assert failed["status"] == "failed" and failed["error"] == f"netboot_install command {netboot_install} cancelled by admin"
+    assert failed["status"] == "failed"
+    assert failed["error"] == f"netboot_install command {netboot_install} cancelled by admin"
     assert lab.alice.get("/systems/p1.lab.test")[1]["usage"] == "idle"
     with unit_of_work(lab.db, lab.settings, write=False) as uow:
         told = [o.payload["event"] for o in uow.session.execute(

@@ -211,7 +211,7 @@ def test_power_queues_a_command_and_commands_lists_them(cli, held):
 
 
 def test_command_cancel_ends_a_queued_command_and_fails_its_installation(cli, held):
-    fqdn = held("pv9.lab.test")
+    fqdn = held("pvc1.lab.test")
     installation = json.loads(cli.ok("provision", fqdn, "ProvOS-1", "--json", user="bob").out)
     netboot_install = min(c["id"] for c in json.loads(cli.ok("commands", fqdn, "--json").out))
     one_line(cli("command", "cancel", str(netboot_install), user="bob"), ExitStatus.FORBIDDEN,

@@ -9,6 +9,7 @@ import pytest
 from aiosmtpd.controller import Controller
 from sqlalchemy import create_engine, text
 
+from lablease.store.db import Database
 from tests.server.integration.test_notices import Inbox
 from tests.support.live import BIN, LiveServer
 from tests.support.poison import poison_updates
@@ -62,12 +63,26 @@ def set_up(server):
                                                             "duration": "1h"})
         assert response.status_code == 201, response.text
         items[name] = response.json()["id"]
+    # Recipes: two running (past their runtime limit, once planted), two waiting for a tree (to vanish).
+    for fqdn in ("a1", "a2", "b1"):
+        server.admin_cli("system", "add", f"{fqdn}.lab.test", "--arch", "x86_64", "--condition", "automated")
+    admin.post("/reservations", json={"system": "b1.lab.test", "duration": "8h"})  # the tree's recipes wait
+    on = {fqdn: {"field": "hostname", "op": "=", "value": f"{fqdn}.lab.test"} for fqdn in ("a1", "a2", "b1")}
+    wants = {"field": "distro_name", "op": "=", "value": "Fedora-40"}
+    for name, recipe in (("bad_overdue", {"host_requires": on["a1"], "runtime_limit": 3600}),
+                         ("good_overdue", {"host_requires": on["a2"], "runtime_limit": 3600}),
+                         ("bad_repair", {"host_requires": on["b1"], "distro_requires": wants}),
+                         ("good_repair", {"host_requires": on["b1"], "distro_requires": wants})):
+        response = alice.post("/jobs", json={"recipe_sets": [{"recipes": [recipe]}]})
+        assert response.status_code == 201, response.text
+        items[name] = response.json()["recipe_sets"][0]["recipes"][0]["id"]
     return items
 
 
 def plant(server, items) -> int:
     """Bad rows, written straight into the database; everything set up is made due now."""
-    engine = create_engine(server.database_url)
+    database = Database(server.database_url)  # the server's own connection settings (SQLite: foreign keys on)
+    engine = database.writer
     past = datetime.now(timezone.utc) - timedelta(seconds=1)
     with engine.begin() as db:
         # The issue's case: a kernel command line with a newline, which the netboot writer refuses.
@@ -88,10 +103,13 @@ def plant(server, items) -> int:
         for name in ("bad_ar", "good_ar"):
             db.execute(text("UPDATE advance_reservations SET start_at = :t, due_at = :t WHERE id = :i"),
                        {"t": past, "i": items[name]})
+        for name in ("bad_overdue", "good_overdue"):
+            db.execute(text("UPDATE recipes SET watchdog_at = :t WHERE id = :i"), {"t": past, "i": items[name]})
+        db.execute(text("DELETE FROM distro_trees"))  # behind the server's back: the repair pass finds out
     for table, name in (("reservations", "bad_reservation"), ("loans", "bad_loan"),
-                        ("advance_reservations", "bad_ar")):
+                        ("advance_reservations", "bad_ar"), ("recipes", "bad_overdue"), ("recipes", "bad_repair")):
         poison_updates(engine, table, items[name])
-    engine.dispose()
+    database.dispose()
     return bad_notice
 
 
@@ -136,6 +154,9 @@ def test_poisoned_items_are_failed_once_and_everything_else_flows(server, mailbo
     wait_for("the good AR to start",
              lambda: admin.get(f"/advance-reservations/{items['good_ar']}").json()["state"] == "r")
     assert admin.get(f"/advance-reservations/{items['bad_ar']}").json()["state"] == "w"
+    for good, bad, left in (("good_overdue", "bad_overdue", "running"), ("good_repair", "bad_repair", "queued")):
+        wait_for(f"{good} aborted", lambda: alice.get(f"/recipes/{items[good]}").json()["status"] == "aborted")
+        assert alice.get(f"/recipes/{items[bad]}").json()["status"] == left
     # Notices: the good ones are delivered (the failed installation, the returned reservation); the poisoned
     # one fails after its retries.
     wait_for("the poisoned notice to fail", lambda: outbox_row(server, bad_notice)[0] == "failed")
@@ -153,7 +174,8 @@ def test_poisoned_items_are_failed_once_and_everything_else_flows(server, mailbo
     wait_for("a new reservation's expiry and its notice", lambda: alice.get(
         f"/reservations/{again['id']}").json()["state"] == "expired" and len(inbox.messages) > mails_before)
     for kind, ident in (("reservation_expiry", items["bad_reservation"]), ("loan_expiry", items["bad_loan"]),
-                        ("ar_transition", items["bad_ar"]), ("command", poisoned["id"])):
+                        ("ar_transition", items["bad_ar"]), ("command", poisoned["id"]),
+                        ("recipe_watchdog", items["bad_overdue"]), ("recipe_repair", items["bad_repair"])):
         assert failures_logged(server, kind, ident) == 1, (kind, ident)
     assert outbox_row(server, bad_notice)[1] == 2
 

@@ -67,8 +67,8 @@ def _transition(uow, ar: AdvanceReservation, now: datetime) -> None:
 
 
 TRANSITION = due.Step("ar_transition", "advance reservation changed state", AdvanceReservation,
-                      lambda: AdvanceReservation.due_at, lambda: AdvanceReservation.state.in_(rules.ACTIVE),
-                      _transition, "advance_reservation")
+                      AdvanceReservation.due_at, AdvanceReservation.state.in_(rules.ACTIVE), _transition,
+                      "advance_reservation")
 
 
 def holding(session, system_id: int, states=rules.ACTIVE) -> list[AdvanceReservation]:

@@ -317,8 +317,8 @@ def _recover(uow, command: Command, now: datetime) -> None:
 
 
 # Running commands whose lease ran out (their worker died): retried or failed.
-RECOVERY = due.Step("command_recovery", "recovered abandoned command", Command, lambda: Command.lease_until,
-                    lambda: Command.status == "running", _recover, on_error=fail_bare)
+RECOVERY = due.Step("command_recovery", "recovered abandoned command", Command, Command.lease_until,
+                    Command.status == "running", _recover, on_error=fail_bare)
 
 
 def next_due(uow, now: datetime) -> datetime | None:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Callable
 
-from sqlalchemy import exists, func, select
+from sqlalchemy import exists, select
 
 from ..store.tables import WorkerFailure
 from . import activity
@@ -26,8 +26,8 @@ class Step:
     kind: str  # names parked items, e.g. "reservation_expiry"
     label: str  # for the log: "returned reservation 42"
     model: type
-    time: Callable[[], object]  # the column whose time makes a row due
-    pending: Callable[[], object]  # the condition under which a row may still become due
+    time: object  # the column whose time makes a row due
+    pending: object  # the condition under which a row may still become due
     act: Callable[..., None]  # act(uow, row, now)
     subject: str | None = None  # the activity log's object type, to record a parked item there too
     # What to do instead of parking an item whose handling raised: on_error(uow, id, now, error).
@@ -39,11 +39,11 @@ def not_parked(kind: str, id_column):
 
 
 def _due(step: Step, now: datetime):
-    return (step.time() <= now, step.pending(), not_parked(step.kind, step.model.id))
+    return (step.time <= now, step.pending, not_parked(step.kind, step.model.id))
 
 
 def due_ids(uow, step: Step, now: datetime, batch: int = 100) -> list[int]:
-    query = select(step.model.id).where(*_due(step, now)).order_by(step.time(), step.model.id).limit(batch)
+    query = select(step.model.id).where(*_due(step, now)).order_by(step.time, step.model.id).limit(batch)
     return list(uow.session.execute(query).scalars())
 
 
@@ -59,9 +59,10 @@ def handle(uow, step: Step, ident: int, now: datetime) -> bool:
 
 
 def next_time(uow, step: Step):
-    """When the step's next item becomes due (parked items never do)."""
-    return uow.session.execute(select(func.min(step.time())).where(
-        step.time().is_not(None), step.pending(), not_parked(step.kind, step.model.id))).scalar_one_or_none()
+    """When the step's next item becomes due (parked items never do): an index lookup on the time column."""
+    return uow.session.execute(select(step.time).where(
+        step.time.is_not(None), step.pending, not_parked(step.kind, step.model.id))
+        .order_by(step.time).limit(1)).scalar_one_or_none()
 
 
 def failed(uow, step: Step, ident: int, now: datetime, error: str) -> None:

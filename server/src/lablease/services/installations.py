@@ -355,7 +355,7 @@ def _abort_stalled(uow, installation: Installation, now: datetime) -> None:
 
 
 STALLED = due.Step("installation_watchdog", "failed stalled installation", Installation,
-                   lambda: Installation.watchdog_at, lambda: Installation.status.in_(UNFINISHED), _abort_stalled)
+                   Installation.watchdog_at, Installation.status.in_(UNFINISHED), _abort_stalled)
 
 
 def on_reservation_closed(session, settings, reservation: Reservation, now: datetime, reason: str) -> None:

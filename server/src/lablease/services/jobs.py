@@ -326,8 +326,8 @@ def _abort_overdue(uow, recipe: Recipe, now: datetime) -> None:
     placement.refresh_rollups(uow.session, recipe.recipe_set, now)
 
 
-OVERDUE = due.Step("recipe_watchdog", "aborted recipe past its runtime limit", Recipe, lambda: Recipe.watchdog_at,
-                   lambda: Recipe.status.notin_(rules.FINISHED), _abort_overdue, "recipe")
+OVERDUE = due.Step("recipe_watchdog", "aborted recipe past its runtime limit", Recipe, Recipe.watchdog_at,
+                   Recipe.status.notin_(rules.FINISHED), _abort_overdue, "recipe")
 REPAIR = "recipe_repair"  # the kind of a parked repair
 _REPAIRABLE = ("queued", "assigned", "waiting")
 

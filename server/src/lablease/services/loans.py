@@ -116,9 +116,5 @@ def _warn(uow, loan: Loan, now: datetime) -> None:
     notices.loan_ending(uow.session, uow.settings, loan, system_service.fqdn_of(uow.session, loan.system_id), now)
 
 
-def _not_returned():
-    return Loan.returned_at.is_(None)
-
-
-EXPIRY = due.Step("loan_expiry", "returned loan", Loan, lambda: Loan.end_at, _not_returned, _expire)
-WARNING = due.Step("loan_warning", "warned about loan", Loan, lambda: Loan.warn_at, _not_returned, _warn)
+EXPIRY = due.Step("loan_expiry", "returned loan", Loan, Loan.end_at, Loan.returned_at.is_(None), _expire)
+WARNING = due.Step("loan_warning", "warned about loan", Loan, Loan.warn_at, Loan.returned_at.is_(None), _warn)

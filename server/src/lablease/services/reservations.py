@@ -234,11 +234,7 @@ def _warn(uow, reservation: Reservation, now: datetime) -> None:
     notices.reservation_ending(uow.session, uow.settings, reservation, now)
 
 
-def _not_returned():
-    return Reservation.returned_at.is_(None)
-
-
-EXPIRY = due.Step("reservation_expiry", "returned reservation", Reservation, lambda: Reservation.due_at, _not_returned,
-                  _expire, "reservation")
-WARNING = due.Step("reservation_warning", "warned about reservation", Reservation, lambda: Reservation.warn_at,
-                   _not_returned, _warn, "reservation")
+EXPIRY = due.Step("reservation_expiry", "returned reservation", Reservation, Reservation.due_at,
+                  Reservation.returned_at.is_(None), _expire, "reservation")
+WARNING = due.Step("reservation_warning", "warned about reservation", Reservation, Reservation.warn_at,
+                   Reservation.returned_at.is_(None), _warn, "reservation")

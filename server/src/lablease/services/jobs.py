@@ -332,11 +332,10 @@ REPAIR = "recipe_repair"  # the kind of a parked repair
 _REPAIRABLE = ("queued", "assigned", "waiting")
 
 
-def needing_repair(uow, tree_id: int | None = None) -> list[int]:
-    """Recipes waiting for a distro tree that no longer exists (or, given tree_id, the one being removed)."""
+def needing_repair(uow) -> list[int]:
+    """Recipes waiting for a distro tree that no longer exists (removing a tree sets theirs to NULL)."""
     query = select(Recipe).where(Recipe.status.in_(_REPAIRABLE), due.not_parked(REPAIR, Recipe.id),
-                                 Recipe.distro_tree_id.is_(None) if tree_id is None
-                                 else Recipe.distro_tree_id == tree_id)
+                                 Recipe.distro_tree_id.is_(None))
     return [r.id for r in uow.session.execute(query).unique().scalars() if r.spec.get("distro_requires")]
 
 

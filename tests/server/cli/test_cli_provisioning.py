@@ -210,6 +210,20 @@ def test_power_queues_a_command_and_commands_lists_them(cli, held):
              f"controlling the power of {fqdn} needs control_system or reserving it")
 
 
+def test_command_cancel_ends_a_queued_command_and_fails_its_installation(cli, held):
+    fqdn = held("pvc1.lab.test")
+    installation = json.loads(cli.ok("provision", fqdn, "ProvOS-1", "--json", user="bob").out)
+    netboot_install = min(c["id"] for c in json.loads(cli.ok("commands", fqdn, "--json").out))
+    one_line(cli("command", "cancel", str(netboot_install), user="bob"), ExitStatus.FORBIDDEN,
+             "only administrators may cancel commands")
+    result = cli.ok("command", "cancel", str(netboot_install))
+    assert result.out == f"cancelled command {netboot_install} (netboot_install of {fqdn})\n"
+    assert json.loads(cli.ok("installation", str(installation["id"]), "--json").out)["status"] == "failed"
+    one_line(cli("command", "cancel", str(netboot_install)), ExitStatus.CONFLICT,
+             f"command {netboot_install} is already cancelled")
+    one_line(cli("command", "cancel", "999999"), ExitStatus.NOT_FOUND, "no command 999999")
+
+
 # --- distro trees --------------------------------------------------------------------------------
 
 def test_distro_add_and_remove_as_an_administrator(cli, server):

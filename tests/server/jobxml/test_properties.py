@@ -18,6 +18,9 @@ xml_text = st.text(
     max_size=12,
 )
 names = xml_text.map(str.strip).filter(lambda text: text != "")
+# ks_meta is checked at submission (it must parse as key=value words, each on one line).
+ks_meta_text = st.lists(st.from_regex(r"!?[a-z_][a-z0-9_]{0,6}(=[A-Za-z0-9_.:/-]{0,8})?", fullmatch=True),
+                        max_size=4).map(" ".join)
 numbers = st.integers(min_value=0, max_value=2**63 - 1)
 
 
@@ -58,7 +61,7 @@ recipes = st.fixed_dictionaries(
     {"host_requires": st.none() | host_trees, "distro_requires": st.none() | distro_trees},
     optional={
         "whiteboard": xml_text,
-        "ks_meta": xml_text,
+        "ks_meta": ks_meta_text,
         "autopick": st.fixed_dictionaries({}, optional={
             "random": st.booleans(), "pools": st.lists(names, max_size=3, unique=True)}),
         "reservesys": st.none() | st.fixed_dictionaries({}, optional={

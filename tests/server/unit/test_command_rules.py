@@ -7,7 +7,7 @@ from lablease.domain.commands import STATES, check_transition, retry_delay
 from lablease.domain.errors import Conflict
 
 ALLOWED = {("queued", "running"), ("queued", "failed"), ("running", "completed"), ("running", "queued"),
-           ("running", "failed")}
+           ("running", "failed"), ("queued", "cancelled"), ("running", "cancelled")}
 
 
 @pytest.mark.parametrize("current", STATES)

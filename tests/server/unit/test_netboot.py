@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pytest
 
+from lablease.domain.boot_text import unfit_for_a_line
 from lablease.provision import netboot
 from lablease.provision.netboot import BootImage
 
@@ -131,6 +132,15 @@ def test_bad_macs_are_refused(tmp_path, mac):
 def test_a_newline_cannot_smuggle_a_boot_loader_command():
     with pytest.raises(ValueError, match="kernel_options"):
         BootImage(IMAGE.kernel_url, IMAGE.initrd_url, "quiet\nshell")
+
+
+@pytest.mark.parametrize("text", ["quiet\rshell", "a\u2028b", "a\x85b", "a\tb", "a\x00"])
+def test_the_writer_and_the_api_share_one_rule(text):
+    """BootImage refuses exactly what domain/boot_text.py (the API's check) calls unfit for a line."""
+    assert unfit_for_a_line(text) is not None
+    with pytest.raises(ValueError, match="control character"):
+        BootImage(IMAGE.kernel_url, IMAGE.initrd_url, text)
+    assert unfit_for_a_line("quiet console=ttyS0,115200 é") is None
 
 
 def test_grub_names_http_urls_its_own_way_and_refuses_https():

@@ -262,6 +262,9 @@ ROUTES: list[Route] = [
           response=s.list_of(s.COMMAND), statuses=(404,)),
     Route("GET", BASE + "/commands/<int:id>", provisioning.command_show, "A command", "provisioning",
           response=s.COMMAND, statuses=(404,)),
+    Route("DELETE", BASE + "/commands/<int:id>", provisioning.command_cancel,
+          "Cancel a queued or stuck command (administrators); the installation it belonged to fails",
+          "provisioning", response=s.COMMAND, statuses=(403, 404, 409)),
     Route("GET", BASE + "/installations/<int:id>/kickstart", provisioning.kickstart,
           "The rendered kickstart, for the installer (authorised by ?token=, no user token, until the installation "
           "is running or over)", "installer",

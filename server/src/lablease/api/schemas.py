@@ -335,7 +335,7 @@ POWER = {"type": "object", "required": ["action"], "properties": {"action": {"en
 COMMAND = {"type": "object", "properties": {
     "id": {"type": "integer"}, "system": {"type": "string"},
     "action": {"enum": ["on", "off", "reboot", "netboot_install", "netboot_local", "netboot_clear"]},
-    "status": {"enum": ["queued", "running", "completed", "failed"]}, "attempts": {"type": "integer"},
+    "status": {"enum": ["queued", "running", "completed", "failed", "cancelled"]}, "attempts": {"type": "integer"},
     "user": {"type": ["string", "null"]}, "installation": {"type": ["integer", "null"]},
     "error": {"type": ["string", "null"]}, "created_at": TIME, "started_at": NULLABLE_TIME,
     "finished_at": NULLABLE_TIME}}

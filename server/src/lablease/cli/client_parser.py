@@ -325,6 +325,12 @@ def add_provisioning_commands(commands, common) -> None:
     p.add_argument("system", metavar="SYSTEM")
     p.add_argument("--limit", metavar="N", type=limit, default=50, help="at most N (default 50)")
     p.set_defaults(handler=pv.commands)
+    command = commands.add_parser("command", help="act on one command (administrators)", parents=[common])
+    sub = command.add_subparsers(dest="action", metavar="ACTION", required=True)
+    p = sub.add_parser("cancel", help="cancel a queued or stuck command; its installation fails",
+                       parents=[common])
+    p.add_argument("id", metavar="ID", type=int)
+    p.set_defaults(handler=pv.command_cancel)
 
     distro = commands.add_parser("distro", help="register and remove distro trees (administrators)",
                                  parents=[common])

@@ -20,7 +20,7 @@ from .output import format_time
 INSTALLED = "running"  # an installation is done once its system booted what was installed
 INSTALL_ENDED = ("failed", "cancelled")
 COMMAND_DONE = "completed"
-COMMAND_ENDED = ("failed",)
+COMMAND_ENDED = ("failed", "cancelled")
 URL_KEY = "kickstart_url"
 
 sleep = time.sleep  # tests may replace it
@@ -188,6 +188,11 @@ def power(api: Api, args) -> Outcome:
 
 def commands(api: Api, args) -> Outcome:
     return Outcome(api.get(system_path(args.system, "/commands"), {"limit": args.limit}), COMMAND)
+
+
+def command_cancel(api: Api, args) -> Outcome:
+    command = api.delete(f"/commands/{args.id}")
+    return Outcome(command, COMMAND, f"cancelled command {command['id']} ({command['action']} of {command['system']})")
 
 
 # --- distro trees ------------------------------------------------------------------------------

@@ -19,6 +19,7 @@ from ..services.sealing import seal_all
 from ..store import migrate
 from ..store.db import Database
 from ..store.secrets import SecretBox, private_dir, site_key, use_secrets
+from ..store.wakeup import AlreadyRunning
 from ..services import unit_of_work
 from ..timeparse import format_time, parse_duration
 
@@ -241,7 +242,7 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"lablease-server: {error.detail}", file=sys.stderr)
         return 1
-    except OSError as error:
+    except (OSError, AlreadyRunning) as error:  # e.g. a second worker on one SQLite database: why, in one line
         if args.debug:
             raise
         print(f"lablease-server: {error}", file=sys.stderr)

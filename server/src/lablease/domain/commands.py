@@ -5,11 +5,12 @@ from datetime import timedelta
 
 from .errors import Conflict
 
-STATES = ("queued", "running", "completed", "failed")
+STATES = ("queued", "running", "completed", "failed", "cancelled")
 UNFINISHED = ("queued", "running")
 # queued -> running (claimed); running -> completed, queued (retry later) or failed (for good);
-# queued -> failed when an earlier command of the system failed for good.
-_NEXT = {"queued": {"running", "failed"}, "running": {"completed", "queued", "failed"}}
+# queued -> failed when an earlier command of the system failed for good; queued or running
+# (stuck) -> cancelled by an administrator.
+_NEXT = {"queued": {"running", "failed", "cancelled"}, "running": {"completed", "queued", "failed", "cancelled"}}
 
 
 def check_transition(current: str, new: str) -> None:

@@ -12,6 +12,7 @@ from functools import cache
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
 
+from ..domain.boot_text import check_options
 from ..domain.errors import Invalid
 from ..timeparse import parse_duration
 from . import fields
@@ -61,6 +62,11 @@ def _recipe(data: dict, path: tuple) -> dict:
         raise PathError(path + ("force",), "force= names exactly one system; it cannot be combined with host requirements")
     autopick = data.get("autopick", {})
     runtime_limit = data.get("runtime_limit")
+    for key, what in (("ks_meta", "ks_meta"), ("kernel_options", "kernel options")):
+        try:  # they reach the netboot file and the kickstart: the writers' rule, checked at submission
+            check_options(data.get(key), what)
+        except ValueError as error:
+            raise PathError(path + (key,), str(error)) from None
     return {
         "whiteboard": data.get("whiteboard", "").strip(),
         "host_requires": _filter(data.get("host_requires")),

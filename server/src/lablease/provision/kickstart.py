@@ -19,6 +19,8 @@ from pathlib import Path
 import jinja2
 from jinja2.sandbox import ImmutableSandboxedEnvironment, SecurityError
 
+from ..domain.boot_text import first_unfit, merge_kernel_options, merge_ks_meta  # noqa: F401 (re-exported)
+
 BUILTIN_TEMPLATES = Path(__file__).resolve().parent / "templates"
 CONTEXT_NAMES = ("system", "distro", "recipe", "installation", "ks_meta", "kernel_options",
                  "server_url", "kickstart_url", "callbacks")
@@ -31,69 +33,11 @@ class KickstartError(Exception):
     """A kickstart template could not be rendered; the message says which, where and why."""
 
 
-# --- ks_meta and kernel options --------------------------------------------
-
-def _options(text: str | None, what: str):
-    """Yield (key, value) from `key=value key !key`; value is None for a bare key, False for !key."""
-    try:
-        words = shlex.split(text or "")
-    except ValueError as error:
-        raise ValueError(f"cannot parse {what}: {error}") from None
-    for word in words:
-        if word.startswith("!"):
-            key, value = word[1:], False
-        else:
-            key, _, value = word.partition("=")
-            value = value if "=" in word else None
-        if not key:
-            raise ValueError(f"cannot parse {what}: {word!r} has no key")
-        yield key, value
-
+# --- ks_meta and kernel options: pure rules in domain/boot_text.py, used here and by the API ---
 
 def parse_ks_meta(text: str | None) -> dict:
     """Beaker's ks_meta: `key=value` (shell quoting allowed), bare `key` is True, `!key` removes it."""
     return merge_ks_meta(text)
-
-
-def merge_ks_meta(*texts: str | None) -> dict:
-    """ks_meta from several sources, later ones winning; `!key` drops a key set earlier."""
-    merged: dict = {}
-    for text in texts:
-        for key, value in _options(text, "ks_meta"):
-            if value is False:
-                merged.pop(key, None)
-            else:
-                merged[key] = True if value is None else value
-    return merged
-
-
-def merge_kernel_options(*texts: str | None) -> str:
-    """Kernel command lines merged like ks_meta, as one string in first-seen key order.
-
-    A key repeated in one text (`console=tty0 console=ttyS0`) keeps all its
-    values; a later text that sets the key replaces them all.
-    """
-    merged: dict[str, list] = {}
-    for text in texts:
-        set_here: set[str] = set()
-        for key, value in _options(text, "kernel options"):
-            if value is False:
-                merged.pop(key, None)
-                set_here.discard(key)
-            elif key in set_here:
-                merged[key].append(value)
-            else:
-                merged[key] = [value]
-                set_here.add(key)
-    return " ".join(_kernel_word(key, value) for key, values in merged.items() for value in values)
-
-
-def _kernel_word(key: str, value: str | None) -> str:
-    if value is None:
-        return key
-    if re.search(r"\s", value):
-        return f'{key}="{value}"'  # the kernel's own quoting: double quotes around the value
-    return f"{key}={value}"
 
 
 # --- templates ---------------------------------------------------------------
@@ -144,6 +88,11 @@ class KickstartRenderer:
 
     def render(self, context: dict) -> str:
         """The kickstart for one installation: `kickstarts/<family>`, else `kickstarts/default`."""
+        # The kickstart is read line by line: text that would break a line fails this installation
+        # (the API refuses such text; this catches what reached the database another way).
+        unfit = first_unfit(context, "")
+        if unfit is not None:
+            raise KickstartError(f"cannot write the kickstart: {unfit[0]} {unfit[1]}")
         family = (context.get("distro") or {}).get("family")
         names = ([f"kickstarts/{family}"] if _is_path_part(family) else []) + ["kickstarts/default"]
         return self._render(names, self._variables(context))

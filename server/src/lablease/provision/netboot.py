@@ -29,6 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from ..domain.boot_text import unfit_for_a_line
+
 LOADERS = ("ipxe", "pxelinux", "grub2")
 DISPATCHER = "boot.ipxe"
 DISPATCHER_SCRIPT = "#!ipxe\nchain ipxe/${net0/mac:hexhyp} || exit\n"
@@ -44,8 +46,8 @@ class BootImage:
     def __post_init__(self):
         # These go into boot loader scripts line by line: a newline would be a command of its own.
         for name in ("kernel_url", "initrd_url", "kernel_options"):
-            if re.search(r"[\x00-\x1f\x7f]", getattr(self, name)):
-                raise ValueError(f"{name} holds a control character (a newline?)")
+            if (why := unfit_for_a_line(getattr(self, name))) is not None:
+                raise ValueError(f"{name} {why}")
 
 
 def normalise_mac(mac: str) -> str:

@@ -13,7 +13,7 @@ from ..domain.permissions import Actor
 from ..store import calendar
 from ..store.tables import AdvanceReservation, ArSystem, Booking, RecipeSet
 from ..store.uow import emit
-from . import activity, advance, notices
+from . import activity, advance, due, notices
 
 
 def finish(session, settings, ar: AdvanceReservation, now: datetime, state: str, actor: Actor | None,
@@ -55,29 +55,22 @@ def _move(session, settings, ar: AdvanceReservation, state: str, now: datetime, 
 
 # --- living: time, errors -------------------------------------------------------------------------
 
-def transition_due(uow, now: datetime, batch: int = 100) -> list[int]:
-    """The worker's step: ARs whose start or end came move w -> r, r/E -> x."""
+def _transition(uow, ar: AdvanceReservation, now: datetime) -> None:
+    """An AR whose start or end came moves w -> r, r/E -> x."""
     session = uow.session
-    due = list(session.execute(select(AdvanceReservation).where(
-        AdvanceReservation.due_at <= now, AdvanceReservation.state.in_(rules.ACTIVE))
-        .order_by(AdvanceReservation.due_at).limit(batch)
-        .with_for_update(skip_locked=True, of=AdvanceReservation)).unique().scalars())
-    for ar in due:
-        if now >= ar.end_at:
-            finish(session, uow.settings, ar, now, "x", None, "its end was reached")
-        elif ar.state == "w":
-            _move(session, uow.settings, ar, "r", now, None, "its start was reached")
-            ar.due_at = rules.next_transition("r", ar.start_at, ar.end_at, now)
-            place_bound(session, ar, now)
-        else:
-            ar.due_at = rules.next_transition(ar.state, ar.start_at, ar.end_at, now)
-    return [ar.id for ar in due]
+    if now >= ar.end_at:
+        finish(session, uow.settings, ar, now, "x", None, "its end was reached")
+    elif ar.state == "w":
+        _move(session, uow.settings, ar, "r", now, None, "its start was reached")
+        ar.due_at = rules.next_transition("r", ar.start_at, ar.end_at, now)
+        place_bound(session, ar, now)
+    else:
+        ar.due_at = rules.next_transition(ar.state, ar.start_at, ar.end_at, now)
 
 
-def next_due(uow) -> datetime | None:
-    return uow.session.execute(select(AdvanceReservation.due_at).where(
-        AdvanceReservation.due_at.is_not(None), AdvanceReservation.state.in_(rules.ACTIVE))
-        .order_by(AdvanceReservation.due_at).limit(1)).scalar_one_or_none()
+TRANSITION = due.Step("ar_transition", "advance reservation changed state", AdvanceReservation,
+                      AdvanceReservation.due_at, AdvanceReservation.state.in_(rules.ACTIVE), _transition,
+                      "advance_reservation")
 
 
 def holding(session, system_id: int, states=rules.ACTIVE) -> list[AdvanceReservation]:

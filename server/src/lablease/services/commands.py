@@ -23,7 +23,7 @@ from ..domain.permissions import Actor, Permission, decide
 from ..store.tables import Command, Installation, System
 from ..store.uow import emit, wake_worker
 from ..timeparse import format_time
-from . import activity, notices, usage
+from . import activity, due, notices, usage
 from .systems import access_of, active_loan, current_reservations, find
 
 POWER_ACTIONS = ("on", "off", "reboot")
@@ -100,6 +100,45 @@ def get(uow, actor: Actor, command_id: int) -> dict:
     return as_dict(command)
 
 
+def cancel(uow, actor: Actor, now: datetime, command_id: int) -> dict:
+    """DELETE /commands/{id}: an administrator ends a queued or stuck (running) command as cancelled.
+
+    The other unfinished commands of its installation are cancelled too, and the installation fails
+    with that reason (its recipe aborted, its holder told, its netboot files cleared). A worker still
+    running it finds it cancelled when it finishes and records nothing.
+    """
+    from . import installations  # the installation's failure aborts its recipe
+
+    session = uow.session
+    command = session.get(Command, command_id)
+    if command is None:
+        raise NotFound(f"no command {command_id}")
+    find(session, command.system.fqdn, actor)  # 404 unless the caller may see the system
+    if not actor.is_admin:
+        raise Forbidden("only administrators may cancel commands")
+    if command.status not in UNFINISHED:
+        raise Conflict(f"command {command_id} is already {command.status}; only a queued or running one can be "
+                       "cancelled")
+    _cancel(command, now, f"cancelled by {actor.name}")
+    activity.record(session, actor, now, "system", command.system.fqdn, "command_cancelled", "command", None,
+                    f"{command.id} ({command.action})")
+    installation = session.get(Installation, command.installation_id) if command.installation_id else None
+    if installation is not None:
+        for other in session.execute(select(Command).where(
+                Command.installation_id == installation.id, Command.status.in_(UNFINISHED))).unique().scalars():
+            _cancel(other, now, f"not run: command {command.id} was cancelled")
+        if installation.status in installations.UNFINISHED:
+            installations.fail(session, uow.settings, installation, now,
+                               f"{command.action} command {command.id} cancelled by {actor.name}")
+    wake_worker(session)  # the system's next command may run now
+    return as_dict(command)
+
+
+def _cancel(command: Command, now: datetime, why: str) -> None:
+    _move(command, "cancelled")
+    command.finished_at, command.lease_until, command.error = now, None, why
+
+
 # --- the worker's side ---------------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -126,35 +165,55 @@ def _runnable(now: datetime):
             .order_by(Command.id))
 
 
-def claim(uow, now: datetime, limit: int, timeout: timedelta, boot_image) -> list[Claimed]:
-    """Mark up to `limit` runnable commands running and return what is needed to run them.
+class Unrunnable(Exception):
+    """A command that cannot even be prepared (e.g. its installation's boot line is refused by the writer)."""
 
-    On PostgreSQL an advisory lock serialises claiming between workers, so
-    the "nothing else running for this address" check cannot race.
+    def __init__(self, command_id: int, error: str):
+        super().__init__(f"command {command_id}: {error}")
+        self.command_id, self.error = command_id, error
+
+
+def claim_next(uow, now: datetime, timeout: timedelta, boot_image) -> Claimed | None:
+    """Mark the first runnable command running and return what is needed to run it (None: nothing to run).
+
+    The worker claims each command in a transaction of its own. One that cannot be prepared raises
+    Unrunnable naming it (this transaction is then rolled back); the worker fails it in another
+    (fail_unrunnable), so it never stands in the way of the others. On PostgreSQL an advisory lock
+    serialises claiming between workers, so the "nothing else running for this address" check cannot race.
     """
     session = uow.session
-    if limit <= 0:
-        return []
     if uow.is_postgresql:
         session.execute(text("SELECT pg_advisory_xact_lock(4242001)"))
-    claimed, keys = [], set()
-    for command in session.execute(_runnable(now).limit(limit * 4)).unique().scalars():
-        if command.power_key is not None and command.power_key in keys:
-            continue
-        keys.add(command.power_key)
-        _move(command, "running")
-        command.started_at = now
-        command.attempts += 1
-        command.lease_until = now + timeout + LEASE_MARGIN
-        system = command.system
-        installation = session.get(Installation, command.installation_id) if command.installation_id else None
-        boot = boot_image(session, installation) if command.action == "netboot_install" and installation else None
-        netboot = system.netboot or {}
-        loaders = tuple(netboot["loaders"]) if netboot.get("loaders") else None
-        claimed.append(Claimed(command.id, command.action, system.fqdn, system.lab, dict(system.power or {}),
-                               netboot.get("mac"), boot, loaders))
-        if len(claimed) >= limit:
-            break
+    command = session.execute(_runnable(now).limit(1)).unique().scalar_one_or_none()
+    if command is None:
+        return None
+    ident = command.id
+    try:
+        return _start(session, command, now, timeout, boot_image)
+    except Exception as error:  # bad data of this command's: it must not stop the claiming of others
+        raise Unrunnable(ident, str(error) or type(error).__name__) from error
+
+
+def _start(session, command: Command, now: datetime, timeout: timedelta, boot_image) -> Claimed:
+    _move(command, "running")
+    command.started_at = now
+    command.attempts += 1
+    command.lease_until = now + timeout + LEASE_MARGIN
+    system = command.system
+    installation = session.get(Installation, command.installation_id) if command.installation_id else None
+    boot = boot_image(session, installation) if command.action == "netboot_install" and installation else None
+    netboot = system.netboot or {}
+    loaders = tuple(netboot["loaders"]) if netboot.get("loaders") else None
+    session.flush()  # running now: the next claim sees its system and power address busy
+    return Claimed(command.id, command.action, system.fqdn, system.lab, dict(system.power or {}),
+                   netboot.get("mac"), boot, loaders)
+
+
+def claim(uow, now: datetime, limit: int, timeout: timedelta, boot_image) -> list[Claimed]:
+    """Up to `limit` commands claimed in this one transaction (claim_next, repeated)."""
+    claimed = []
+    while len(claimed) < limit and (command := claim_next(uow, now, timeout, boot_image)) is not None:
+        claimed.append(command)
     return claimed
 
 
@@ -213,25 +272,53 @@ def _failed_for_good(session, command: Command, now: datetime, settings) -> None
         notices.command_failed(session, settings, holder.user, system.fqdn, command.id, why, now)
 
 
-def recover_interrupted(uow, now: datetime, settings, everything: bool = False) -> list[int]:
-    """Commands left running by a worker that stopped: retried, or failed when out of attempts.
+INTERRUPTED = "interrupted: the worker running it stopped"
+
+
+def fail_unrunnable(uow, command_id: int, now: datetime, error: str, settings) -> None:
+    """A command that could not be prepared fails for good at once (trying again would fail the same
+    way), with the usual consequences for its system and installation."""
+    command = uow.session.get(Command, command_id)
+    if command is None or command.status not in UNFINISHED:
+        return
+    command.attempts += 1
+    command.error, command.lease_until = f"cannot run: {error}"[:4000], None
+    _move(command, "failed")
+    command.finished_at = now
+    wake_worker(uow.session)
+    _failed_for_good(uow.session, command, now, settings)
+
+
+def fail_bare(uow, command_id: int, now: datetime, error: str) -> None:
+    """The last resort when even failing a command with its consequences raised: only the command
+    itself is marked failed, so it never blocks its system or power address again."""
+    command = uow.session.get(Command, command_id)
+    if command is None or command.status not in UNFINISHED:
+        return
+    command.status, command.finished_at, command.lease_until = "failed", now, None
+    command.error = f"failed: {error}"[:4000]
+    wake_worker(uow.session)
+
+
+def interrupted(uow, now: datetime, everything: bool = False) -> list[int]:
+    """Commands left running by a worker that stopped (record_failure each: retried or failed).
 
     `everything`: at the start of the only worker (SQLite), every running
     command was interrupted; otherwise only those whose lease ran out.
     """
-    query = select(Command).where(Command.status == "running")
+    query = select(Command.id).where(Command.status == "running")
     if not everything:
         query = query.where(Command.lease_until < now)
-    recovered = []
-    for command in uow.session.execute(query.with_for_update(skip_locked=True, of=Command)).unique().scalars():
-        record_failure(uow, command.id, now, "interrupted: the worker running it stopped", settings)
-        recovered.append(command.id)
-    return recovered
+    return list(uow.session.execute(query.order_by(Command.id)).scalars())
 
 
-def recover_expired(uow, now: datetime) -> list[int]:
-    """Running commands whose lease ran out (their worker died): retried or failed."""
-    return recover_interrupted(uow, now, uow.settings)
+def _recover(uow, command: Command, now: datetime) -> None:
+    record_failure(uow, command.id, now, INTERRUPTED, uow.settings)
+
+
+# Running commands whose lease ran out (their worker died): retried or failed.
+RECOVERY = due.Step("command_recovery", "recovered abandoned command", Command, Command.lease_until,
+                    Command.status == "running", _recover, on_error=fail_bare)
 
 
 def next_due(uow, now: datetime) -> datetime | None:

@@ -5,12 +5,14 @@ from datetime import datetime
 
 from sqlalchemy import select
 
+from ..domain.boot_text import check_options, first_unfit
 from ..domain.errors import Conflict, Forbidden, Invalid, NotFound
 from ..domain.permissions import Actor, SiteAction, decide_site
 from ..domain.systems import check_arch
 from ..domain.variables import masked_ks_meta
 from ..scheduler.filters import compare
 from ..store.tables import DistroTree
+from ..store.uow import emit
 from ..timeparse import format_time
 from . import activity
 
@@ -25,12 +27,26 @@ def as_dict(tree: DistroTree, patterns: tuple[str, ...] = ()) -> dict:
             "created_at": format_time(tree.created_at)}
 
 
+def _check_boot_text(data: dict) -> None:
+    """Every field of a tree reaches a netboot file or a kickstart: each must fit on one line, and its
+    ks_meta and kernel options must parse (domain/boot_text.py, the rule the writers apply too)."""
+    unfit = first_unfit(data, "")
+    if unfit is not None:
+        raise Invalid(*unfit)
+    for key, what in (("ks_meta", "ks_meta"), ("kernel_options", "kernel options")):
+        try:
+            check_options(data.get(key), what)
+        except ValueError as error:
+            raise Invalid(key, str(error)) from None
+
+
 def add(uow, actor: Actor, now: datetime, data: dict) -> dict:
     decision = decide_site(actor, SiteAction.ADD_SYSTEM)
     if not decision:
         raise Forbidden("only administrators may register distro trees")
     session = uow.session
     check_arch(data["arch"])
+    _check_boot_text(data)
     duplicate = session.execute(select(DistroTree.id).where(
         DistroTree.name == data["name"], DistroTree.arch == data["arch"],
         DistroTree.variant == data.get("variant"))).first()
@@ -70,6 +86,7 @@ def update(uow, actor: Actor, now: datetime, tree_id: int, data: dict) -> dict:
     tree = uow.session.get(DistroTree, tree_id)
     if tree is None:
         raise NotFound(f"no distro tree {tree_id}")
+    _check_boot_text(data)
     changes = {}
     for key in EDITABLE:
         if key in data and data[key] != getattr(tree, key):
@@ -89,6 +106,7 @@ def remove(uow, actor: Actor, now: datetime, tree_id: int) -> None:
         raise NotFound(f"no distro tree {tree_id}")
     uow.session.delete(tree)
     activity.record(uow.session, actor, now, "distro_tree", tree_id, "deleted", "name", tree.name, None)
+    emit(uow.session, "distro_tree_removed", (tree_id, now))  # recipes waiting for it are aborted at once
 
 
 def _tree_matches(tree: dict | None, distro: DistroTree) -> bool:

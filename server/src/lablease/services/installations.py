@@ -28,13 +28,14 @@ from sqlalchemy.orm import object_session
 from ..domain.errors import Conflict, Forbidden, Invalid, NotFound
 from ..domain.permissions import Actor, may_see_installation
 from ..domain.variables import masked_ks_meta, masked_text, secret_values
-from ..provision.kickstart import KickstartError, KickstartRenderer, merge_kernel_options, merge_ks_meta
+from ..domain.boot_text import check_options, merge_kernel_options, merge_ks_meta
+from ..provision.kickstart import KickstartError, KickstartRenderer
 from ..provision.netboot import BootImage
 from ..store.secrets import site_key
 from ..store.tables import DistroTree, Installation, Recipe, Reservation, System
 from ..store.uow import wake_worker
 from ..timeparse import format_time
-from . import activity, commands, distros, notices, usage
+from . import activity, commands, distros, due, notices, usage
 from .systems import current_reservations, find
 
 EVENTS = ("install_start", "install_done", "postinstall_done", "install_fail")
@@ -182,11 +183,11 @@ def start(session, settings, system: System, tree: DistroTree, now: datetime, *,
     """Create the installation, render and store its kickstart, and queue netboot + reboot."""
     _check_installable(system)
     netboot = system.netboot or {}
-    try:
-        meta = merge_ks_meta(tree.ks_meta, netboot.get("ks_meta"), ks_meta)
-    except ValueError as error:
-        raise Invalid("ks_meta", str(error)) from None
-    options = _boot_options(tree.kernel_options, system, kernel_options)
+    meta = _merged(merge_ks_meta, "ks_meta", (("ks_meta", ks_meta), ("netboot.ks_meta", netboot.get("ks_meta")),
+                                               (f"distro tree {tree.id} ks_meta", tree.ks_meta)))
+    options = _merged(merge_kernel_options, "kernel options", (
+        ("kernel_options", kernel_options), ("netboot.kernel_options", netboot.get("kernel_options")),
+        (f"distro tree {tree.id} kernel_options", tree.kernel_options)))
     for previous in _unfinished(session, system):
         _end(session, previous, now, "cancelled", f"superseded by a new installation at {format_time(now)}")
     for previous in _in_use(session, system):
@@ -206,18 +207,31 @@ def start(session, settings, system: System, tree: DistroTree, now: datetime, *,
     except KickstartError as error:
         raise Invalid("kickstart", str(error)) from None
     installation.kickstart = rendered.replace(token, TOKEN_MARK)
+    _check_boot_image(session, settings, installation)
     commands.enqueue(session, system, "netboot_install", now, user_id, installation.id)
     commands.enqueue(session, system, "reboot", now, user_id, installation.id)
     wake_worker(session)
     return installation
 
 
-def _boot_options(tree_options: str | None, system: System, requested: str) -> str:
-    """The kernel command line: the tree's defaults, then the system's, then what was asked for."""
+def _merged(merge, what: str, sources: tuple):
+    """ks_meta or kernel options from (field, text) sources, the request's first: each is checked on its
+    own so the error names the one at fault; merged the tree's first, then the system's, then the request's."""
+    for field, text in sources:
+        try:
+            check_options(text, what)
+        except ValueError as error:
+            raise Invalid(field, str(error)) from None
+    return merge(*(text for _, text in reversed(sources)))
+
+
+def _check_boot_image(session, settings, installation: Installation) -> None:
+    """What the netboot writer will be given passes its rule now, or the request is refused."""
     try:
-        return merge_kernel_options(tree_options, (system.netboot or {}).get("kernel_options"), requested)
+        boot_image(session, settings, installation)
     except ValueError as error:
-        raise Invalid("kernel_options", str(error)) from None
+        raise Invalid("kernel_options" if str(error).startswith("kernel_options") else "distro_tree",
+                      str(error)) from None
 
 
 def for_recipe(session, settings, recipe: Recipe, system: System, now: datetime) -> None:
@@ -261,7 +275,9 @@ def _context(settings, system: System, installation: Installation, recipe: Recip
                    "memory_mb": system.memory_mb, "attributes": dict(system.attributes or {}),
                    "mac": (system.netboot or {}).get("mac")},
         "distro": dict(installation.distro),
-        "recipe": ({"id": recipe.id, "job_id": recipe.job_id, "whiteboard": recipe.spec.get("whiteboard", "")}
+        # A whiteboard is free text, possibly several lines: the kickstart gets it as one line.
+        "recipe": ({"id": recipe.id, "job_id": recipe.job_id,
+                    "whiteboard": " ".join(recipe.spec.get("whiteboard", "").split())}
                    if recipe else None),
         "installation": {"id": installation.id},
         "ks_meta": meta, "kernel_options": installation.distro.get("boot_options", ""),
@@ -340,22 +356,14 @@ def fail_current(session, system: System, now: datetime, why: str, settings) -> 
         fail(session, settings, installation, now, why)
 
 
-def abort_stalled(uow, now: datetime, batch: int = 100) -> list[int]:
+def _abort_stalled(uow, installation: Installation, now: datetime) -> None:
     """The install watchdog: no callback within install_timeout fails the installation."""
-    query = (select(Installation).where(Installation.watchdog_at <= now, Installation.status.in_(UNFINISHED))
-             .order_by(Installation.watchdog_at).limit(batch).with_for_update(skip_locked=True, of=Installation))
-    stalled = list(uow.session.execute(query).unique().scalars())
-    limit = uow.settings.install_timeout
-    for installation in stalled:
-        fail(uow.session, uow.settings, installation, now,
-              f"no progress from the installer for {limit} (still {installation.status})")
-    return [i.id for i in stalled]
+    fail(uow.session, uow.settings, installation, now,
+         f"no progress from the installer for {uow.settings.install_timeout} (still {installation.status})")
 
 
-def next_due(uow) -> datetime | None:
-    return uow.session.execute(select(Installation.watchdog_at).where(
-        Installation.watchdog_at.is_not(None), Installation.status.in_(UNFINISHED))
-        .order_by(Installation.watchdog_at).limit(1)).scalar_one_or_none()
+STALLED = due.Step("installation_watchdog", "failed stalled installation", Installation,
+                   Installation.watchdog_at, Installation.status.in_(UNFINISHED), _abort_stalled)
 
 
 def on_reservation_closed(session, settings, reservation: Reservation, now: datetime, reason: str) -> None:

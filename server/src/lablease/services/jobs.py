@@ -21,7 +21,7 @@ from ..store.tables import (AdvanceReservation, Booking, Group, GroupMember, Job
                             Reservation, System)
 from ..store.uow import emit, wake_worker
 from ..timeparse import format_duration, format_time
-from . import activity, ar_work, distros, placement, scheduling, usage
+from . import activity, ar_work, distros, due, placement, scheduling, usage
 from . import systems as system_service
 from .endings import close_reservation
 from .reservations import loan_end_of
@@ -359,35 +359,52 @@ def cancel(uow, actor: Actor, now: datetime, job_id: int) -> dict:
     return show(uow, actor, now, job_id)
 
 
-def abort_overdue(uow, now: datetime, batch: int = 100) -> list[int]:
+def _abort_overdue(uow, recipe: Recipe, now: datetime) -> None:
     """The watchdog: a recipe past its runtime limit is aborted."""
-    query = (select(Recipe).where(Recipe.watchdog_at <= now, Recipe.status.notin_(rules.FINISHED))
-             .order_by(Recipe.watchdog_at).limit(batch).with_for_update(skip_locked=True, of=Recipe))
-    overdue = list(uow.session.execute(query).unique().scalars())
-    for recipe in overdue:
-        finish(uow.session, recipe, "aborted", now, None, uow.settings)
-        activity.record(uow.session, None, now, "recipe", recipe.id, "watchdog", "reason", None,
-                        "runtime limit reached")
-        placement.refresh_rollups(uow.session, recipe.recipe_set, now)
-    return [r.id for r in overdue]
+    finish(uow.session, recipe, "aborted", now, None, uow.settings)
+    activity.record(uow.session, None, now, "recipe", recipe.id, "watchdog", "reason", None,
+                    "runtime limit reached")
+    placement.refresh_rollups(uow.session, recipe.recipe_set, now)
 
 
-def next_due(uow) -> datetime | None:
-    return uow.session.execute(select(Recipe.watchdog_at).where(Recipe.watchdog_at.is_not(None),
-                               Recipe.status.notin_(rules.FINISHED)).order_by(Recipe.watchdog_at).limit(1)
-                               ).scalar_one_or_none()
+OVERDUE = due.Step("recipe_watchdog", "aborted recipe past its runtime limit", Recipe, Recipe.watchdog_at,
+                   Recipe.status.notin_(rules.FINISHED), _abort_overdue, "recipe")
+REPAIR = "recipe_repair"  # the kind of a parked repair
+_REPAIRABLE = ("queued", "assigned", "waiting")
 
 
-def repair(uow, now: datetime) -> list[int]:
-    """The slow consistency pass: recipes whose distro tree vanished are aborted."""
-    query = select(Recipe).where(Recipe.status.in_(("queued", "assigned", "waiting")),
+def needing_repair(uow) -> list[int]:
+    """Recipes waiting for a distro tree that no longer exists (removing a tree sets theirs to NULL)."""
+    query = select(Recipe).where(Recipe.status.in_(_REPAIRABLE), due.not_parked(REPAIR, Recipe.id),
                                  Recipe.distro_tree_id.is_(None))
-    broken = [r for r in uow.session.execute(query).unique().scalars() if r.spec.get("distro_requires")]
-    for recipe in broken:
-        if recipe.status == "assigned":
-            placement.release(uow.session, recipe.recipe_set, now)
-        finish(uow.session, recipe, "aborted", now, None, uow.settings)
-        activity.record(uow.session, None, now, "recipe", recipe.id, "repair", "reason", None,
-                        "its distro tree no longer exists")
-        placement.refresh_rollups(uow.session, recipe.recipe_set, now)
-    return [r.id for r in broken]
+    return [r.id for r in uow.session.execute(query).unique().scalars() if r.spec.get("distro_requires")]
+
+
+def repair(uow, recipe_id: int, now: datetime) -> bool:
+    """A recipe whose distro tree vanished is aborted; False when it needs nothing (any more)."""
+    recipe = uow.session.get(Recipe, recipe_id)
+    if recipe is None or recipe.status not in _REPAIRABLE:
+        return False
+    if recipe.status == "assigned":
+        placement.release(uow.session, recipe.recipe_set, now)
+    finish(uow.session, recipe, "aborted", now, None, uow.settings)
+    activity.record(uow.session, None, now, "recipe", recipe.id, "repair", "reason", None,
+                    "its distro tree no longer exists")
+    placement.refresh_rollups(uow.session, recipe.recipe_set, now)
+    return True
+
+
+def on_distro_tree_removed(uow, tree_id: int, now: datetime) -> None:
+    """The repair pass for the recipes a removed tree leaves without one, at once (not at the next slow pass)."""
+    uow.session.flush()  # the delete: the database sets their distro_tree_id to NULL
+    for recipe_id in needing_repair(uow):
+        repair(uow, recipe_id, now)
+
+
+HANDLERS = {"distro_tree_removed": on_distro_tree_removed}
+
+
+def handle(uow, name: str, payload) -> None:
+    handler = HANDLERS.get(name)
+    if handler is not None:
+        handler(uow, *payload)

@@ -12,7 +12,7 @@ from ..domain.permissions import Actor
 from ..domain.recipes import FINISHED
 from ..store.tables import Loan, Recipe, Reservation, User
 from ..timeparse import format_time
-from . import activity, endings, notices
+from . import activity, due, endings, notices
 from .jobs import finish
 from .placement import refresh_rollups, release
 from . import systems as system_service
@@ -142,30 +142,14 @@ def history(uow, actor: Actor, fqdn: str) -> list[dict]:
     return [as_dict(loan, system.fqdn) for loan in loans]
 
 
-def expire_due(uow, now: datetime, batch: int = 100) -> list[int]:
-    """Return every limited loan whose end has come (each exactly once across workers)."""
-    query = (select(Loan).where(Loan.end_at <= now, Loan.returned_at.is_(None)).order_by(Loan.end_at)
-             .limit(batch).with_for_update(skip_locked=True, of=Loan))
-    expired = list(uow.session.execute(query).unique().scalars())
-    for loan in expired:
-        endings.close_loan(uow.session, loan, now, "expired", None, uow.settings)
-    return [loan.id for loan in expired]
+def _expire(uow, loan: Loan, now: datetime) -> None:
+    endings.close_loan(uow.session, loan, now, "expired", None, uow.settings)
 
 
-def warn_due(uow, now: datetime, batch: int = 100) -> list[int]:
-    query = (select(Loan).where(Loan.warn_at <= now, Loan.returned_at.is_(None)).order_by(Loan.warn_at)
-             .limit(batch).with_for_update(skip_locked=True, of=Loan))
-    warned = list(uow.session.execute(query).unique().scalars())
-    for loan in warned:
-        loan.warn_at = None
-        notices.loan_ending(uow.session, uow.settings, loan, system_service.fqdn_of(uow.session, loan.system_id), now)
-    return [loan.id for loan in warned]
+def _warn(uow, loan: Loan, now: datetime) -> None:
+    loan.warn_at = None
+    notices.loan_ending(uow.session, uow.settings, loan, system_service.fqdn_of(uow.session, loan.system_id), now)
 
 
-def next_due(uow) -> datetime | None:
-    times = [
-        uow.session.execute(select(column).where(Loan.returned_at.is_(None), column.is_not(None))
-                            .order_by(column).limit(1)).scalar_one_or_none()
-        for column in (Loan.end_at, Loan.warn_at)
-    ]
-    return min((t for t in times if t is not None), default=None)
+EXPIRY = due.Step("loan_expiry", "returned loan", Loan, Loan.end_at, Loan.returned_at.is_(None), _expire)
+WARNING = due.Step("loan_warning", "warned about loan", Loan, Loan.warn_at, Loan.returned_at.is_(None), _warn)

@@ -37,20 +37,34 @@ def _resolve(session, row: Outbox) -> tuple[str | None, str | None]:
     return (owner.webhook_url, owner.webhook_secret) if owner is not None else (None, None)
 
 
-def claim_due(uow, now: datetime, batch: int = 20) -> list[Delivery]:
+def _due(now: datetime):
+    return Outbox.status == "pending", Outbox.next_attempt_at <= now
+
+
+def due_ids(uow, now: datetime, batch: int = 20) -> list[int]:
+    query = select(Outbox.id).where(*_due(now)).order_by(Outbox.next_attempt_at, Outbox.id).limit(batch)
+    return list(uow.session.execute(query).scalars())
+
+
+def claim(uow, message_id: int, now: datetime) -> Delivery | None:
+    """Take one due message for sending (None: sent or taken by another worker meanwhile)."""
     session = uow.session
-    query = (select(Outbox).where(Outbox.status == "pending", Outbox.next_attempt_at <= now)
-             .order_by(Outbox.next_attempt_at).limit(batch).with_for_update(skip_locked=True))
-    claimed = []
-    for row in session.execute(query).scalars():
-        address, secret = _resolve(session, row)
-        row.attempts += 1
-        if not address:
-            row.status, row.last_error, row.next_attempt_at = "failed", "the destination no longer exists", None
-            continue
-        row.status = "sending"
-        claimed.append(Delivery(row.id, row.channel, address, secret, row.subject, row.payload, row.attempts))
-    return claimed
+    row = session.execute(select(Outbox).where(Outbox.id == message_id, *_due(now))
+                          .with_for_update(skip_locked=True)).scalar_one_or_none()
+    if row is None:
+        return None
+    address, secret = _resolve(session, row)
+    row.attempts += 1
+    if not address:
+        row.status, row.last_error, row.next_attempt_at = "failed", "the destination no longer exists", None
+        return None
+    row.status = "sending"
+    return Delivery(row.id, row.channel, address, secret, row.subject, row.payload, row.attempts)
+
+
+def claim_due(uow, now: datetime, batch: int = 20) -> list[Delivery]:
+    """Up to `batch` due messages claimed in this one transaction."""
+    return [found for ident in due_ids(uow, now, batch) if (found := claim(uow, ident, now)) is not None]
 
 
 def mark_sent(uow, message_id: int, now: datetime) -> None:
@@ -66,6 +80,20 @@ def mark_failed(uow, message_id: int, now: datetime, error: str, settings) -> No
     else:
         row.status = "pending"
         row.next_attempt_at = retry_at(now, row.attempts, settings.duration("outbox_retry_delay"))
+
+
+def attempt_failed(uow, message_id: int, now: datetime, error: str, settings) -> None:
+    """Claiming the message raised (its transaction rolled back): that counts as an attempt too."""
+    row = uow.session.get(Outbox, message_id)
+    if row is not None and row.status == "pending":
+        row.attempts += 1
+        mark_failed(uow, message_id, now, error, settings)
+
+
+def fail_bare(uow, message_id: int, now: datetime, error: str) -> None:
+    """The last resort when even recording a failed attempt raised: the message is failed for good."""
+    uow.session.execute(update(Outbox).where(Outbox.id == message_id, Outbox.status != "sent")
+                        .values(status="failed", next_attempt_at=None, last_error=error[:2000]))
 
 
 def recover_interrupted(uow) -> int:

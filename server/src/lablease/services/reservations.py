@@ -15,7 +15,7 @@ from ..domain.windows import Window
 from ..store import calendar
 from ..store.tables import Booking, Loan, Reservation, User
 from ..timeparse import format_time
-from . import activity, ar_work, endings, notices
+from . import activity, ar_work, due, endings, notices
 from . import systems as system_service
 
 
@@ -237,44 +237,20 @@ def return_reservation(uow, actor: Actor, now: datetime, reservation_id: int) ->
     return as_dict(reservation, now)
 
 
-def expire_due(uow, now: datetime, batch: int = 100) -> list[int]:
-    """Return every reservation whose end or heartbeat deadline has passed.
-
-    FOR UPDATE SKIP LOCKED lets several workers share a PostgreSQL database:
-    each row is taken by exactly one of them; SQLite's single writer does the same.
-    """
-    session = uow.session
-    query = (
-        select(Reservation)
-        .where(Reservation.due_at <= now, Reservation.returned_at.is_(None))
-        .order_by(Reservation.due_at)
-        .limit(batch)
-        .with_for_update(skip_locked=True, of=Reservation)
-    )
-    expired = list(session.execute(query).unique().scalars())
-    for reservation in expired:
-        missed = reservation.end_at is None or reservation.due_at < reservation.end_at
-        endings.close_reservation(session, reservation, now, "heartbeat_missed" if missed else "expired", None,
-                                  uow.settings)
-    return [r.id for r in expired]
+def _expire(uow, reservation: Reservation, now: datetime) -> None:
+    """Its end or heartbeat deadline has passed: return it."""
+    missed = reservation.end_at is None or reservation.due_at < reservation.end_at
+    endings.close_reservation(uow.session, reservation, now, "heartbeat_missed" if missed else "expired", None,
+                              uow.settings)
 
 
-def warn_due(uow, now: datetime, batch: int = 100) -> list[int]:
-    """Queue the before-the-end warning of every reservation whose warning time has come."""
-    query = (select(Reservation).where(Reservation.warn_at <= now, Reservation.returned_at.is_(None))
-             .order_by(Reservation.warn_at).limit(batch).with_for_update(skip_locked=True, of=Reservation))
-    warned = list(uow.session.execute(query).unique().scalars())
-    for reservation in warned:
-        reservation.warn_at = None
-        notices.reservation_ending(uow.session, uow.settings, reservation, now)
-    return [r.id for r in warned]
+def _warn(uow, reservation: Reservation, now: datetime) -> None:
+    """Queue the before-the-end warning."""
+    reservation.warn_at = None
+    notices.reservation_ending(uow.session, uow.settings, reservation, now)
 
 
-def next_due(uow) -> datetime | None:
-    """The earliest moment the worker has something to do for reservations."""
-    times = [
-        uow.session.execute(select(column).where(Reservation.returned_at.is_(None), column.is_not(None))
-                            .order_by(column).limit(1)).scalar_one_or_none()
-        for column in (Reservation.due_at, Reservation.warn_at)
-    ]
-    return min((t for t in times if t is not None), default=None)
+EXPIRY = due.Step("reservation_expiry", "returned reservation", Reservation, Reservation.due_at,
+                  Reservation.returned_at.is_(None), _expire, "reservation")
+WARNING = due.Step("reservation_warning", "warned about reservation", Reservation, Reservation.warn_at,
+                   Reservation.returned_at.is_(None), _warn, "reservation")

@@ -7,6 +7,7 @@ from sqlalchemy import exists, func, select
 from sqlalchemy.orm import selectinload
 
 from ..domain import systems as rules
+from ..domain.boot_text import check_options, first_unfit
 from ..domain.errors import Conflict, Forbidden, Invalid, NotFound
 from ..domain.numbers import check_whole
 from ..domain.permissions import (
@@ -148,6 +149,10 @@ def _clean(session, data: dict) -> dict:
     for key in ("cpus", "memory_mb"):
         if key in data and data[key] is not None:
             out[key] = check_whole(key, data[key])
+    # The lab and attributes reach kickstarts (site templates may print them): one line each.
+    unfit = first_unfit({key: data[key] for key in ("lab", "attributes") if key in data}, "")
+    if unfit is not None:
+        raise Invalid(*unfit)
     if "lab" in data:
         out["lab"] = data["lab"]
     if "attributes" in data:
@@ -185,8 +190,22 @@ def _checked_netboot(settings: dict) -> dict:
     return {**settings, "mac": normalise_mac(settings["mac"])} if settings.get("mac") else settings
 
 
+def _check_boot_text(netboot: dict) -> None:
+    """Netboot settings reach netboot files and kickstarts: the rule the writers apply (domain/boot_text.py)."""
+    unfit = first_unfit(netboot, "netboot")
+    if unfit is not None:
+        raise Invalid(*unfit)
+    for key, what in (("ks_meta", "ks_meta"), ("kernel_options", "kernel options")):
+        try:
+            check_options(netboot.get(key), what)
+        except ValueError as error:
+            raise Invalid(f"netboot.{key}", str(error)) from None
+
+
 def _checked_settings(key: str, settings: dict) -> dict:
     """Power settings name a known driver with what it needs; netboot's MAC is a MAC."""
+    if key == "netboot":
+        _check_boot_text(settings)
     try:
         if key == "power" and settings.get("driver"):
             power_registry.check_settings(settings)

@@ -20,6 +20,7 @@ from ..services import commands, installations, unit_of_work
 from ..services.systems import SECRET_KEYS
 from ..store.db import Database
 from ..store.wakeup import Waker
+from .isolation import alone, describe, failed
 
 log = logging.getLogger("lablease.worker.commands")
 
@@ -63,26 +64,51 @@ class CommandRunner:
         self.running: set[Future] = set()
 
     def recover(self, everything: bool) -> None:
-        with unit_of_work(self.db, self.settings) as uow:
-            recovered = commands.recover_interrupted(uow, self.clock(), self.settings, everything)
-            uow.commit()
-        for ident in recovered:
+        """Commands a stopped worker left running: each retried or failed, on its own."""
+        now = self.clock()
+        with unit_of_work(self.db, self.settings, write=False) as uow:
+            interrupted = commands.interrupted(uow, now, everything)
+        for ident in interrupted:
+            self._record(ident, lambda uow: commands.record_failure(uow, ident, now, commands.INTERRUPTED,
+                                                                    self.settings))
             log.info("command %s was interrupted by a stop; retried or failed", ident)
 
     def start_due(self) -> int:
-        """Claim what may run now (up to the free threads) and start it; returns how many started."""
-        free = self.settings.command_workers - len(self.running)
-        if free <= 0:
-            return 0
-        with unit_of_work(self.db, self.settings) as uow:
-            claimed = commands.claim(uow, self.clock(), free, self.settings.duration("command_timeout"),
-                                     lambda session, inst: installations.boot_image(session, self.settings, inst))
-            uow.commit()
-        for command in claimed:
-            future = self.pool.submit(self.execute, command)
+        """Claim what may run now (up to the free threads), each in its own transaction, and start it.
+
+        A command that cannot be prepared fails for good (with its consequences) and the claiming
+        goes on with the others. Returns how many started.
+        """
+        started, unrecorded = 0, set()
+        timeout = self.settings.duration("command_timeout")
+        while len(self.running) < self.settings.command_workers:
+            now = self.clock()
+            try:
+                claimed = alone(self.db, self.settings, lambda uow: commands.claim_next(
+                    uow, now, timeout, lambda session, inst: installations.boot_image(session, self.settings, inst)))
+            except commands.Unrunnable as bad:
+                if bad.command_id in unrecorded:
+                    break  # its failure could not be recorded: leave it to the next pass, do not spin
+                unrecorded.add(bad.command_id)
+                failed(self.db, self.settings, "command", bad.command_id, bad.__cause__ or bad,
+                       lambda uow: commands.fail_unrunnable(uow, bad.command_id, now, bad.error, self.settings),
+                       lambda uow: commands.fail_bare(uow, bad.command_id, now, bad.error), waker=self.waker)
+                continue
+            if claimed is None:
+                break
+            future = self.pool.submit(self.execute, claimed)
             self.running.add(future)
             future.add_done_callback(self.running.discard)
-        return len(claimed)
+            started += 1
+        return started
+
+    def _record(self, ident: int, record) -> None:
+        """Record a command's outcome; when that raises (its system's data is bad), fail the command alone."""
+        try:
+            alone(self.db, self.settings, record, self.waker)
+        except Exception as error:
+            failed(self.db, self.settings, "command", ident, error,
+                   lambda uow: commands.fail_bare(uow, ident, self.clock(), describe(error)), waker=self.waker)
 
     def execute(self, claimed: commands.Claimed) -> None:
         log.info("command %s: %s %s", claimed.id, claimed.action, claimed.fqdn)
@@ -96,12 +122,11 @@ class CommandRunner:
         if error is not None:
             error = scrub(error, [v for k, v in claimed.power.items() if k.lower() in SECRET_KEYS])
             log.warning("command %s (%s %s) failed: %s", claimed.id, claimed.action, claimed.fqdn, error)
-        with unit_of_work(self.db, self.settings, self.waker) as uow:
-            if error is None:
-                commands.record_success(uow, claimed.id, self.clock(), state)
-            elif commands.record_failure(uow, claimed.id, self.clock(), error, self.settings):
-                log.warning("command %s failed for good", claimed.id)
-            uow.commit()
+        if error is None:
+            self._record(claimed.id, lambda uow: commands.record_success(uow, claimed.id, self.clock(), state))
+        else:
+            self._record(claimed.id, lambda uow: commands.record_failure(uow, claimed.id, self.clock(), error,
+                                                                         self.settings))
 
     def stop(self) -> None:
         """Stop taking work; commands still running are recovered when a worker starts again."""

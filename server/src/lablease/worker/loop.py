@@ -15,13 +15,14 @@ from datetime import datetime, timedelta, timezone
 from typing import Callable
 
 from ..config import Settings
-from ..services import ar_states, commands, installations, jobs, loans, outbox, reservations, unit_of_work
+from ..services import ar_states, commands, due, installations, jobs, loans, outbox, reservations, unit_of_work
 from ..store.db import Database
 from ..store.secrets import SecretBox, use_secrets
 from ..store.uow import UnitOfWork
 from ..store.wakeup import WakeListener
 from .commands import CommandRunner
 from .delivery import DeliveryFailed, senders
+from .isolation import alone, describe, failed
 
 log = logging.getLogger("lablease.worker")
 
@@ -30,70 +31,98 @@ def utcnow() -> datetime:
     return datetime.now(timezone.utc)
 
 
-# What the worker does when its time comes, in order: (name, use case). Each runs in
-# batches, one transaction per batch, until nothing is left that is due.
-DUE_STEPS = (
-    ("advance reservation changed state", ar_states.transition_due),
-    ("returned reservation", reservations.expire_due),
-    ("returned loan", loans.expire_due),
-    ("aborted recipe past its runtime limit", jobs.abort_overdue),
-    ("failed stalled installation", installations.abort_stalled),
-    ("recovered abandoned command", commands.recover_expired),
-    ("warned about reservation", reservations.warn_due),
-    ("warned about loan", loans.warn_due),
-)
+# What the worker does when its time comes, in order (services/due.py). Each item is handled
+# in a transaction of its own; one that raises is parked and the others go on.
+DUE_STEPS = (ar_states.TRANSITION, reservations.EXPIRY, loans.EXPIRY, jobs.OVERDUE, installations.STALLED,
+             commands.RECOVERY, reservations.WARNING, loans.WARNING)
 
 
 REPAIR_EVERY = timedelta(minutes=10)
+
+
+def run_step(db: Database, settings: Settings, step: due.Step, now: datetime) -> list[int]:
+    """Handle every item of one step that is due at `now`; returns the ids handled."""
+    handled: list[int] = []
+    tried: set[int] = set()  # an item another worker holds (or one that failed) is not tried twice
+    while True:
+        with unit_of_work(db, settings, write=False) as uow:
+            ids = [ident for ident in due.due_ids(uow, step, now) if ident not in tried]
+        if not ids:
+            return handled
+        for ident in ids:
+            tried.add(ident)
+            try:
+                done = alone(db, settings, lambda uow: due.handle(uow, step, ident, now))
+            except Exception as error:
+                failed(db, settings, step.kind, ident, error,
+                       lambda uow: due.failed(uow, step, ident, now, describe(error)))
+                continue
+            if done:
+                handled.append(ident)
+                log.info("%s %s", step.label, ident)
 
 
 def run_due(db: Database, now: datetime, settings: Settings | None = None) -> list[int]:
     """Do everything due at `now`; returns the ids of the reservations returned."""
     settings = settings or Settings()
     returned: list[int] = []
-    for label, step in DUE_STEPS:
-        while True:
-            with unit_of_work(db, settings) as uow:
-                batch = step(uow, now)
-                uow.commit()
-            for ident in batch:
-                log.info("%s %s", label, ident)
-            if step is reservations.expire_due:
-                returned += batch
-            if not batch:
-                break
+    for step in DUE_STEPS:
+        handled = run_step(db, settings, step, now)
+        if step is reservations.EXPIRY:
+            returned += handled
     return returned
 
 
 def deliver_due(db: Database, now: datetime, settings: Settings, senders: dict) -> int:
-    """Send the outbox messages that are due; returns how many were sent."""
-    sent = 0
+    """Send the outbox messages that are due, each on its own; returns how many were sent."""
+    sent, tried = 0, set()
     while True:
-        with UnitOfWork(db, settings=settings) as uow:
-            claimed = outbox.claim_due(uow, now)
-            uow.commit()
-        if not claimed:
+        with UnitOfWork(db, write=False) as uow:
+            ids = [ident for ident in outbox.due_ids(uow, now) if ident not in tried]
+        if not ids:
             return sent
-        for message in claimed:
-            try:
-                senders[message.channel].send(message)
-                error = None
-            except DeliveryFailed as failure:
-                error = str(failure)
-                log.warning("delivery %s failed (attempt %s): %s", message.id, message.attempts, error)
-            with UnitOfWork(db, settings=settings) as uow:
-                if error is None:
-                    outbox.mark_sent(uow, message.id, now)
-                    sent += 1
-                else:
-                    outbox.mark_failed(uow, message.id, now, error, settings)
-                uow.commit()
+        for ident in ids:
+            tried.add(ident)
+            sent += _deliver(db, now, settings, senders, ident)
+
+
+def _deliver(db: Database, now: datetime, settings: Settings, senders: dict, ident: int) -> int:
+    """Claim, send and record one message; whatever raises is a failed attempt (retried up to the limit)."""
+    try:
+        message = alone(db, settings, lambda uow: outbox.claim(uow, ident, now))
+    except Exception as error:  # e.g. a destination naming no user: an attempt that failed
+        failed(db, settings, "notice", ident, error,
+               lambda uow: outbox.attempt_failed(uow, ident, now, describe(error), settings),
+               lambda uow: outbox.fail_bare(uow, ident, now, describe(error)))
+        return 0
+    if message is None:
+        return 0  # sent or taken by another worker meanwhile
+    try:
+        senders[message.channel].send(message)
+    except DeliveryFailed as failure:
+        error = str(failure)
+        log.warning("delivery %s failed (attempt %s): %s", message.id, message.attempts, error)
+    except Exception as failure:  # a message the sender cannot even build: failed, as any other attempt
+        error = describe(failure)
+        log.error("delivery %s failed (attempt %s): %s", message.id, message.attempts, error,
+                  exc_info=failure if message.attempts == 1 else None)
+    else:
+        error = None
+    try:
+        if error is None:
+            alone(db, settings, lambda uow: outbox.mark_sent(uow, ident, now))
+            return 1
+        alone(db, settings, lambda uow: outbox.mark_failed(uow, ident, now, error, settings))
+    except Exception as failure:
+        failed(db, settings, "notice", ident, failure,
+               lambda uow: outbox.fail_bare(uow, ident, now, describe(failure)))
+    return 0
 
 
 def next_due(db: Database, now: datetime) -> datetime | None:
     with UnitOfWork(db, write=False) as uow:
-        times = (reservations.next_due(uow), loans.next_due(uow), outbox.next_due(uow), jobs.next_due(uow),
-                 installations.next_due(uow), commands.next_due(uow, now), ar_states.next_due(uow))
+        times = [due.next_time(uow, step) for step in DUE_STEPS]
+        times += [outbox.next_due(uow), commands.next_due(uow, now)]
     return min((t for t in times if t is not None), default=None)
 
 
@@ -129,31 +158,47 @@ class Worker:
         self.commands.recover(everything=not self.db.is_postgresql)
         try:
             while not self.stopping.is_set():
-                try:
-                    run_due(self.db, self.clock(), self.settings)
-                    self.commands.start_due()
-                    deliver_due(self.db, self.clock(), self.settings, self.senders)
-                    self.repair_if_due()
-                    due = min(filter(None, (next_due(self.db, self.clock()), self.next_repair)), default=None)
-                    pause = self.seconds_to_sleep(self.clock(), due)
-                except Exception:  # a failing pass must not kill the worker; it retries soon
-                    log.exception("worker pass failed; retrying in 1 s")
-                    pause = 1.0
-                self._sleep(listener, pause)
+                self._sleep(listener, self.run_pass())
         finally:
             self.commands.stop()
             listener.close()
             log.info("worker stopped")
 
+    def run_pass(self) -> float:
+        """Do what is due; returns how long to sleep. Each part goes on when another fails (its items
+        are isolated already: what fails here is the database itself), and a failed part retries soon."""
+        parts = (lambda: run_due(self.db, self.clock(), self.settings), self.commands.start_due,
+                 lambda: deliver_due(self.db, self.clock(), self.settings, self.senders), self.repair_if_due)
+        pause = None
+        for part in parts:
+            try:
+                part()
+            except Exception:  # a failing pass must not kill the worker
+                log.exception("worker pass failed; retrying in 1 s")
+                pause = 1.0
+        if pause is not None:
+            return pause
+        try:
+            due_at = min(filter(None, (next_due(self.db, self.clock()), self.next_repair)), default=None)
+        except Exception:
+            log.exception("worker pass failed; retrying in 1 s")
+            return 1.0
+        return self.seconds_to_sleep(self.clock(), due_at)
+
     def repair_if_due(self) -> None:
-        """The slow consistency pass (not scheduling: events do that)."""
+        """The slow consistency pass (not scheduling: events do that), one recipe at a time."""
         now = self.clock()
         if self.next_repair is not None and now < self.next_repair:
             return
-        with unit_of_work(self.db, self.settings) as uow:
-            for recipe_id in jobs.repair(uow, now):
-                log.info("aborted recipe %s: its distro tree no longer exists", recipe_id)
-            uow.commit()
+        with unit_of_work(self.db, self.settings, write=False) as uow:
+            broken = jobs.needing_repair(uow)
+        for recipe_id in broken:
+            try:
+                if alone(self.db, self.settings, lambda uow: jobs.repair(uow, recipe_id, now)):
+                    log.info("aborted recipe %s: its distro tree no longer exists", recipe_id)
+            except Exception as error:
+                failed(self.db, self.settings, jobs.REPAIR, recipe_id, error,
+                       lambda uow: due.park(uow, jobs.REPAIR, recipe_id, now, describe(error), "recipe"))
         self.next_repair = now + REPAIR_EVERY
 
     def _sleep(self, listener: WakeListener, pause: float) -> None:

@@ -51,6 +51,10 @@ def command_show(ctx: Context) -> dict:
     return commands.get(ctx.uow, ctx.actor, ctx.args["id"])
 
 
+def command_cancel(ctx: Context) -> dict:
+    return commands.cancel(ctx.uow, ctx.actor, ctx.now, ctx.args["id"])
+
+
 # The installer's side: authorised by the installation's token (?token=), not a user's.
 
 def kickstart(ctx: Context) -> Response:

@@ -238,7 +238,7 @@ def test_soft_errors_keep_the_other_systems_usable_hard_ones_stop_new_work(lab):
             assert recipe["system"] == healthy
         lab.admin.patch(f"/systems/{broken}", {"condition": "automated"})
         lab.alice.delete(f"/advance-reservations/{granted['id']}", force="true")
-        assert lab.alice.get(f"/recipes/{recipe['id']}")[1]["status"] in ("aborted", "cancelled")
+        assert lab.alice.get(f"/recipes/{recipe['id']}")[1]["status"] == "aborted"  # running or not yet
 
 
 def test_bound_work_that_could_no_longer_end_in_time_is_not_started(lab):

@@ -107,6 +107,7 @@ class Worker:
         self.next_repair: datetime | None = None
         self.parent_pid = parent_pid  # under `serve`: stop when the server that started us is gone
         self.stopping = threading.Event()
+        self.passes = 0  # passes completed: a worker that finished one is asleep or about to be
         self._thread: threading.Thread | None = None
 
     def seconds_to_sleep(self, now: datetime, due: datetime | None) -> float:
@@ -137,6 +138,7 @@ class Worker:
                 except Exception:  # a failing pass must not kill the worker; it retries soon
                     log.exception("worker pass failed; retrying in 1 s")
                     pause = 1.0
+                self.passes += 1
                 self._sleep(listener, pause)
         finally:
             self.commands.stop()

@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: venv demo demo-qemu test test-server test-collection postgresql qemu bench clean \
+.PHONY: venv demo demo-qemu test unit test-server test-collection postgresql qemu bench clean \
 	collection-link shellcheck sanity units lint molecule playbooks
 
 venv: $(STAMP)
@@ -37,10 +37,18 @@ test: venv postgresql qemu test-server test-collection
 # servers start once; most of them wait on real servers, VMs and playbooks rather than compute.
 TEST_WORKERS ?= 2
 PARALLEL := -n $(TEST_WORKERS) --dist loadfile
+# Every test run ends with its 20 slowest tests, so a test that grows slow is seen in CI.
+DURATIONS := --durations=20
+
+# The fast loop (< 60 s): the pure tiers, no database, server, VM or playbook — domain and planner
+# rules (with their hypothesis properties), job XML, kickstart, netboot files, and the collection's
+# module unit tests through the .collections link (`units` runs those under ansible-test, as shipped).
+unit: venv collection-link
+	PYTHONPATH=$(CURDIR)/.collections $(BIN)/pytest $(DURATIONS) tests/server/unit tests/server/jobxml tests/unit
 
 # The server suite and its end-to-end tests (the playbook tests run under `playbooks`).
 test-server: venv
-	$(BIN)/pytest $(PARALLEL) tests/server tests/e2e --ignore=tests/e2e/ansible
+	$(BIN)/pytest $(PARALLEL) $(DURATIONS) tests/server tests/e2e --ignore=tests/e2e/ansible
 
 # molecule before lint: ansible-lint reads the copy molecule installs in ~/.ansible/collections.
 test-collection: venv sanity units molecule lint playbooks
@@ -78,7 +86,7 @@ molecule: venv collection-link
 	cd roles/lease && $(ANSIBLE_ENV) $(CURDIR)/$(BIN)/molecule test
 
 playbooks: venv collection-link
-	$(ANSIBLE_ENV) $(BIN)/pytest $(PARALLEL) tests/e2e/ansible -p no:cacheprovider
+	$(ANSIBLE_ENV) $(BIN)/pytest $(PARALLEL) $(DURATIONS) tests/e2e/ansible -p no:cacheprovider
 
 bench: venv postgresql
 	$(BIN)/python bench/reserve.py

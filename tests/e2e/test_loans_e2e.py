@@ -3,6 +3,10 @@ import time
 
 import pytest
 from aiosmtpd.controller import Controller
+from sqlalchemy import select
+
+from lablease.store.tables import Outbox
+from lablease.store.uow import UnitOfWork
 
 from tests.server.integration.test_notices import Inbox, Receiver
 from tests.support.live import LiveServer
@@ -61,7 +65,7 @@ def test_the_loan_story(server):
     assert any(entry["action"] == "loan_ended" for entry in log)
 
 
-def test_a_warning_arrives_once_by_mail_and_webhook(server, mailbox, hook):
+def test_a_warning_arrives_once_by_mail_and_webhook(server, mailbox, hook, db):
     _, inbox = mailbox
     alice = server.add_user("alice")
     alice.patch("/me", json={"email": "alice@lab.test", "webhook_url": hook.url, "webhook_secret": "k"})
@@ -74,5 +78,23 @@ def test_a_warning_arrives_once_by_mail_and_webhook(server, mailbox, hook):
                         "[lablease] m1.lab.test: your reservation was returned"]
     events = [headers["X-Lablease-Event"] for headers, _ in hook.requests]
     assert events == ["reservation.ending", "reservation.returned"]
-    time.sleep(1)
+    # Nothing more is on its way: the outbox holds one row per notice and channel, each marked sent
+    # (after its delivery), and the returned reservation is never warned about again.
+    assert wait_until_delivered(db) == [("mail", "reservation.ending"), ("webhook", "reservation.ending"),
+                                        ("mail", "reservation.returned"), ("webhook", "reservation.returned")]
+    assert alice.get(f"/reservations/{reservation['id']}").json()["state"] == "expired"
     assert len(inbox.messages) == 2 and len(hook.requests) == 2  # once each
+
+
+def wait_until_delivered(db, timeout=20.0) -> list[tuple[str, str]]:
+    """(channel, event) of every outbox message, once none is left to send (pending or sending)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        with UnitOfWork(db, write=False) as uow:
+            rows = uow.session.execute(select(Outbox).order_by(Outbox.id)).scalars().all()
+            unsent = [(row.channel, row.status) for row in rows if row.status != "sent"]
+            sent = [(row.channel, row.payload.get("event")) for row in rows]
+        if not unsent:
+            return sent
+        assert time.monotonic() < deadline, f"still not delivered after {timeout} s: {unsent}"
+        time.sleep(0.1)

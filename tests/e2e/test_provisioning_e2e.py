@@ -86,6 +86,9 @@ def test_manual_provision_reaches_running_through_real_callbacks(server):
     wait_for("the machine to be powered off", lambda: not alive(pid))
     tftp = server.data_dir / "tftpboot"
     wait_for("netboot to be cleared", lambda: not (tftp / "ipxe" / "52-54-00-e2-e0-01").exists())
+    # the machine dies before its power-off command is recorded as done: wait for the record
+    wait_for("the power state to say off",
+             lambda: server.admin.get("/systems/vm1.lab.test").json()["power_state"] == "off")
     assert server.admin.get("/systems/vm1.lab.test").json()["power_state"] == "off"
 
     # No credential or installation token reached any log line.

@@ -70,8 +70,9 @@ def test_loan(server, tmp_path):
 
     back = playbook(tmp_path, [{"name": "back", "lablease.lab.loan": {"system": "s1.lab.test", "state": "absent"}}],
                     "back.yml")
+    before = loan_of(server, "s1.lab.test")
     [would] = results(env, back, "--check")
-    assert would["changed"] and loan_of(server, "s1.lab.test") is not None
+    assert would["changed"] and before["recipient"] == "bob" and loan_of(server, "s1.lab.test") == before
     [returned] = results(env, back)
     assert returned["changed"] and returned["returned"]["recipient"] == "bob" and loan_of(server, "s1.lab.test") is None
     [nothing] = results(env, back)

@@ -166,6 +166,7 @@ def test_unknown_system_exits_3(cli):
     result = cli("reserve", "nowhere.lab.test")
     assert result.code == ExitStatus.NOT_FOUND == 3
     assert result.err.startswith("lablease: ") and "nowhere.lab.test" in result.err
+    assert result.err == "lablease: no system named nowhere.lab.test\n"
     assert result.err.count("\n") == 1 and result.out == ""
 
 
@@ -225,6 +226,8 @@ def test_options_win_over_the_environment(cli, server):
 def test_a_url_without_scheme_is_a_usage_error(cli):
     result = cli("systems", "--url", "lab.example.com")
     assert result.code == 2 and "http://" in result.err
+    assert result.err == ("lablease: the server URL must start with http:// or https://, not 'lab.example.com' "
+                          "(LABLEASE_URL or --url)\n")
 
 
 @pytest.mark.parametrize("argv", [
@@ -254,6 +257,7 @@ def test_help_and_version_exit_0_on_stdout(cli):
 def test_an_unknown_pool_is_an_error_not_an_empty_list(cli):
     result = cli("systems", "--pool", "no-such-pool")
     assert (result.code, result.out) == (6, "") and "no-such-pool" in result.err
+    assert result.err == "lablease: pool: no pool named no-such-pool\n"
 
 
 def test_heartbeat_of_a_reservation_without_one_exits_6(cli, add_system):

@@ -11,7 +11,6 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -67,14 +66,28 @@ def block(text: str) -> dict[str, list[str]]:
     return found
 
 
-def later(delay: float, action) -> threading.Thread:
-    def run():
-        time.sleep(delay)
-        action()
+class Polls:
+    """Stands in for the CLI's sleep between two polls: runs the next scripted action instead of waiting,
+    and moves the CLI's clock on by the pause, so `--timeout` runs out without real time passing."""
 
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    return thread
+    def __init__(self):
+        self.actions: list = []
+        self.pauses = 0
+        self.now = 0.0
+
+    def sleep(self, seconds: float) -> None:
+        self.pauses += 1
+        self.now += seconds
+        if self.actions:
+            self.actions.pop(0)()
+
+
+@pytest.fixture
+def polls(monkeypatch) -> Polls:
+    polls = Polls()
+    monkeypatch.setattr(client_jobs, "sleep", polls.sleep)
+    monkeypatch.setattr(client_jobs, "monotonic", lambda: polls.now)
+    return polls
 
 
 def finish_recipe(server, recipe_id: int, result: str = "pass"):
@@ -113,28 +126,27 @@ def test_submit_json_a_file_without_extension_and_stdin(cli, automated, tmp_path
     assert ET.fromstring(as_bytes.out).findtext("whiteboard") == "piped json"
 
 
-def test_submit_wait_returns_once_every_recipe_runs(cli, server, automated, submit, tmp_path):
+def test_submit_wait_returns_once_every_recipe_runs(cli, server, automated, submit, tmp_path, polls):
     automated("jw1.lab.test")
     holder = submit(job_xml("jw1.lab.test"))
     path = tmp_path / "second.xml"
     path.write_text(job_xml("jw1.lab.test", whiteboard="waits"))
-    started = time.monotonic()
-    thread = later(0.3, lambda: finish_recipe(server, recipes(holder)[0]["id"]))
+    polls.actions = [lambda: finish_recipe(server, recipes(holder)[0]["id"])]  # while it waits, the system frees
     result = cli.ok("job", "submit", str(path), "--wait", "--timeout", "20", *FAST, "--json")
-    thread.join()
     job = json.loads(result.out)
     assert [(r["status"], r["system"]) for r in recipes(job)] == [("running", "jw1.lab.test")]
-    assert time.monotonic() - started >= 0.3
+    assert polls.pauses == 1  # it found the job queued, waited, and returned at the next poll
     cli.ok("job", "cancel", str(job["id"]))
 
 
-def test_submit_wait_times_out_with_9_and_says_why(cli, automated, submit, tmp_path):
+def test_submit_wait_times_out_with_9_and_says_why(cli, automated, submit, tmp_path, polls):
     automated("jt1.lab.test")
     holder = submit(job_xml("jt1.lab.test"))
     path = tmp_path / "late.xml"
     path.write_text(job_xml("jt1.lab.test"))
     result = cli("job", "submit", str(path), "--timeout", "0.3", *FAST)
     assert result.code == ExitStatus.TIMED_OUT == 9
+    assert (polls.pauses, polls.now) == (6, 0.3)  # polled every 0.05 s until the 0.3 s were up
     assert block(result.out)["status"] == ["queued"]  # the job is shown: its id is needed to cancel it
     job_id = block(result.out)["id"][0]
     assert result.err.count("\n") == 1
@@ -145,23 +157,19 @@ def test_submit_wait_times_out_with_9_and_says_why(cli, automated, submit, tmp_p
     cli.ok("job", "cancel", str(holder["id"]))
 
 
-def test_submit_wait_exits_8_when_a_recipe_ends_first(cli, server, automated, submit, tmp_path):
+def test_submit_wait_exits_8_when_a_recipe_ends_first(cli, server, automated, submit, tmp_path, polls):
     automated("je1.lab.test")
     holder = submit(job_xml("je1.lab.test"))
     path = tmp_path / "doomed.xml"
     path.write_text(job_xml("je1.lab.test"))
 
     def cancel_the_waiting_one():
-        for _ in range(200):
-            newer = [j for j in server.admin.get("/jobs", params={"status": "queued"}).json() if j["id"] > holder["id"]]
-            if newer:
-                assert server.admin.post(f"/jobs/{newer[0]['id']}/cancel").status_code == 200
-                return
-            time.sleep(0.05)
+        [waiting] = [j for j in server.admin.get("/jobs", params={"status": "queued"}).json() if j["id"] > holder["id"]]
+        assert server.admin.post(f"/jobs/{waiting['id']}/cancel").status_code == 200
 
-    thread = later(0.3, cancel_the_waiting_one)
+    polls.actions = [cancel_the_waiting_one]
     result = cli("job", "submit", str(path), "--wait", "--timeout", "20", *FAST, "--json")
-    thread.join()
+    assert polls.pauses == 1
     assert result.code == ExitStatus.ENDED == 8
     assert json.loads(result.out)["status"] == "cancelled"
     assert "cancelled (result none) before every recipe was running" in result.err
@@ -237,20 +245,15 @@ def test_other_peoples_jobs_are_not_found(cli, automated, submit):
     cli.ok("job", "cancel", str(job["id"]))
 
 
-def test_watch_prints_each_change_until_the_job_is_finished(cli, server, automated, submit):
+def test_watch_prints_each_change_until_the_job_is_finished(cli, server, automated, submit, polls):
     automated("jwa1.lab.test")
     holder = submit(job_xml("jwa1.lab.test"))
     job = submit(job_xml("jwa1.lab.test", whiteboard="watched"))
     recipe_id = recipes(job)[0]["id"]
-
-    def progress():
-        finish_recipe(server, recipes(holder)[0]["id"])  # frees the system: the watched recipe starts
-        time.sleep(0.3)
-        finish_recipe(server, recipe_id, "warn")
-
-    thread = later(0.3, progress)
+    polls.actions = [lambda: finish_recipe(server, recipes(holder)[0]["id"]),  # frees the system: the recipe starts
+                     lambda: finish_recipe(server, recipe_id, "warn")]
     result = cli.ok("job", "watch", str(job["id"]), *FAST)
-    thread.join()
+    assert polls.pauses == 2
     said = [line.split("  ", 1)[1] for line in result.lines]
     assert said == [f"recipe {recipe_id}  queued",
                     f"recipe {recipe_id}  queued -> running  on jwa1.lab.test",

@@ -72,7 +72,7 @@ def test_lending_a_system_somebody_else_holds_needs_force(cli, add_system):
 def test_limited_loan_uses_the_site_default(cli, add_system):
     add_system("loan3.lab.test")
     loan = json.loads(cli.ok("loan", "grant", "loan3.lab.test", "carol", "--limited", "--json").out)
-    assert loan["end"] is not None
+    assert parse_time(loan["end"]) - parse_time(loan["start"]) == timedelta(days=7)  # default_loan_duration
 
 
 @needs_loans

@@ -428,8 +428,10 @@ def test_virtual_machine_installs_through_the_real_callbacks(machines, install_s
 
     eventually(lambda: "install_done" in install_server.events)
     assert install_server.events == ["install_start", "install_done"]
-    time.sleep(0.6)  # it now waits for the server to rewrite its netboot config; nothing else happens
+    # It has looked at its netboot config, found it unchanged, and waits for the server to rewrite it.
+    eventually(lambda: console(tmp_path).rstrip().endswith("waiting up to 30 s for the server to rewrite it"))
     assert install_server.events == ["install_start", "install_done"]
+    assert console(tmp_path).count("firmware starting") == 1  # no second boot
 
     netboot(tmp_path, LOCAL_BOOT)
     eventually(lambda: "postinstall_done" in install_server.events)

@@ -1,4 +1,8 @@
-"""Random workloads, random completion orders: no double use, no deadlock, feasible work all runs."""
+"""Random workloads, random completion orders: no double use, no deadlock, feasible work all runs.
+
+Through the whole API and database, so a few examples only: the planner's own properties (placement,
+queue order, backfill, deadlock) run thousands of cases in tests/server/unit/test_planner_properties.py.
+"""
 import itertools
 import shutil
 
@@ -18,7 +22,7 @@ workloads = st.fixed_dictionaries({
     "systems": st.lists(st.sampled_from(ARCHES), min_size=2, max_size=5),
     "sets": st.lists(st.tuples(st.sampled_from(["Low", "Normal", "High"]),
                                st.lists(st.sampled_from(ARCHES + (None,)), min_size=1, max_size=3)),
-                     min_size=1, max_size=6),
+                     min_size=1, max_size=5),
     "order": st.randoms(use_true_random=False),
 })
 
@@ -41,7 +45,7 @@ def busy_systems_are_distinct(db):
     return held
 
 
-@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                   HealthCheck.too_slow])
 @given(workload=workloads)
 def test_random_workloads(sqlite_template, tmp_path, workload):

@@ -90,7 +90,10 @@ def test_running_worker_is_woken_by_a_new_reservation(lab):
     worker = Worker(lab.settings, lab.db)  # the real clock
     worker.start()
     try:
-        time.sleep(0.3)  # the worker is now asleep for up to worker_max_sleep
+        deadline = time.monotonic() + 10
+        while worker.passes == 0:  # its first pass found nothing due: it sleeps for up to worker_max_sleep
+            assert time.monotonic() < deadline, "the worker never finished its first pass"
+            time.sleep(0.01)
         with UnitOfWork(lab.db, waker=lab.app.waker) as uow:
             from lablease.domain.permissions import Actor
             actor = Actor(2, "alice")

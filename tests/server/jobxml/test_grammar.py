@@ -17,7 +17,9 @@ def children_of(*path: str) -> set[str]:
 
 
 def test_the_schema_compiles_with_libxml2():
-    assert grammar.relaxng() is not None
+    schema = grammar.relaxng()
+    assert schema.validate(etree.fromstring("<job><recipeSet><recipe/></recipeSet></job>"))
+    assert not schema.validate(etree.fromstring("<job><recipeSet><colour/></recipeSet></job>"))
 
 
 def test_host_filter_elements_match_the_field_table():

@@ -57,5 +57,6 @@ def test_peak_use_treats_back_to_back_as_sequential():
 def test_fits_capacity_refuses_overbooking():
     bookings = [Booking(1, w(0, 4), 2), Booking(2, w(1, 2), 1)]
     assert fits_capacity(bookings, w(2, 3), 1, capacity=3) is None
-    assert fits_capacity(bookings, w(1, 3), 1, capacity=3) is not None
-    assert fits_capacity([], w(0, 1), 4, capacity=3) is not None
+    # refused: the booking that completes the peak is named (the one a 409 shows)
+    assert fits_capacity(bookings, w(1, 3), 1, capacity=3) == bookings[1]
+    assert fits_capacity([], w(0, 1), 4, capacity=3) == Booking(None, w(0, 1), 4)  # more than there is at all

@@ -41,11 +41,22 @@ RESERVE_TABLE = [
 ]
 
 
+# what a refused user is told (the 403's detail)
+BY_HAND = ": only Manual systems can be reserved by hand unless lent to you"
+REFUSALS = {
+    ("alice", "automated", None): "the system is automated" + BY_HAND,
+    ("alice", "broken", None): "the system is broken" + BY_HAND,
+    ("alice", "removed", None): "the system is removed",
+    ("admin", "removed", None): "the system is removed",
+    ("bob", "manual", ALICE.id): "the system is lent to another user",
+}
+
+
 @pytest.mark.parametrize("who, condition, lent_to, allowed", RESERVE_TABLE)
 def test_reserve(who, condition, lent_to, allowed):
     decision = decide(ACTORS[who], Permission.RESERVE, system(condition, lent_to=lent_to))
     assert decision.allowed is allowed, decision.reason
-    assert decision.reason
+    assert decision.reason == ("allowed" if allowed else REFUSALS[who, condition, lent_to])
 
 
 def test_reserve_needs_a_rule_for_others():

@@ -134,6 +134,10 @@ def test_attribute_values_compare_as_numbers_when_both_are_numbers():
     host = Host(1, "a.lab.test", "x86_64", attributes={"disks": ["10"], "model": ["r640"]})
     assert verdict(leaf("key_value", ">", "9", key="disks"), host) == (True, None)
     assert verdict(leaf("key_value", ">", 9, key="disks"), host) == (True, None)
+    # != rules out exactly what = lets through: 10 equals "10" (and "10.0"), so "not 10" excludes this host
+    assert verdict(leaf("key_value", "=", 10, key="disks"), host) == (True, None)
+    assert verdict(leaf("key_value", "!=", 10, key="disks"), host) == (False, "key_value[disks] != 10")
+    assert verdict(leaf("key_value", "!=", "10.0", key="disks"), host)[0] is False
     assert verdict(leaf("key_value", "<", "9", key="disks"), host)[0] is False
     assert verdict(leaf("key_value", "=", "r640", key="model"), host) == (True, None)
     assert verdict(leaf("key_value", "like", "r6%", key="model"), host) == (True, None)

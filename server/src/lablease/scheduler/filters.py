@@ -61,8 +61,8 @@ def _leaf(leaf: dict, host: Host) -> bool:
         return (value in host.pools) == (op == "=")
     if name == "key_value":
         values = host.attributes.get(leaf["key"], [])
-        if op == "!=":
-            return value not in values
+        if op == "!=":  # no value equal to it, compared as `=` compares (so "10" and 10 are equal)
+            return not any(compare("=", *_comparable(v, value)) for v in values)
         return any(compare(op, *_comparable(v, value)) for v in values)
     if name == "hostname":
         return compare(op, host.fqdn, value)

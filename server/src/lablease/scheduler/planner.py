@@ -9,13 +9,15 @@ the one blocked set allowed to hold systems while it waits.
 """
 from __future__ import annotations
 
+import heapq
 import random as random_module
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Iterator
 
 from ..domain.permissions import LENT_TO_ANOTHER
 from ..domain.times import format_time
+from ..domain.windows import Window
 from .filters import Host, verdict
 
 
@@ -72,6 +74,35 @@ def place(needs: Iterable[Need], is_free: FreeCheck) -> dict[int, int] | None:
 
 def place_partial(needs: Iterable[Need], is_free: FreeCheck) -> dict[int, int]:
     return _match(list(needs), is_free)
+
+
+def run_window(now: datetime, runtime: timedelta | None) -> Window:
+    """What a recipe starting now would hold: open-ended without a runtime limit (it might never end), so
+    only a system with no later booking is free for it; with one, a later booking that starts after it
+    ends leaves the system free (backfill)."""
+    return Window(now, now + runtime if runtime else None)
+
+
+def queue_key(priority: int, queued_at: datetime, recipe_id: int) -> tuple:
+    """Scheduling order: higher priority first, then the longer waiting, then the lower id (stable ties)."""
+    return (-priority, queued_at, recipe_id)
+
+
+def offer_order(holding: int | None, queues: Iterable[Iterable[tuple]]) -> Iterator[int]:
+    """Recipe-set ids to offer a freed system to, best first, each once.
+
+    holding: the set that holds systems while it waits (offered first: it keeps large sets from starving);
+    queues: each requirement class's queued recipes as (*queue_key, set id), in that order; a set whose
+    recipes sit in several classes comes at its best place.
+    """
+    offered: set[int] = set()
+    if holding is not None:
+        offered.add(holding)
+        yield holding
+    for *_, set_id in heapq.merge(*queues):
+        if set_id not in offered:
+            offered.add(set_id)
+            yield set_id
 
 
 def tier(host: Host, pools: list[str]) -> int:

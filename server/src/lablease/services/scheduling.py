@@ -17,15 +17,14 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 import hashlib
-import heapq
 import json
 
 from sqlalchemy import and_, delete, func, or_, select
 
 from ..domain.permissions import decide_schedule
-from ..domain.windows import Window
 from ..scheduler.filters import Host
-from ..scheduler.planner import Need, candidates, place, place_partial, shuffled_within_tiers, tier
+from ..scheduler.planner import (Need, candidates, offer_order, place, place_partial, queue_key, run_window,
+                                 shuffled_within_tiers, tier)
 from ..store import calendar
 from ..store.tables import (ClassCandidate, Recipe, RecipeSet, RequirementClass, System,
                             User)
@@ -102,8 +101,7 @@ def free_candidates(session, recipe: Recipe, now: datetime, only: int | None = N
     recipe might never end. With one, a later booking is fine if the recipe
     ends before it (backfill).
     """
-    runtime = runtime_of(recipe)
-    window = Window(now, now + runtime if runtime else None)
+    window = run_window(now, runtime_of(recipe))
     query = (select(ClassCandidate.system_id, ClassCandidate.rank)
              .join(System, System.id == ClassCandidate.system_id)
              .where(ClassCandidate.class_id == recipe.class_id, System.condition == "automated",
@@ -249,13 +247,9 @@ def on_system_freed(uow, system_id: int, now: datetime) -> None:
     if system is None or system.condition != "automated":
         return
     first = head(session)
-    tried: set[int] = set()
     for set_id in _offers(session, system_id, first):
         if not _free_now(session, system, now):
             break
-        if set_id in tried:
-            continue
-        tried.add(set_id)
         recipe_set = session.get(RecipeSet, set_id)
         if recipe_set.status not in WAITING:
             continue
@@ -265,14 +259,11 @@ def on_system_freed(uow, system_id: int, now: datetime) -> None:
 
 
 def _offers(session, system_id: int, first: RecipeSet | None):
-    """Ids of recipe sets to offer the system to, best first (a set may come more than once)."""
-    if first is not None and any(r.status == "assigned" for r in first.recipes):
-        yield first.id
+    """Ids of recipe sets to offer the system to, best first, each once."""
+    holding = first.id if first is not None and any(r.status == "assigned" for r in first.recipes) else None
     classes = list(session.execute(select(ClassCandidate.class_id).where(ClassCandidate.system_id == system_id))
                    .scalars())
-    queues = [_class_queue(session, class_id) for class_id in classes]
-    for _, _, _, set_id in heapq.merge(*queues):
-        yield set_id
+    return offer_order(holding, [_class_queue(session, class_id) for class_id in classes])
 
 
 def _class_queue(session, class_id: int, page: int = 20):
@@ -290,7 +281,7 @@ def _class_queue(session, class_id: int, page: int = 20):
                                         and_(Recipe.queued_at == queued_at, Recipe.id > recipe_id)))))
         rows = session.execute(query).all()
         for priority, queued_at, recipe_id, set_id in rows:
-            yield (-priority, queued_at, recipe_id, set_id)
+            yield (*queue_key(priority, queued_at, recipe_id), set_id)
         if len(rows) < page:
             return
         after = rows[-1][:3]

@@ -179,8 +179,12 @@ class Machine:
     def await_new_config(self, old: str | None) -> str | None:
         """The netboot script after an install: the server rewrites it, so wait a while for a change."""
         deadline = time.monotonic() + REBOOT_WAIT
-        while (script := self.netboot_script()) == old and time.monotonic() < deadline:
+        if (script := self.netboot_script()) == old:
+            # Said once, after the first look: the console shows the machine is waiting, not rebooting.
+            self.log(f"netboot config unchanged: waiting up to {REBOOT_WAIT:g} s for the server to rewrite it")
+        while script == old and time.monotonic() < deadline:
             self.wait(POLL, POLL)
+            script = self.netboot_script()
         if script == old:
             self.log(f"netboot config unchanged after {REBOOT_WAIT:g} s: booting it again")
         return script

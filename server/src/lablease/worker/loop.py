@@ -138,6 +138,7 @@ class Worker:
         self.next_repair: datetime | None = None
         self.parent_pid = parent_pid  # under `serve`: stop when the server that started us is gone
         self.stopping = threading.Event()
+        self.passes = 0  # passes completed: a worker that finished one is asleep or about to be
         self._thread: threading.Thread | None = None
 
     def seconds_to_sleep(self, now: datetime, due: datetime | None) -> float:
@@ -158,7 +159,9 @@ class Worker:
         self.commands.recover(everything=not self.db.is_postgresql)
         try:
             while not self.stopping.is_set():
-                self._sleep(listener, self.run_pass())
+                pause = self.run_pass()
+                self.passes += 1  # tests wait for a pass to have completed
+                self._sleep(listener, pause)
         finally:
             self.commands.stop()
             listener.close()

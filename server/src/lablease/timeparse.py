@@ -3,6 +3,9 @@
 Durations: ISO 8601 (`PT4H`, via isodate), `30m 4h 2d 1w` and `h:m:s`
 (via pytimeparse2), a number of seconds, or the word `unlimited`.
 Times: RFC 3339 with a zone (`2026-11-22T14:00:00Z`).
+Every duration and time parsed here is held to the calendar's range
+(domain/windows.py: durations up to 100 years, times 1970..9000), so no
+arithmetic on them can overflow.
 Grid Engine's forms (qrsub and friends): times `[[CC]YY]MMDDhhmm[.SS]`, in
 UTC; durations `h:m:s` (`2:30:00`, `1::1`) or seconds.
 """
@@ -16,6 +19,7 @@ import pytimeparse2
 
 from .domain.errors import Invalid
 from .domain.reservations import UNLIMITED
+from .domain.windows import bounded_duration, bounded_instant
 
 
 def parse_duration(value, field: str = "duration", allow_unlimited: bool = False) -> timedelta | str:
@@ -34,9 +38,7 @@ def parse_duration(value, field: str = "duration", allow_unlimited: bool = False
             raise Invalid(field, f"{value!r} is not a duration (try 4h, 30m, 2d, 1w, PT4H or 1:30:00)")
     else:
         raise Invalid(field, "must be a duration such as 4h, 30m, 2d, PT4H or 1:30:00")
-    if seconds <= 0:
-        raise Invalid(field, "must be positive")
-    return timedelta(seconds=seconds)
+    return bounded_duration(seconds, field)
 
 
 def _iso_seconds(value: str, field: str) -> float:
@@ -44,6 +46,8 @@ def _iso_seconds(value: str, field: str) -> float:
         parsed = isodate.parse_duration(value)
     except (isodate.ISO8601Error, ValueError):
         raise Invalid(field, f"{value!r} is not an ISO 8601 duration") from None
+    except OverflowError:  # more days than a timedelta holds: bounded_duration calls it too long
+        return 1e20
     if isinstance(parsed, isodate.Duration):  # years or months: no fixed length
         raise Invalid(field, "years and months have no fixed length; use weeks or days")
     return parsed.total_seconds()
@@ -59,7 +63,11 @@ def parse_time(value, field: str) -> datetime:
         raise Invalid(field, f"{value!r} is not an RFC 3339 time such as 2026-11-22T14:00:00Z") from None
     if parsed.tzinfo is None:
         raise Invalid(field, f"{value!r} has no time zone; add Z for UTC")
-    return parsed.astimezone(timezone.utc)
+    try:
+        parsed = parsed.astimezone(timezone.utc)
+    except OverflowError:  # e.g. 9999-12-31T23:00:00-05:00
+        raise Invalid(field, f"{value!r} is out of range") from None
+    return bounded_instant(parsed, field)
 
 
 def format_time(moment: datetime | None) -> str | None:
@@ -111,7 +119,7 @@ def _ge_time(match: re.Match, text: str, now: datetime, field: str) -> datetime:
         year, rest = now.astimezone(timezone.utc).year, digits
     month, day, hour, minute = (int(rest[i:i + 2]) for i in range(0, 8, 2))
     try:
-        return datetime(year, month, day, hour, minute, int(seconds or 0), tzinfo=timezone.utc)
+        return bounded_instant(datetime(year, month, day, hour, minute, int(seconds or 0), tzinfo=timezone.utc), field)
     except ValueError:
         raise Invalid(field, (
             f"{text!r} is no such time: {_GE_TIME_FORM} needs a month 01-12, a day of that month, "
@@ -125,8 +133,5 @@ def parse_ge_duration(value, field: str = "duration") -> timedelta:
         match = _GE_HMS.fullmatch(value.strip())
         if match and any(match.groups()):
             hours, minutes, seconds = (int(part or 0) for part in match.groups())
-            delta = timedelta(hours=hours, minutes=minutes, seconds=seconds)
-            if delta <= timedelta(0):
-                raise Invalid(field, "must be positive")
-            return delta
+            return bounded_duration(hours * 3600 + minutes * 60 + seconds, field)
     return parse_duration(value, field)

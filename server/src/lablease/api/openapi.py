@@ -5,11 +5,12 @@ import re
 
 from .. import __version__
 from . import schemas
-from .routes import ROUTES, Route
+from .inputs import MAX_INT
+from .routes import MAX_ID, ROUTES, Route
 
 _PARAM = re.compile(r"<(?:(\w+):)?(\w+)>")
 _KINDS = {"time": {"type": "string", "format": "date-time"}, "bool": {"type": "boolean"},
-          "int": {"type": "integer"}, "str": {"type": "string"}}
+          "int": {"type": "integer", "minimum": 0, "maximum": MAX_INT}, "str": {"type": "string"}}
 _REASONS = {400: "Malformed request", 401: "Missing, unknown, revoked or expired token", 403: "Not allowed",
             404: "Not found", 409: "Conflict (e.g. the calendar is booked)", 413: "Body too large",
             415: "Body of a type the route does not take",
@@ -23,7 +24,7 @@ def openapi_path(path: str) -> str:
 def _parameters(route: Route) -> list[dict]:
     params = [
         {"name": name, "in": "path", "required": True,
-         "schema": {"type": "integer"} if converter == "int" else {"type": "string"}}
+         "schema": {"type": "integer", "minimum": 0, "maximum": MAX_ID} if converter == "int" else {"type": "string"}}
         for converter, name in _PARAM.findall(route.path)
     ]
     params += [{"name": name, "in": "query", "required": False, "description": text, "schema": _KINDS[kind]}

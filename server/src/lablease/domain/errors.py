@@ -36,6 +36,10 @@ class Invalid(DomainError):
         self.field = field_name
 
 
+class OutOfRange(Invalid):
+    """A duration or time beyond the calendar's range (domain/windows.py)."""
+
+
 class NotFound(DomainError):
     title = "Not found"
 

@@ -19,6 +19,7 @@ from ..domain import advance as rules
 from ..domain.errors import Conflict, Forbidden, Invalid, LimitReached, NotFound
 from ..domain.permissions import Actor, Permission, decide, decide_schedule
 from ..domain.windows import Window
+from ..jobxml.normalise import normalise_host_filter
 from ..scheduler.filters import verdict
 from ..store import calendar
 from ..store.tables import (AdvanceReservation, ArSystem, Booking, Group, GroupMember, Pool, RecipeSet,
@@ -109,7 +110,8 @@ def create(uow, actor: Actor, now: datetime, data: dict) -> tuple[dict, int]:
     mail = data.get("mail") or {}
     events = rules.check_mail_events(mail.get("events", ""))
     handling = rules.check_error_handling(data.get("error_handling", "soft"))
-    hosts, tree, pools = data.get("hosts") or [], data.get("requires"), data.get("pools") or []
+    hosts, pools = data.get("hosts") or [], data.get("pools") or []
+    tree = normalise_host_filter(data.get("requires"), "requires")
     count = len(hosts) if hosts else int(data.get("count") or 1)
     if count < 1:
         raise Invalid("count", "must be at least 1")

@@ -230,3 +230,9 @@ def test_an_unexpected_error_is_problem_json_with_an_id_that_the_log_has(lab, mo
     record = next(r for r in caplog.records if problem["error_id"] in r.getMessage())
     assert record.exc_info[0] is ZeroDivisionError  # the traceback is in the log, under the same id
     assert "SECRET-IN-QUERY" not in caplog.text
+
+
+def test_an_advance_reservation_named_by_a_huge_number_is_not_found(lab):
+    for ident in ("99999999999999999999", str(2**31), "\u00b2"):
+        status, problem = lab.admin.get(f"/advance-reservations/{ident}")
+        assert status == 404, problem

@@ -8,6 +8,7 @@ from jsonschema.exceptions import best_match
 from werkzeug.exceptions import BadRequest, LengthRequired, RequestEntityTooLarge, UnsupportedMediaType
 
 from ..domain.errors import Invalid
+from ..domain.limits import MAX_INT
 from ..timeparse import parse_duration, parse_time
 
 
@@ -44,7 +45,6 @@ def too_large(limit: int) -> RequestEntityTooLarge:
 # integer (the type of every id and count column), lone surrogates ("\ud800" cannot be encoded
 # as UTF-8) and NUL (PostgreSQL refuses it in text).
 MAX_JSON_DEPTH = 200
-MAX_INT = 2**31 - 1
 
 
 def read_json(request, data: bytes) -> object:

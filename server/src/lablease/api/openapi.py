@@ -4,9 +4,9 @@ from __future__ import annotations
 import re
 
 from .. import __version__
+from ..domain.limits import MAX_INT
 from . import schemas
-from .inputs import MAX_INT
-from .routes import MAX_ID, ROUTES, Route
+from .routes import ROUTES, Route
 
 _PARAM = re.compile(r"<(?:(\w+):)?(\w+)>")
 _KINDS = {"time": {"type": "string", "format": "date-time"}, "bool": {"type": "boolean"},
@@ -24,7 +24,7 @@ def openapi_path(path: str) -> str:
 def _parameters(route: Route) -> list[dict]:
     params = [
         {"name": name, "in": "path", "required": True,
-         "schema": {"type": "integer", "minimum": 0, "maximum": MAX_ID} if converter == "int" else {"type": "string"}}
+         "schema": {"type": "integer", "minimum": 0, "maximum": MAX_INT} if converter == "int" else {"type": "string"}}
         for converter, name in _PARAM.findall(route.path)
     ]
     params += [{"name": name, "in": "query", "required": False, "description": text, "schema": _KINDS[kind]}

@@ -12,11 +12,10 @@ from werkzeug.exceptions import NotFound
 from werkzeug.routing import IntegerConverter, UnicodeConverter
 
 from . import schemas as s
-from .inputs import MAX_INT
+from ..domain.limits import MAX_INT
 from .views import access, advance, jobs, meta, provisioning, reservations, schedules, systems
 
 BASE = "/api/v1"
-MAX_ID = MAX_INT  # ids are PostgreSQL integers
 
 
 class IdConverter(IntegerConverter):
@@ -28,8 +27,8 @@ class IdConverter(IntegerConverter):
 
     def to_python(self, value: str) -> int:
         ident = super().to_python(value)
-        if ident > MAX_ID:
-            raise NotFound(f"no such resource: ids are at most {MAX_ID}")
+        if ident > MAX_INT:
+            raise NotFound(f"no such resource: ids are at most {MAX_INT}")
         return ident
 
 

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
 from .errors import Invalid, OutOfRange
+from .limits import MAX_INT
 
 # The calendar's range. Every instant a user gives or a rule computes lies within
 # [EARLIEST, LATEST], and no duration is longer than MAX_DURATION, so an instant plus
@@ -14,7 +15,7 @@ from .errors import Invalid, OutOfRange
 # stored as seconds in integer columns (heartbeats, schedule defaults, jobs' limits).
 EARLIEST = datetime(1970, 1, 1, tzinfo=timezone.utc)
 LATEST = datetime(9000, 1, 1, tzinfo=timezone.utc)
-MAX_SECONDS = 2**31 - 1
+MAX_SECONDS = MAX_INT
 MAX_DURATION = timedelta(seconds=MAX_SECONDS)
 
 

@@ -17,6 +17,7 @@ from sqlalchemy import func, select
 
 from ..domain import advance as rules
 from ..domain.errors import Conflict, Forbidden, Invalid, LimitReached, NotFound
+from ..domain.limits import MAX_INT
 from ..domain.permissions import Actor, Permission, decide, decide_schedule
 from ..domain.windows import Window
 from ..jobxml.normalise import normalise_host_filter
@@ -47,8 +48,8 @@ def as_dict(ar: AdvanceReservation) -> dict:
 
 def find(session, actor: Actor, ident) -> AdvanceReservation:
     """An AR by id or name (the caller's own first, then any it may see)."""
-    if isinstance(ident, int) or str(ident).isdigit():
-        ar = session.get(AdvanceReservation, int(ident))
+    if isinstance(ident, int) or (str(ident).isascii() and str(ident).isdigit()):
+        ar = session.get(AdvanceReservation, int(ident)) if int(ident) <= MAX_INT else None  # no larger id exists
         if ar is not None and may_see(session, actor, ar):
             return ar
         raise NotFound(f"no advance reservation {ident}")

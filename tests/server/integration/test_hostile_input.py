@@ -236,3 +236,12 @@ def test_an_advance_reservation_named_by_a_huge_number_is_not_found(lab):
     for ident in ("99999999999999999999", str(2**31), "\u00b2"):
         status, problem = lab.admin.get(f"/advance-reservations/{ident}")
         assert status == 404, problem
+
+
+def test_a_chunked_body_the_server_does_not_frame_is_411(lab):
+    """A WSGI server that leaves chunked framing to the application (unlike gunicorn): say so, never read nothing."""
+    response = lab.client.post("/api/v1/groups", data=b'{"name": "ops"}',
+                               headers={**lab.admin.headers, "Content-Type": "application/json",
+                                        "Transfer-Encoding": "chunked"})
+    assert response.status_code == 411 and response.mimetype == PROBLEM
+    assert "Content-Length" in response.get_json()["detail"]

@@ -11,8 +11,8 @@ from typing import Callable
 from werkzeug.exceptions import NotFound
 from werkzeug.routing import IntegerConverter, UnicodeConverter
 
-from . import schemas as s
 from ..domain.limits import MAX_INT
+from . import schemas as s
 from .views import access, advance, jobs, meta, provisioning, reservations, schedules, systems
 
 BASE = "/api/v1"

@@ -9,14 +9,13 @@ from .errors import Invalid, OutOfRange
 from .limits import MAX_INT
 
 # The calendar's range. Every instant a user gives or a rule computes lies within
-# [EARLIEST, LATEST], and no duration is longer than MAX_DURATION, so an instant plus
+# [EARLIEST, LATEST], and no duration is longer than MAX_SECONDS, so an instant plus
 # a duration (even added twice, as an extension does) stays far from datetime's year 9999.
-# MAX_DURATION is what a 32-bit count of seconds holds (about 68 years): durations are
+# MAX_SECONDS is what a 32-bit count of seconds holds (about 68 years): durations are
 # stored as seconds in integer columns (heartbeats, schedule defaults, jobs' limits).
 EARLIEST = datetime(1970, 1, 1, tzinfo=timezone.utc)
 LATEST = datetime(9000, 1, 1, tzinfo=timezone.utc)
 MAX_SECONDS = MAX_INT
-MAX_DURATION = timedelta(seconds=MAX_SECONDS)
 
 
 def utc(value: datetime) -> datetime:
@@ -31,14 +30,14 @@ def _iso(moment: datetime) -> str:
 
 
 def bounded_instant(moment: datetime, field: str) -> datetime:
-    """moment (aware), or Invalid when it lies outside the calendar's range."""
+    """moment (aware), or OutOfRange when it lies outside the calendar's range."""
     if not EARLIEST <= moment <= LATEST:
         raise OutOfRange(field, f"must lie between {_iso(EARLIEST)} and {_iso(LATEST)}")
     return moment
 
 
 def bounded_duration(seconds: float, field: str) -> timedelta:
-    """A duration of this many seconds: finite, positive and at most MAX_DURATION."""
+    """A duration of this many seconds: finite, positive and at most MAX_SECONDS."""
     if not math.isfinite(seconds):
         raise Invalid(field, "must be a finite duration")
     if seconds <= 0:

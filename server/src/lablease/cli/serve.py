@@ -73,6 +73,8 @@ class LabLeaseServer(BaseApplication):
             "threads": self.settings.gunicorn_threads,  # gthread only
             "timeout": 60,
             "graceful_timeout": 10,
+            # gevent: also how long a client has to send a request's headers before it is hung up on
+            "keepalive": 2,
             "accesslog": self.access_log,
             # The path without its query: installers' URLs carry their token in ?token=.
             "access_log_format": '%(h)s %(t)s "%(m)s %(U)s %(H)s" %(s)s %(b)s %(M)sms',

@@ -58,7 +58,8 @@ class Api:
 
 class LiveServer:
     def __init__(self, data_dir: Path, database_url: str = "", settings: dict | None = None,
-                 workers: int = 2, threads: int = 4, run_worker: bool = True):
+                 workers: int = 2, threads: int = 4, run_worker: bool = True, serve_args: tuple = (),
+                 listen_by_option: bool = False):
         self.data_dir = Path(data_dir)
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
@@ -68,6 +69,10 @@ class LiveServer:
         for key, value in (settings or {}).items():
             self.env[f"LABLEASE_{key.upper()}"] = str(value)
         self.workers, self.threads, self.run_worker = workers, threads, run_worker
+        self.serve_args = tuple(serve_args)  # more `lablease-server serve` options, e.g. --access-log
+        if listen_by_option:  # the address comes from `serve --listen`; the environment names another one
+            self.env["LABLEASE_LISTEN"] = f"127.0.0.1:{free_port()}"
+            self.serve_args += ("--listen", f"127.0.0.1:{self.port}")
         self.process: subprocess.Popen | None = None
         self.tokens: dict[str, str] = {}
         self._apis: list[Api] = []
@@ -108,6 +113,7 @@ class LiveServer:
         args = [str(BIN / "lablease-server"), "serve", "--workers", str(self.workers), "--threads", str(self.threads)]
         if not self.run_worker:
             args.append("--no-worker")
+        args += self.serve_args
         self._close_log()
         self.log = open(self.data_dir / "server.log", "ab")
         self.process = subprocess.Popen(args, env=self.env, stdout=self.log, stderr=subprocess.STDOUT,

@@ -30,7 +30,8 @@ class Settings:
     allow_unlimited_reservations: bool = False
     max_body_bytes: int = 1024 * 1024
     gunicorn_workers: int = 2
-    gunicorn_threads: int = 4
+    gunicorn_worker_class: str = "gevent"  # or gthread, behind a proxy that buffers requests (docs/design.md)
+    gunicorn_threads: int = 4  # gthread only
     worker_max_sleep: str = "5m"  # the worker sleeps until the next due time, at most this long
     log_level: str = "info"
     default_loan_duration: str = "7d"  # when a loan is asked to be limited without a duration
@@ -184,6 +185,9 @@ def load_settings(config_file: str | None = None, environ: dict | None = None) -
         if env_name in environ:
             values[name] = environ[env_name]
     settings = replace(Settings(), **{k: _coerce(k, known[k], v) for k, v in values.items()})
+    if settings.gunicorn_worker_class not in WORKER_CLASSES:
+        raise Invalid("gunicorn_worker_class", f"{settings.gunicorn_worker_class!r} is not one of: "
+                                               f"{', '.join(WORKER_CLASSES)}")
     settings.reservation_policy  # noqa: B018 - validates the durations now, not on first use
     for name in DURATIONS:
         settings.duration(name)
@@ -194,6 +198,7 @@ def load_settings(config_file: str | None = None, environ: dict | None = None) -
     return settings
 
 
+WORKER_CLASSES = ("gevent", "gthread")
 DURATIONS = ("worker_max_sleep", "default_loan_duration", "warn_before", "warn_before_short",
              "outbox_retry_delay", "webhook_timeout", "install_timeout", "command_timeout", "ar_duration_offset",
              "command_retry_delay")

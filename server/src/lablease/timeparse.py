@@ -4,6 +4,9 @@ Durations: ISO 8601 (`PT4H`, via isodate), `30m 4h 2d 1w` and `h:m:s`
 (via pytimeparse2), a number of seconds, or the word `unlimited`. Years and
 months have no fixed length, so no form takes them (`P1Y` and `1y` alike).
 Times: RFC 3339 with a zone (`2026-11-22T14:00:00Z`).
+Every duration and time parsed here is held to the calendar's range
+(domain/windows.py: durations up to 100 years, times 1970..9000), so no
+arithmetic on them can overflow.
 Grid Engine's forms (qrsub and friends): times `[[CC]YY]MMDDhhmm[.SS]`, in
 UTC; durations `h:m:s` (`2:30:00`, `1::1`) or seconds.
 """
@@ -23,6 +26,7 @@ NO_FIXED_LENGTH = "years and months have no fixed length; use weeks or days"
 # pytimeparse2's own spellings of years (1y, 2 yrs) and months (1mo, 3 months): it would count them
 # as 365 and 30 days, which ISO 8601's P1Y and P1M (refused) do not mean either.
 _CALENDAR_UNITS = re.compile(f"{pytimeparse2.YEARS}|{pytimeparse2.MONTHS}", re.IGNORECASE)
+from .domain.windows import bounded_duration, bounded_instant
 
 
 def parse_duration(value, field: str = "duration", allow_unlimited: bool = False) -> timedelta | str:
@@ -43,9 +47,7 @@ def parse_duration(value, field: str = "duration", allow_unlimited: bool = False
             raise Invalid(field, NO_FIXED_LENGTH)
     else:
         raise Invalid(field, "must be a duration such as 4h, 30m, 2d, PT4H or 1:30:00")
-    if seconds <= 0:
-        raise Invalid(field, "must be positive")
-    return timedelta(seconds=seconds)
+    return bounded_duration(seconds, field)
 
 
 def _iso_seconds(value: str, field: str) -> float:
@@ -53,6 +55,8 @@ def _iso_seconds(value: str, field: str) -> float:
         parsed = isodate.parse_duration(value)
     except (isodate.ISO8601Error, ValueError):
         raise Invalid(field, f"{value!r} is not an ISO 8601 duration") from None
+    except OverflowError:  # more days than a timedelta holds: bounded_duration calls it too long
+        return 1e20
     if isinstance(parsed, isodate.Duration):  # years or months
         raise Invalid(field, NO_FIXED_LENGTH)
     return parsed.total_seconds()
@@ -68,7 +72,11 @@ def parse_time(value, field: str) -> datetime:
         raise Invalid(field, f"{value!r} is not an RFC 3339 time such as 2026-11-22T14:00:00Z") from None
     if parsed.tzinfo is None:
         raise Invalid(field, f"{value!r} has no time zone; add Z for UTC")
-    return parsed.astimezone(timezone.utc)
+    try:
+        parsed = parsed.astimezone(timezone.utc)
+    except OverflowError:  # e.g. 9999-12-31T23:00:00-05:00
+        raise Invalid(field, f"{value!r} is out of range") from None
+    return bounded_instant(parsed, field)
 
 
 def format_duration(delta: timedelta | None) -> str | None:
@@ -114,7 +122,7 @@ def _ge_time(match: re.Match, text: str, now: datetime, field: str) -> datetime:
         year, rest = now.astimezone(timezone.utc).year, digits
     month, day, hour, minute = (int(rest[i:i + 2]) for i in range(0, 8, 2))
     try:
-        return datetime(year, month, day, hour, minute, int(seconds or 0), tzinfo=timezone.utc)
+        return bounded_instant(datetime(year, month, day, hour, minute, int(seconds or 0), tzinfo=timezone.utc), field)
     except ValueError:
         raise Invalid(field, (
             f"{text!r} is no such time: {_GE_TIME_FORM} needs a month 01-12, a day of that month, "
@@ -128,8 +136,5 @@ def parse_ge_duration(value, field: str = "duration") -> timedelta:
         match = _GE_HMS.fullmatch(value.strip())
         if match and any(match.groups()):
             hours, minutes, seconds = (int(part or 0) for part in match.groups())
-            delta = timedelta(hours=hours, minutes=minutes, seconds=seconds)
-            if delta <= timedelta(0):
-                raise Invalid(field, "must be positive")
-            return delta
+            return bounded_duration(hours * 3600 + minutes * 60 + seconds, field)
     return parse_duration(value, field)

@@ -167,7 +167,7 @@ def test_broken_documents(document, expected):
     (job_with(b"", b"", b' priority="urgent"'), "priority='urgent' is not allowed; use one of: Low, Medium,"),
     (job_with(b"", b"", b' ar="tomorrow"'), "line 2: <recipeSet> ar: 'tomorrow' is not a whole number"),
     (job_with(b"", b"", b' ar="0"'), "<recipeSet> ar: 0 is too small (at least 1)"),
-    (job_with(b"", b"", b' ar="99999999999999999999999"'), "<recipeSet> ar: is too large (at most 9223372036854775807)"),
+    (job_with(b"", b"", b' ar="99999999999999999999999"'), "<recipeSet> ar: is too large (at most 2147483647)"),
     (host(b'<memory op="&gt;" value="' + b"9" * 5000 + b'"/>'),
      "<memory> value: is too large (at most 9223372036854775807)"),
     (b"<job><recipeSet/></job>", "<recipeSet> needs at least one <recipe>"),

@@ -1,3 +1,4 @@
+import math
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -52,3 +53,28 @@ def test_times():
 def test_formats():
     assert format_time(datetime(2026, 11, 22, 14, 0, 0, 123, tzinfo=timezone.utc)) == "2026-11-22T14:00:00Z"
     assert format_duration(timedelta(hours=4)) == "PT4H"
+
+
+@pytest.mark.parametrize("value", ["99999999d", 1e308, float("inf"), float("nan"), "P99999999999D", 10**30,
+                                   "99999999999:0:0", "24856d", 2**31])
+def test_durations_past_the_calendar_are_out_of_range(value):
+    from lablease.domain.errors import OutOfRange
+    from lablease.timeparse import parse_ge_duration
+
+    too_long = not isinstance(value, float) or math.isfinite(value)  # the others are not durations at all
+    with pytest.raises(OutOfRange if too_long else Invalid) as error:
+        parse_ge_duration(value, "extend_by")
+    assert error.value.field == "extend_by"
+    assert parse_duration(2**31 - 1) == timedelta(seconds=2**31 - 1)
+
+
+def test_times_lie_between_1970_and_9000():
+    from lablease.timeparse import parse_ge_time
+
+    assert parse_time("8999-12-31T23:59:59Z", "end").year == 8999
+    for bad in ("9999-12-31T00:00:00Z", "1969-12-31T23:59:59Z", "9999-12-31T23:00:00-05:00", "0001-01-01T00:00:00+01:00"):
+        with pytest.raises(Invalid) as error:
+            parse_time(bad, "start")
+        assert error.value.field == "start"
+    with pytest.raises(Invalid, match="must lie between"):
+        parse_ge_time("196912312359", datetime(2026, 1, 1, tzinfo=timezone.utc), "start")

@@ -20,8 +20,8 @@ from ..store.db import Database
 from ..services import unit_of_work
 from ..store.wakeup import Waker
 from . import errors
-from .inputs import check_body, merge_force, query_value, read_json
-from .routes import ROUTES, Route
+from .inputs import check_body, merge_force, query_value, read_body, read_json
+from .routes import CONVERTERS, ROUTES, Route
 from .views.context import Context, Reply
 
 log = logging.getLogger("lablease.api")
@@ -42,7 +42,7 @@ class LabLeaseApp:
         self.waker = Waker(db)
         self.routes = {route.endpoint: route for route in ROUTES}
         self.url_map = Map([Rule(r.path, endpoint=r.endpoint, methods=[r.method]) for r in ROUTES],
-                           strict_slashes=False)
+                           strict_slashes=False, converters=CONVERTERS)
 
     def __call__(self, environ, start_response):
         request = Request(environ)
@@ -61,11 +61,13 @@ class LabLeaseApp:
             log.warning("database busy: %s", error)
             return errors.problem(503, "Service busy", "the database is busy; retry shortly",
                                   "busy", headers={"Retry-After": "1"})
+        except Exception:  # noqa: BLE001 - a bug: answer problem+json, never HTML or a traceback
+            return errors.unexpected(request)
 
     def run(self, route: Route, request: Request, args: dict) -> Response:
         # Read the bounded body (413 past the limit) before the transaction: on SQLite a
         # writing transaction holds the database, and a slow upload must not hold it too.
-        data = request.get_data(cache=False) if (route.body is not None or route.raw) else b""
+        data = read_body(request, self.settings.max_body_bytes) if (route.body is not None or route.raw) else b""
         with unit_of_work(self.db, self.settings, self.waker, write=route.writes, read_first=route.read_first) as uow:
             now = self.clock()
             # Who is asking comes first: an anonymous caller learns nothing about its input.

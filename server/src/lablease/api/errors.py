@@ -5,11 +5,15 @@ ERROR_STATUS is the one table that maps domain errors to HTTP statuses.
 from __future__ import annotations
 
 import json
+import logging
+import secrets
 
 from werkzeug.exceptions import HTTPException
 from werkzeug.wrappers import Response
 
 from ..domain import errors
+
+log = logging.getLogger("lablease.api")
 
 ERROR_STATUS: dict[type, int] = {
     errors.Invalid: 422,
@@ -53,3 +57,15 @@ def from_http(error: HTTPException) -> Response:
     if error.code == 405 and getattr(error, "valid_methods", None):
         headers = {"Allow": ", ".join(error.valid_methods)}
     return problem(error.code or 500, error.name, detail, _slug(type(error).__name__), headers=headers)
+
+
+def unexpected(request) -> Response:
+    """A 500 for a bug: the body carries an error id, the log the traceback under the same id.
+
+    Only the path is logged, never the query: installers' URLs carry their token in ?token=.
+    """
+    error_id = secrets.token_hex(6)
+    log.exception("error %s: unexpected exception answering %s %s", error_id, request.method, request.path)
+    return problem(500, "Internal Server Error",
+                   f"an unexpected error occurred; the administrator can find it in the server log as error {error_id}",
+                   "internal", error_id=error_id)

@@ -6,23 +6,99 @@ import json
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
-from werkzeug.exceptions import BadRequest, UnsupportedMediaType
+from werkzeug.exceptions import BadRequest, LengthRequired, RequestEntityTooLarge, UnsupportedMediaType
 
 from ..domain.errors import Invalid, UnknownField
+from ..domain.limits import MAX_INT
 from ..domain.numbers import check_whole
 from ..timeparse import parse_duration, parse_time
 
 
+def read_body(request, limit: int) -> bytes:
+    """The whole body, at most `limit` bytes (max_body_bytes), sent with a Content-Length or chunked.
+
+    werkzeug reads a chunked body only up to its limit and then stops without a word, so a body
+    past the limit would arrive cut short; it is read here, and refused (413) once it passes it.
+    """
+    length = request.content_length
+    if length is not None and length > limit:
+        raise too_large(limit)
+    if length is not None:
+        return request.get_data(cache=False)
+    if "chunked" not in request.headers.get("Transfer-Encoding", "").lower():
+        return b""
+    if "wsgi.input_terminated" not in request.environ:  # a server that leaves chunks to the application
+        raise LengthRequired("send the body with a Content-Length")
+    stream, chunks, size = request.environ["wsgi.input"], [], 0
+    while chunk := stream.read(min(64 * 1024, limit + 1 - size)):
+        chunks.append(chunk)
+        size += len(chunk)
+        if size > limit:
+            raise too_large(limit)
+    return b"".join(chunks)
+
+
+def too_large(limit: int) -> RequestEntityTooLarge:
+    return RequestEntityTooLarge(f"the body is larger than this server's limit of {limit} bytes (max_body_bytes)")
+
+
+# What a JSON body may hold. Python's decoder recurses (a body nested 5,000 deep would exhaust
+# the stack) and accepts what no column can store: NaN and Infinity, numbers past PostgreSQL's
+# integer (the type of every id and count column), lone surrogates ("\ud800" cannot be encoded
+# as UTF-8) and NUL (PostgreSQL refuses it in text).
+MAX_JSON_DEPTH = 200
+
+
 def read_json(request, data: bytes) -> object:
-    """The JSON body (already read, bounded), or 400/415 with a clear reason."""
+    """The JSON body (already read, bounded), or 400/415/422 with a clear reason."""
     if not data.strip():
         return {}
     if request is not None and request.mimetype not in ("application/json", "") and not request.mimetype.endswith("+json"):
         raise UnsupportedMediaType(f"send the body as application/json, not {request.mimetype}")
     try:
-        return json.loads(data)
+        body = json.loads(data, parse_constant=_no_constant)
+    except RecursionError:
+        raise BadRequest(f"the body is nested too deeply (at most {MAX_JSON_DEPTH} levels)") from None
     except (ValueError, UnicodeDecodeError) as error:
         raise BadRequest(f"the body is not valid JSON: {error}") from None
+    check_storable(body)
+    return body
+
+
+def _no_constant(name: str):
+    raise ValueError(f"{name} is not a JSON number (numbers must be finite)")
+
+
+def check_storable(body: object) -> None:
+    """Refuse what the decoder accepts but nothing can store: too deep, non-finite or over-large numbers,
+    strings holding a lone surrogate or NUL. Iterative, so no depth can exhaust the stack."""
+    stack = [(body, "", 1)]
+    while stack:
+        node, path, depth = stack.pop()
+        if depth > MAX_JSON_DEPTH:
+            raise BadRequest(f"the body is nested too deeply (at most {MAX_JSON_DEPTH} levels)")
+        if isinstance(node, dict):
+            for key, value in node.items():
+                shown = key.encode("utf-8", "backslashreplace").decode()  # a name fit to print, whatever it holds
+                _check_text(key, f"{path}.{shown}" if path else shown, is_key=True)
+                stack.append((value, f"{path}.{shown}" if path else shown, depth + 1))
+        elif isinstance(node, list):
+            stack.extend((value, f"{path}[{index}]", depth + 1) for index, value in enumerate(node))
+        elif isinstance(node, str):
+            _check_text(node, path or "body")
+        elif isinstance(node, (int, float)) and not isinstance(node, bool):
+            if not (-MAX_INT - 1 <= node <= MAX_INT):  # also NaN and the inf that 1e400 decodes to
+                raise Invalid(path or "body", f"is out of range (numbers are at most {MAX_INT} in size)")
+
+
+def _check_text(text: str, path: str, is_key: bool = False) -> None:
+    what = "a field name" if is_key else "a string"
+    if "\x00" in text:
+        raise Invalid(path, f"{what} must not hold a NUL character")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise Invalid(path, f"{what} holds a lone surrogate (e.g. \\ud800), which is not text") from None
 
 
 _VALIDATORS: dict[int, Draft202012Validator] = {}
@@ -74,6 +150,8 @@ def merge_force(query: dict, body: dict) -> bool:
 
 
 def query_value(kind: str, name: str, raw: str):
+    if "\x00" in raw:  # no value holds one, and PostgreSQL refuses it in text
+        raise Invalid(name, "must not hold a NUL character")
     if kind == "time":
         return parse_time(raw, name)
     if kind == "bool":

@@ -4,13 +4,13 @@ from __future__ import annotations
 import re
 
 from .. import __version__
-from ..domain.numbers import MAX_WHOLE
+from ..domain.limits import MAX_INT
 from . import schemas
 from .routes import ROUTES, Route
 
 _PARAM = re.compile(r"<(?:(\w+):)?(\w+)>")
 _KINDS = {"time": {"type": "string", "format": "date-time"}, "bool": {"type": "boolean"},
-          "int": {"type": "integer", "minimum": 0, "maximum": MAX_WHOLE}, "str": {"type": "string"}}
+          "int": {"type": "integer", "minimum": 0, "maximum": MAX_INT}, "str": {"type": "string"}}
 _REASONS = {400: "Malformed request", 401: "Missing, unknown, revoked or expired token", 403: "Not allowed",
             404: "Not found", 409: "Conflict (e.g. the calendar is booked)", 413: "Body too large",
             415: "Body of a type the route does not take",
@@ -24,7 +24,7 @@ def openapi_path(path: str) -> str:
 def _parameters(route: Route) -> list[dict]:
     params = [
         {"name": name, "in": "path", "required": True,
-         "schema": {"type": "integer"} if converter == "int" else {"type": "string"}}
+         "schema": {"type": "integer", "minimum": 0, "maximum": MAX_INT} if converter == "int" else {"type": "string"}}
         for converter, name in _PARAM.findall(route.path)
     ]
     params += [{"name": name, "in": "query", "required": False, "description": text, "schema": _KINDS[kind]}

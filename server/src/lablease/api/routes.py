@@ -8,10 +8,41 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Callable
 
+from werkzeug.exceptions import NotFound
+from werkzeug.routing import IntegerConverter, UnicodeConverter
+
+from ..domain.limits import MAX_INT
 from . import schemas as s
 from .views import access, advance, jobs, meta, provisioning, reservations, schedules, systems
 
 BASE = "/api/v1"
+
+
+class IdConverter(IntegerConverter):
+    """`<int:id>`: a whole number; one past the database's ids names nothing (404).
+
+    NotFound rather than werkzeug's ValidationError (here and in NameConverter): that would
+    make the matcher try the path's rules for other methods and answer a misleading 405.
+    """
+
+    def to_python(self, value: str) -> int:
+        ident = super().to_python(value)
+        if ident > MAX_INT:
+            raise NotFound(f"no such resource: ids are at most {MAX_INT}")
+        return ident
+
+
+class NameConverter(UnicodeConverter):
+    """`<name>`: one path segment, never holding NUL (no name can, and PostgreSQL refuses it in text)."""
+
+    def to_python(self, value: str) -> str:
+        if "\x00" in value:
+            raise NotFound("no such resource: no name holds a NUL character")
+        return value
+
+
+# Every rule of ROUTES is matched with these (api/app.py builds the Map with them).
+CONVERTERS = {"int": IdConverter, "default": NameConverter, "string": NameConverter}
 
 
 @dataclass(frozen=True)

@@ -1,10 +1,10 @@
 """JSON schemas of request bodies and answers: used to validate and to describe (OpenAPI)."""
 from __future__ import annotations
 
-from ..domain.numbers import MAX_WHOLE
+from ..domain.limits import MAX_INT
 
 # Whole numbers a request may send are bounded by what the database stores (check_body: "too large").
-WHOLE = {"type": "integer", "minimum": 1, "maximum": MAX_WHOLE}
+WHOLE = {"type": "integer", "minimum": 1, "maximum": MAX_INT}
 
 DURATION = {
     "description": "ISO 8601 (PT4H), 30m 4h 2d 1w, h:m:s, or seconds",

@@ -49,6 +49,10 @@ class UnknownField(Invalid):
         self.args = (self.detail,)
 
 
+class OutOfRange(Invalid):
+    """A duration or time beyond the calendar's range (domain/windows.py)."""
+
+
 class NotFound(DomainError):
     title = "Not found"
 

@@ -6,6 +6,7 @@ from datetime import datetime, timedelta
 
 from .errors import Conflict, Invalid
 from .permissions import ALLOW, Actor, Decision, Permission, SystemAccess, decide
+from .windows import bounded_instant
 
 
 def may_lend(actor: Actor, recipient_id: int, system: SystemAccess) -> Decision:
@@ -54,6 +55,7 @@ def plan_loan_extension(now: datetime, current_end: datetime | None, end: dateti
         if current_end is None:
             raise Invalid("extend_by", "the loan has no end to extend")
         end = current_end + extend_by
+    end = bounded_instant(end, "end" if extend_by is None else "extend_by")
     if end <= now:
         raise Invalid("end", "must be in the future (return the loan to end it now)")
     return end

@@ -9,7 +9,7 @@ from datetime import datetime, timedelta
 
 from .errors import Invalid
 from .times import format_time
-from .windows import Window, utc
+from .windows import Window, bounded_instant, utc
 
 UNLIMITED = "unlimited"
 # Clients' clocks differ a little: a start this far in the past means "now".
@@ -139,7 +139,7 @@ def plan_new_end(
         if extend_by <= timedelta(0):
             raise Invalid("extend_by", "must be positive")
         end = window.end + extend_by
-    end = utc(end)
+    end = bounded_instant(utc(end), "end" if extend_by is None else "extend_by")
     if end <= now:
         raise Invalid("end", "must be in the future (return the reservation to end it now)")
     if end <= window.start:

@@ -13,11 +13,12 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
 
 from ..domain.boot_text import check_options
-from ..domain.errors import Invalid
+from ..domain.errors import Invalid, OutOfRange
 from ..timeparse import parse_duration
 from . import fields
 from .errors import PathError
-from .schema import JOB_SCHEMA, MAX_SECONDS
+from ..domain.windows import MAX_SECONDS
+from .schema import JOB_SCHEMA
 from .safexml import MAX_DEPTH, MAX_ELEMENTS
 
 # Each XML level is at most two JSON levels (an object and its list). Filter
@@ -38,7 +39,7 @@ def normalise_job(data) -> dict:
 
 def normalise(data) -> dict:
     """As normalise_job, raising PathError (the XML front end turns paths into lines)."""
-    _check_size(data)
+    _check_job_size(data)
     error = _most_telling(list(_validator().iter_errors(data)))
     if error is not None:
         raise PathError(tuple(error.absolute_path), _message(error))
@@ -125,20 +126,44 @@ def _filter(tree: dict | None) -> dict | None:
 def _seconds(value, path: tuple) -> int:
     try:
         seconds = int(parse_duration(value, "duration").total_seconds())
+    except OutOfRange:
+        seconds = MAX_SECONDS + 1
     except Invalid as error:
         raise PathError(path, error.extra["reason"]) from None
-    except (OverflowError, ValueError):
-        seconds = MAX_SECONDS + 1
     if not 1 <= seconds <= MAX_SECONDS:
         raise PathError(path, f"{value!r} is out of range (1 second to {MAX_SECONDS} seconds)")
     return seconds
 
 
-def _check_size(data) -> None:
-    """Depth and size before jsonschema, which recurses and would overflow the stack."""
+def normalise_host_filter(tree, field: str) -> dict | None:
+    """A hostRequires filter in the job JSON form, on its own (an advance reservation's `requires`):
+    checked by the job's own grammar and normalised, or Invalid naming the path under `field`."""
+    if tree is None:
+        return None
+    try:
+        _check_size(tree, (field,))
+        error = _most_telling(list(_host_filter_validator().iter_errors(tree)))
+        if error is not None:
+            raise PathError((field, *error.absolute_path), _message(error))
+    except PathError as error:
+        raise Invalid(error.field, error.reason) from None
+    return _filter(tree)
+
+
+@cache
+def _host_filter_validator() -> Draft202012Validator:
+    return Draft202012Validator({"$defs": JOB_SCHEMA["$defs"], "$ref": "#/$defs/host_filter"})
+
+
+def _check_job_size(data) -> None:
     if not isinstance(data, dict):
         raise PathError((), "must be a JSON object with recipe_sets")
-    count, stack = 0, [(data, (), 1, 0)]
+    _check_size(data, ())
+
+
+def _check_size(data, root: tuple) -> None:
+    """Depth and size before jsonschema, which recurses and would overflow the stack."""
+    count, stack = 0, [(data, root, 1, 0)]
     while stack:
         node, path, depth, filters = stack.pop()
         count += 1

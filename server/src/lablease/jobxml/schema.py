@@ -8,12 +8,13 @@ vocabulary lives in one place.
 """
 from __future__ import annotations
 
+from ..domain import limits
+from ..domain.windows import MAX_SECONDS
 from . import fields
 
 # Characters XML 1.0 cannot carry: a job must survive a round trip through XML.
 XML_SAFE = r"^[^\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]*$"
 MAX_INT = 2**63 - 1
-MAX_SECONDS = 2**31 - 1
 
 TEXT = {"type": "string", "pattern": XML_SAFE}
 NAME = {"type": "string", "minLength": 1, "pattern": XML_SAFE, "not": {"type": "string", "pattern": r"^\s|\s$"}}
@@ -135,7 +136,7 @@ JOB_SCHEMA = {
             "additionalProperties": False,
             "properties": {
                 "priority": {"enum": list(fields.PRIORITIES)},
-                "ar": {"type": ["integer", "null"], "minimum": 1, "maximum": MAX_INT},
+                "ar": {"type": ["integer", "null"], "minimum": 1, "maximum": limits.MAX_INT},  # an id
                 "recipes": {"type": "array", "minItems": 1, "items": {"$ref": "#/$defs/recipe"}},
             },
         },

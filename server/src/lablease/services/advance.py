@@ -17,8 +17,10 @@ from sqlalchemy import func, select
 
 from ..domain import advance as rules
 from ..domain.errors import Conflict, Forbidden, Invalid, LimitReached, NotFound
+from ..domain.limits import MAX_INT
 from ..domain.permissions import Actor, Permission, decide, decide_schedule
 from ..domain.windows import Window
+from ..jobxml.normalise import normalise_host_filter
 from ..scheduler.filters import verdict
 from ..store import calendar
 from ..store.tables import (AdvanceReservation, ArSystem, Booking, Group, GroupMember, Pool, RecipeSet,
@@ -46,8 +48,8 @@ def as_dict(ar: AdvanceReservation) -> dict:
 
 def find(session, actor: Actor, ident) -> AdvanceReservation:
     """An AR by id or name (the caller's own first, then any it may see)."""
-    if isinstance(ident, int) or str(ident).isdigit():
-        ar = session.get(AdvanceReservation, int(ident))
+    if isinstance(ident, int) or (str(ident).isascii() and str(ident).isdigit()):
+        ar = session.get(AdvanceReservation, int(ident)) if int(ident) <= MAX_INT else None  # no larger id exists
         if ar is not None and may_see(session, actor, ar):
             return ar
         raise NotFound(f"no advance reservation {ident}")
@@ -109,7 +111,8 @@ def create(uow, actor: Actor, now: datetime, data: dict) -> tuple[dict, int]:
     mail = data.get("mail") or {}
     events = rules.check_mail_events(mail.get("events", ""))
     handling = rules.check_error_handling(data.get("error_handling", "soft"))
-    hosts, tree, pools = data.get("hosts") or [], data.get("requires"), data.get("pools") or []
+    hosts, pools = data.get("hosts") or [], data.get("pools") or []
+    tree = normalise_host_filter(data.get("requires"), "requires")
     count = len(hosts) if hosts else int(data.get("count") or 1)
     if count < 1:
         raise Invalid("count", "must be at least 1")

@@ -18,6 +18,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import re
 import secrets
 from datetime import datetime
 from pathlib import Path
@@ -53,8 +54,14 @@ def token_for(settings, installation: Installation) -> str:
     return base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
 
 
+# The shape of every token token_for makes (URL-safe base64); anything else is refused before
+# comparing, since hmac.compare_digest raises on non-ASCII text (e.g. ?token=%C3%A9).
+TOKEN_SHAPE = re.compile(r"[A-Za-z0-9_-]{1,128}")
+
+
 def authorised(settings, installation: Installation | None, token: str | None) -> Installation:
-    if installation is None or not token or not hmac.compare_digest(token_for(settings, installation), token):
+    if (installation is None or not token or not TOKEN_SHAPE.fullmatch(token)
+            or not hmac.compare_digest(token_for(settings, installation), token)):
         raise Forbidden("invalid installation token")
     return installation
 

@@ -5,13 +5,21 @@ every writing transaction, so that check-then-insert on the calendar is one
 atomic step (a deferred BEGIN lets two writers read, then one fails or both
 book). Reading transactions use a plain BEGIN and never block writers.
 PostgreSQL: one engine; writers lock the rows they decide on (calendar.py).
+
+A writer waits for SQLite's write lock in Python (time.sleep), not in SQLite's
+own busy handler: the API serves under gevent (cli/serve.py), where a wait in
+C would freeze every request of the process, while time.sleep lets the others run.
 """
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from sqlalchemy import create_engine, event
 from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.exc import OperationalError
+
+BUSY_TIMEOUT = 15.0  # seconds a transaction waits for the database before giving up (503 at the API)
 
 from .secrets import private_file
 
@@ -26,15 +34,34 @@ def _sqlite_engine(url: str, immediate: bool) -> Engine:
         cursor = dbapi_connection.cursor()
         cursor.execute("PRAGMA journal_mode=WAL")
         cursor.execute("PRAGMA synchronous=NORMAL")
-        cursor.execute("PRAGMA busy_timeout=15000")
+        # In WAL mode only taking the write lock (BEGIN IMMEDIATE) can find the database busy; the
+        # writer waits for it in _begin_immediate. A reader waits in SQLite (WAL recovery, rare).
+        cursor.execute(f"PRAGMA busy_timeout={0 if immediate else int(BUSY_TIMEOUT * 1000)}")
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.close()
 
     @event.listens_for(engine, "begin")
     def _on_begin(connection):
-        connection.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+        if immediate:
+            _begin_immediate(connection)
+        else:
+            connection.exec_driver_sql("BEGIN")
 
     return engine
+
+
+def _begin_immediate(connection) -> None:
+    deadline = time.monotonic() + BUSY_TIMEOUT
+    pause = 0.001
+    while True:
+        try:
+            connection.exec_driver_sql("BEGIN IMMEDIATE")
+            return
+        except OperationalError as error:
+            if "locked" not in str(error.orig) or time.monotonic() + pause > deadline:
+                raise
+        time.sleep(pause)
+        pause = min(pause * 2, 0.05)
 
 
 class Database:

@@ -3,7 +3,7 @@ import pytest
 from openapi_spec_validator import validate
 
 from lablease.api.openapi import build_spec, openapi_path
-from lablease.api.routes import ROUTES
+from lablease.api.routes import EVENT, ROUTES
 
 
 def test_the_spec_is_valid_openapi():
@@ -16,7 +16,7 @@ def test_every_route_is_described(lab):
              if method not in ("HEAD", "OPTIONS")]
     assert len(rules) == len(ROUTES)
     actions = {"/api/v1/reservations/<int:id>/heartbeat", "/api/v1/jobs/<int:id>/cancel",  # no body: the path says it
-               "/api/v1/installations/<int:id>/<event>", "/api/v1/recipes/<int:id>/<event>"}
+               "/api/v1/installations/<int:id>/" + EVENT, "/api/v1/recipes/<int:id>/" + EVENT}
     routes = {(r.path, r.method): r for r in ROUTES}
     for path, method in rules:
         operation = spec["paths"][openapi_path(path)][method.lower()]

@@ -93,8 +93,10 @@ class LabLeaseApp:
 
     @staticmethod
     def query(route: Route, request: Request) -> dict:
+        # An empty string filter is no filter; an empty time, boolean or number is refused (it is none of those).
         return {name: query_value(kind, name, request.args[name])
-                for name, (kind, _) in route.query.items() if request.args.get(name, "") != ""}
+                for name, (kind, _) in route.query.items()
+                if name in request.args and (kind != "str" or request.args[name] != "")}
 
     @staticmethod
     def reply(route: Route, result) -> Response:

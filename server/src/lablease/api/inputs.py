@@ -2,13 +2,15 @@
 from __future__ import annotations
 
 import json
+import re
 
-from jsonschema import Draft202012Validator
+from jsonschema import Draft202012Validator, FormatChecker
 from jsonschema.exceptions import best_match
 from werkzeug.exceptions import BadRequest, UnsupportedMediaType
 
 from ..domain.errors import Invalid
 from ..timeparse import parse_duration, parse_time
+from .schemas import QUERY_KINDS
 
 
 def read_json(request, data: bytes) -> object:
@@ -24,13 +26,15 @@ def read_json(request, data: bytes) -> object:
 
 
 _VALIDATORS: dict[int, Draft202012Validator] = {}
+# Formats checked with the schema; times are read by parse_time, which says what is wrong with them.
+_FORMATS = FormatChecker(formats=("email",))
 
 
 def _validator(schema: dict) -> Draft202012Validator:
     """Validators are built once per schema (the route table's schemas live as long as the process)."""
     validator = _VALIDATORS.get(id(schema))
     if validator is None:
-        validator = _VALIDATORS[id(schema)] = Draft202012Validator(schema)
+        validator = _VALIDATORS[id(schema)] = Draft202012Validator(schema, format_checker=_FORMATS)
     return validator
 
 
@@ -47,10 +51,26 @@ def check_body(body: object, schema: dict) -> None:
         extra = sorted(set(error.instance) - set(error.schema.get("properties", {})))
         name = extra[0] if extra else "?"
         raise Invalid(f"{path}.{name}" if path else name, "is not a known field")
+    name = _rule_field(error)
+    if name:
+        raise Invalid(f"{path}.{name}" if path else name, error.schema["description"])
+    if error.validator == "pattern" and "description" in error.schema:
+        raise Invalid(path or "body", f"{error.instance!r} is not {error.schema['description']}")
     raise Invalid(path or "body", error.message)
 
 
+def _rule_field(error) -> str | None:
+    """The first field a broken schemas.rule names (a oneOf, anyOf or not of `required`s), else None."""
+    if error.validator not in ("oneOf", "anyOf", "not") or "description" not in error.schema:
+        return None
+    alternatives = error.validator_value if error.validator != "not" else [error.validator_value]
+    if not all(isinstance(a, dict) and a.get("required") for a in alternatives):
+        return None
+    return alternatives[0]["required"][0]
+
+
 def query_value(kind: str, name: str, raw: str):
+    """A query parameter's value by its kind (schemas.QUERY_KINDS describes them)."""
     if kind == "time":
         return parse_time(raw, name)
     if kind == "bool":
@@ -60,10 +80,12 @@ def query_value(kind: str, name: str, raw: str):
             return False
         raise Invalid(name, "must be true or false")
     if kind == "int":
-        try:
-            return int(raw)
-        except ValueError:
-            raise Invalid(name, "must be a whole number") from None
+        bounds = QUERY_KINDS["int"]
+        # ASCII digits only (int() also takes "+5", " 5", "1_000" and other scripts' digits), and few of them
+        digits = len(str(bounds["maximum"]))
+        if not (re.fullmatch(f"[0-9]{{1,{digits}}}", raw) and bounds["minimum"] <= int(raw) <= bounds["maximum"]):
+            raise Invalid(name, f"must be a whole number from {bounds['minimum']} to {bounds['maximum']}")
+        return int(raw)
     return raw
 
 

@@ -9,9 +9,11 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from . import schemas as s
+from ..services.installations import EVENTS
 from .views import access, advance, jobs, meta, provisioning, reservations, schedules, systems
 
 BASE = "/api/v1"
+EVENT = "<any(" + ", ".join(EVENTS) + "):event>"  # an installer callback's name
 
 
 @dataclass(frozen=True)
@@ -26,7 +28,11 @@ class Route:
     response: dict | None = None
     status: int = 200
     auth: bool = True
-    statuses: tuple[int, ...] = ()  # failures worth documenting beyond 400/401/422
+    # Failures this route answers beyond those every route can (openapi.failures: 400, 422, 503; 401 with auth;
+    # 404 with a path parameter; 413 and 415 with a body): 403, 404, 409, 429 ...
+    statuses: tuple[int, ...] = ()
+    also: dict[int, str] = field(default_factory=dict)  # other successes, with when they happen
+    media: str = "application/json"  # of the successful answer
     raw: bool = False  # the view reads the body itself (e.g. XML or JSON)
     read_first: bool = False  # only reads until it locks the calendar (SQLite: short write lock)
 
@@ -151,12 +157,12 @@ ROUTES: list[Route] = [
     Route("POST", BASE + "/reservations", reservations.create,
           "Reserve a system now or in advance (200 when request_id matched an earlier reservation)",
           "reservations", body=s.RESERVATION_CREATE, response=s.RESERVATION, status=201, statuses=(403, 404, 409),
-          read_first=True),
+          also={200: "request_id matched an earlier reservation of the caller's: that one"}, read_first=True),
     Route("GET", BASE + "/reservations", reservations.listing,
           "Reservations, newest first: the caller's (admins: everybody's)", "reservations",
           query={"user": ("str", "this user's ('me' for the caller)"), "system": ("str", "of this system"),
                  "active": ("bool", "true: not yet returned; false: returned; omitted: both")},
-          response=s.list_of(s.RESERVATION)),
+          response=s.list_of(s.RESERVATION), statuses=(404,)),
     Route("GET", BASE + "/reservations/<int:id>", reservations.show, "A reservation", "reservations",
           response=s.RESERVATION, statuses=(404,)),
     Route("PATCH", BASE + "/reservations/<int:id>", reservations.update,
@@ -176,7 +182,8 @@ ROUTES: list[Route] = [
           "request_id naming one of the caller's unfinished jobs, that job is returned (200)", "jobs",
           query={"request_id": ("str", "a client-chosen id; re-submitting with it while the job is unfinished "
                                        "returns the same job")},
-          response=s.JOB, status=201, raw=True, statuses=(403, 413, 415)),
+          response=s.JOB, status=201, raw=True, statuses=(403,),
+          also={200: "request_id matched one of the caller's unfinished jobs: that one"}),
     Route("GET", BASE + "/jobs", jobs.listing, "Jobs, newest first: the caller's (admins: mine=false for all)",
           "jobs", query={"mine": ("bool", "only the caller's (default true)"), "status": ("str", "only this status"),
                          "request_id": ("str", "only jobs submitted with this request id")},
@@ -204,7 +211,8 @@ ROUTES: list[Route] = [
     # advance reservations (Grid Engine's qrsub, qrstat, qralter, qrdel)
     Route("POST", BASE + "/advance-reservations", advance.create,
           "Create an advance reservation (qrsub; admins and arusers): 201 granted; validate_only: 200, nothing made",
-          "advance-reservations", body=s.AR_CREATE, response=s.AR, status=201, statuses=(403, 409, 429)),
+          "advance-reservations", body=s.AR_CREATE, response=s.AR, status=201, statuses=(403, 409, 429),
+          also={200: "validate_only: whether it could be granted; nothing made"}),
     Route("GET", BASE + "/advance-reservations", advance.listing, "Advance reservations (qrstat)",
           "advance-reservations", query={"user": ("str", "this user's ('*': everybody's; default: the caller's)")},
           response=s.list_of(s.AR)),
@@ -254,12 +262,12 @@ ROUTES: list[Route] = [
           response=s.COMMAND, statuses=(404,)),
     Route("GET", BASE + "/installations/<int:id>/kickstart", provisioning.kickstart,
           "The rendered kickstart, for the installer (authorised by ?token=, no user token)", "installer",
-          query=TOKEN, response={"type": "string"}, auth=False, statuses=(403,)),
-    Route("POST", BASE + "/installations/<int:id>/<event>",
+          query=TOKEN, response={"type": "string"}, media="text/plain", auth=False, statuses=(403,)),
+    Route("POST", BASE + "/installations/<int:id>/" + EVENT,
           provisioning.callback, "An installer callback: install_start, install_done, postinstall_done or install_fail "
           "(authorised by ?token=, no user token)", "installer",
           query=TOKEN, status=204, auth=False, statuses=(403, 409)),
-    Route("POST", BASE + "/recipes/<int:id>/<event>",
+    Route("POST", BASE + "/recipes/<int:id>/" + EVENT,
           provisioning.recipe_callback, "The same callback for the recipe's latest installation", "installer",
           query=TOKEN, status=204, auth=False, statuses=(403, 404, 409)),
     # generic schedules
@@ -269,7 +277,7 @@ ROUTES: list[Route] = [
           "schedules", response=s.SUBJECT, statuses=(404,)),
     Route("PUT", BASE + "/schedules/<subject>", schedules.put_subject,
           "Create or change a schedule subject (admins)", "schedules", body=s.SUBJECT_PUT, response=s.SUBJECT,
-          statuses=(403,)),
+          statuses=(403,), also={201: "Created"}),
     Route("PUT", BASE + "/schedules/<subject>/resources/<resource_id>", schedules.put_resource,
           "Declare a resource's capacity (admins); resources book exclusively by default", "schedules",
           body=s.RESOURCE_PUT, response=s.RESOURCE, statuses=(403, 404, 409)),

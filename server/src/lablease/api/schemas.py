@@ -1,18 +1,56 @@
-"""JSON schemas of request bodies and answers: used to validate and to describe (OpenAPI)."""
+"""JSON schemas of request bodies and answers: used to validate and to describe (OpenAPI).
+
+The description promises what the server takes: a request that matches these schemas is refused only
+for what a schema cannot say (a name that names nobody, a start in the past, a booked calendar).
+"""
 from __future__ import annotations
 
+from ..domain.systems import ARCHES, FQDN_MAX, FQDN_PATTERN
+from ..services.users import NAME_PATTERN
+
+# A positive duration in one of the forms parse_duration reads; the string's pattern gives the
+# usual forms (30m, 4h, 2d, 1w, PT4H, P2D, 1:30:00 or seconds), which the server reads as it
+# reads other forms pytimeparse2 knows ("1h30m", "90 minutes").
+DURATION_PATTERN = (r"^\s*(?:[1-9][0-9]{0,2}\s*[smhdwSMHDW]|[pP][1-9][0-9]{0,2}[dwDW]|[pP][tT][1-9][0-9]{0,2}[hmsHMS]"
+                    r"|(?=[0:]*[1-9])[0-9]{1,3}:[0-5][0-9]:[0-5][0-9]|[1-9][0-9]{0,7})\s*$")
 DURATION = {
-    "description": "ISO 8601 (PT4H), 30m 4h 2d 1w, h:m:s, or seconds",
-    "oneOf": [{"type": "string", "minLength": 1, "maxLength": 64}, {"type": "number", "exclusiveMinimum": 0}],
+    "description": "ISO 8601 (PT4H), 30m 4h 2d 1w, h:m:s, or seconds; positive",
+    "oneOf": [{"type": "string", "pattern": DURATION_PATTERN, "maxLength": 64},
+              {"type": "number", "exclusiveMinimum": 0}],
 }
 TIME = {"type": "string", "format": "date-time", "description": "RFC 3339 with a zone, e.g. 2026-11-22T14:00:00Z"}
 NULLABLE_TIME = {"type": ["string", "null"], "format": "date-time"}
 NAME = {"type": "string", "minLength": 1, "maxLength": 255}
+# A user, group, pool or schedule subject: letters, digits, _ . @ -, up to 64 (services.users.check_name)
+ENTITY = {"type": "string", "pattern": NAME_PATTERN, "maxLength": 64,
+          "description": "a name: letters, digits, _ . @ -; up to 64"}
+FQDN = {"type": "string", "pattern": FQDN_PATTERN, "maxLength": FQDN_MAX, "description": "a host name"}
+ARCH = {"enum": list(ARCHES)}
+MAX_ID = 2**63 - 1  # ids are 64-bit signed integers on both databases
+ID = {"type": "integer", "format": "int64", "minimum": 1, "maximum": MAX_ID}
+LIMIT_MAX = 10000
+# Query parameters by kind (routes.py); inputs.query_value reads them. An empty value is the same as none
+# only for strings: a time, a boolean or a number must be one.
+QUERY_KINDS = {"time": {"type": "string", "format": "date-time"}, "bool": {"type": "boolean"},
+               "int": {"type": "integer", "minimum": 1, "maximum": LIMIT_MAX}, "str": {"type": "string"}}
+# Path parameters by name (routes.py)
+PATH_PARAMETERS = {
+    "fqdn": FQDN, "name": ENTITY, "user": ENTITY, "subject": ENTITY,
+    "resource_id": {"type": "string", "minLength": 1, "maxLength": 255},
+    "ident": {"type": "string", "minLength": 1, "maxLength": 128, "description": "an id, or a name"},
+}
+
+
+def rule(message: str, **keywords) -> dict:
+    """A rule over several fields (oneOf, anyOf, not of `required`s), and the message that says it is broken.
+
+    inputs.check_body names the first field of the rule with this message."""
+    return {**keywords, "description": message}
 
 SETTINGS_OBJECT = {"type": "object", "description": "driver settings; secrets (password, key, token) are never shown back"}
 
 SYSTEM_FIELDS = {
-    "arch": {"type": "string", "description": "x86_64, aarch64, ppc64le, s390x, ..."},
+    "arch": ARCH,
     "cpus": {"type": ["integer", "null"], "minimum": 1},
     "memory_mb": {"type": ["integer", "null"], "minimum": 1},
     "lab": {"type": ["string", "null"], "maxLength": 64},
@@ -30,7 +68,7 @@ SYSTEM_FIELDS = {
 SYSTEM_CREATE = {
     "type": "object",
     "required": ["fqdn", "arch"],
-    "properties": {"fqdn": NAME, **SYSTEM_FIELDS},
+    "properties": {"fqdn": FQDN, **SYSTEM_FIELDS},
     "additionalProperties": False,
 }
 SYSTEM_UPDATE = {"type": "object", "properties": SYSTEM_FIELDS, "additionalProperties": False}
@@ -57,10 +95,11 @@ RESERVATION_CREATE = {
     "type": "object",
     "required": ["system"],
     "properties": {
-        "system": {**NAME, "description": "fqdn of the system"},
+        "system": {**FQDN, "description": "fqdn of the system"},
         "start": {**TIME, "description": "default now; a later start reserves in advance"},
         "end": TIME,
-        "duration": {**DURATION, "description": DURATION["description"] + "; or 'unlimited' where the site allows"},
+        "duration": {"oneOf": [*DURATION["oneOf"], {"const": "unlimited"}],
+                     "description": DURATION["description"] + "; or 'unlimited' where the site allows"},
         "return_loan": {"type": "boolean", "default": False},
         "heartbeat": {**DURATION, "description": "return the reservation when no heartbeat came for this long"},
         "request_id": {"type": "string", "minLength": 1, "maxLength": 128,
@@ -72,6 +111,9 @@ RESERVATION_CREATE = {
 }
 RESERVATION_UPDATE = {
     "type": "object",
+    "allOf": [rule("give end, extend_by or heartbeat",
+                   anyOf=[{"required": ["end"]}, {"required": ["extend_by"]}, {"required": ["heartbeat"]}]),
+              rule("give exactly one of end or extend_by", **{"not": {"required": ["end", "extend_by"]}})],
     "properties": {
         "end": {**TIME, "description": "the new end"},
         "extend_by": {**DURATION, "description": "added to the current end (not to now)"},
@@ -170,7 +212,7 @@ LOAN_CREATE = {
     "type": "object",
     "required": ["recipient"],
     "properties": {
-        "recipient": {**NAME, "description": "user name"},
+        "recipient": {**ENTITY, "description": "user name"},
         "duration": {**DURATION, "description": "limit the loan to this long (no limit by default)"},
         "limited": {"type": "boolean", "description": "limit the loan to the site's default_loan_duration"},
         "comment": {"type": "string", "maxLength": 2000},
@@ -179,6 +221,7 @@ LOAN_CREATE = {
 }
 LOAN_UPDATE = {
     "type": "object",
+    "allOf": [rule("give exactly one of end or extend_by", oneOf=[{"required": ["end"]}, {"required": ["extend_by"]}])],
     "properties": {"end": TIME, "extend_by": {**DURATION, "description": "added to the current end"}},
     "additionalProperties": False,
 }
@@ -189,11 +232,11 @@ LOAN = {
                    "comment": {"type": ["string", "null"]}, "returned_at": NULLABLE_TIME,
                    "return_reason": {"type": ["string", "null"]}},
 }
-USER_LIST = {"type": "array", "items": NAME}
+USER_LIST = {"type": "array", "items": ENTITY}
 GROUP_CREATE = {
     "type": "object",
     "required": ["name"],
-    "properties": {"name": NAME, "description": {"type": "string"}, "members": USER_LIST, "owners": USER_LIST},
+    "properties": {"name": ENTITY, "description": {"type": "string"}, "members": USER_LIST, "owners": USER_LIST},
     "additionalProperties": False,
 }
 WEBHOOK = {
@@ -207,7 +250,7 @@ GROUP_UPDATE = {"type": "object", "properties": {"description": {"type": ["strin
 GROUP = {"type": "object", "properties": {"name": {"type": "string"}, "description": {"type": ["string", "null"]},
                                           "owners": USER_LIST, "members": USER_LIST,
                                           "webhook_url": {"type": ["string", "null"]}}}
-MEMBER_ADD = {"type": "object", "required": ["user"], "properties": {"user": NAME, "owner": {"type": "boolean"}},
+MEMBER_ADD = {"type": "object", "required": ["user"], "properties": {"user": ENTITY, "owner": {"type": "boolean"}},
               "additionalProperties": False}
 ME_UPDATE = {"type": "object", "properties": {"email": {"type": ["string", "null"], "format": "email",
                                                         "maxLength": 254}, **WEBHOOK},
@@ -215,8 +258,8 @@ ME_UPDATE = {"type": "object", "properties": {"email": {"type": ["string", "null
 POOL_CREATE = {
     "type": "object",
     "required": ["name"],
-    "properties": {"name": NAME, "description": {"type": "string"},
-                   "owner_group": {**NAME, "description": "group whose members manage the pool"}},
+    "properties": {"name": ENTITY, "description": {"type": "string"},
+                   "owner_group": {**ENTITY, "description": "group whose members manage the pool"}},
     "additionalProperties": False,
 }
 POOL_UPDATE = {"type": "object", "properties": {"description": {"type": ["string", "null"]},
@@ -225,11 +268,13 @@ POOL_UPDATE = {"type": "object", "properties": {"description": {"type": ["string
 POOL = {"type": "object", "properties": {"name": {"type": "string"}, "description": {"type": ["string", "null"]},
                                          "owner_group": {"type": ["string", "null"]},
                                          "systems": {"type": "array", "items": {"type": "string"}}}}
-POOL_MEMBER = {"type": "object", "required": ["fqdn"], "properties": {"fqdn": NAME}, "additionalProperties": False}
+POOL_MEMBER = {"type": "object", "required": ["fqdn"], "properties": {"fqdn": FQDN}, "additionalProperties": False}
 RULE_CREATE = {
     "type": "object",
     "required": ["permission"],
-    "properties": {"permission": PERMISSION, "user": NAME, "group": NAME, "everybody": {"const": True}},
+    "allOf": [rule("name exactly one of user, group or everybody: true",
+                   oneOf=[{"required": ["user"]}, {"required": ["group"]}, {"required": ["everybody"]}])],
+    "properties": {"permission": PERMISSION, "user": ENTITY, "group": ENTITY, "everybody": {"const": True}},
     "additionalProperties": False,
 }
 RULE = {"type": "object", "properties": {"id": {"type": "integer"}, "permission": PERMISSION,
@@ -285,7 +330,7 @@ DISTRO_CREATE = {
     "type": "object",
     "required": ["name", "arch", "url", "kernel", "initrd"],
     "properties": {
-        "name": NAME, "family": {"type": "string"}, "arch": {"type": "string"}, "variant": {"type": "string"},
+        "name": NAME, "family": {"type": "string"}, "arch": ARCH, "variant": {"type": "string"},
         "tags": {"type": "array", "items": {"type": "string"}},
         "url": {"type": "string", "description": "install tree URL"},
         "kernel": {"type": "string", "description": "kernel path, relative to url"},
@@ -295,8 +340,9 @@ DISTRO_CREATE = {
     },
     "additionalProperties": False,
 }
-DISTRO = {"type": "object", "properties": {"id": {"type": "integer"}, **DISTRO_CREATE["properties"],
-                                           "created_at": TIME}}
+DISTRO = {"type": "object", "properties": {
+    "id": {"type": "integer"}, **DISTRO_CREATE["properties"], "created_at": TIME,
+    **{name: {"type": ["string", "null"]} for name in ("family", "variant", "ks_meta", "kernel_options")}}}
 
 DISTRO_UPDATE = {"type": "object", "properties": {k: v for k, v in DISTRO_CREATE["properties"].items()
                                                    if k not in ("name", "arch", "variant")},

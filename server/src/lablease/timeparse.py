@@ -18,6 +18,23 @@ from .domain.errors import Invalid
 from .domain.reservations import UNLIMITED
 
 
+def _units() -> str:
+    number = r"(?:[1-9][0-9]{0,2}\.[0-9]{1,3}|[0-9]{1,3})"  # a fraction only of a whole unit: never below a second
+    units = {"w": "wks?|weeks?", "d": "days?", "h": "hrs?|hours?", "m": "mins?|minutes?", "s": "secs?|seconds?"}
+    return "".join(rf"(?: ?{number} ?(?:[{u}{u.upper()}]|{words}))?" for u, words in units.items())
+
+
+_ISO_TIME = r"(?:N[hH](?:N[mM])?(?:N[sS])?|N[mM](?:N[sS])?|N[sS])"
+_ISO = r"[pP](?:N[wW]|N[dD](?:[tT]T)?|[tT]T)".replace("T)", _ISO_TIME + ")").replace("N", "[0-9]{1,3}")
+# Every duration string the API takes, and the API description's pattern for them (api/schemas.py): units
+# largest first (1w 2d, 4h30m, 90 minutes), ISO 8601 without years and months (PT4H, P1DT12H), h:m:s or m:s,
+# or seconds; a non-zero digit somewhere. The numbers' sizes keep every form under MAX_SECONDS.
+DURATION_PATTERN = (r"^(?=[^1-9]*[1-9])\s*(?:" + "|".join(
+    [_units(), _ISO, r"[0-9]{1,5}:[0-5][0-9]:[0-5][0-9]|[0-9]{1,2}:[0-5][0-9]", r"[0-9]{1,9}"]) + r")\s*$")
+_DURATION = re.compile(DURATION_PATTERN)
+_TRY = "(try 4h, 30m, 2d, 1w, 1h30m, PT4H or 1:30:00)"
+
+
 def parse_duration(value, field: str = "duration", allow_unlimited: bool = False) -> timedelta | str:
     """A timedelta, or UNLIMITED when allowed and asked for."""
     if isinstance(value, bool):
@@ -28,15 +45,29 @@ def parse_duration(value, field: str = "duration", allow_unlimited: bool = False
         return UNLIMITED
     elif isinstance(value, str) and value.strip().upper().startswith("P"):
         seconds = _iso_seconds(value.strip().upper(), field)
+        _check_form(value, field)
     elif isinstance(value, str) and value.strip():
+        _check_form(value, field)
         seconds = pytimeparse2.parse(value.strip())
         if seconds is None:
-            raise Invalid(field, f"{value!r} is not a duration (try 4h, 30m, 2d, 1w, PT4H or 1:30:00)")
+            raise Invalid(field, f"{value!r} is not a duration {_TRY}")
     else:
         raise Invalid(field, "must be a duration such as 4h, 30m, 2d, PT4H or 1:30:00")
     if seconds <= 0:
         raise Invalid(field, "must be positive")
+    if seconds < 1:  # the calendar counts whole seconds: less would round to nothing
+        raise Invalid(field, "must be at least a second")
     return timedelta(seconds=seconds)
+
+
+def _check_form(value: str, field: str) -> None:
+    """Only the forms DURATION_PATTERN describes: pytimeparse2 reads more (1y, 1d, 4:00:00, ...)."""
+    if not _DURATION.fullmatch(value):
+        if re.search("[0-9]", value) and not re.search("[1-9]", value):
+            raise Invalid(field, "must be positive")
+        if value.strip().isascii() and value.strip().isdigit():  # seconds past the nine digits described
+            raise Invalid(field, f"{value!r} is out of range")
+        raise Invalid(field, f"{value!r} is not a duration {_TRY}")
 
 
 def _iso_seconds(value: str, field: str) -> float:

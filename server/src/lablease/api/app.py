@@ -87,9 +87,7 @@ class LabLeaseApp:
     def body(route: Route, request: Request, data: bytes) -> dict:
         if route.body is None:
             return {}
-        body = read_json(request, data)
-        check_body(body, route.body)
-        return body
+        return check_body(read_json(request, data), route.body)
 
     @staticmethod
     def query(route: Route, request: Request) -> dict:

@@ -38,11 +38,13 @@ def _validator(schema: dict) -> Draft202012Validator:
     return validator
 
 
-def check_body(body: object, schema: dict) -> None:
-    """422 naming the field at fault when body does not match schema."""
+def check_body(body: object, schema: dict) -> object:
+    """The body, or 422 naming the field at fault when it does not match schema.
+
+    A whole number written as 2.0 is an integer to JSON Schema: it comes back as the int 2."""
     error = best_match(_validator(schema).iter_errors(body))
     if error is None:
-        return
+        return whole_numbers(body, schema)
     path = ".".join(str(p) for p in error.absolute_path)
     if error.validator == "required":
         missing = next((name for name in error.validator_value if name not in error.instance), "?")
@@ -57,6 +59,23 @@ def check_body(body: object, schema: dict) -> None:
     if error.validator == "pattern" and "description" in error.schema:
         raise Invalid(path or "body", f"{error.instance!r} is not {error.schema['description']}")
     raise Invalid(path or "body", error.message)
+
+
+def whole_numbers(value: object, schema: dict) -> object:
+    """value with the floats that schema's integer fields hold (2.0) as ints."""
+    if isinstance(value, float) and "integer" in _types(schema) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        properties = schema.get("properties", {})
+        return {key: whole_numbers(item, properties.get(key, {})) for key, item in value.items()}
+    if isinstance(value, list) and isinstance(schema.get("items"), dict):
+        return [whole_numbers(item, schema["items"]) for item in value]
+    return value
+
+
+def _types(schema: dict) -> list:
+    kind = schema.get("type", [])
+    return kind if isinstance(kind, list) else [kind]
 
 
 def _rule_field(error) -> str | None:

@@ -1,11 +1,13 @@
 """The OpenAPI 3.1 description, built from the route table."""
 from __future__ import annotations
 
+import json
 import re
 
 from jsonschema import Draft202012Validator
 
 from .. import __version__
+from ..jobxml.schema import JOB_DESCRIPTION
 from . import schemas
 from .routes import ROUTES, Route
 
@@ -83,12 +85,17 @@ def _operation(route: Route) -> dict:
     if route.body is not None:
         operation["requestBody"] = _body(route)
     elif route.raw:
-        operation["requestBody"] = {"required": True, "content": {
-            "application/xml": {"schema": {"type": "string", "description": "job XML (see docs/jobs.md)"}},
-            "application/json": {"schema": {"type": "object", "description": "the job's JSON form"}}}}
+        operation["requestBody"] = {"required": True,
+                                    "content": {media: {"schema": schema} for media, schema in route.raw.items()}}
     if not route.auth:
         operation["security"] = []
     return operation
+
+
+def _component(schema: dict, name: str) -> dict:
+    """A JSON Schema document as a component: its "#/$defs/..." references point into it where it now is."""
+    text = json.dumps({key: value for key, value in schema.items() if key not in ("$schema", "$id")})
+    return json.loads(text.replace('"#/$defs/', f'"#/components/schemas/{name}/$defs/'))
 
 
 def build_spec(base_url: str = "") -> dict:
@@ -102,7 +109,7 @@ def build_spec(base_url: str = "") -> dict:
         "servers": [{"url": base_url or "/"}],
         "paths": paths,
         "components": {
-            "schemas": {"Problem": schemas.PROBLEM},
+            "schemas": {"Problem": schemas.PROBLEM, "Job": _component(JOB_DESCRIPTION, "Job")},
             "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
         },
         "security": [{"bearer": []}],

@@ -33,7 +33,7 @@ class Route:
     statuses: tuple[int, ...] = ()
     also: dict[int, str] = field(default_factory=dict)  # other successes, with when they happen
     media: str = "application/json"  # of the successful answer
-    raw: bool = False  # the view reads the body itself (e.g. XML or JSON)
+    raw: dict[str, dict] | None = None  # the view reads the body itself: its schema by media type
     read_first: bool = False  # only reads until it locks the calendar (SQLite: short write lock)
 
     @property
@@ -182,7 +182,7 @@ ROUTES: list[Route] = [
           "request_id naming one of the caller's unfinished jobs, that job is returned (200)", "jobs",
           query={"request_id": ("str", "a client-chosen id; re-submitting with it while the job is unfinished "
                                        "returns the same job")},
-          response=s.JOB, status=201, raw=True, statuses=(403,),
+          response=s.JOB, status=201, raw=s.JOB_SUBMISSION, statuses=(403,),
           also={200: "request_id matched one of the caller's unfinished jobs: that one"}),
     Route("GET", BASE + "/jobs", jobs.listing, "Jobs, newest first: the caller's (admins: mine=false for all)",
           "jobs", query={"mine": ("bool", "only the caller's (default true)"), "status": ("str", "only this status"),
@@ -282,8 +282,8 @@ ROUTES: list[Route] = [
           "Declare a resource's capacity (admins); resources book exclusively by default", "schedules",
           body=s.RESOURCE_PUT, response=s.RESOURCE, statuses=(403, 404, 409)),
     Route("POST", BASE + "/schedules/<subject>/reservations", schedules.create,
-          "Book a resource of the subject (best effort now, or later)", "schedules", body=s.SCHEDULE_CREATE,
-          response=s.SCHEDULE_BOOKING, status=201, statuses=(404, 409)),
+          "Book a resource of the subject (best effort now, or later; for another user: admins)", "schedules",
+          body=s.SCHEDULE_CREATE, response=s.SCHEDULE_BOOKING, status=201, statuses=(403, 404, 409)),
     Route("GET", BASE + "/schedules/<subject>/reservations", schedules.find,
           "Find bookings: every one touching the period and matching the filters", "schedules",
           query=SCHEDULE_FILTERS, response=s.list_of(s.SCHEDULE_BOOKING), statuses=(404,)),

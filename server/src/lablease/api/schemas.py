@@ -7,18 +7,17 @@ from __future__ import annotations
 
 from ..domain.systems import ARCHES, FQDN_MAX, FQDN_PATTERN
 from ..services.users import NAME_PATTERN
+from ..timeparse import DURATION_PATTERN
 
-# A positive duration in one of the forms parse_duration reads; the string's pattern gives the
-# usual forms (30m, 4h, 2d, 1w, PT4H, P2D, 1:30:00 or seconds), which the server reads as it
-# reads other forms pytimeparse2 knows ("1h30m", "90 minutes").
-DURATION_PATTERN = (r"^\s*(?:[1-9][0-9]{0,2}\s*[smhdwSMHDW]|[pP][1-9][0-9]{0,2}[dwDW]|[pP][tT][1-9][0-9]{0,2}[hmsHMS]"
-                    r"|(?=[0:]*[1-9])[0-9]{1,3}:[0-5][0-9]:[0-5][0-9]|[1-9][0-9]{0,7})\s*$")
+MAX_SECONDS = 2**31 - 1  # the longest duration (about 68 years): durations are stored as seconds
 DURATION = {
-    "description": "ISO 8601 (PT4H), 30m 4h 2d 1w, h:m:s, or seconds; positive",
+    "description": "ISO 8601 (PT4H), 30m 4h 2d 1w, h:m:s, or seconds; at least a second, at most about 68 years",
     "oneOf": [{"type": "string", "pattern": DURATION_PATTERN, "maxLength": 64},
-              {"type": "number", "exclusiveMinimum": 0}],
+              {"type": "number", "minimum": 1, "maximum": MAX_SECONDS}],
 }
-TIME = {"type": "string", "format": "date-time", "description": "RFC 3339 with a zone, e.g. 2026-11-22T14:00:00Z"}
+# The calendar's range is 1970 to 9000 (domain/windows.py): the pattern says the year.
+TIME = {"type": "string", "format": "date-time", "pattern": "^(19[7-9][0-9]|[2-8][0-9]{3})-",
+        "description": "RFC 3339 with a zone, e.g. 2026-11-22T14:00:00Z, from 1970 to 9000"}
 NULLABLE_TIME = {"type": ["string", "null"], "format": "date-time"}
 NAME = {"type": "string", "minLength": 1, "maxLength": 255}
 # A user, group, pool or schedule subject: letters, digits, _ . @ -, up to 64 (services.users.check_name)
@@ -26,17 +25,19 @@ ENTITY = {"type": "string", "pattern": NAME_PATTERN, "maxLength": 64,
           "description": "a name: letters, digits, _ . @ -; up to 64"}
 FQDN = {"type": "string", "pattern": FQDN_PATTERN, "maxLength": FQDN_MAX, "description": "a host name"}
 ARCH = {"enum": list(ARCHES)}
-MAX_ID = 2**63 - 1  # ids are 64-bit signed integers on both databases
-ID = {"type": "integer", "format": "int64", "minimum": 1, "maximum": MAX_ID}
+# Ids and counts are integer columns: 32 bits on PostgreSQL, so no id or count passes MAX_INT.
+MAX_INT = 2**31 - 1
+ID = {"type": "integer", "format": "int32", "minimum": 1, "maximum": MAX_INT}
+COUNT = {"type": "integer", "minimum": 1, "maximum": MAX_INT}
 LIMIT_MAX = 10000
 # Query parameters by kind (routes.py); inputs.query_value reads them. An empty value is the same as none
 # only for strings: a time, a boolean or a number must be one.
-QUERY_KINDS = {"time": {"type": "string", "format": "date-time"}, "bool": {"type": "boolean"},
+QUERY_KINDS = {"time": TIME, "bool": {"type": "boolean"},
                "int": {"type": "integer", "minimum": 1, "maximum": LIMIT_MAX}, "str": {"type": "string"}}
 # Path parameters by name (routes.py)
 PATH_PARAMETERS = {
     "fqdn": FQDN, "name": ENTITY, "user": ENTITY, "subject": ENTITY,
-    "resource_id": {"type": "string", "minLength": 1, "maxLength": 255},
+    "resource_id": NAME,
     "ident": {"type": "string", "minLength": 1, "maxLength": 128, "description": "an id, or a name"},
 }
 
@@ -47,21 +48,23 @@ def rule(message: str, **keywords) -> dict:
     inputs.check_body names the first field of the rule with this message."""
     return {**keywords, "description": message}
 
+SCALAR = {"type": ["string", "number", "boolean"]}
 SETTINGS_OBJECT = {"type": "object", "description": "driver settings; secrets (password, key, token) are never shown back"}
 
 SYSTEM_FIELDS = {
     "arch": ARCH,
-    "cpus": {"type": ["integer", "null"], "minimum": 1},
-    "memory_mb": {"type": ["integer", "null"], "minimum": 1},
+    "cpus": {**COUNT, "type": ["integer", "null"]},
+    "memory_mb": {**COUNT, "type": ["integer", "null"]},
     "lab": {"type": ["string", "null"], "maxLength": 64},
-    "attributes": {"type": "object", "description": "key -> value or list of values"},
+    "attributes": {"type": "object", "description": "key -> value or list of values",
+                   "additionalProperties": {"anyOf": [SCALAR, {"type": "array", "items": SCALAR}]}},
     "condition": {"enum": ["automated", "manual", "broken", "removed"]},
     "owner": {"type": ["string", "null"], "description": "user name"},
     "power": SETTINGS_OBJECT,
     "netboot": SETTINGS_OBJECT,
     "release_action": {"enum": ["power_off", "leave_on", "reprovision"],
                        "description": "what happens when a reservation of the system ends"},
-    "reprovision_distro_tree": {"type": ["integer", "null"],
+    "reprovision_distro_tree": {**ID, "type": ["integer", "null"],
                                 "description": "distro tree id installed by the reprovision release action"},
 }
 
@@ -91,9 +94,11 @@ SYSTEM = {
     },
 }
 
+END_OR_DURATION = rule("give either end or duration, not both", **{"not": {"required": ["duration", "end"]}})
 RESERVATION_CREATE = {
     "type": "object",
     "required": ["system"],
+    "allOf": [END_OR_DURATION],
     "properties": {
         "system": {**FQDN, "description": "fqdn of the system"},
         "start": {**TIME, "description": "default now; a later start reserves in advance"},
@@ -104,7 +109,7 @@ RESERVATION_CREATE = {
         "heartbeat": {**DURATION, "description": "return the reservation when no heartbeat came for this long"},
         "request_id": {"type": "string", "minLength": 1, "maxLength": 128,
                        "description": "a client-chosen id: retrying with it returns the same reservation"},
-        "advance_reservation": {"type": "integer", "description": "reserve inside this advance reservation "
+        "advance_reservation": {**ID, "description": "reserve inside this advance reservation "
                                 "(its ACL users, its systems, inside its window; default end: the AR's)"},
     },
     "additionalProperties": False,
@@ -155,7 +160,7 @@ SUBJECT = {
 RESOURCE_PUT = {
     "type": "object",
     "required": ["capacity"],
-    "properties": {"capacity": {"type": "integer", "minimum": 1}},
+    "properties": {"capacity": COUNT},
     "additionalProperties": False,
 }
 RESOURCE = {"type": "object", "properties": {"subject": {"type": "string"}, "resource_id": {"type": "string"},
@@ -164,18 +169,20 @@ SCHEDULE_WINDOW = {"start": TIME, "end": TIME, "duration": DURATION}
 SCHEDULE_CREATE = {
     "type": "object",
     "required": ["resource_id"],
+    "allOf": [END_OR_DURATION],
     "properties": {
         "resource_id": NAME,
         "resource_spec": {"type": "object", "description": "free-form description of the resource"},
         "user": {**NAME, "description": "book on behalf of this user (admins)"},
         "slice": NAME,
-        "quantity": {"type": "integer", "minimum": 1, "default": 1},
+        "quantity": {**COUNT, "default": 1},
         **SCHEDULE_WINDOW,
     },
     "additionalProperties": False,
 }
 SCHEDULE_UPDATE = {
     "type": "object",
+    "allOf": [END_OR_DURATION],
     "properties": {"resource_spec": {"type": "object"}, "slice": NAME, **SCHEDULE_WINDOW},
     "additionalProperties": False,
 }
@@ -297,6 +304,9 @@ RECIPE_BRIEF = {"type": "object", "properties": {
     "id": {"type": "integer"}, "status": {"type": "string"}, "result": {"enum": ["none", "pass", "warn", "fail"]},
     "system": {"type": ["string", "null"]}, "whiteboard": {"type": "string"}, "started_at": NULLABLE_TIME,
     "finished_at": NULLABLE_TIME, "distro_tree": {"type": ["integer", "null"]}}}
+# A job, as job XML or as its JSON form (jobxml/schema.py: a component of the description, "Job")
+JOB_SUBMISSION = {"application/xml": {"type": "string", "description": "job XML (see docs/jobs.md)"},
+                  "application/json": {"$ref": "#/components/schemas/Job"}}
 JOB = {"type": "object", "properties": {
     "id": {"type": "integer"}, "owner": {"type": "string"}, "whiteboard": {"type": "string"},
     "status": {"type": "string"}, "result": {"type": "string"}, "submitted_at": TIME, "finished_at": NULLABLE_TIME,
@@ -351,7 +361,7 @@ PROVISION = {
     "type": "object",
     "required": ["distro_tree"],
     "properties": {
-        "distro_tree": {"type": ["integer", "string"], "description": "a distro tree id, or its name"},
+        "distro_tree": {"type": ["integer", "string"], "minimum": 1, "maximum": MAX_INT, "description": "a distro tree id, or its name"},
         "arch": {"type": "string", "description": "with a name: the tree's arch (default: the system's)"},
         "variant": {"type": "string", "description": "with a name: the tree's variant, when it has several"},
         "ks_meta": {"type": "string", "maxLength": 4000, "description": "key=value variables for the kickstart"},
@@ -384,6 +394,8 @@ AR_MAIL = {"type": "object", "properties": {
     "additionalProperties": False}
 AR_CREATE = {
     "type": "object",
+    "allOf": [rule("give an end (qrsub -e) or a duration (qrsub -d): a start alone makes no window",
+                   anyOf=[{"required": ["end"]}, {"required": ["duration"]}])],
     "properties": {
         "name": {"type": ["string", "null"], "maxLength": 128}, "account": {"type": ["string", "null"], "maxLength": 128},
         "start": {**TIME, "description": "qrsub -a; default now"}, "end": {**TIME, "description": "qrsub -e"},
@@ -391,7 +403,7 @@ AR_CREATE = {
         "hosts": {"type": "array", "items": NAME, "description": "systems by name"},
         "requires": {"type": ["object", "null"], "description": "qrsub -l: a hostRequires filter (job JSON form)"},
         "pools": {"type": "array", "items": NAME, "description": "qrsub -q"},
-        "count": {"type": "integer", "minimum": 1, "description": "how many systems (qrsub -pe slots)"},
+        "count": {**COUNT, "description": "how many systems (qrsub -pe slots)"},
         "acl": {"type": "array", "items": {"type": "string"}, "description": "qrsub -u: user names and @groups"},
         "mail": AR_MAIL, "error_handling": {"enum": ["hard", "soft", "yes", "no"], "description": "qrsub -he"},
         "validate_only": {"type": "boolean", "description": "qrsub -w v: say whether it could be granted"},

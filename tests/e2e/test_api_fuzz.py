@@ -52,6 +52,7 @@ MEANING = re.compile("|".join([
     r"^the (reservation|loan) has no end to extend$",
     r"give two of the three, or three that agree$",  # an advance reservation's start + duration = end
     r"^unlimited reservations are not allowed on this site$", r"^cannot be unlimited",  # the site's settings
+    r"^only a running recipe can complete",  # the recipe's state
 ]))
 
 
@@ -98,5 +99,8 @@ def test_the_served_description_is_the_one_fuzzed(server):
 @pytest.mark.parametrize("user", ["alice", "admin"])  # a normal user, and an admin
 @schema.parametrize()
 def test_the_api_keeps_its_description(case, user, server):
+    # A job's XML is a string to JSON Schema: its grammar (RELAX NG, docs/jobs.md) cannot be generated from
+    # the description, so a "valid" XML job is random text; tests/server/jobxml try XML jobs, good and hostile.
+    xml = case.media_type == "application/xml"
     case.call_and_validate(base_url=server.url, headers={"Authorization": f"Bearer {server.tokens[user]}"},
-                           additional_checks=[positive_data_acceptance_but_meaning], timeout=30)
+                           additional_checks=[] if xml else [positive_data_acceptance_but_meaning], timeout=30)

@@ -21,12 +21,35 @@ import pytimeparse2
 from .domain.errors import Invalid
 from .domain.reservations import UNLIMITED
 from .domain.times import format_time  # noqa: F401  (one formatter, for domain and the rest alike)
+from .domain.windows import MAX_SECONDS, bounded_duration, bounded_instant
 
 NO_FIXED_LENGTH = "years and months have no fixed length; use weeks or days"
 # pytimeparse2's own spellings of years (1y, 2 yrs) and months (1mo, 3 months): it would count them
 # as 365 and 30 days, which ISO 8601's P1Y and P1M (refused) do not mean either.
 _CALENDAR_UNITS = re.compile(f"{pytimeparse2.YEARS}|{pytimeparse2.MONTHS}", re.IGNORECASE)
-from .domain.windows import bounded_duration, bounded_instant
+
+
+def _units() -> str:
+    # Digits per unit, so that even all of them at their largest (999w 9999d 99999h 999999m 99999s, about
+    # 60 years) stay under MAX_SECONDS, while 1440m or 1000d are still written as people write them.
+    units = {"w": ("wks?|weeks?", 3), "d": ("days?", 4), "h": ("hrs?|hours?", 5), "m": ("mins?|minutes?", 6),
+             "s": ("secs?|seconds?", 5)}
+    parts = []
+    for unit, (words, digits) in units.items():
+        number = rf"(?:[1-9][0-9]{{0,2}}\.[0-9]{{1,3}}|[0-9]{{1,{digits}}})"  # a fraction only of a whole unit
+        parts.append(rf"(?: ?{number} ?(?:[{unit}{unit.upper()}]|{words}))?")
+    return "".join(parts)
+
+
+_ISO_TIME = r"(?:N[hH](?:N[mM])?(?:N[sS])?|N[mM](?:N[sS])?|N[sS])"
+_ISO = r"[pP](?:N[wW]|N[dD](?:[tT]T)?|[tT]T)".replace("T)", _ISO_TIME + ")").replace("N", "[0-9]{1,3}")
+# Every duration string the API takes, and the API description's pattern for them (api/schemas.py): units
+# largest first (1w 2d, 4h30m, 90 minutes), ISO 8601 without years and months (PT4H, P1DT12H), h:m:s or m:s,
+# or seconds; a non-zero digit somewhere. The numbers' sizes keep every form under MAX_SECONDS.
+DURATION_PATTERN = (r"^(?=[^1-9]*[1-9])\s*(?:" + "|".join(
+    [_units(), _ISO, r"[0-9]{1,5}:[0-5][0-9]:[0-5][0-9]|[0-9]{1,2}:[0-5][0-9]", r"[0-9]{1,9}"]) + r")\s*$")
+_DURATION = re.compile(DURATION_PATTERN)
+_TRY = "(try 4h, 30m, 2d, 1w, 1h30m, PT4H or 1:30:00)"
 
 
 def parse_duration(value, field: str = "duration", allow_unlimited: bool = False) -> timedelta | str:
@@ -39,15 +62,33 @@ def parse_duration(value, field: str = "duration", allow_unlimited: bool = False
         return UNLIMITED
     elif isinstance(value, str) and value.strip().upper().startswith("P"):
         seconds = _iso_seconds(value.strip().upper(), field)
+        if seconds <= MAX_SECONDS:  # a longer one is only too long, whatever its spelling
+            _check_form(value, field)
     elif isinstance(value, str) and value.strip():
+        if _CALENDAR_UNITS.search(value) and pytimeparse2.parse(value.strip()) is not None:
+            raise Invalid(field, NO_FIXED_LENGTH)  # 1y, 3mo: said as for P1Y, before the forms described
+        _check_form(value, field)
         seconds = pytimeparse2.parse(value.strip())
         if seconds is None:
-            raise Invalid(field, f"{value!r} is not a duration (try 4h, 30m, 2d, 1w, PT4H or 1:30:00)")
-        if _CALENDAR_UNITS.search(value):
-            raise Invalid(field, NO_FIXED_LENGTH)
+            raise Invalid(field, f"{value!r} is not a duration {_TRY}")
     else:
         raise Invalid(field, "must be a duration such as 4h, 30m, 2d, PT4H or 1:30:00")
+    if 0 < seconds < 1:  # the calendar counts whole seconds: less would round to nothing
+        raise Invalid(field, "must be at least a second")
     return bounded_duration(seconds, field)
+
+
+def _check_form(value: str, field: str) -> None:
+    """Only the forms DURATION_PATTERN describes: pytimeparse2 reads more (1y, 1d, 4:00:00, ...)."""
+    if not _DURATION.fullmatch(value):
+        if re.search("[0-9]", value) and not re.search("[1-9]", value):
+            raise Invalid(field, "must be positive")
+        if value.strip().isascii() and value.strip().isdigit():  # seconds past the nine digits described
+            raise Invalid(field, f"{value!r} is out of range")
+        readable = pytimeparse2.parse(value.strip())
+        if readable is not None and readable > MAX_SECONDS:  # a known form, only too long: say so
+            bounded_duration(readable, field)
+        raise Invalid(field, f"{value!r} is not a duration {_TRY}")
 
 
 def _iso_seconds(value: str, field: str) -> float:

@@ -2,9 +2,11 @@ import math
 from datetime import datetime, timedelta, timezone
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
+from lablease.api.schemas import MAX_SECONDS
 from lablease.domain.errors import Invalid
-from lablease.timeparse import format_duration, format_time, parse_duration, parse_time
+from lablease.timeparse import DURATION_PATTERN, format_duration, format_time, parse_duration, parse_time
 
 
 @pytest.mark.parametrize("text, seconds", [
@@ -78,3 +80,17 @@ def test_times_lie_between_1970_and_9000():
         assert error.value.field == "start"
     with pytest.raises(Invalid, match="must lie between"):
         parse_ge_time("196912312359", datetime(2026, 1, 1, tzinfo=timezone.utc), "start")
+
+
+# The API description's pattern for durations is the server's rule: every string it allows is read as
+# one second to MAX_SECONDS, and forms outside it are refused even where pytimeparse2 would read them.
+@given(st.from_regex(DURATION_PATTERN))
+@settings(max_examples=300, derandomize=True, database=None)
+def test_every_described_duration_is_read(text):
+    assert timedelta(seconds=1) <= parse_duration(text) <= timedelta(seconds=MAX_SECONDS)
+
+
+@pytest.mark.parametrize("text", ["1d, 4:00:00", "0h 0m", "0.5s", "1h\n30m"])
+def test_durations_outside_the_described_forms_are_refused(text):
+    with pytest.raises(Invalid, match="duration: .*(is not a duration|must be positive)"):
+        parse_duration(text)

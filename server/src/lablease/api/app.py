@@ -92,14 +92,14 @@ class LabLeaseApp:
     def body(route: Route, request: Request, data: bytes) -> dict:
         if route.body is None:
             return {}
-        body = read_json(request, data)
-        check_body(body, route.body)
-        return body
+        return check_body(read_json(request, data), route.body)
 
     @staticmethod
     def query(route: Route, request: Request) -> dict:
+        # An empty string filter is no filter; an empty time, boolean or number is refused (it is none of those).
         return {name: query_value(kind, name, request.args[name])
-                for name, (kind, _) in route.query.items() if request.args.get(name, "") != ""}
+                for name, (kind, _) in route.query.items()
+                if name in request.args and (kind != "str" or request.args[name] != "")}
 
     @staticmethod
     def reply(route: Route, result) -> Response:

@@ -3,15 +3,16 @@ from __future__ import annotations
 
 import difflib
 import json
+import re
 
-from jsonschema import Draft202012Validator
+from jsonschema import Draft202012Validator, FormatChecker
 from jsonschema.exceptions import best_match
 from werkzeug.exceptions import BadRequest, LengthRequired, RequestEntityTooLarge, UnsupportedMediaType
 
 from ..domain.errors import Invalid, UnknownField
 from ..domain.limits import MAX_INT
-from ..domain.numbers import check_whole
 from ..timeparse import parse_duration, parse_time
+from .schemas import QUERY_KINDS
 
 
 def read_body(request, limit: int) -> bytes:
@@ -102,26 +103,29 @@ def _check_text(text: str, path: str, is_key: bool = False) -> None:
 
 
 _VALIDATORS: dict[int, Draft202012Validator] = {}
+# Formats checked with the schema; times are read by parse_time, which says what is wrong with them.
+_FORMATS = FormatChecker(formats=("email",))
 
 
 def _validator(schema: dict) -> Draft202012Validator:
     """Validators are built once per schema (the route table's schemas live as long as the process)."""
     validator = _VALIDATORS.get(id(schema))
     if validator is None:
-        validator = _VALIDATORS[id(schema)] = Draft202012Validator(schema)
+        validator = _VALIDATORS[id(schema)] = Draft202012Validator(schema, format_checker=_FORMATS)
     return validator
 
 
-def check_body(body: object, schema: dict) -> None:
-    """422 naming the field at fault when body does not match schema.
+def check_body(body: object, schema: dict) -> object:
+    """The body, or 422 naming the field at fault when it does not match schema.
 
     An unknown field comes first: it is most often a misspelt one (`sytem`), which would
-    otherwise be reported as the required field it was meant to be.
+    otherwise be reported as the required field it was meant to be. A whole number written
+    as 2.0 is an integer to JSON Schema: it comes back as the int 2.
     """
     found = list(_validator(schema).iter_errors(body))
     error = next((e for e in found if e.validator == "additionalProperties"), None) or best_match(found)
     if error is None:
-        return
+        return whole_numbers(body, schema)
     path = ".".join(str(p) for p in error.absolute_path)
     if error.validator == "required":
         missing = next((name for name in error.validator_value if name not in error.instance), "?")
@@ -133,7 +137,39 @@ def check_body(body: object, schema: dict) -> None:
         raise UnknownField(*(f"{path}.{n}" if path else n for n in (name, *close)))
     if error.validator == "maximum":  # the value may be hundreds of digits long: not repeated
         raise Invalid(path or "body", f"is too large (at most {error.validator_value})")
+    name = _rule_field(error)
+    if name:
+        raise Invalid(f"{path}.{name}" if path else name, error.schema["description"])
+    if error.validator == "pattern" and "description" in error.schema:
+        raise Invalid(path or "body", f"{error.instance!r} is not {error.schema['description']}")
     raise Invalid(path or "body", error.message)
+
+
+def whole_numbers(value: object, schema: dict) -> object:
+    """value with the floats that schema's integer fields hold (2.0) as ints."""
+    if isinstance(value, float) and "integer" in _types(schema) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        properties = schema.get("properties", {})
+        return {key: whole_numbers(item, properties.get(key, {})) for key, item in value.items()}
+    if isinstance(value, list) and isinstance(schema.get("items"), dict):
+        return [whole_numbers(item, schema["items"]) for item in value]
+    return value
+
+
+def _types(schema: dict) -> list:
+    kind = schema.get("type", [])
+    return kind if isinstance(kind, list) else [kind]
+
+
+def _rule_field(error) -> str | None:
+    """The first field a broken schemas.rule names (a oneOf, anyOf or not of `required`s), else None."""
+    if error.validator not in ("oneOf", "anyOf", "not") or "description" not in error.schema:
+        return None
+    alternatives = error.validator_value if error.validator != "not" else [error.validator_value]
+    if not all(isinstance(a, dict) and a.get("required") for a in alternatives):
+        return None
+    return alternatives[0]["required"][0]
 
 
 def merge_force(query: dict, body: dict) -> bool:
@@ -150,6 +186,7 @@ def merge_force(query: dict, body: dict) -> bool:
 
 
 def query_value(kind: str, name: str, raw: str):
+    """A query parameter's value by its kind (schemas.QUERY_KINDS describes them)."""
     if "\x00" in raw:  # no value holds one, and PostgreSQL refuses it in text
         raise Invalid(name, "must not hold a NUL character")
     if kind == "time":
@@ -161,11 +198,16 @@ def query_value(kind: str, name: str, raw: str):
             return False
         raise Invalid(name, "must be true or false")
     if kind == "int":
-        try:
-            number = int(raw)
-        except ValueError:
-            raise Invalid(name, "must be a whole number") from None
-        return check_whole(name, number, minimum=0)
+        bounds = QUERY_KINDS["int"]
+        # ASCII digits only (int() also takes "+5", " 5", "1_000" and other scripts' digits)
+        if not re.fullmatch("[0-9]+", raw):
+            raise Invalid(name, "must be a whole number")
+        number = int(raw) if len(raw) <= 12 else MAX_INT + 1  # thousands of digits are not converted
+        if number > bounds["maximum"]:
+            raise Invalid(name, f"is too large (at most {bounds['maximum']})")
+        if number < bounds["minimum"]:
+            raise Invalid(name, f"must be at least {bounds['minimum']}")
+        return number
     return raw
 
 

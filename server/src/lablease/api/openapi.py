@@ -1,49 +1,79 @@
 """The OpenAPI 3.1 description, built from the route table."""
 from __future__ import annotations
 
+import json
 import re
 
+from jsonschema import Draft202012Validator
+
 from .. import __version__
-from ..domain.limits import MAX_INT
+from ..jobxml.schema import JOB_DESCRIPTION
 from . import schemas
 from .routes import ROUTES, Route
 
-_PARAM = re.compile(r"<(?:(\w+):)?(\w+)>")
-_KINDS = {"time": {"type": "string", "format": "date-time"}, "bool": {"type": "boolean"},
-          "int": {"type": "integer", "minimum": 0, "maximum": MAX_INT}, "str": {"type": "string"}}
+# <name>, <int:name> or <any(a, b):name>
+_PARAM = re.compile(r"<(?:(\w+)(?:\(([^)]*)\))?:)?(\w+)>")
 _REASONS = {400: "Malformed request", 401: "Missing, unknown, revoked or expired token", 403: "Not allowed",
-            404: "Not found", 409: "Conflict (e.g. the calendar is booked)", 413: "Body too large",
+            404: "Not found (also: a path that names nothing, or a malformed id)",
+            409: "Conflict (e.g. the calendar is booked)", 413: "Body too large (the detail says the limit)",
             415: "Body of a type the route does not take",
-            422: "Invalid input (names the field)", 429: "Limit reached"}
+            422: "Invalid input (names the field)", 429: "Limit reached",
+            503: "The database is busy: retry after Retry-After seconds"}
 
 
 def openapi_path(path: str) -> str:
-    return _PARAM.sub(lambda m: "{" + m.group(2) + "}", path)
+    return _PARAM.sub(lambda m: "{" + m.group(3) + "}", path)
+
+
+def _path_schema(converter: str, args: str, name: str) -> dict:
+    if converter == "int":
+        return schemas.ID
+    if converter == "any":
+        return {"enum": [arg.strip() for arg in args.split(",")]}
+    return schemas.PATH_PARAMETERS[name]
 
 
 def _parameters(route: Route) -> list[dict]:
-    params = [
-        {"name": name, "in": "path", "required": True,
-         "schema": {"type": "integer", "minimum": 0, "maximum": MAX_INT} if converter == "int" else {"type": "string"}}
-        for converter, name in _PARAM.findall(route.path)
-    ]
-    params += [{"name": name, "in": "query", "required": False, "description": text, "schema": _KINDS[kind]}
+    params = [{"name": name, "in": "path", "required": True, "schema": _path_schema(converter, args, name)}
+              for converter, args, name in _PARAM.findall(route.path)]
+    params += [{"name": name, "in": "query", "required": False, "description": text,
+                "schema": schemas.QUERY_KINDS[kind]}
                for name, (kind, text) in route.query.items()]
     return params
+
+
+def failures(route: Route) -> set[int]:
+    """Every failure status the route can answer: those of every route, then its own (route.statuses)."""
+    common = {400, 422, 503}  # 503: the database stayed busy (any route opens a transaction)
+    if route.auth:
+        common.add(401)
+    if "<" in route.path:
+        common.add(404)  # the router's answer to a path that names nothing
+    if route.body is not None or route.raw:
+        common |= {413, 415}
+    return common | {code for code in route.statuses if code >= 400}
 
 
 def _problem(reason: str) -> dict:
     return {"description": reason, "content": {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}}
 
 
+def _success(route: Route, status: int) -> dict:
+    ok = {"description": route.summary if status == route.status else route.also[status]}
+    if route.response is not None and status != 204:
+        ok["content"] = {route.media: {"schema": route.response}}
+    return ok
+
+
+def _body(route: Route) -> dict:
+    # An empty body is read as {}: the body is required when {} is not a valid one (e.g. PATCH changing nothing is).
+    return {"required": not Draft202012Validator(route.body).is_valid({}),
+            "content": {"application/json": {"schema": route.body}}}
+
+
 def _operation(route: Route) -> dict:
-    ok = {"description": route.summary}
-    if route.response is not None:
-        ok["content"] = {"application/json": {"schema": route.response}}
-    responses = {str(route.status): ok}
-    failures = ({400, 422} | ({401} if route.auth else set()) | ({413} if route.body or route.raw else set())
-                | set(route.statuses))
-    for code in sorted(failures):
+    responses = {str(status): _success(route, status) for status in sorted({route.status, *route.also})}
+    for code in sorted(failures(route)):
         responses[str(code)] = _problem(_REASONS[code])
     operation = {
         "summary": route.summary,
@@ -53,16 +83,19 @@ def _operation(route: Route) -> dict:
         "responses": responses,
     }
     if route.body is not None:
-        # A body without required fields may be left out (an empty body reads as {}).
-        operation["requestBody"] = {"required": bool(route.body.get("required")),
-                                    "content": {"application/json": {"schema": route.body}}}
+        operation["requestBody"] = _body(route)
     elif route.raw:
-        operation["requestBody"] = {"required": True, "content": {
-            "application/xml": {"schema": {"type": "string", "description": "job XML (see docs/jobs.md)"}},
-            "application/json": {"schema": {"type": "object", "description": "the job's JSON form"}}}}
+        operation["requestBody"] = {"required": True,
+                                    "content": {media: {"schema": schema} for media, schema in route.raw.items()}}
     if not route.auth:
         operation["security"] = []
     return operation
+
+
+def _component(schema: dict, name: str) -> dict:
+    """A JSON Schema document as a component: its "#/$defs/..." references point into it where it now is."""
+    text = json.dumps({key: value for key, value in schema.items() if key not in ("$schema", "$id")})
+    return json.loads(text.replace('"#/$defs/', f'"#/components/schemas/{name}/$defs/'))
 
 
 def build_spec(base_url: str = "") -> dict:
@@ -76,7 +109,7 @@ def build_spec(base_url: str = "") -> dict:
         "servers": [{"url": base_url or "/"}],
         "paths": paths,
         "components": {
-            "schemas": {"Problem": schemas.PROBLEM},
+            "schemas": {"Problem": schemas.PROBLEM, "Job": _component(JOB_DESCRIPTION, "Job")},
             "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
         },
         "security": [{"bearer": []}],

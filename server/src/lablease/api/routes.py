@@ -13,9 +13,11 @@ from werkzeug.routing import IntegerConverter, UnicodeConverter
 
 from ..domain.limits import MAX_INT
 from . import schemas as s
+from ..services.installations import EVENTS
 from .views import access, advance, jobs, meta, provisioning, reservations, schedules, systems
 
 BASE = "/api/v1"
+EVENT = "<any(" + ", ".join(EVENTS) + "):event>"  # an installer callback's name
 
 
 class IdConverter(IntegerConverter):
@@ -57,8 +59,12 @@ class Route:
     response: dict | None = None
     status: int = 200
     auth: bool = True
-    statuses: tuple[int, ...] = ()  # failures worth documenting beyond 400/401/422
-    raw: bool = False  # the view reads the body itself (e.g. XML or JSON)
+    # Failures this route answers beyond those every route can (openapi.failures: 400, 422, 503; 401 with auth;
+    # 404 with a path parameter; 413 and 415 with a body): 403, 404, 409, 429 ...
+    statuses: tuple[int, ...] = ()
+    also: dict[int, str] = field(default_factory=dict)  # other successes, with when they happen
+    media: str = "application/json"  # of the successful answer
+    raw: dict[str, dict] | None = None  # the view reads the body itself: its schema by media type
     read_first: bool = False  # only reads until it locks the calendar (SQLite: short write lock)
 
     @property
@@ -189,12 +195,12 @@ ROUTES: list[Route] = [
           "Reserve a system now or in advance (200 when request_id matched an earlier reservation; 409 when "
           "the request differs from it)",
           "reservations", body=s.RESERVATION_CREATE, response=s.RESERVATION, status=201, statuses=(403, 404, 409),
-          read_first=True),
+          also={200: "request_id matched an earlier reservation of the caller's: that one"}, read_first=True),
     Route("GET", BASE + "/reservations", reservations.listing,
           "Reservations, newest first: the caller's (admins: everybody's)", "reservations",
           query={"user": ("str", "this user's ('me' for the caller)"), "system": ("str", "of this system"),
                  "active": ("bool", "true: not yet returned; false: returned; omitted: both")},
-          response=s.list_of(s.RESERVATION)),
+          response=s.list_of(s.RESERVATION), statuses=(404,)),
     Route("GET", BASE + "/reservations/<int:id>", reservations.show, "A reservation", "reservations",
           response=s.RESERVATION, statuses=(404,)),
     Route("PATCH", BASE + "/reservations/<int:id>", reservations.update,
@@ -215,7 +221,8 @@ ROUTES: list[Route] = [
           "with that request_id is refused (409)", "jobs",
           query={"request_id": ("str", "a client-chosen id; re-submitting with it while the job is unfinished "
                                        "returns the same job")},
-          response=s.JOB, status=201, raw=True, statuses=(403, 409, 413, 415)),
+          response=s.JOB, status=201, raw=s.JOB_SUBMISSION, statuses=(403, 409),
+          also={200: "request_id matched one of the caller's unfinished jobs: that one"}),
     Route("GET", BASE + "/jobs", jobs.listing, "Jobs, newest first: the caller's (admins: mine=false for all)",
           "jobs", query={"mine": ("bool", "only the caller's (default true)"), "status": ("str", "only this status"),
                          "request_id": ("str", "only jobs submitted with this request id")},
@@ -243,7 +250,8 @@ ROUTES: list[Route] = [
     # advance reservations (Grid Engine's qrsub, qrstat, qralter, qrdel)
     Route("POST", BASE + "/advance-reservations", advance.create,
           "Create an advance reservation (qrsub; admins and arusers): 201 granted; validate_only: 200, nothing made",
-          "advance-reservations", body=s.AR_CREATE, response=s.AR, status=201, statuses=(403, 409, 429)),
+          "advance-reservations", body=s.AR_CREATE, response=s.AR, status=201, statuses=(403, 409, 429),
+          also={200: "validate_only: whether it could be granted; nothing made"}),
     Route("GET", BASE + "/advance-reservations", advance.listing, "Advance reservations (qrstat)",
           "advance-reservations", query={"user": ("str", "this user's ('*': everybody's; default: the caller's)")},
           response=s.list_of(s.AR)),
@@ -299,12 +307,12 @@ ROUTES: list[Route] = [
     Route("GET", BASE + "/installations/<int:id>/kickstart", provisioning.kickstart,
           "The rendered kickstart, for the installer (authorised by ?token=, no user token, until the installation "
           "is running or over)", "installer",
-          query=TOKEN, response={"type": "string"}, auth=False, statuses=(403,)),
-    Route("POST", BASE + "/installations/<int:id>/<event>",
+          query=TOKEN, response={"type": "string"}, media="text/plain", auth=False, statuses=(403,)),
+    Route("POST", BASE + "/installations/<int:id>/" + EVENT,
           provisioning.callback, "An installer callback: install_start, install_done, postinstall_done or install_fail "
           "(authorised by ?token=, no user token)", "installer",
           query=TOKEN, status=204, auth=False, statuses=(403, 409)),
-    Route("POST", BASE + "/recipes/<int:id>/<event>",
+    Route("POST", BASE + "/recipes/<int:id>/" + EVENT,
           provisioning.recipe_callback, "The same callback for the recipe's latest installation", "installer",
           query=TOKEN, status=204, auth=False, statuses=(403, 404, 409)),
     # generic schedules
@@ -314,13 +322,13 @@ ROUTES: list[Route] = [
           "schedules", response=s.SUBJECT, statuses=(404,)),
     Route("PUT", BASE + "/schedules/<subject>", schedules.put_subject,
           "Create or change a schedule subject (admins)", "schedules", body=s.SUBJECT_PUT, response=s.SUBJECT,
-          statuses=(403,)),
+          statuses=(403,), also={201: "Created"}),
     Route("PUT", BASE + "/schedules/<subject>/resources/<resource_id>", schedules.put_resource,
           "Declare a resource's capacity (admins); resources book exclusively by default", "schedules",
           body=s.RESOURCE_PUT, response=s.RESOURCE, statuses=(403, 404, 409)),
     Route("POST", BASE + "/schedules/<subject>/reservations", schedules.create,
-          "Book a resource of the subject (best effort now, or later)", "schedules", body=s.SCHEDULE_CREATE,
-          response=s.SCHEDULE_BOOKING, status=201, statuses=(404, 409)),
+          "Book a resource of the subject (best effort now, or later; for another user: admins)", "schedules",
+          body=s.SCHEDULE_CREATE, response=s.SCHEDULE_BOOKING, status=201, statuses=(403, 404, 409)),
     Route("GET", BASE + "/schedules/<subject>/reservations", schedules.find,
           "Find bookings: every one touching the period and matching the filters", "schedules",
           query=SCHEDULE_FILTERS, response=s.list_of(s.SCHEDULE_BOOKING), statuses=(404,)),

@@ -1,41 +1,77 @@
-"""JSON schemas of request bodies and answers: used to validate and to describe (OpenAPI)."""
+"""JSON schemas of request bodies and answers: used to validate and to describe (OpenAPI).
+
+The description promises what the server takes: a request that matches these schemas is refused only
+for what a schema cannot say (a name that names nobody, a start in the past, a booked calendar).
+"""
 from __future__ import annotations
 
+from ..domain.systems import ARCHES, FQDN_MAX, FQDN_PATTERN
+from ..services.users import NAME_PATTERN
 from ..domain.limits import MAX_INT
-
-# Whole numbers a request may send are bounded by what the database stores (check_body: "too large").
-WHOLE = {"type": "integer", "minimum": 1, "maximum": MAX_INT}
+from ..domain.windows import MAX_SECONDS  # the longest duration (about 68 years): stored as seconds
+from ..timeparse import DURATION_PATTERN
 
 DURATION = {
-    "description": "ISO 8601 (PT4H), 30m 4h 2d 1w, h:m:s, or seconds",
-    "oneOf": [{"type": "string", "minLength": 1, "maxLength": 64}, {"type": "number", "exclusiveMinimum": 0}],
+    "description": "ISO 8601 (PT4H), 30m 4h 2d 1w, h:m:s, or seconds; at least a second, at most about 68 years",
+    "oneOf": [{"type": "string", "pattern": DURATION_PATTERN, "maxLength": 64},
+              {"type": "number", "minimum": 1, "maximum": MAX_SECONDS}],
 }
-TIME = {"type": "string", "format": "date-time", "description": "RFC 3339 with a zone, e.g. 2026-11-22T14:00:00Z"}
+# The calendar's range is 1970 to 9000 (domain/windows.py): the pattern says the year.
+TIME = {"type": "string", "format": "date-time", "pattern": "^(19[7-9][0-9]|[2-8][0-9]{3})-",
+        "description": "RFC 3339 with a zone, e.g. 2026-11-22T14:00:00Z, from 1970 to 9000"}
 NULLABLE_TIME = {"type": ["string", "null"], "format": "date-time"}
 NAME = {"type": "string", "minLength": 1, "maxLength": 255}
+# A user, group, pool or schedule subject: letters, digits, _ . @ -, up to 64 (services.users.check_name)
+ENTITY = {"type": "string", "pattern": NAME_PATTERN, "maxLength": 64,
+          "description": "a name: letters, digits, _ . @ -; up to 64"}
+FQDN = {"type": "string", "pattern": FQDN_PATTERN, "maxLength": FQDN_MAX, "description": "a host name"}
+ARCH = {"enum": list(ARCHES)}
+# Ids and counts are integer columns: 32 bits on PostgreSQL, so no id or count passes MAX_INT.
+ID = {"type": "integer", "format": "int32", "minimum": 1, "maximum": MAX_INT}
+COUNT = {"type": "integer", "minimum": 1, "maximum": MAX_INT}
+LIMIT_MAX = 10000
+# Query parameters by kind (routes.py); inputs.query_value reads them. An empty value is the same as none
+# only for strings: a time, a boolean or a number must be one.
+QUERY_KINDS = {"time": TIME, "bool": {"type": "boolean"},
+               "int": {"type": "integer", "minimum": 1, "maximum": LIMIT_MAX}, "str": {"type": "string"}}
+# Path parameters by name (routes.py)
+PATH_PARAMETERS = {
+    "fqdn": FQDN, "name": ENTITY, "user": ENTITY, "subject": ENTITY,
+    "resource_id": NAME,
+    "ident": {"type": "string", "minLength": 1, "maxLength": 128, "description": "an id, or a name"},
+}
 
+
+def rule(message: str, **keywords) -> dict:
+    """A rule over several fields (oneOf, anyOf, not of `required`s), and the message that says it is broken.
+
+    inputs.check_body names the first field of the rule with this message."""
+    return {**keywords, "description": message}
+
+SCALAR = {"type": ["string", "number", "boolean"]}
 SETTINGS_OBJECT = {"type": "object", "description": "driver settings; secrets (password, key, token) are never shown back"}
 
 SYSTEM_FIELDS = {
-    "arch": {"type": "string", "description": "x86_64, aarch64, ppc64le, s390x, ..."},
-    "cpus": {**WHOLE, "type": ["integer", "null"]},
-    "memory_mb": {**WHOLE, "type": ["integer", "null"]},
+    "arch": ARCH,
+    "cpus": {**COUNT, "type": ["integer", "null"]},
+    "memory_mb": {**COUNT, "type": ["integer", "null"]},
     "lab": {"type": ["string", "null"], "maxLength": 64},
-    "attributes": {"type": "object", "description": "key -> value or list of values"},
+    "attributes": {"type": "object", "description": "key -> value or list of values",
+                   "additionalProperties": {"anyOf": [SCALAR, {"type": "array", "items": SCALAR}]}},
     "condition": {"enum": ["automated", "manual", "broken", "removed"]},
     "owner": {"type": ["string", "null"], "description": "user name"},
     "power": SETTINGS_OBJECT,
     "netboot": SETTINGS_OBJECT,
     "release_action": {"enum": ["power_off", "leave_on", "reprovision"],
                        "description": "what happens when a reservation of the system ends"},
-    "reprovision_distro_tree": {**WHOLE, "type": ["integer", "null"],
+    "reprovision_distro_tree": {**ID, "type": ["integer", "null"],
                                 "description": "distro tree id installed by the reprovision release action"},
 }
 
 SYSTEM_CREATE = {
     "type": "object",
     "required": ["fqdn", "arch"],
-    "properties": {"fqdn": NAME, **SYSTEM_FIELDS},
+    "properties": {"fqdn": FQDN, **SYSTEM_FIELDS},
     "additionalProperties": False,
 }
 SYSTEM_UPDATE = {"type": "object", "properties": SYSTEM_FIELDS, "additionalProperties": False}
@@ -58,25 +94,31 @@ SYSTEM = {
     },
 }
 
+END_OR_DURATION = rule("give either end or duration, not both", **{"not": {"required": ["duration", "end"]}})
 RESERVATION_CREATE = {
     "type": "object",
     "required": ["system"],
+    "allOf": [END_OR_DURATION],
     "properties": {
-        "system": {**NAME, "description": "fqdn of the system"},
+        "system": {**FQDN, "description": "fqdn of the system"},
         "start": {**TIME, "description": "default now; a later start reserves in advance"},
         "end": TIME,
-        "duration": {**DURATION, "description": DURATION["description"] + "; or 'unlimited' where the site allows"},
+        "duration": {"oneOf": [*DURATION["oneOf"], {"const": "unlimited"}],
+                     "description": DURATION["description"] + "; or 'unlimited' where the site allows"},
         "return_loan": {"type": "boolean", "default": False},
         "heartbeat": {**DURATION, "description": "return the reservation when no heartbeat came for this long"},
         "request_id": {"type": "string", "minLength": 1, "maxLength": 128,
                        "description": "a client-chosen id: retrying with it returns the same reservation"},
-        "advance_reservation": {**WHOLE, "description": "reserve inside this advance reservation "
+        "advance_reservation": {**ID, "description": "reserve inside this advance reservation "
                                 "(its ACL users, its systems, inside its window; default end: the AR's)"},
     },
     "additionalProperties": False,
 }
 RESERVATION_UPDATE = {
     "type": "object",
+    "allOf": [rule("give end, extend_by or heartbeat",
+                   anyOf=[{"required": ["end"]}, {"required": ["extend_by"]}, {"required": ["heartbeat"]}]),
+              rule("give exactly one of end or extend_by", **{"not": {"required": ["end", "extend_by"]}})],
     "properties": {
         "end": {**TIME, "description": "the new end"},
         "extend_by": {**DURATION, "description": "added to the current end (not to now)"},
@@ -118,7 +160,7 @@ SUBJECT = {
 RESOURCE_PUT = {
     "type": "object",
     "required": ["capacity"],
-    "properties": {"capacity": WHOLE},
+    "properties": {"capacity": COUNT},
     "additionalProperties": False,
 }
 RESOURCE = {"type": "object", "properties": {"subject": {"type": "string"}, "resource_id": {"type": "string"},
@@ -127,18 +169,20 @@ SCHEDULE_WINDOW = {"start": TIME, "end": TIME, "duration": DURATION}
 SCHEDULE_CREATE = {
     "type": "object",
     "required": ["resource_id"],
+    "allOf": [END_OR_DURATION],
     "properties": {
         "resource_id": NAME,
         "resource_spec": {"type": "object", "description": "free-form description of the resource"},
         "user": {**NAME, "description": "book on behalf of this user (admins)"},
         "slice": NAME,
-        "quantity": {**WHOLE, "default": 1},
+        "quantity": {**COUNT, "default": 1},
         **SCHEDULE_WINDOW,
     },
     "additionalProperties": False,
 }
 SCHEDULE_UPDATE = {
     "type": "object",
+    "allOf": [END_OR_DURATION],
     "properties": {"resource_spec": {"type": "object"}, "slice": NAME, **SCHEDULE_WINDOW},
     "additionalProperties": False,
 }
@@ -175,7 +219,7 @@ LOAN_CREATE = {
     "type": "object",
     "required": ["recipient"],
     "properties": {
-        "recipient": {**NAME, "description": "user name"},
+        "recipient": {**ENTITY, "description": "user name"},
         "duration": {**DURATION, "description": "limit the loan to this long (no limit by default)"},
         "limited": {"type": "boolean", "description": "limit the loan to the site's default_loan_duration"},
         "comment": {"type": "string", "maxLength": 2000},
@@ -186,6 +230,7 @@ LOAN_CREATE = {
 }
 LOAN_UPDATE = {
     "type": "object",
+    "allOf": [rule("give exactly one of end or extend_by", oneOf=[{"required": ["end"]}, {"required": ["extend_by"]}])],
     "properties": {"end": TIME, "extend_by": {**DURATION, "description": "added to the current end"}},
     "additionalProperties": False,
 }
@@ -196,11 +241,11 @@ LOAN = {
                    "comment": {"type": ["string", "null"]}, "returned_at": NULLABLE_TIME,
                    "return_reason": {"type": ["string", "null"]}},
 }
-USER_LIST = {"type": "array", "items": NAME}
+USER_LIST = {"type": "array", "items": ENTITY}
 GROUP_CREATE = {
     "type": "object",
     "required": ["name"],
-    "properties": {"name": NAME, "description": {"type": "string"}, "members": USER_LIST, "owners": USER_LIST},
+    "properties": {"name": ENTITY, "description": {"type": "string"}, "members": USER_LIST, "owners": USER_LIST},
     "additionalProperties": False,
 }
 WEBHOOK = {
@@ -215,7 +260,7 @@ GROUP = {"type": "object", "properties": {"name": {"type": "string"}, "descripti
                                           "owners": USER_LIST, "members": USER_LIST,
                                           "webhook_url": {"type": ["string", "null"],
                                                           "description": "only shown to the group's owners and admins"}}}
-MEMBER_ADD = {"type": "object", "required": ["user"], "properties": {"user": NAME, "owner": {"type": "boolean"}},
+MEMBER_ADD = {"type": "object", "required": ["user"], "properties": {"user": ENTITY, "owner": {"type": "boolean"}},
               "additionalProperties": False}
 ME_UPDATE = {"type": "object", "properties": {"email": {"type": ["string", "null"], "format": "email",
                                                         "maxLength": 254}, **WEBHOOK},
@@ -223,8 +268,8 @@ ME_UPDATE = {"type": "object", "properties": {"email": {"type": ["string", "null
 POOL_CREATE = {
     "type": "object",
     "required": ["name"],
-    "properties": {"name": NAME, "description": {"type": "string"},
-                   "owner_group": {**NAME, "description": "group whose members manage the pool"}},
+    "properties": {"name": ENTITY, "description": {"type": "string"},
+                   "owner_group": {**ENTITY, "description": "group whose members manage the pool"}},
     "additionalProperties": False,
 }
 POOL_UPDATE = {"type": "object", "properties": {"description": {"type": ["string", "null"]},
@@ -233,11 +278,13 @@ POOL_UPDATE = {"type": "object", "properties": {"description": {"type": ["string
 POOL = {"type": "object", "properties": {"name": {"type": "string"}, "description": {"type": ["string", "null"]},
                                          "owner_group": {"type": ["string", "null"]},
                                          "systems": {"type": "array", "items": {"type": "string"}}}}
-POOL_MEMBER = {"type": "object", "required": ["fqdn"], "properties": {"fqdn": NAME}, "additionalProperties": False}
+POOL_MEMBER = {"type": "object", "required": ["fqdn"], "properties": {"fqdn": FQDN}, "additionalProperties": False}
 RULE_CREATE = {
     "type": "object",
     "required": ["permission"],
-    "properties": {"permission": PERMISSION, "user": NAME, "group": NAME, "everybody": {"const": True}},
+    "allOf": [rule("name exactly one of user, group or everybody: true",
+                   oneOf=[{"required": ["user"]}, {"required": ["group"]}, {"required": ["everybody"]}])],
+    "properties": {"permission": PERMISSION, "user": ENTITY, "group": ENTITY, "everybody": {"const": True}},
     "additionalProperties": False,
 }
 RULE = {"type": "object", "properties": {"id": {"type": "integer"}, "permission": PERMISSION,
@@ -260,6 +307,9 @@ RECIPE_BRIEF = {"type": "object", "properties": {
     "id": {"type": "integer"}, "status": {"type": "string"}, "result": {"enum": ["none", "pass", "warn", "fail"]},
     "system": {"type": ["string", "null"]}, "whiteboard": {"type": "string"}, "started_at": NULLABLE_TIME,
     "finished_at": NULLABLE_TIME, "distro_tree": {"type": ["integer", "null"]}}}
+# A job, as job XML or as its JSON form (jobxml/schema.py: a component of the description, "Job")
+JOB_SUBMISSION = {"application/xml": {"type": "string", "description": "job XML (see docs/jobs.md)"},
+                  "application/json": {"$ref": "#/components/schemas/Job"}}
 JOB = {"type": "object", "properties": {
     "id": {"type": "integer"}, "owner": {"type": "string"}, "whiteboard": {"type": "string"},
     "status": {"type": "string"}, "result": {"type": "string"}, "submitted_at": TIME, "finished_at": NULLABLE_TIME,
@@ -293,7 +343,7 @@ DISTRO_CREATE = {
     "type": "object",
     "required": ["name", "arch", "url", "kernel", "initrd"],
     "properties": {
-        "name": NAME, "family": {"type": "string"}, "arch": {"type": "string"}, "variant": {"type": "string"},
+        "name": NAME, "family": {"type": "string"}, "arch": ARCH, "variant": {"type": "string"},
         "tags": {"type": "array", "items": {"type": "string"}},
         "url": {"type": "string", "description": "install tree URL"},
         "kernel": {"type": "string", "description": "kernel path, relative to url"},
@@ -303,8 +353,9 @@ DISTRO_CREATE = {
     },
     "additionalProperties": False,
 }
-DISTRO = {"type": "object", "properties": {"id": {"type": "integer"}, **DISTRO_CREATE["properties"],
-                                           "created_at": TIME}}
+DISTRO = {"type": "object", "properties": {
+    "id": {"type": "integer"}, **DISTRO_CREATE["properties"], "created_at": TIME,
+    **{name: {"type": ["string", "null"]} for name in ("family", "variant", "ks_meta", "kernel_options")}}}
 
 DISTRO_UPDATE = {"type": "object", "properties": {k: v for k, v in DISTRO_CREATE["properties"].items()
                                                    if k not in ("name", "arch", "variant")},
@@ -313,7 +364,7 @@ PROVISION = {
     "type": "object",
     "required": ["distro_tree"],
     "properties": {
-        "distro_tree": {**WHOLE, "type": ["integer", "string"], "description": "a distro tree id, or its name"},
+        "distro_tree": {"type": ["integer", "string"], "minimum": 1, "maximum": MAX_INT, "description": "a distro tree id, or its name"},
         "arch": {"type": "string", "description": "with a name: the tree's arch (default: the system's)"},
         "variant": {"type": "string", "description": "with a name: the tree's variant, when it has several"},
         "ks_meta": {"type": "string", "maxLength": 4000, "description": "key=value variables for the kickstart"},
@@ -346,6 +397,8 @@ AR_MAIL = {"type": "object", "properties": {
     "additionalProperties": False}
 AR_CREATE = {
     "type": "object",
+    "allOf": [rule("give an end (qrsub -e) or a duration (qrsub -d): a start alone makes no window",
+                   anyOf=[{"required": ["end"]}, {"required": ["duration"]}])],
     "properties": {
         "name": {"type": ["string", "null"], "maxLength": 128}, "account": {"type": ["string", "null"], "maxLength": 128},
         "start": {**TIME, "description": "qrsub -a; default now"}, "end": {**TIME, "description": "qrsub -e"},
@@ -353,7 +406,7 @@ AR_CREATE = {
         "hosts": {"type": "array", "items": NAME, "description": "systems by name"},
         "requires": {"type": ["object", "null"], "description": "qrsub -l: a hostRequires filter (job JSON form)"},
         "pools": {"type": "array", "items": NAME, "description": "qrsub -q"},
-        "count": {**WHOLE, "description": "how many systems (qrsub -pe slots)"},
+        "count": {**COUNT, "description": "how many systems (qrsub -pe slots)"},
         "acl": {"type": "array", "items": {"type": "string"}, "description": "qrsub -u: user names and @groups"},
         "mail": AR_MAIL, "error_handling": {"enum": ["hard", "soft", "yes", "no"], "description": "qrsub -he"},
         "validate_only": {"type": "boolean", "description": "qrsub -w v: say whether it could be granted"},

@@ -7,6 +7,7 @@ systems --json` mean the same.
 from __future__ import annotations
 
 import argparse
+import re
 from importlib import metadata
 
 from . import client_ar as ar
@@ -199,11 +200,13 @@ def add_policy_commands(policy, common) -> None:
 
 
 def duration(value: str) -> float:
-    """--timeout: seconds, from the durations the server takes (90, 30s, 10m, 1h, PT10M, 1:30:00)."""
+    """--timeout: seconds (also a fraction: 0.5), or the durations the server takes (30s, 10m, 1h, PT10M, 1:30:00)."""
     from ..domain.errors import Invalid
     from ..timeparse import NO_FIXED_LENGTH, parse_duration
 
     try:
+        if re.fullmatch(r"\s*[0-9]+(\.[0-9]+)?\s*", value) and float(value) > 0:
+            return float(value)
         return parse_duration(value, "timeout").total_seconds()
     except Invalid as error:
         reason = error.extra["reason"]

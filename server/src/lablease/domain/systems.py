@@ -10,11 +10,15 @@ USAGES = ("idle", "scheduled", "waiting", "installing", "running", "pending")
 RELEASE_ACTIONS = ("power_off", "leave_on", "reprovision")
 ARCHES = ("x86_64", "aarch64", "ppc64le", "s390x", "i386", "ppc64", "armhfp", "riscv64")
 
-_FQDN = re.compile(r"^(?=.{1,253}$)([a-zA-Z0-9]([a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?)(\.[a-zA-Z0-9]([a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?)*$")
+# Labels of letters, digits and inner hyphens, dot-separated; at most FQDN_MAX long (also in the API description)
+FQDN_PATTERN = r"^[a-zA-Z0-9]([a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?(\.[a-zA-Z0-9]([a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?)*$"
+FQDN_MAX = 253
+_FQDN = re.compile(FQDN_PATTERN)
 
 
 def check_fqdn(fqdn: str) -> str:
-    if not isinstance(fqdn, str) or not _FQDN.match(fqdn):
+    # fullmatch: "$" alone lets a final newline in
+    if not isinstance(fqdn, str) or len(fqdn) > FQDN_MAX or not _FQDN.fullmatch(fqdn):
         raise Invalid("fqdn", f"{fqdn!r} is not a valid host name")
     return fqdn.lower()
 

@@ -14,7 +14,7 @@ from jsonschema.exceptions import best_match
 
 from ..domain.boot_text import check_options
 from ..domain.errors import Invalid, OutOfRange
-from ..timeparse import parse_duration
+from ..timeparse import DURATION_PATTERN, parse_duration
 from . import fields
 from .errors import PathError
 from ..domain.windows import MAX_SECONDS
@@ -88,11 +88,7 @@ def _recipe(data: dict, path: tuple) -> dict:
 def _reservesys(data: dict | None, path: tuple) -> dict | None:
     if data is None:
         return None
-    flags = [flag for flag in fields.RESERVE_FLAGS if flag in data]
-    if "when" in data and flags:
-        raise PathError(path, f"give either when= or the flags (onabort, onfail, onwarn, onpass), not both"
-                              f" (found when= and {', '.join(flags)}=)")
-    if "when" in data:
+    if "when" in data:  # not with the flags too (the schema's rule)
         values = dict(zip(fields.RESERVE_FLAGS, fields.WHEN[data["when"]]))
     else:
         values = {flag: data.get(flag, True) for flag in fields.RESERVE_FLAGS}
@@ -121,6 +117,15 @@ def _filter(tree: dict | None) -> dict | None:
             if node["field"] == "key_value":
                 out["key"], out["value"] = node["key"], str(node["value"])
     return result
+
+
+def _duration_reason(value) -> str:
+    """What parse_duration says is wrong with a duration outside DURATION_PATTERN."""
+    try:
+        parse_duration(value, "duration")
+    except Invalid as error:
+        return error.extra["reason"]
+    return f"{value!r} is not a duration"
 
 
 def _seconds(value, path: tuple) -> int:
@@ -193,6 +198,8 @@ def _message(error) -> str:
         return f"{value!r} is not a whole number"
     if error.validator == "enum":
         return f"{value!r} is not one of: {', '.join(map(str, error.validator_value))}"
+    if error.validator == "pattern" and error.validator_value == DURATION_PATTERN:
+        return _duration_reason(value)
     if error.validator == "pattern":
         return "contains a control character, which XML cannot carry"
     if error.validator == "maximum":  # the value itself may be thousands of digits long: not repeated
@@ -201,7 +208,9 @@ def _message(error) -> str:
         return f"{value!r} is too small (at least {error.validator_value})"
     if error.validator == "minItems":
         return "needs at least one item"
-    if error.validator == "not":  # the one "not": names
+    if error.validator == "not" and "description" in error.schema:  # a rule that says itself (reservesys)
+        return error.schema["description"]
+    if error.validator == "not":  # names
         return f"{value!r} must not begin or end with white space"
     if error.validator == "minLength":
         return "must not be empty"

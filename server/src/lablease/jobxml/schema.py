@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from ..domain import limits
 from ..domain.windows import MAX_SECONDS
+from ..timeparse import DURATION_PATTERN
 from . import fields
 
 # Characters XML 1.0 cannot carry: a job must survive a round trip through XML.
@@ -18,7 +19,7 @@ MAX_INT = 2**63 - 1
 
 TEXT = {"type": "string", "pattern": XML_SAFE}
 NAME = {"type": "string", "minLength": 1, "pattern": XML_SAFE, "not": {"type": "string", "pattern": r"^\s|\s$"}}
-DURATION = {"type": ["integer", "string"], "minimum": 1, "maximum": MAX_SECONDS, "pattern": XML_SAFE}
+DURATION = {"type": ["integer", "string"], "minimum": 1, "maximum": MAX_SECONDS, "pattern": DURATION_PATTERN}
 FLAG = {"type": "boolean"}
 
 
@@ -144,6 +145,8 @@ JOB_SCHEMA = {
         "reservesys": {
             "type": "object",
             "additionalProperties": False,
+            "not": {"required": ["when"], "anyOf": [{"required": [flag]} for flag in fields.RESERVE_FLAGS]},
+            "description": "give either when= or the flags (onabort, onfail, onwarn, onpass), not both",
             "properties": {
                 **{flag: FLAG for flag in fields.RESERVE_FLAGS},
                 "when": {"enum": list(fields.WHEN)},
@@ -166,3 +169,10 @@ JOB_SCHEMA = {
         "distro_leaf": _leaf(fields.DISTRO_FIELD_OPS),
     },
 }
+
+# The same, with the rule _recipe in normalise.py checks (it names the force field, which a schema
+# cannot): the API description's "Job".
+JOB_DESCRIPTION = {**JOB_SCHEMA, "$defs": {**JOB_SCHEMA["$defs"], "recipe": {
+    **RECIPE, "not": {"required": ["force", "host_requires"],
+                      "properties": {"force": {"type": "string"}, "host_requires": {"type": "object"}}},
+    "description": "force= names exactly one system; it cannot be combined with host requirements"}}}

@@ -48,7 +48,7 @@ def as_dict(ar: AdvanceReservation) -> dict:
 
 def find(session, actor: Actor, ident) -> AdvanceReservation:
     """An AR by id or name (the caller's own first, then any it may see)."""
-    if isinstance(ident, int) or (str(ident).isascii() and str(ident).isdigit()):
+    if isinstance(ident, int) or (str(ident).isascii() and str(ident).isdigit()):  # not "¹": int() refuses it
         ar = session.get(AdvanceReservation, int(ident)) if int(ident) <= MAX_INT else None  # no larger id exists
         if ar is not None and may_see(session, actor, ar):
             return ar

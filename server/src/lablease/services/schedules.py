@@ -37,6 +37,9 @@ def _subject(session, name: str) -> ScheduleSubject:
     return subject
 
 
+MAX_RESOURCE_NAME = 255
+
+
 def _resource_key(subject: str, resource_name: str) -> str:
     return f"{subject}/{resource_name}"
 
@@ -89,6 +92,8 @@ def put_resource(uow, actor: Actor, now: datetime, subject_name: str, resource_n
     _admin(actor)
     session = uow.session
     _subject(session, subject_name)
+    if len(resource_name) > MAX_RESOURCE_NAME:  # as a booking's resource_id (api/schemas.py NAME)
+        raise Invalid("resource_id", f"must be at most {MAX_RESOURCE_NAME} characters")
     if not isinstance(capacity, int) or isinstance(capacity, bool) or capacity < 1:
         raise Invalid("capacity", "must be a whole number of at least 1")
     resource = _ensure_resource(session, _resource_key(subject_name, resource_name), capacity)

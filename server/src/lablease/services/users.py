@@ -14,7 +14,8 @@ from ..store.tables import Group, GroupMember, Token, User
 from . import activity
 
 TOKEN_PREFIX = "llt_"
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}$")
+NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}$"  # users, groups, pools, schedule subjects (also in the API description)
+_NAME = re.compile(NAME_PATTERN)
 
 
 def hash_token(secret: str) -> str:
@@ -23,7 +24,7 @@ def hash_token(secret: str) -> str:
 
 
 def check_name(name: str, field: str = "name") -> str:
-    if not isinstance(name, str) or not _NAME.match(name):
+    if not isinstance(name, str) or not _NAME.fullmatch(name):  # fullmatch: "$" alone lets a final newline in
         raise Invalid(field, f"{name!r} is not a valid name (letters, digits, _ . @ -; up to 64)")
     return name
 

@@ -62,20 +62,12 @@ def kickstart(ctx: Context) -> Response:
     return Response(text, mimetype="text/plain")
 
 
-def _event(ctx: Context) -> str:
-    if ctx.args["event"] not in installer.EVENTS:
-        raise NotFound(f"no callback {ctx.args['event']}; known: {', '.join(installer.EVENTS)}")
-    return ctx.args["event"]
-
-
 def callback(ctx: Context) -> None:
-    _event(ctx)
     installer.callback(ctx.uow, ctx.now, ctx.args["id"], ctx.query.get("token"), ctx.args["event"])
 
 
 def recipe_callback(ctx: Context) -> None:
     """The same callbacks addressed by recipe, as Beaker's installers do: its latest installation."""
-    _event(ctx)
     recipe = ctx.uow.session.get(Recipe, ctx.args["id"])
     latest = installer.latest_for_recipe(ctx.uow.session, recipe) if recipe else None
     if latest is None:

@@ -40,6 +40,8 @@ def _operation(route: Route) -> dict:
     if route.response is not None:
         ok["content"] = {"application/json": {"schema": route.response}}
     responses = {str(route.status): ok}
+    for status, schema in route.also.items():  # e.g. 200 when a request_id matched an earlier request
+        responses[str(status)] = {"description": route.summary, "content": {"application/json": {"schema": schema}}}
     failures = ({400, 422} | ({401} if route.auth else set()) | ({413} if route.body or route.raw else set())
                 | set(route.statuses))
     for code in sorted(failures):

@@ -27,6 +27,7 @@ class Route:
     status: int = 200
     auth: bool = True
     statuses: tuple[int, ...] = ()  # failures worth documenting beyond 400/401/422
+    also: dict[int, dict] = field(default_factory=dict)  # other success statuses -> their answer's schema
     raw: bool = False  # the view reads the body itself (e.g. XML or JSON)
     read_first: bool = False  # only reads until it locks the calendar (SQLite: short write lock)
 
@@ -74,7 +75,7 @@ ROUTES: list[Route] = [
     Route("GET", BASE + "/systems/<fqdn>", systems.show, "A system with its current reservation", "systems",
           response=s.SYSTEM, statuses=(404,)),
     Route("PATCH", BASE + "/systems/<fqdn>", systems.update, "Change a system (edit_system)", "systems",
-          body=s.SYSTEM_UPDATE, query=FORCE_AR, response=s.SYSTEM, statuses=(403, 404)),
+          body=s.SYSTEM_UPDATE, query=FORCE_AR, response=s.SYSTEM, statuses=(403, 404, 409)),
     Route("DELETE", BASE + "/systems/<fqdn>", systems.remove,
           "Mark a system removed; refused while reserved unless force=true, which returns its reservations",
           "systems", query={"force": ("bool", "return open reservations first")}, status=204,
@@ -102,7 +103,7 @@ ROUTES: list[Route] = [
     Route("PUT", BASE + "/systems/<fqdn>/access-policy", access.policy_put,
           "Replace the rules and/or use a pool's policy instead (edit_policy)", "access", body=s.POLICY_PUT,
           query=FORCE_AR,
-          response=s.POLICY, statuses=(403, 404)),
+          response=s.POLICY, statuses=(403, 404, 409)),
     Route("POST", BASE + "/systems/<fqdn>/access-policy/rules", access.rule_add,
           "Add one rule: {permission, user | group | everybody: true} (edit_policy)", "access",
           body=s.RULE_CREATE, response=s.RULE, status=201, statuses=(403, 404)),
@@ -151,7 +152,7 @@ ROUTES: list[Route] = [
     Route("POST", BASE + "/reservations", reservations.create,
           "Reserve a system now or in advance (200 when request_id matched an earlier reservation)",
           "reservations", body=s.RESERVATION_CREATE, response=s.RESERVATION, status=201, statuses=(403, 404, 409),
-          read_first=True),
+          also={200: s.RESERVATION}, read_first=True),
     Route("GET", BASE + "/reservations", reservations.listing,
           "Reservations, newest first: the caller's (admins: everybody's)", "reservations",
           query={"user": ("str", "this user's ('me' for the caller)"), "system": ("str", "of this system"),
@@ -164,9 +165,10 @@ ROUTES: list[Route] = [
           "(null) stops the heartbeat", "reservations",
           body=s.RESERVATION_UPDATE, response=s.RESERVATION, statuses=(403, 404, 409)),
     Route("DELETE", BASE + "/reservations/<int:id>", reservations.give_back, "Return a reservation now",
-          "reservations", status=204, statuses=(403, 404)),
+          "reservations", status=204, statuses=(403, 404, 409)),
     Route("POST", BASE + "/reservations/<int:id>/heartbeat", reservations.heartbeat,
-          "Renew a heartbeat reservation's deadline", "reservations", response=s.RESERVATION, statuses=(403, 404)),
+          "Renew a heartbeat reservation's deadline", "reservations", response=s.RESERVATION,
+          statuses=(403, 404, 409)),
     Route("GET", BASE + "/reservations/<int:id>/activity", reservations.history,
           "The reservation's activity log (extensions, return)", "reservations", query=LIMIT,
           response=s.list_of(s.ACTIVITY), statuses=(404,)),
@@ -176,7 +178,7 @@ ROUTES: list[Route] = [
           "request_id naming one of the caller's unfinished jobs, that job is returned (200)", "jobs",
           query={"request_id": ("str", "a client-chosen id; re-submitting with it while the job is unfinished "
                                        "returns the same job")},
-          response=s.JOB, status=201, raw=True, statuses=(403, 413, 415)),
+          response=s.JOB, status=201, also={200: s.JOB}, raw=True, statuses=(403, 413, 415)),
     Route("GET", BASE + "/jobs", jobs.listing, "Jobs, newest first: the caller's (admins: mine=false for all)",
           "jobs", query={"mine": ("bool", "only the caller's (default true)"), "status": ("str", "only this status"),
                          "request_id": ("str", "only jobs submitted with this request id")},
@@ -204,7 +206,8 @@ ROUTES: list[Route] = [
     # advance reservations (Grid Engine's qrsub, qrstat, qralter, qrdel)
     Route("POST", BASE + "/advance-reservations", advance.create,
           "Create an advance reservation (qrsub; admins and arusers): 201 granted; validate_only: 200, nothing made",
-          "advance-reservations", body=s.AR_CREATE, response=s.AR, status=201, statuses=(403, 409, 429)),
+          "advance-reservations", body=s.AR_CREATE, response=s.AR, status=201, also={200: s.AR_VALIDATION},
+          statuses=(403, 409, 429)),
     Route("GET", BASE + "/advance-reservations", advance.listing, "Advance reservations (qrstat)",
           "advance-reservations", query={"user": ("str", "this user's ('*': everybody's; default: the caller's)")},
           response=s.list_of(s.AR)),
@@ -268,14 +271,14 @@ ROUTES: list[Route] = [
     Route("GET", BASE + "/schedules/<subject>", schedules.subject, "A schedule subject and its resources",
           "schedules", response=s.SUBJECT, statuses=(404,)),
     Route("PUT", BASE + "/schedules/<subject>", schedules.put_subject,
-          "Create or change a schedule subject (admins)", "schedules", body=s.SUBJECT_PUT, response=s.SUBJECT,
-          statuses=(403,)),
+          "Create or change a schedule subject (admins): 201 created, 200 changed", "schedules", body=s.SUBJECT_PUT,
+          response=s.SUBJECT, also={201: s.SUBJECT}, statuses=(403,)),
     Route("PUT", BASE + "/schedules/<subject>/resources/<resource_id>", schedules.put_resource,
           "Declare a resource's capacity (admins); resources book exclusively by default", "schedules",
           body=s.RESOURCE_PUT, response=s.RESOURCE, statuses=(403, 404, 409)),
     Route("POST", BASE + "/schedules/<subject>/reservations", schedules.create,
           "Book a resource of the subject (best effort now, or later)", "schedules", body=s.SCHEDULE_CREATE,
-          response=s.SCHEDULE_BOOKING, status=201, statuses=(404, 409)),
+          response=s.SCHEDULE_BOOKING, status=201, statuses=(403, 404, 409)),
     Route("GET", BASE + "/schedules/<subject>/reservations", schedules.find,
           "Find bookings: every one touching the period and matching the filters", "schedules",
           query=SCHEDULE_FILTERS, response=s.list_of(s.SCHEDULE_BOOKING), statuses=(404,)),

@@ -21,18 +21,11 @@ author:
   - lablease developers (@lablease)
 extends_documentation_fragment:
   - lablease.lab.api
+  - lablease.lab.attributes
+  - lablease.lab.attributes.resource
 attributes:
-  check_mode:
-    support: full
-    description: Nothing is written; the answer shows the policy as it would be.
   diff_mode:
-    support: full
-    description: Shows the rules and C(use_pool_policy) before and after.
-  action_group:
-    description: Use C(group/lablease.lab.api) in C(module_defaults) to set the connection options.
-    support: full
-    membership:
-      - lablease.lab.api
+    details: Shows the rules and C(use_pool_policy) before and after.
 options:
   system:
     description:
@@ -142,11 +135,8 @@ removed:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.lablease.lab.plugins.module_utils.client import (
-    LableaseError,
-    api_argument_spec,
-    module_client,
-)
+from ansible_collections.lablease.lab.plugins.module_utils.client import api_argument_spec
+from ansible_collections.lablease.lab.plugins.module_utils.resource import Resource
 
 
 def key(rule):
@@ -176,6 +166,67 @@ def shown(policy):
     return {"use_pool_policy": policy.get("use_pool_policy"), "rules": rules}
 
 
+class AccessPolicy(Resource):
+    key = "policy"
+    absent_state = None  # the policy always exists; state says what to do with the rules given
+
+    def validate(self):
+        self.extra = {"added": [], "removed": []}
+        self.wanted = []
+        for index, rule in enumerate(self.params["rules"] or []):
+            whom = [k for k in ("user", "group") if rule.get(k)] + (["everybody"] if rule.get("everybody") else [])
+            if len(whom) != 1:
+                self.module.fail_json(msg="rules[%d]: give exactly one of user, group or everybody: true (got %s)" % (
+                    index, ", ".join(whom) or "none"))
+            if key(rule) not in [key(r) for r in self.wanted]:
+                self.wanted.append(rule)
+
+    def read(self):
+        self.path = "/systems/%s/access-policy" % self.client.quote(self.params["system"].strip().lower())
+        return self.client.get(self.path)
+
+    def plan(self, current):
+        have = current.get("rules") or []
+        have_keys = [key(r) for r in have]
+        wanted_keys = [key(r) for r in self.wanted]
+        state, pool = self.params["state"], self.params["use_pool_policy"]
+        if state == "absent":
+            added, removed = [], [r for r in have if key(r) in wanted_keys]
+        else:
+            added = [full(r) for r in self.wanted if key(r) not in have_keys]
+            removed = [r for r in have if key(r) not in wanted_keys] if state == "exact" else []
+        self.extra = {"added": added, "removed": removed}
+        plan = dict((k, v) for k, v in (("added", added), ("removed", removed)) if v)
+        if pool is not None and (pool or None) != current.get("use_pool_policy"):
+            plan["use_pool_policy"] = pool or None
+        return plan
+
+    def predict(self, current, plan):
+        removed = plan.get("removed", [])
+        predicted = dict(current, rules=[r for r in current.get("rules") or [] if r not in removed] + plan.get("added", []))
+        if "use_pool_policy" in plan:
+            predicted["use_pool_policy"] = plan["use_pool_policy"]
+        return predicted
+
+    def update(self, current, plan):
+        exact, rules_change = self.params["state"] == "exact", "added" in plan or "removed" in plan
+        if exact or not rules_change:  # one PUT: the whole rule set and/or the pool
+            put = {"rules": [body(r) for r in self.wanted]} if exact and rules_change else {}
+            if "use_pool_policy" in plan:
+                put["use_pool_policy"] = plan["use_pool_policy"]
+            self.client.request("PUT", self.path, put)
+            return None
+        if "use_pool_policy" in plan:
+            self.client.request("PUT", self.path, {"use_pool_policy": plan["use_pool_policy"]})
+        for rule in plan.get("added", []):
+            self.client.request("POST", self.path + "/rules", body(rule))
+        for rule in plan.get("removed", []):
+            self.client.delete_or_none("%s/rules/%d" % (self.path, rule["id"]))
+        return None  # read back
+
+    shown = staticmethod(shown)
+
+
 def main():
     module = AnsibleModule(
         argument_spec=api_argument_spec(
@@ -193,61 +244,7 @@ def main():
         required_if=[("state", "exact", ("rules",))],
         supports_check_mode=True,
     )
-    params = module.params
-    wanted = []
-    for index, rule in enumerate(params["rules"] or []):
-        whom = [k for k in ("user", "group") if rule.get(k)] + (["everybody"] if rule.get("everybody") else [])
-        if len(whom) != 1:
-            module.fail_json(msg="rules[%d]: give exactly one of user, group or everybody: true (got %s)" % (
-                index, ", ".join(whom) or "none"))
-        if key(rule) not in [key(r) for r in wanted]:
-            wanted.append(rule)
-    client = module_client(module)
-    fqdn = params["system"].strip().lower()
-    path = "/systems/%s/access-policy" % client.quote(fqdn)
-    try:
-        current = client.get(path)
-        have = current.get("rules") or []
-        have_keys = [key(r) for r in have]
-        wanted_keys = [key(r) for r in wanted]
-        state = params["state"]
-        if state == "absent":
-            added, removed = [], [r for r in have if key(r) in wanted_keys]
-        else:
-            added = [full(r) for r in wanted if key(r) not in have_keys]
-            removed = [r for r in have if key(r) not in wanted_keys] if state == "exact" else []
-        pool = None
-        if params["use_pool_policy"] is not None:
-            pool = params["use_pool_policy"] or None
-        pool_change = params["use_pool_policy"] is not None and pool != current.get("use_pool_policy")
-        if not added and not removed and not pool_change:
-            module.exit_json(changed=False, policy=current, added=[], removed=[],
-                             diff={"before": shown(current), "after": shown(current)})
-        predicted = dict(current, rules=[r for r in have if r not in removed] + added)
-        if pool_change:
-            predicted["use_pool_policy"] = pool
-        if module.check_mode:
-            module.exit_json(changed=True, policy=predicted, added=added, removed=removed,
-                             diff={"before": shown(current), "after": shown(predicted)})
-        if state == "exact" or (pool_change and not added and not removed):
-            put = {}
-            if state == "exact" and (added or removed):
-                put["rules"] = [body(r) for r in wanted]
-            if pool_change:
-                put["use_pool_policy"] = pool
-            client.request("PUT", path, put)
-        else:
-            if pool_change:
-                client.request("PUT", path, {"use_pool_policy": pool})
-            for rule in added:
-                client.request("POST", path + "/rules", body(rule))
-            for rule in removed:
-                client.delete_or_none("%s/rules/%d" % (path, rule["id"]))
-        after = client.get(path)
-        module.exit_json(changed=True, policy=after, added=added, removed=removed,
-                         diff={"before": shown(current), "after": shown(after)})
-    except LableaseError as error:
-        module.fail_json(msg=error.message, status=error.status, problem=error.problem)
+    AccessPolicy(module).run()
 
 
 if __name__ == "__main__":

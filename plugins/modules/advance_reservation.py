@@ -35,23 +35,18 @@ author:
   - lablease developers (@lablease)
 extends_documentation_fragment:
   - lablease.lab.api
+  - lablease.lab.attributes
+  - lablease.lab.attributes.resource
 attributes:
   check_mode:
-    support: full
-    description:
+    details:
       - Nothing is written. A new AR is checked by the server without being created (C(validate_only), Grid
         Engine's C(qrsub -w v)) - the task reports C(changed) and the systems that would be granted, or
         fails with the server's reasons when the AR could not be granted. A change or a deletion is
         predicted from the AR as it is.
   diff_mode:
-    support: full
-    description: Shows the AR (name, account, state, start, end, duration, systems, hosts, requires, pools, count,
+    details: Shows the AR (name, account, state, start, end, duration, systems, hosts, requires, pools, count,
       acl, mail, error_handling) before and after.
-  action_group:
-    description: Use C(group/lablease.lab.api) in C(module_defaults) to set the connection options.
-    support: full
-    membership:
-      - lablease.lab.api
 options:
   name:
     description:

@@ -24,19 +24,12 @@ author:
   - lablease developers (@lablease)
 extends_documentation_fragment:
   - lablease.lab.api
+  - lablease.lab.attributes
+  - lablease.lab.attributes.resource
 attributes:
-  check_mode:
-    support: full
-    description: Nothing is written; the answer shows the tree as it would be.
   diff_mode:
-    support: full
-    description: Shows the tree (name, arch, variant, family, url, kernel, initrd, ks_meta, kernel_options, tags, labs)
+    details: Shows the tree (name, arch, variant, family, url, kernel, initrd, ks_meta, kernel_options, tags, labs)
       before and after.
-  action_group:
-    description: Use C(group/lablease.lab.api) in C(module_defaults) to set the connection options.
-    support: full
-    membership:
-      - lablease.lab.api
 options:
   name:
     description:
@@ -195,11 +188,8 @@ distro_tree:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.lablease.lab.plugins.module_utils.client import (
-    LableaseError,
-    api_argument_spec,
-    module_client,
-)
+from ansible_collections.lablease.lab.plugins.module_utils.client import api_argument_spec
+from ansible_collections.lablease.lab.plugins.module_utils.resource import Resource
 
 TEXTS = ("family", "url", "kernel", "initrd", "ks_meta", "kernel_options")
 LISTS = ("tags", "labs")
@@ -222,11 +212,54 @@ def differs(key, current, wanted):
     return (current or "") != wanted  # null and "" are the same for the optional texts
 
 
-def find(client, name, arch, variant):
-    """The tree with exactly this name, arch and variant (None: the tree without a variant), or None."""
-    found = [t for t in client.get("/distro-trees", {"name": name, "arch": arch, "variant": variant})
-             if t.get("name") == name and t.get("arch") == arch and (t.get("variant") or None) == variant]
-    return found[0] if found else None
+class DistroTree(Resource):
+    key = "distro_tree"
+
+    def validate(self):
+        params = self.params
+        self.name, self.arch = params["name"].strip(), params["arch"].strip()
+        self.variant = (params["variant"] or "").strip() or None
+        if not self.name or not self.arch:
+            self.module.fail_json(msg="name and arch must not be empty")
+
+    def read(self):
+        """The tree with exactly this name, arch and variant (None: the tree without a variant), or None."""
+        found = [t for t in self.client.get("/distro-trees", {"name": self.name, "arch": self.arch, "variant": self.variant})
+                 if t.get("name") == self.name and t.get("arch") == self.arch and (t.get("variant") or None) == self.variant]
+        return found[0] if found else None
+
+    def plan(self, current):
+        params = self.params
+        given = dict((k, params[OPTION.get(k, k)]) for k in TEXTS + LISTS if params[OPTION.get(k, k)] is not None)
+        if current is not None:
+            return dict((k, v) for k, v in given.items() if differs(k, current.get(k), v))
+        missing = [OPTION.get(k, k) for k in ("url", "kernel", "initrd") if not given.get(k)]
+        if missing:
+            self.module.fail_json(msg="%s: needed to add distro tree %s %s%s" % (
+                ", ".join(missing), self.name, self.arch, " " + self.variant if self.variant else ""))
+        body = dict(given, name=self.name, arch=self.arch)
+        if self.variant is not None:
+            body["variant"] = self.variant
+        return body
+
+    def predict(self, current, plan):
+        if current is not None:
+            return dict(current, **plan)
+        predicted = dict((k, None) for k in SHOWN)
+        predicted.update(id=None, created_at=None, tags=[], labs=[])
+        predicted.update(plan)
+        return predicted
+
+    def create(self, plan):
+        return self.client.request("POST", "/distro-trees", plan)[1]
+
+    def update(self, current, plan):
+        return self.client.request("PATCH", "/distro-trees/%d" % current["id"], plan)[1]
+
+    def delete(self, current):
+        self.client.delete_or_none("/distro-trees/%d" % current["id"])
+
+    shown = staticmethod(shown)
 
 
 def main():
@@ -247,46 +280,7 @@ def main():
         ),
         supports_check_mode=True,
     )
-    params = module.params
-    name, arch, variant = params["name"].strip(), params["arch"].strip(), (params["variant"] or "").strip() or None
-    if not name or not arch:
-        module.fail_json(msg="name and arch must not be empty")
-    client = module_client(module)
-    try:
-        current = find(client, name, arch, variant)
-        if params["state"] == "absent":
-            if current is None:
-                module.exit_json(changed=False, distro_tree=None, diff={"before": {}, "after": {}})
-            if not module.check_mode:
-                client.delete_or_none("/distro-trees/%d" % current["id"])
-            module.exit_json(changed=True, distro_tree=None, diff={"before": shown(current), "after": {}})
-
-        given = dict((k, params[OPTION.get(k, k)]) for k in TEXTS + LISTS if params[OPTION.get(k, k)] is not None)
-        if current is None:
-            missing = [OPTION.get(k, k) for k in ("url", "kernel", "initrd") if not given.get(k)]
-            if missing:
-                module.fail_json(msg="%s: needed to add distro tree %s %s%s" % (
-                    ", ".join(missing), name, arch, " " + variant if variant else ""))
-            body = dict(given, name=name, arch=arch)
-            if variant is not None:
-                body["variant"] = variant
-            predicted = dict((k, None) for k in SHOWN)
-            predicted.update(id=None, created_at=None, tags=[], labs=[])
-            predicted.update(body)
-            after = predicted
-            if not module.check_mode:
-                after = client.request("POST", "/distro-trees", body)[1]
-            module.exit_json(changed=True, distro_tree=after, diff={"before": {}, "after": shown(after)})
-
-        change = dict((k, v) for k, v in given.items() if differs(k, current.get(k), v))
-        if not change:
-            module.exit_json(changed=False, distro_tree=current, diff={"before": shown(current), "after": shown(current)})
-        after = dict(current, **change)
-        if not module.check_mode:
-            after = client.request("PATCH", "/distro-trees/%d" % current["id"], change)[1]
-        module.exit_json(changed=True, distro_tree=after, diff={"before": shown(current), "after": shown(after)})
-    except LableaseError as error:
-        module.fail_json(msg=error.message, status=error.status, problem=error.problem)
+    DistroTree(module).run()
 
 
 if __name__ == "__main__":

@@ -20,18 +20,11 @@ author:
   - lablease developers (@lablease)
 extends_documentation_fragment:
   - lablease.lab.api
+  - lablease.lab.attributes
+  - lablease.lab.attributes.resource
 attributes:
-  check_mode:
-    support: full
-    description: Nothing is written; the answer shows the group as it would be.
   diff_mode:
-    support: full
-    description: Shows the description, members, owners and webhook URL before and after.
-  action_group:
-    description: Use C(group/lablease.lab.api) in C(module_defaults) to set the connection options.
-    support: full
-    membership:
-      - lablease.lab.api
+    details: Shows the description, members, owners and webhook URL before and after.
 options:
   name:
     description:
@@ -142,12 +135,8 @@ group:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.lablease.lab.plugins.module_utils.client import (
-    LableaseError,
-    api_argument_spec,
-    list_plan,
-    module_client,
-)
+from ansible_collections.lablease.lab.plugins.module_utils.client import api_argument_spec, list_plan
+from ansible_collections.lablease.lab.plugins.module_utils.resource import Resource
 
 
 def shown(group):
@@ -186,6 +175,64 @@ def membership_plan(current, params, me):
     return changes
 
 
+class Group(Resource):
+    key = "group"
+
+    def read(self):
+        self.path = "/groups/%s" % self.client.quote(self.params["name"])
+        return self.client.get_or_none(self.path)
+
+    def plan(self, current):
+        params = self.params
+        me = self.me = self.client.me()["name"]
+        base = current or {"name": params["name"], "description": None, "members": [], "owners": [], "webhook_url": None}
+        if current is None and me:
+            base = dict(base, members=[me], owners=[me])  # the server makes the creator an owner
+        self.base = base
+        fields = {}
+        if params["description"] is not None and (base.get("description") or "") != params["description"]:
+            fields["description"] = params["description"]
+        if params["webhook_url"] is not None and (base.get("webhook_url") or "") != params["webhook_url"]:
+            fields["webhook_url"] = params["webhook_url"] or None
+        if params["webhook_secret"] is not None and (current is None or params["update_secret"] == "always"):
+            fields["webhook_secret"] = params["webhook_secret"]
+        changes = membership_plan(base, params, me)
+        return dict((k, v) for k, v in (("fields", fields), ("changes", changes)) if v)
+
+    def predict(self, current, plan):
+        base, changes = self.base, plan.get("changes", {})
+        predicted = dict(base, **dict((k, v) for k, v in plan.get("fields", {}).items() if k != "webhook_secret"))
+        members = [u for u in base["members"] if changes.get(u, "keep") is not None]
+        members += [u for u, role in changes.items() if role and u not in members]
+        owners = [u for u in members if changes.get(u, "owner" if u in base["owners"] else "member") == "owner"]
+        predicted.update(members=members, owners=owners)
+        return predicted
+
+    def create(self, plan):
+        fields = dict(plan.get("fields", {}))
+        body = {"name": self.params["name"]}
+        if fields.get("description") is not None:
+            body["description"] = fields.pop("description")
+        self.client.request("POST", "/groups", body)
+        return self.update(None, dict(plan, fields=fields))
+
+    def update(self, current, plan):
+        if plan.get("fields"):
+            self.client.request("PATCH", self.path, plan["fields"])
+        # the caller's own membership changes go last, so the caller stays an owner while it works
+        for user, role in sorted(plan.get("changes", {}).items(), key=lambda item: item[0] == self.me):
+            if role is None:
+                self.client.delete_or_none("%s/members/%s" % (self.path, self.client.quote(user)))
+            else:
+                self.client.request("POST", self.path + "/members", {"user": user, "owner": role == "owner"})
+        return None
+
+    def delete(self, current):
+        self.client.delete_or_none(self.path)
+
+    shown = staticmethod(shown)
+
+
 def main():
     module = AnsibleModule(
         argument_spec=api_argument_spec(
@@ -201,59 +248,7 @@ def main():
         ),
         supports_check_mode=True,
     )
-    params = module.params
-    client = module_client(module)
-    name = params["name"]
-    path = "/groups/%s" % client.quote(name)
-    try:
-        current = client.get_or_none(path)
-        if params["state"] == "absent":
-            if current is None:
-                module.exit_json(changed=False, group=None, diff={"before": {}, "after": {}})
-            if not module.check_mode:
-                client.delete_or_none(path)
-            module.exit_json(changed=True, group=None, diff={"before": shown(current), "after": {}})
-
-        me = client.me()["name"]
-        created = current is None
-        base = current or {"name": name, "description": None, "members": [], "owners": [], "webhook_url": None}
-        if created and me:
-            base = dict(base, members=[me], owners=[me])  # the server makes the creator an owner
-        fields = {}
-        if params["description"] is not None and (base.get("description") or "") != params["description"]:
-            fields["description"] = params["description"]
-        if params["webhook_url"] is not None and (base.get("webhook_url") or "") != params["webhook_url"]:
-            fields["webhook_url"] = params["webhook_url"] or None
-        if params["webhook_secret"] is not None and (created or params["update_secret"] == "always"):
-            fields["webhook_secret"] = params["webhook_secret"]
-        changes = membership_plan(base, params, me)
-        if not created and not fields and not changes:
-            module.exit_json(changed=False, group=current, diff={"before": shown(current), "after": shown(current)})
-
-        predicted = dict(base, **dict((k, v) for k, v in fields.items() if k != "webhook_secret"))
-        members = [u for u in base["members"] if changes.get(u, "keep") is not None]
-        members += [u for u, role in changes.items() if role and u not in members]
-        owners = [u for u in members if changes.get(u, "owner" if u in base["owners"] else "member") == "owner"]
-        predicted.update(members=members, owners=owners)
-        if module.check_mode:
-            module.exit_json(changed=True, group=predicted, diff={"before": shown(current), "after": shown(predicted)})
-        if created:
-            body = {"name": name}
-            if fields.get("description") is not None:
-                body["description"] = fields.pop("description")
-            client.request("POST", "/groups", body)
-        if fields:
-            client.request("PATCH", path, fields)
-        # the caller's own membership changes go last, so the caller stays an owner while it works
-        for user, role in sorted(changes.items(), key=lambda item: item[0] == me):
-            if role is None:
-                client.delete_or_none("%s/members/%s" % (path, client.quote(user)))
-            else:
-                client.request("POST", path + "/members", {"user": user, "owner": role == "owner"})
-        after = client.get(path)
-        module.exit_json(changed=True, group=after, diff={"before": shown(current), "after": shown(after)})
-    except LableaseError as error:
-        module.fail_json(msg=error.message, status=error.status, problem=error.problem)
+    Group(module).run()
 
 
 if __name__ == "__main__":

@@ -26,21 +26,17 @@ author:
   - lablease developers (@lablease)
 extends_documentation_fragment:
   - lablease.lab.api
+  - lablease.lab.attributes
 attributes:
   check_mode:
     support: full
-    description:
+    details:
       - Nothing is submitted or cancelled; the job description is checked locally (it is there and has
         recipe sets with recipes). The task reports C(changed) unless an unfinished job with the same
         O(request_id) exists. A job is only fully checked by the server.
   diff_mode:
     support: none
-    description: A job is submitted or cancelled as a whole; there is nothing to compare.
-  action_group:
-    description: Use C(group/lablease.lab.api) in C(module_defaults) to set the connection options.
-    support: full
-    membership:
-      - lablease.lab.api
+    details: A job is submitted or cancelled as a whole; there is nothing to compare.
 options:
   state:
     description:
@@ -197,6 +193,7 @@ from ansible_collections.lablease.lab.plugins.module_utils.client import (
     module_client,
     wait_until,
 )
+from ansible_collections.lablease.lab.plugins.module_utils.resource import fail
 
 FINISHED = ("completed", "cancelled", "aborted")
 BAD = ("cancelled", "aborted")
@@ -284,6 +281,36 @@ def wait_for(module, client, job, changed):
     return job, [client.get("/recipes/%d" % r["id"]) for r in recipes]
 
 
+def answer(module, changed, job, recipes):
+    module.exit_json(changed=changed, job_id=job["id"] if job else None, job=job, recipes=recipes,
+                     systems=systems_of(recipes))
+
+
+def cancel(module, client):
+    """state=absent: cancel the job unless every recipe has finished."""
+    job = client.get("/jobs/%d" % module.params["job_id"])
+    if finished(job):
+        answer(module, False, job, recipes_of(job))
+    if not module.check_mode:
+        job = client.request("POST", "/jobs/%d/cancel" % module.params["job_id"])[1]
+    answer(module, True, job, recipes_of(job))
+
+
+def submit(module, client, body, xml):
+    """(job, changed): the job with the request id, submitted unless it exists (201 new, 200 found)."""
+    query = {"request_id": module.params["request_id"] or derived_request_id(body, xml)}
+    if module.check_mode:
+        running = [j for j in client.get("/jobs", query) if not j.get("finished_at")]
+        if not running:
+            answer(module, True, None, [])
+        return running[0], False
+    if xml is not None:
+        status, job = client.request("POST", "/jobs", query=query, idempotent=True, raw=xml, content_type="application/xml")
+    else:
+        status, job = client.request("POST", "/jobs", body, query=query, idempotent=True)
+    return job, status == 201
+
+
 def main():
     module = AnsibleModule(
         argument_spec=api_argument_spec(
@@ -306,47 +333,24 @@ def main():
         supports_check_mode=True,
     )
     params = module.params
-    body, xml = (None, None)
-    if params["state"] == "present" and params["job_id"] is None:
-        body, xml = job_document(module)
+    body, xml = job_document(module) if params["state"] == "present" and params["job_id"] is None else (None, None)
     client = module_client(module)
     try:
         if params["state"] == "absent":
-            job = client.get("/jobs/%d" % params["job_id"])
-            recipes = recipes_of(job)
-            if finished(job):
-                module.exit_json(changed=False, job_id=job["id"], job=job, recipes=recipes, systems=systems_of(recipes))
-            if not module.check_mode:
-                job = client.request("POST", "/jobs/%d/cancel" % params["job_id"])[1]
-                recipes = recipes_of(job)
-            module.exit_json(changed=True, job_id=job["id"], job=job, recipes=recipes, systems=systems_of(recipes))
-
-        changed = False
+            cancel(module, client)
         if params["job_id"] is not None:
-            job = client.get("/jobs/%d" % params["job_id"])
+            job, changed = client.get("/jobs/%d" % params["job_id"]), False
         else:
-            query = {"request_id": params["request_id"] or derived_request_id(body, xml)}
-            if module.check_mode:
-                running = [j for j in client.get("/jobs", query) if not j.get("finished_at")]
-                if not running:
-                    module.exit_json(changed=True, job_id=None, job=None, recipes=[], systems=[])
-                job = running[0]
-            elif xml is not None:
-                status, job = client.request("POST", "/jobs", query=query, idempotent=True, raw=xml,
-                                             content_type="application/xml")
-                changed = status == 201
-            else:
-                status, job = client.request("POST", "/jobs", body, query=query, idempotent=True)
-                changed = status == 201
+            job, changed = submit(module, client, body, xml)
         recipes = recipes_of(job)
         if params["wait"] and not module.check_mode:
             try:
                 job, recipes = wait_for(module, client, job, changed)
             except LableaseError as error:
                 module.fail_json(msg=error.message, status=error.status, changed=changed, job_id=job["id"], job=job)
-        module.exit_json(changed=changed, job_id=job["id"], job=job, recipes=recipes, systems=systems_of(recipes))
+        answer(module, changed, job, recipes)
     except LableaseError as error:
-        module.fail_json(msg=error.message, status=error.status, problem=error.problem)
+        fail(module, error)
 
 
 if __name__ == "__main__":

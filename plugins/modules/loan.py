@@ -21,18 +21,11 @@ author:
   - lablease developers (@lablease)
 extends_documentation_fragment:
   - lablease.lab.api
+  - lablease.lab.attributes
+  - lablease.lab.attributes.resource
 attributes:
-  check_mode:
-    support: full
-    description: Nothing is written; the answer shows the loan as it would be.
   diff_mode:
-    support: full
-    description: Shows the loan's recipient, end and comment before and after.
-  action_group:
-    description: Use C(group/lablease.lab.api) in C(module_defaults) to set the connection options.
-    support: full
-    membership:
-      - lablease.lab.api
+    details: Shows the loan's recipient, end and comment before and after.
 options:
   system:
     description:
@@ -161,15 +154,14 @@ from datetime import timedelta
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.lablease.lab.plugins.module_utils.client import (
-    LableaseError,
     api_argument_spec,
     format_time,
-    module_client,
     parse_duration,
     parse_time,
     short_time,
     utcnow,
 )
+from ansible_collections.lablease.lab.plugins.module_utils.resource import Resource
 
 
 def shown(loan):
@@ -199,6 +191,100 @@ def refuse_over_reservations(module, client, fqdn, recipient):
                                                          "them" if len(others) > 1 else "it"))
 
 
+class Loan(Resource):
+    key = "loan"
+
+    def validate(self):
+        self.extra = {"returned": None}
+        try:
+            wanted_end(self.params, None, utcnow())
+            if self.params["extend_by"]:
+                parse_duration(self.params["extend_by"], "extend_by")
+        except ValueError as error:
+            self.module.fail_json(msg=str(error))
+
+    def read(self):
+        self.fqdn = self.params["system"].strip().lower()
+        self.path = "/systems/%s/loan" % self.client.quote(self.fqdn)
+        current = self.client.get_or_none(self.path)
+        if current is None:
+            self.client.get("/systems/%s" % self.client.quote(self.fqdn))  # an unknown system fails with its own message
+        return current
+
+    def absent(self, current):
+        """Return the loan; not changed when there is none, or it is somebody else's than the recipient given."""
+        if current is None or (self.params["recipient"] and current["recipient"] != self.params["recipient"]):
+            self.done(False, current, current, current)
+        if not self.check_mode:
+            self.client.request("DELETE", self.path)
+        self.extra["returned"] = current
+        self.done(True, None, current, None)
+
+    def plan(self, current):
+        params = self.params
+        self.recipient = params["recipient"] or self.client.me()["name"]
+        self.now = utcnow()
+        if current is not None:
+            return self.extension(current)
+        if params["extend_by"]:
+            self.module.fail_json(msg="%s is not lent: extend_by needs a loan to extend (use duration or end for a new one)"
+                                  % self.fqdn)
+        body = {"recipient": self.recipient}
+        self.target = wanted_end(params, None, self.now)
+        if params["end"]:
+            seconds = int((self.target - self.now).total_seconds())
+            if seconds <= 0:
+                self.module.fail_json(msg="end: %s is in the past" % params["end"])
+            body["duration"] = str(seconds)
+        elif params["duration"]:
+            body["duration"] = params["duration"]
+        elif params["limited"]:
+            body["limited"] = True
+        if params["comment"] is not None:
+            body["comment"] = params["comment"]
+        if params["force"]:
+            body["force"] = True
+        elif self.check_mode:
+            refuse_over_reservations(self.module, self.client, self.fqdn, self.recipient)
+        return body
+
+    def extension(self, current):
+        """The PATCH that extends the loan as asked, or None; a loan to somebody else fails the task."""
+        if current["recipient"] != self.recipient:
+            self.module.fail_json(msg="%s is lent to %s until %s" % (
+                self.fqdn, current["recipient"], short_time(current.get("end")) or "further notice"), loan=current)
+        if self.params["extend_by"]:
+            extend_by = parse_duration(self.params["extend_by"], "extend_by")
+            self.predicted_end = None
+            if current.get("end"):
+                self.predicted_end = format_time(parse_time(current["end"]) + timedelta(seconds=extend_by))
+            return {"extend_by": self.params["extend_by"]}
+        target = wanted_end(self.params, current, self.now)
+        if target is not None and current.get("end") and target > parse_time(current["end"]):
+            self.predicted_end = format_time(target)
+            return {"end": self.predicted_end}
+        return None
+
+    def predict(self, current, plan):
+        if current is not None:
+            return dict(current, end=self.predicted_end)
+        return {"id": None, "system": self.fqdn, "recipient": self.recipient, "lender": self.client.me()["name"],
+                "start": format_time(self.now), "end": format_time(self.target), "comment": self.params["comment"],
+                "returned_at": None, "return_reason": None}
+
+    def create(self, plan):
+        after = self.client.request("POST", self.path, plan)[1]
+        if self.params["end"] and after.get("end") != format_time(self.target):
+            # the duration was counted from the server's clock: set the end asked for exactly
+            after = self.client.request("PATCH", self.path, {"end": format_time(self.target)})[1]
+        return after
+
+    def update(self, current, plan):
+        return self.client.request("PATCH", self.path, plan)[1]
+
+    shown = staticmethod(shown)
+
+
 def main():
     module = AnsibleModule(
         argument_spec=api_argument_spec(
@@ -215,83 +301,7 @@ def main():
         mutually_exclusive=[("duration", "end", "limited"), ("extend_by", "end"), ("extend_by", "duration")],
         supports_check_mode=True,
     )
-    params = module.params
-    try:
-        wanted_end(params, None, utcnow())
-        if params["extend_by"]:
-            parse_duration(params["extend_by"], "extend_by")
-    except ValueError as error:
-        module.fail_json(msg=str(error))
-    client = module_client(module)
-    fqdn = params["system"].strip().lower()
-    path = "/systems/%s/loan" % client.quote(fqdn)
-    try:
-        current = client.get_or_none(path)
-        if current is None:
-            client.get("/systems/%s" % client.quote(fqdn))  # an unknown system fails with its own message
-        if params["state"] == "absent":
-            if current is None or (params["recipient"] and current["recipient"] != params["recipient"]):
-                module.exit_json(changed=False, loan=current, returned=None, diff={"before": shown(current), "after": shown(current)})
-            if not module.check_mode:
-                client.request("DELETE", path)
-            module.exit_json(changed=True, loan=None, returned=current, diff={"before": shown(current), "after": {}})
-
-        recipient = params["recipient"] or client.me()["name"]
-        now = utcnow()
-        if current is not None:
-            if current["recipient"] != recipient:
-                module.fail_json(msg="%s is lent to %s until %s" % (
-                    fqdn, current["recipient"], short_time(current.get("end")) or "further notice"), loan=current)
-            change = None
-            if params["extend_by"]:
-                change = {"extend_by": params["extend_by"]}
-                predicted_end = None
-                if current.get("end"):
-                    predicted_end = format_time(parse_time(current["end"]) + timedelta(
-                        seconds=parse_duration(params["extend_by"], "extend_by")))
-            else:
-                target = wanted_end(params, current, now)
-                if target is not None and current.get("end") and target > parse_time(current["end"]):
-                    change = {"end": format_time(target)}
-                    predicted_end = change["end"]
-            if change is None:
-                module.exit_json(changed=False, loan=current, returned=None, diff={"before": shown(current), "after": shown(current)})
-            after = dict(current, end=predicted_end)
-            if not module.check_mode:
-                after = client.request("PATCH", path, change)[1]
-            module.exit_json(changed=True, loan=after, returned=None, diff={"before": shown(current), "after": shown(after)})
-
-        if params["extend_by"]:
-            module.fail_json(msg="%s is not lent: extend_by needs a loan to extend (use duration or end for a new one)" % fqdn)
-        body = {"recipient": recipient}
-        target = wanted_end(params, None, now)
-        if params["end"]:
-            seconds = int((target - now).total_seconds())
-            if seconds <= 0:
-                module.fail_json(msg="end: %s is in the past" % params["end"])
-            body["duration"] = str(seconds)
-        elif params["duration"]:
-            body["duration"] = params["duration"]
-        elif params["limited"]:
-            body["limited"] = True
-        if params["comment"] is not None:
-            body["comment"] = params["comment"]
-        if params["force"]:
-            body["force"] = True
-        elif module.check_mode:
-            refuse_over_reservations(module, client, fqdn, recipient)
-        predicted = {"id": None, "system": fqdn, "recipient": recipient, "lender": client.me()["name"],
-                     "start": format_time(now), "end": format_time(target), "comment": params["comment"],
-                     "returned_at": None, "return_reason": None}
-        after = predicted
-        if not module.check_mode:
-            after = client.request("POST", path, body)[1]
-            if params["end"] and after.get("end") != format_time(target):
-                # the duration was counted from the server's clock: set the end asked for exactly
-                after = client.request("PATCH", path, {"end": format_time(target)})[1]
-        module.exit_json(changed=True, loan=after, returned=None, diff={"before": {}, "after": shown(after)})
-    except LableaseError as error:
-        module.fail_json(msg=error.message, status=error.status, problem=error.problem)
+    Loan(module).run()
 
 
 if __name__ == "__main__":

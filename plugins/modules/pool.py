@@ -21,18 +21,11 @@ author:
   - lablease developers (@lablease)
 extends_documentation_fragment:
   - lablease.lab.api
+  - lablease.lab.attributes
+  - lablease.lab.attributes.resource
 attributes:
-  check_mode:
-    support: full
-    description: Nothing is written; the answer shows the pool as it would be.
   diff_mode:
-    support: full
-    description: Shows the description, owning group and systems before and after.
-  action_group:
-    description: Use C(group/lablease.lab.api) in C(module_defaults) to set the connection options.
-    support: full
-    membership:
-      - lablease.lab.api
+    details: Shows the description, owning group and systems before and after.
 options:
   name:
     description:
@@ -119,12 +112,8 @@ pool:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.lablease.lab.plugins.module_utils.client import (
-    LableaseError,
-    api_argument_spec,
-    list_plan,
-    module_client,
-)
+from ansible_collections.lablease.lab.plugins.module_utils.client import api_argument_spec, list_plan
+from ansible_collections.lablease.lab.plugins.module_utils.resource import Resource
 
 
 def shown(pool):
@@ -132,6 +121,52 @@ def shown(pool):
         return {}
     return {"description": pool.get("description"), "owner_group": pool.get("owner_group"),
             "systems": sorted(pool.get("systems") or [])}
+
+
+class Pool(Resource):
+    key = "pool"
+
+    def read(self):
+        self.path = "/pools/%s" % self.client.quote(self.params["name"])
+        return self.client.get_or_none(self.path)
+
+    def plan(self, current):
+        params = self.params
+        fields = {}
+        for key in ("description", "owner_group"):
+            if params[key] is not None and (current is None or (current.get(key) or "") != params[key]):
+                fields[key] = params[key]
+        wanted = [s.strip().lower() for s in params["systems"]] if params["systems"] is not None else None
+        adds, removes = list_plan(current["systems"] if current else [], wanted, params["systems_mode"])
+        return dict((k, v) for k, v in (("fields", fields), ("adds", adds), ("removes", removes)) if v)
+
+    def predict(self, current, plan):
+        before = current or {"name": self.params["name"], "description": None, "owner_group": None, "systems": []}
+        predicted = dict(before, **plan.get("fields", {}))
+        removes = plan.get("removes", [])
+        predicted["systems"] = [s for s in before["systems"] if s not in removes] + plan.get("adds", [])
+        return predicted
+
+    def create(self, plan):
+        self.client.request("POST", "/pools", dict(plan.get("fields", {}), name=self.params["name"]))
+        return self.members(plan)
+
+    def update(self, current, plan):
+        if plan.get("fields"):
+            self.client.request("PATCH", self.path, plan["fields"])
+        return self.members(plan)
+
+    def members(self, plan):
+        for fqdn in plan.get("adds", []):
+            self.client.request("POST", self.path + "/systems", {"fqdn": fqdn})
+        for fqdn in plan.get("removes", []):
+            self.client.delete_or_none("%s/systems/%s" % (self.path, self.client.quote(fqdn)))
+        return None  # read back
+
+    def delete(self, current):
+        self.client.delete_or_none(self.path)
+
+    shown = staticmethod(shown)
 
 
 def main():
@@ -146,45 +181,7 @@ def main():
         ),
         supports_check_mode=True,
     )
-    params = module.params
-    client = module_client(module)
-    name = params["name"]
-    path = "/pools/%s" % client.quote(name)
-    try:
-        current = client.get_or_none(path)
-        if params["state"] == "absent":
-            if current is None:
-                module.exit_json(changed=False, pool=None, diff={"before": {}, "after": {}})
-            if not module.check_mode:
-                client.delete_or_none(path)
-            module.exit_json(changed=True, pool=None, diff={"before": shown(current), "after": {}})
-
-        fields = {}
-        for key in ("description", "owner_group"):
-            if params[key] is not None and (current is None or (current.get(key) or "") != params[key]):
-                fields[key] = params[key]
-        wanted_systems = [s.strip().lower() for s in params["systems"]] if params["systems"] is not None else None
-        adds, removes = list_plan(current["systems"] if current else [], wanted_systems, params["systems_mode"])
-        if current is not None and not fields and not adds and not removes:
-            module.exit_json(changed=False, pool=current, diff={"before": shown(current), "after": shown(current)})
-
-        before = current or {"name": name, "description": None, "owner_group": None, "systems": []}
-        predicted = dict(before, **fields)
-        predicted["systems"] = [s for s in before["systems"] if s not in removes] + adds
-        if module.check_mode:
-            module.exit_json(changed=True, pool=predicted, diff={"before": shown(current), "after": shown(predicted)})
-        if current is None:
-            client.request("POST", "/pools", dict(fields, name=name))
-        elif fields:
-            client.request("PATCH", path, fields)
-        for fqdn in adds:
-            client.request("POST", path + "/systems", {"fqdn": fqdn})
-        for fqdn in removes:
-            client.delete_or_none("%s/systems/%s" % (path, client.quote(fqdn)))
-        after = client.get(path)
-        module.exit_json(changed=True, pool=after, diff={"before": shown(current), "after": shown(after)})
-    except LableaseError as error:
-        module.fail_json(msg=error.message, status=error.status, problem=error.problem)
+    Pool(module).run()
 
 
 if __name__ == "__main__":

@@ -23,18 +23,13 @@ author:
   - lablease developers (@lablease)
 extends_documentation_fragment:
   - lablease.lab.api
+  - lablease.lab.attributes
+  - lablease.lab.attributes.resource
 attributes:
   check_mode:
-    support: full
-    description: No command is queued; the task reports whether one would be.
+    details: No command is queued; the task reports whether one would be.
   diff_mode:
-    support: full
-    description: Shows the system's known power state before and after.
-  action_group:
-    description: Use C(group/lablease.lab.api) in C(module_defaults) to set the connection options.
-    support: full
-    membership:
-      - lablease.lab.api
+    details: Shows the system's known power state before and after.
 options:
   system:
     description:

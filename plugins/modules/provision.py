@@ -27,21 +27,16 @@ author:
   - lablease developers (@lablease)
 extends_documentation_fragment:
   - lablease.lab.api
+  - lablease.lab.attributes
+  - lablease.lab.attributes.resource
 attributes:
   check_mode:
-    support: full
-    description:
+    details:
       - Nothing is installed; the task reports C(changed) when an installation would be started, and checks
         that a matching distro tree exists. It does not wait.
   diff_mode:
-    support: full
-    description: Shows the system's latest installation (id, distro, arch, variant, ks_meta, kernel_options)
+    details: Shows the system's latest installation (id, distro, arch, variant, ks_meta, kernel_options)
       before and after.
-  action_group:
-    description: Use C(group/lablease.lab.api) in C(module_defaults) to set the connection options.
-    support: full
-    membership:
-      - lablease.lab.api
 options:
   system:
     description:
@@ -205,6 +200,7 @@ from ansible_collections.lablease.lab.plugins.module_utils.client import (
     module_client,
     wait_until,
 )
+from ansible_collections.lablease.lab.plugins.module_utils.resource import fail
 
 BAD = ("failed", "cancelled")
 READY = "running"
@@ -329,6 +325,45 @@ def check_tree(module, client, system):
     return dict((k, tree.get(k)) for k in ("id", "name", "arch", "variant"))
 
 
+def latest_of(client, system):
+    """The system's latest installation in full, or None."""
+    latest = system.get("installation")
+    if latest and latest.get("id") is not None:
+        return client.get("/installations/%d" % latest["id"])
+    return None
+
+
+def predicted(module, client, system, fqdn):
+    """In check mode: the installation the server would start, failing the task as the server would."""
+    params = module.params
+    if not holds(client, system):
+        module.fail_json(msg="not allowed: only the current holder of %s may provision it; reserve it first"
+                         % system.get("fqdn", fqdn), status=403)
+    return {"id": None, "system": fqdn, "user": client.me()["name"],
+            "reservation": (system.get("reservation") or {}).get("id"), "recipe": None,
+            "distro_tree": check_tree(module, client, system), "ks_meta": params["ks_meta"],
+            "kernel_options": params["kernel_options"], "status": "queued", "error": None,
+            "created_at": None, "started_at": None, "installed_at": None, "finished_at": None}
+
+
+def start(module, client, fqdn):
+    """Ask the server to install; with wait, wait until the installed system runs."""
+    params = module.params
+    body = {"distro_tree": params["distro"]}
+    for key in ("arch", "variant", "ks_meta", "kernel_options"):
+        if params[key]:
+            body[key] = params[key]
+    installation = client.request("POST", "/systems/%s/provision" % client.quote(fqdn), body)[1]
+    if isinstance(installation.get("installation"), dict):  # {installation, kickstart_url}
+        installation = dict(installation["installation"], kickstart_url=installation.get("kickstart_url"))
+    if params["wait"]:
+        try:
+            installation = wait_for(module, client, installation, True)
+        except LableaseError as error:
+            module.fail_json(msg=error.message, status=error.status, changed=True, installation=installation)
+    return installation
+
+
 def main():
     module = AnsibleModule(
         argument_spec=api_argument_spec(
@@ -356,44 +391,17 @@ def main():
     fqdn = params["system"].strip().lower()
     try:
         system = client.get("/systems/%s" % client.quote(fqdn))
-        latest = system.get("installation")
-        if latest and latest.get("id") is not None:
-            latest = client.get("/installations/%d" % latest["id"])
-        else:
-            latest = None
+        latest = latest_of(client, system)
         before = shown(latest)
         found = None if params["force"] else kept(client, system, latest, params)
         if found is not None:
             if params["wait"] and not module.check_mode and found.get("status") != READY:
                 found = wait_for(module, client, found, False)
             module.exit_json(changed=False, installation=found, diff={"before": before, "after": before})
-
-        if module.check_mode:
-            if not holds(client, system):  # as the server would answer
-                module.fail_json(msg="not allowed: only the current holder of %s may provision it; reserve it first"
-                                 % system.get("fqdn", fqdn), status=403)
-            predicted = {"id": None, "system": fqdn, "user": client.me()["name"],
-                         "reservation": (system.get("reservation") or {}).get("id"), "recipe": None,
-                         "distro_tree": check_tree(module, client, system), "ks_meta": params["ks_meta"],
-                         "kernel_options": params["kernel_options"], "status": "queued", "error": None,
-                         "created_at": None, "started_at": None, "installed_at": None, "finished_at": None}
-            module.exit_json(changed=True, installation=predicted, diff={"before": before, "after": shown(predicted)})
-
-        body = {"distro_tree": params["distro"]}
-        for key in ("arch", "variant", "ks_meta", "kernel_options"):
-            if params[key]:
-                body[key] = params[key]
-        installation = client.request("POST", "/systems/%s/provision" % client.quote(fqdn), body)[1]
-        if isinstance(installation.get("installation"), dict):  # {installation, kickstart_url}
-            installation = dict(installation["installation"], kickstart_url=installation.get("kickstart_url"))
-        if params["wait"]:
-            try:
-                installation = wait_for(module, client, installation, True)
-            except LableaseError as error:
-                module.fail_json(msg=error.message, status=error.status, changed=True, installation=installation)
-        module.exit_json(changed=True, installation=installation, diff={"before": before, "after": shown(installation)})
+        after = predicted(module, client, system, fqdn) if module.check_mode else start(module, client, fqdn)
+        module.exit_json(changed=True, installation=after, diff={"before": before, "after": shown(after)})
     except LableaseError as error:
-        module.fail_json(msg=error.message, status=error.status, problem=error.problem)
+        fail(module, error)
 
 
 if __name__ == "__main__":

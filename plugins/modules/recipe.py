@@ -22,18 +22,11 @@ author:
   - lablease developers (@lablease)
 extends_documentation_fragment:
   - lablease.lab.api
+  - lablease.lab.attributes
+  - lablease.lab.attributes.resource
 attributes:
-  check_mode:
-    support: full
-    description: Nothing is written; the answer shows the recipe as it would be.
   diff_mode:
-    support: full
-    description: Shows the recipe's status, result and task results before and after.
-  action_group:
-    description: Use C(group/lablease.lab.api) in C(module_defaults) to set the connection options.
-    support: full
-    membership:
-      - lablease.lab.api
+    details: Shows the recipe's status, result and task results before and after.
 options:
   recipe_id:
     description:
@@ -137,11 +130,8 @@ recipe:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.lablease.lab.plugins.module_utils.client import (
-    LableaseError,
-    api_argument_spec,
-    module_client,
-)
+from ansible_collections.lablease.lab.plugins.module_utils.client import api_argument_spec
+from ansible_collections.lablease.lab.plugins.module_utils.resource import Resource
 
 FINISHED = ("completed", "cancelled", "aborted")
 ORDER = ["none", "pass", "warn", "fail"]
@@ -154,6 +144,51 @@ def worst(results):
 def shown(recipe):
     return {"status": recipe.get("status"), "result": recipe.get("result"),
             "tasks": ["%s: %s" % (t.get("name"), t.get("result")) for t in recipe.get("tasks") or []]}
+
+
+class Recipe(Resource):
+    key = "recipe"
+    absent_state = None  # a recipe is not created nor deleted here: only reported on and finished
+
+    def read(self):
+        return self.client.get("/recipes/%d" % self.params["recipe_id"])
+
+    def plan(self, current):
+        params = self.params
+        done = current.get("status") in FINISHED
+        reported = [(t.get("name"), t.get("result")) for t in current.get("tasks") or []]
+        tasks = []
+        for task in [] if done else params["tasks"] or []:
+            if (task["name"], task["result"]) not in reported:
+                sent = {"name": task["name"], "result": task["result"]}
+                if task.get("comment") is not None:
+                    sent["message"] = task["comment"]
+                tasks.append(sent)
+        change = {"tasks": tasks} if tasks else {}
+        if params["status"] and not done:
+            if params["status"] == "completed" and current.get("status") != "running":
+                self.module.fail_json(msg="recipe %d is %s: only a running recipe can complete (use status: aborted "
+                                          "to end it anyway)" % (params["recipe_id"], current.get("status")), recipe=current)
+            change["status"] = params["status"]
+            if params["status"] == "completed" and params["result"]:
+                change["result"] = params["result"]
+        return change
+
+    def predict(self, current, plan):
+        tasks = plan.get("tasks", [])
+        predicted = dict(current, tasks=list(current.get("tasks") or []) + tasks)
+        results = [current.get("result") or "none"] + [t["result"] for t in tasks]
+        if plan.get("status") == "completed":
+            results.append(plan.get("result") or "none")
+        predicted["result"] = worst(results)
+        if "status" in plan:
+            predicted["status"] = plan["status"]
+        return predicted
+
+    def update(self, current, plan):
+        return self.client.request("PATCH", "/recipes/%d" % self.params["recipe_id"], plan)[1]
+
+    shown = staticmethod(shown)
 
 
 def main():
@@ -171,46 +206,7 @@ def main():
         required_by={"result": "status"},
         supports_check_mode=True,
     )
-    params = module.params
-    client = module_client(module)
-    path = "/recipes/%d" % params["recipe_id"]
-    try:
-        current = client.get(path)
-        done = current.get("status") in FINISHED
-        reported = [(t.get("name"), t.get("result")) for t in current.get("tasks") or []]
-        tasks = []
-        if not done:
-            for task in params["tasks"] or []:
-                if (task["name"], task["result"]) not in reported:
-                    sent = {"name": task["name"], "result": task["result"]}
-                    if task.get("comment") is not None:
-                        sent["message"] = task["comment"]
-                    tasks.append(sent)
-        change = {}
-        if tasks:
-            change["tasks"] = tasks
-        if params["status"] and not done:
-            if params["status"] == "completed" and current.get("status") != "running":
-                module.fail_json(msg="recipe %d is %s: only a running recipe can complete (use status: aborted to "
-                                     "end it anyway)" % (params["recipe_id"], current.get("status")), recipe=current)
-            change["status"] = params["status"]
-            if params["status"] == "completed" and params["result"]:
-                change["result"] = params["result"]
-        if not change:
-            module.exit_json(changed=False, recipe=current, diff={"before": shown(current), "after": shown(current)})
-        predicted = dict(current, tasks=list(current.get("tasks") or []) + tasks)
-        results = [current.get("result") or "none"] + [t["result"] for t in tasks]
-        if change.get("status") == "completed":
-            results.append(change.get("result") or "none")
-        predicted["result"] = worst(results)
-        if "status" in change:
-            predicted["status"] = change["status"]
-        if module.check_mode:
-            module.exit_json(changed=True, recipe=predicted, diff={"before": shown(current), "after": shown(predicted)})
-        after = client.request("PATCH", path, change)[1]
-        module.exit_json(changed=True, recipe=after, diff={"before": shown(current), "after": shown(after)})
-    except LableaseError as error:
-        module.fail_json(msg=error.message, status=error.status, problem=error.problem)
+    Recipe(module).run()
 
 
 if __name__ == "__main__":

@@ -24,18 +24,11 @@ author:
   - lablease developers (@lablease)
 extends_documentation_fragment:
   - lablease.lab.api
+  - lablease.lab.attributes
+  - lablease.lab.attributes.resource
 attributes:
   check_mode:
-    support: full
-    description: Nothing is written; the answer says what would be reserved, extended or returned.
-  diff_mode:
-    support: full
-    description: Shows the fields that change, before and after.
-  action_group:
-    description: Use C(group/lablease.lab.api) in C(module_defaults) to set the connection options.
-    support: full
-    membership:
-      - lablease.lab.api
+    details: Nothing is written; the answer says what would be reserved, extended or returned.
 options:
   system:
     description:

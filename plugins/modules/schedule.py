@@ -23,18 +23,11 @@ author:
   - lablease developers (@lablease)
 extends_documentation_fragment:
   - lablease.lab.api
+  - lablease.lab.attributes
+  - lablease.lab.attributes.resource
 attributes:
   check_mode:
-    support: full
-    description: Nothing is written; the answer says what would be booked, changed or cancelled.
-  diff_mode:
-    support: full
-    description: Shows the fields that change, before and after.
-  action_group:
-    description: Use C(group/lablease.lab.api) in C(module_defaults) to set the connection options.
-    support: full
-    membership:
-      - lablease.lab.api
+    details: Nothing is written; the answer says what would be booked, changed or cancelled.
 options:
   subject:
     description:
@@ -160,14 +153,13 @@ from datetime import timedelta
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.lablease.lab.plugins.module_utils.client import (
-    LableaseError,
     api_argument_spec,
     format_time,
-    module_client,
     parse_duration,
     parse_time,
     utcnow,
 )
+from ansible_collections.lablease.lab.plugins.module_utils.resource import Resource
 
 
 def shown(booking):
@@ -175,6 +167,84 @@ def shown(booking):
         return {}
     keys = ("id", "subject", "resource_id", "user", "slice", "start", "end", "quantity", "resource_spec")
     return dict((k, booking.get(k)) for k in keys if k in booking)
+
+
+class Booking(Resource):
+    key = "booking"
+
+    def validate(self):
+        params = self.params
+        self.extra = {"cancelled": []}
+        try:
+            self.start = parse_time(params["start"], "start") if params["start"] else None
+            self.end = parse_time(params["end"], "end") if params["end"] else None
+            self.seconds = parse_duration(params["duration"], "duration") if params["duration"] else None
+        except ValueError as error:
+            self.module.fail_json(msg=str(error))
+
+    def read(self):
+        """The caller's first current or future booking of the resource (all of them in self.mine), or None."""
+        params = self.params
+        self.base = "/schedules/%s/reservations" % self.client.quote(params["subject"])
+        self.me = self.client.me()["name"]
+        query = {"resource_id": params["resource_id"], "user": self.me, "slice": params["slice"],
+                 "start": format_time(self.start or utcnow())}
+        self.mine = self.client.get(self.base, query)
+        if self.start is not None:
+            self.mine = [b for b in self.mine if parse_time(b["start"]) == self.start]
+        return self.mine[0] if self.mine else None
+
+    def absent(self, current):
+        """Cancel every booking of the caller found; the last one is the answer."""
+        if not self.check_mode:
+            for booking in self.mine:
+                self.client.request("DELETE", "%s/%d" % (self.base, booking["id"]))
+        self.extra["cancelled"] = [b["id"] for b in self.mine]
+        last = self.mine[-1] if self.mine else None
+        self.done(bool(self.mine), last, last, None)
+
+    def plan(self, current):
+        if current is None:
+            return self.new_booking()
+        changes = {}
+        wanted = self.end
+        if self.seconds is not None:
+            wanted = parse_time(current["start"]) + timedelta(seconds=self.seconds)
+        if wanted is not None and current.get("end") and wanted > parse_time(current["end"]):
+            changes["end"] = format_time(wanted)
+        spec = self.params["resource_spec"]
+        if spec is not None and spec != (current.get("resource_spec") or {}):
+            changes["resource_spec"] = spec
+        return changes
+
+    def new_booking(self):
+        params = self.params
+        body = {"resource_id": params["resource_id"], "quantity": params["quantity"]}
+        for key in ("slice", "resource_spec", "duration"):
+            if params[key] is not None:
+                body[key] = params[key]
+        if self.start is not None:
+            body["start"] = format_time(self.start)
+        if self.end is not None:
+            body["end"] = format_time(self.end)
+        return body
+
+    def predict(self, current, plan):
+        if current is not None:
+            return dict(current, **plan)
+        begin = self.start or utcnow().replace(microsecond=0)
+        end = self.end or (begin + timedelta(seconds=self.seconds) if self.seconds else None)
+        predicted = dict(plan, subject=self.params["subject"], user=self.me, start=format_time(begin), end=format_time(end))
+        predicted.pop("duration", None)
+        return predicted
+
+    def create(self, plan):
+        return self.client.request("POST", self.base, plan)[1]
+
+    def update(self, current, plan):
+        return self.client.request("PATCH", "%s/%d" % (self.base, current["id"]), plan)[1]
+
+    shown = staticmethod(shown)
 
 
 def main():
@@ -193,66 +263,7 @@ def main():
         mutually_exclusive=[("duration", "end")],
         supports_check_mode=True,
     )
-    client = module_client(module)
-    params = module.params
-    try:
-        start = parse_time(params["start"], "start") if params["start"] else None
-        end = parse_time(params["end"], "end") if params["end"] else None
-        seconds = parse_duration(params["duration"], "duration") if params["duration"] else None
-    except ValueError as error:
-        module.fail_json(msg=str(error))
-    base = "/schedules/%s/reservations" % client.quote(params["subject"])
-    try:
-        me = client.me()["name"]
-        query = {"resource_id": params["resource_id"], "user": me, "slice": params["slice"],
-                 "start": format_time(start or utcnow())}
-        mine = client.get(base, query)
-        if start is not None:
-            mine = [b for b in mine if parse_time(b["start"]) == start]
-
-        if params["state"] == "absent":
-            cancelled = [b["id"] for b in mine]
-            if not module.check_mode:
-                for booking in mine:
-                    client.request("DELETE", "%s/%d" % (base, booking["id"]))
-            last = mine[-1] if mine else None
-            module.exit_json(changed=bool(mine), booking=last, cancelled=cancelled,
-                             diff={"before": shown(last), "after": {}})
-
-        if mine:
-            current = mine[0]
-            changes = {}
-            wanted = end
-            if seconds is not None:
-                wanted = parse_time(current["start"]) + timedelta(seconds=seconds)
-            if wanted is not None and current.get("end") and wanted > parse_time(current["end"]):
-                changes["end"] = format_time(wanted)
-            if params["resource_spec"] is not None and params["resource_spec"] != (current.get("resource_spec") or {}):
-                changes["resource_spec"] = params["resource_spec"]
-            after = dict(current, **changes)
-            if changes and not module.check_mode:
-                after = client.request("PATCH", "%s/%d" % (base, current["id"]), changes)[1]
-            module.exit_json(changed=bool(changes), booking=after, cancelled=[],
-                             diff={"before": shown(current), "after": shown(after)})
-
-        body = {"resource_id": params["resource_id"], "quantity": params["quantity"]}
-        for key in ("slice", "resource_spec", "duration"):
-            if params[key] is not None:
-                body[key] = params[key]
-        if start is not None:
-            body["start"] = format_time(start)
-        if end is not None:
-            body["end"] = format_time(end)
-        if module.check_mode:
-            begin = start or utcnow().replace(microsecond=0)
-            predicted = dict(body, subject=params["subject"], user=me, start=format_time(begin),
-                             end=format_time(end or (begin + timedelta(seconds=seconds) if seconds else None)))
-            predicted.pop("duration", None)
-            module.exit_json(changed=True, booking=predicted, cancelled=[], diff={"before": {}, "after": shown(predicted)})
-        made = client.request("POST", base, body)[1]
-        module.exit_json(changed=True, booking=made, cancelled=[], diff={"before": {}, "after": shown(made)})
-    except LableaseError as error:
-        module.fail_json(msg=error.message, status=error.status)
+    Booking(module).run()
 
 
 if __name__ == "__main__":

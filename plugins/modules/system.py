@@ -20,18 +20,8 @@ author:
   - lablease developers (@lablease)
 extends_documentation_fragment:
   - lablease.lab.api
-attributes:
-  check_mode:
-    support: full
-    description: Nothing is written; the answer shows the system as it would be.
-  diff_mode:
-    support: full
-    description: Shows the fields that change, before and after.
-  action_group:
-    description: Use C(group/lablease.lab.api) in C(module_defaults) to set the connection options.
-    support: full
-    membership:
-      - lablease.lab.api
+  - lablease.lab.attributes
+  - lablease.lab.attributes.resource
 options:
   fqdn:
     description:
@@ -195,11 +185,8 @@ system:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.lablease.lab.plugins.module_utils.client import (
-    LableaseError,
-    api_argument_spec,
-    module_client,
-)
+from ansible_collections.lablease.lab.plugins.module_utils.client import api_argument_spec
+from ansible_collections.lablease.lab.plugins.module_utils.resource import Resource
 
 SCALARS = ("arch", "cpus", "memory_mb", "lab", "owner", "condition")
 SECRET_KEYS = ("password", "pass", "secret", "token", "credentials", "key")
@@ -249,6 +236,49 @@ def shown(system):
     return dict((k, system.get(k)) for k in keys)
 
 
+class System(Resource):
+    key = "system"
+
+    def read(self):
+        self.fqdn = self.params["fqdn"].strip().lower()
+        self.path = "/systems/%s" % self.client.quote(self.fqdn)
+        return self.client.get_or_none(self.path)
+
+    def absent(self, current):
+        """Removing a system keeps its record with condition removed (its history stays)."""
+        if current is None or current.get("condition") == "removed":
+            self.done(False, current, current, current)
+        after = dict(current, condition="removed")
+        if not self.check_mode:
+            self.client.request("DELETE", self.path, query={"force": True} if self.params["force"] else None)
+            after = self.client.get(self.path)
+        self.done(True, after, current, after)
+
+    def plan(self, current):
+        if current is None and not self.params["arch"]:
+            self.module.fail_json(msg="%s does not exist; arch is required to add it" % self.fqdn)
+        changes = wanted_changes(self.params, current)
+        if current is not None and current.get("condition") == "removed" and self.params["condition"] is None:
+            changes["condition"] = "manual"  # present brings a removed system back
+        return changes
+
+    def predict(self, current, plan):
+        predicted = dict(current or {"fqdn": self.fqdn, "condition": "manual", "attributes": {}, "power": {}, "netboot": {}})
+        predicted.update(plan)
+        for key in ("power", "netboot"):
+            if key in predicted:
+                predicted[key] = dict((k, v) for k, v in (predicted[key] or {}).items() if k.lower() not in SECRET_KEYS)
+        return predicted
+
+    def create(self, plan):
+        return self.client.request("POST", "/systems", dict(plan, fqdn=self.fqdn))[1]
+
+    def update(self, current, plan):
+        return self.client.request("PATCH", self.path, plan)[1]
+
+    shown = staticmethod(shown)
+
+
 def main():
     module = AnsibleModule(
         argument_spec=api_argument_spec(
@@ -269,42 +299,7 @@ def main():
         ),
         supports_check_mode=True,
     )
-    client = module_client(module)
-    params = module.params
-    fqdn = params["fqdn"].strip().lower()
-    path = "/systems/%s" % client.quote(fqdn)
-    try:
-        current = client.get_or_none(path)
-        if params["state"] == "absent":
-            if current is None or current.get("condition") == "removed":
-                module.exit_json(changed=False, system=current, diff={"before": shown(current), "after": shown(current)})
-            after = dict(current, condition="removed")
-            if not module.check_mode:
-                client.request("DELETE", path, query={"force": True} if params["force"] else None)
-                after = client.get(path)
-            module.exit_json(changed=True, system=after, diff={"before": shown(current), "after": shown(after)})
-
-        if current is None and not params["arch"]:
-            module.fail_json(msg="%s does not exist; arch is required to add it" % fqdn)
-        changes = wanted_changes(params, current)
-        if current is not None and current.get("condition") == "removed" and params["condition"] is None:
-            changes["condition"] = "manual"  # present brings a removed system back
-        if current is not None and not changes:
-            module.exit_json(changed=False, system=current, diff={"before": shown(current), "after": shown(current)})
-        predicted = dict(current or {"fqdn": fqdn, "condition": "manual", "attributes": {}, "power": {}, "netboot": {}})
-        predicted.update(dict((k, v) for k, v in changes.items()))
-        for key in ("power", "netboot"):
-            if key in predicted:
-                predicted[key] = dict((k, v) for k, v in (predicted[key] or {}).items() if k.lower() not in SECRET_KEYS)
-        if module.check_mode:
-            module.exit_json(changed=True, system=predicted, diff={"before": shown(current), "after": shown(predicted)})
-        if current is None:
-            after = client.request("POST", "/systems", dict(changes, fqdn=fqdn))[1]
-        else:
-            after = client.request("PATCH", path, changes)[1]
-        module.exit_json(changed=True, system=after, diff={"before": shown(current), "after": shown(after)})
-    except LableaseError as error:
-        module.fail_json(msg=error.message, status=error.status)
+    System(module).run()
 
 
 if __name__ == "__main__":

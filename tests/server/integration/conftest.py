@@ -8,6 +8,7 @@ from lablease.api import create_app
 from lablease.config import Settings
 from lablease.services import users
 from lablease.store.uow import UnitOfWork
+from tests.support.contract import check_answer
 
 START = datetime(2026, 11, 22, 12, 0, tzinfo=timezone.utc)
 
@@ -34,6 +35,7 @@ class Caller:
     def call(self, method, path, json=None, **kw):
         response = self.client.open("/api/v1" + path, method=method, json=json, headers=self.headers, **kw)
         body = response.get_json(silent=True) if response.data else None
+        check_answer(method, path, response.status_code, response.mimetype, body)  # as /openapi.json says
         return response.status_code, body
 
     def get(self, path, **kw):

@@ -59,9 +59,13 @@ def _problem(reason: str) -> dict:
 
 
 def _success(route: Route, status: int) -> dict:
-    ok = {"description": route.summary if status == route.status else route.also[status]}
-    if route.response is not None and status != 204:
-        ok["content"] = {route.media: {"schema": route.response}}
+    description, schema = route.summary, route.response
+    if status != route.status:
+        extra = route.also[status]
+        description, schema = extra if isinstance(extra, tuple) else (extra, route.response)
+    ok = {"description": description}
+    if schema is not None and status != 204:
+        ok["content"] = {route.media: {"schema": schema}}
     return ok
 
 

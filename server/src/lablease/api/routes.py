@@ -62,7 +62,8 @@ class Route:
     # Failures this route answers beyond those every route can (openapi.failures: 400, 422, 503; 401 with auth;
     # 404 with a path parameter; 413 and 415 with a body): 403, 404, 409, 429 ...
     statuses: tuple[int, ...] = ()
-    also: dict[int, str] = field(default_factory=dict)  # other successes, with when they happen
+    # Other successes: when they happen, and (when it differs from `response`) their answer's schema
+    also: dict[int, str | tuple[str, dict]] = field(default_factory=dict)
     media: str = "application/json"  # of the successful answer
     raw: dict[str, dict] | None = None  # the view reads the body itself: its schema by media type
     read_first: bool = False  # only reads until it locks the calendar (SQLite: short write lock)
@@ -111,7 +112,7 @@ ROUTES: list[Route] = [
     Route("GET", BASE + "/systems/<fqdn>", systems.show, "A system with its current reservation", "systems",
           response=s.SYSTEM, statuses=(404,)),
     Route("PATCH", BASE + "/systems/<fqdn>", systems.update, "Change a system (edit_system)", "systems",
-          body=s.SYSTEM_UPDATE, query=FORCE_AR, response=s.SYSTEM, statuses=(403, 404)),
+          body=s.SYSTEM_UPDATE, query=FORCE_AR, response=s.SYSTEM, statuses=(403, 404, 409)),
     Route("DELETE", BASE + "/systems/<fqdn>", systems.remove,
           "Mark a system removed; refused while reserved unless force=true, which returns its reservations",
           "systems", query={"force": ("bool", "return open reservations first")}, status=204,
@@ -142,7 +143,7 @@ ROUTES: list[Route] = [
     Route("PUT", BASE + "/systems/<fqdn>/access-policy", access.policy_put,
           "Replace the rules and/or use a pool's policy instead (edit_policy)", "access", body=s.POLICY_PUT,
           query=FORCE_AR,
-          response=s.POLICY, statuses=(403, 404)),
+          response=s.POLICY, statuses=(403, 404, 409)),
     Route("POST", BASE + "/systems/<fqdn>/access-policy/rules", access.rule_add,
           "Add one rule: {permission, user | group | everybody: true} (edit_policy)", "access",
           body=s.RULE_CREATE, response=s.RULE, status=201, statuses=(403, 404)),
@@ -208,9 +209,10 @@ ROUTES: list[Route] = [
           "(null) stops the heartbeat", "reservations",
           body=s.RESERVATION_UPDATE, response=s.RESERVATION, statuses=(403, 404, 409)),
     Route("DELETE", BASE + "/reservations/<int:id>", reservations.give_back, "Return a reservation now",
-          "reservations", status=204, statuses=(403, 404)),
+          "reservations", status=204, statuses=(403, 404, 409)),
     Route("POST", BASE + "/reservations/<int:id>/heartbeat", reservations.heartbeat,
-          "Renew a heartbeat reservation's deadline", "reservations", response=s.RESERVATION, statuses=(403, 404)),
+          "Renew a heartbeat reservation's deadline", "reservations", response=s.RESERVATION,
+          statuses=(403, 404, 409)),
     Route("GET", BASE + "/reservations/<int:id>/activity", reservations.history,
           "The reservation's activity log (extensions, return)", "reservations", query=LIMIT,
           response=s.list_of(s.ACTIVITY), statuses=(404,)),
@@ -251,7 +253,7 @@ ROUTES: list[Route] = [
     Route("POST", BASE + "/advance-reservations", advance.create,
           "Create an advance reservation (qrsub; admins and arusers): 201 granted; validate_only: 200, nothing made",
           "advance-reservations", body=s.AR_CREATE, response=s.AR, status=201, statuses=(403, 409, 429),
-          also={200: "validate_only: whether it could be granted; nothing made"}),
+          also={200: ("validate_only: whether it could be granted; nothing made", s.AR_VALIDATION)}),
     Route("GET", BASE + "/advance-reservations", advance.listing, "Advance reservations (qrstat)",
           "advance-reservations", query={"user": ("str", "this user's ('*': everybody's; default: the caller's)")},
           response=s.list_of(s.AR)),

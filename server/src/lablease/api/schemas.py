@@ -90,6 +90,12 @@ SYSTEM = {
         "loan": {"type": ["object", "null"]},
         "power_state": {"enum": ["on", "off", "unknown"], "description": "last known, from completed commands"},
         "installation": {"type": ["object", "null"], "description": "the latest installation: {id, status}"},
+        "pools": {"type": "array", "items": {"type": "string"}},
+        "policy_pool": {"type": ["string", "null"], "description": "the pool whose access policy it uses"},
+        "advance_reservations": {"type": "array", "description": "active advance reservations holding it",
+                                 "items": {"type": "object", "properties": {
+                                     "id": {"type": "integer"}, "name": {"type": ["string", "null"]},
+                                     "state": {"type": "string"}, "start": TIME, "end": TIME}}},
         "created_at": TIME,
     },
 }
@@ -144,6 +150,7 @@ RESERVATION = {
         "due": NULLABLE_TIME,
         "seconds_left": {"type": ["integer", "null"]},
         "request_id": {"type": ["string", "null"]},
+        "advance_reservation": {"type": ["integer", "null"], "description": "the advance reservation it is inside"},
     },
 }
 
@@ -306,7 +313,8 @@ POOL_POLICY = {"type": "object", "properties": {"pool": {"type": "string"}, "rul
 RECIPE_BRIEF = {"type": "object", "properties": {
     "id": {"type": "integer"}, "status": {"type": "string"}, "result": {"enum": ["none", "pass", "warn", "fail"]},
     "system": {"type": ["string", "null"]}, "whiteboard": {"type": "string"}, "started_at": NULLABLE_TIME,
-    "finished_at": NULLABLE_TIME, "distro_tree": {"type": ["integer", "null"]}}}
+    "finished_at": NULLABLE_TIME, "distro_tree": {"type": ["integer", "null"]},
+    "reservation": {"type": ["integer", "null"]}}}
 # A job, as job XML or as its JSON form (jobxml/schema.py: a component of the description, "Job")
 JOB_SUBMISSION = {"application/xml": {"type": "string", "description": "job XML (see docs/jobs.md)"},
                   "application/json": {"$ref": "#/components/schemas/Job"}}
@@ -424,7 +432,12 @@ AR = {"type": "object", "properties": {
     "count": {"type": "integer"}, "acl": {"type": "array"}, "mail": {"type": "object"},
     "error_handling": {"enum": ["hard", "soft"]}, "submitted_at": TIME,
     "error_reasons": {"type": "array", "items": {"type": "string"}},
-    "grantable": {"type": "boolean", "description": "validate_only: whether it could be granted"}}}
+    "explain": {"type": "array", "items": {"type": "string"}, "description": "with ?explain=true: why it is in error"}}}
+AR_VALIDATION = {"type": "object", "required": ["grantable", "systems"], "description": "validate_only: nothing is made",
+                 "properties": {"grantable": {"type": "boolean", "description": "whether it could be granted"},
+                                "systems": {"type": "array", "items": {"type": "string"},
+                                            "description": "the systems it would be granted"}}}
 AR_ACCOUNTING = {"type": "object", "properties": {
-    "ar": {"type": "integer"}, "reserved_seconds": {"type": "number"}, "used_seconds": {"type": "number"},
+    "ar": {"type": "integer"}, "account": {"type": ["string", "null"]}, "state": {"enum": ["w", "r", "x", "d", "E"]},
+    "reserved_seconds": {"type": "number"}, "used_seconds": {"type": "number"},
     "systems": {"type": "array"}, "jobs": {"type": "array"}, "reservations": {"type": "array"}}}

@@ -202,12 +202,6 @@ def test_not_grantable_fails_with_the_servers_reasons_in_check_mode_too(api, run
         assert failed and result["status"] == 409 and result["msg"] == message
         assert result["problem"]["reasons"]["busy"][0]["system"] == "b.lab.test"
     assert len(api.ars) == 1
-    # a validate-only answer that says "not grantable" without an error status fails the same way
-    api.ar_submit = lambda url, body: (200, {"grantable": False, "detail": "nothing matches",
-                                             "reasons": {"ruled_out": {"requirements": 3}}})
-    result, failed = run(advance_reservation.main, ARGS, check=True)
-    assert failed and result["msg"] == ("advance reservation nightly-perf cannot be granted: nothing matches "
-                                        "(ruled out: requirements (3))")
 
 
 def test_who_may_and_how_many(api, run):

@@ -131,8 +131,8 @@ def test_acl_users_reserve_its_systems_by_hand_inside_the_window(lab):
     _, granted = ar(lab)
     status, problem = lab.bob.post("/reservations", {"system": "a1.lab.test", "start": at(START + H),
                                                      "advance_reservation": granted["id"]})
-    # outside its ACL, bob is not told the AR exists
-    assert (status, problem["detail"]) == (422, f"advance_reservation: no active advance reservation {granted['id']}")
+    # outside its ACL, bob is told why he cannot use it
+    assert (status, problem["detail"]) == (403, f"you are not in the ACL of advance reservation {granted['id']}")
     status, inside = lab.alice.post("/reservations", {"system": "a1.lab.test", "start": at(START + H),
                                                       "advance_reservation": granted["id"]})
     assert status == 201, inside

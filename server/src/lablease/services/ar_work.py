@@ -40,7 +40,7 @@ def place_bound(session, ar: AdvanceReservation, now: datetime) -> None:
         return
     by_system = {h.system_id: h for h in held}
     settings = settings_of(session)
-    latest_end = ar.end_at - (settings.duration("ar_duration_offset") if settings else timedelta(0))
+    latest_end = ar.end_at - (settings.ar_duration_offset if settings else timedelta(0))
     sets = session.execute(select(RecipeSet).where(RecipeSet.ar_id == ar.id, RecipeSet.status == "queued")
                            .order_by(RecipeSet.priority.desc(), RecipeSet.queued_at, RecipeSet.id)).unique().scalars()
     for recipe_set in list(sets):

@@ -240,7 +240,7 @@ def record_failure(uow, command_id: int, now: datetime, error: str, settings) ->
     command.error, command.lease_until = error, None
     wake_worker(session)
     delay = rules.retry_delay(command.attempts, settings.command_max_attempts,
-                              settings.duration("command_retry_delay"))
+                              settings.command_retry_delay)
     if delay is not None:
         _move(command, "queued")
         command.due_at = now + delay

@@ -31,7 +31,7 @@ def check_url(settings, url: str | None, field: str = "webhook_url") -> None:
         return
     try:
         host, port = destinations.split_url(url)
-        destinations.check(url, resolve(host, port), settings.webhook_networks)
+        destinations.check(url, resolve(host, port), settings.webhook_allowed_networks)
     except destinations.Refused as refused:
         raise Invalid(field, str(refused)) from None
 
@@ -45,7 +45,7 @@ def connect_address(settings, host: str, port: int) -> str:
     addresses = [literal] if literal is not None else resolve(host, port)
     if not addresses:
         raise destinations.Refused(f"{host} does not resolve")
-    destinations.check(f"http://{_bracketed(host)}/", addresses, settings.webhook_networks)
+    destinations.check(f"http://{_bracketed(host)}/", addresses, settings.webhook_allowed_networks)
     return str(addresses[0])
 
 

@@ -28,6 +28,7 @@ from sqlalchemy.orm import object_session
 
 from ..domain.errors import Conflict, Forbidden, Invalid, NotFound
 from ..domain.permissions import Actor, may_see_installation
+from ..domain.reservations import human_duration
 from ..domain.variables import masked_ks_meta, masked_text, secret_values
 from ..domain.boot_text import check_options, merge_kernel_options, merge_ks_meta
 from ..provision.kickstart import KickstartError, KickstartRenderer
@@ -204,7 +205,7 @@ def start(session, settings, system: System, tree: DistroTree, now: datetime, *,
         recipe_id=recipe.id if recipe else None, distro_tree_id=tree.id,
         distro={**_snapshot(tree), "boot_options": options},
         ks_meta=ks_meta or "", kernel_options=kernel_options or "", kickstart="", nonce=secrets.token_hex(16),
-        status="queued", created_at=now, watchdog_at=now + settings.duration("install_timeout"))
+        status="queued", created_at=now, watchdog_at=now + settings.install_timeout)
     session.add(installation)
     session.flush()
     session.refresh(installation, ["system", "user"])
@@ -365,8 +366,9 @@ def fail_current(session, system: System, now: datetime, why: str, settings) -> 
 
 def _abort_stalled(uow, installation: Installation, now: datetime) -> None:
     """The install watchdog: no callback within install_timeout fails the installation."""
+    waited = human_duration(uow.settings.install_timeout)
     fail(uow.session, uow.settings, installation, now,
-         f"no progress from the installer for {uow.settings.install_timeout} (still {installation.status})")
+         f"no progress from the installer for {waited} (still {installation.status})")
 
 
 STALLED = due.Step("installation_watchdog", "failed stalled installation", Installation,

@@ -53,7 +53,7 @@ def callback(uow, now: datetime, installation_id: int, token: str | None, event:
         installations.fail(session, settings, installation, now, "the installer reported a failure (install_fail)")
         return
     installation.status = target
-    installation.watchdog_at = now + settings.duration("install_timeout")
+    installation.watchdog_at = now + settings.install_timeout
     wake_worker(session)
     {"install_start": _started, "install_done": _installed, "postinstall_done": _running}[event](
         session, settings, installation, now)

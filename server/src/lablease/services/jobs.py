@@ -29,7 +29,7 @@ from .users import actor_for
 
 
 def _check_bound_sets(session, actor: Actor, job: dict, now: datetime, settings) -> None:
-    offset = settings.duration("ar_duration_offset") if settings else timedelta(0)
+    offset = settings.ar_duration_offset if settings else timedelta(0)
     for index, recipe_set in enumerate(job["recipe_sets"]):
         if recipe_set.get("ar") is not None:
             ar_work.check_bound_set(session, actor, recipe_set["ar"], recipe_set["recipes"], offset, now,
@@ -334,8 +334,8 @@ def _keep_for_owner(session, reservation: Reservation, system: System, now: date
     if settings is not None:
         from ..domain.notices import warn_at
 
-        reservation.warn_at = warn_at(reservation.start_at, end, settings.duration("warn_before"),
-                                      settings.duration("warn_before_short"))
+        reservation.warn_at = warn_at(reservation.start_at, end, settings.warn_before,
+                                      settings.warn_before_short)
     booking.kind = "reservation"
     if why is not None:
         activity.record(session, None, now, "reservation", reservation.id, "shortened", "duration",

@@ -40,7 +40,7 @@ def _check(decision, fqdn: str) -> None:
 def _warn_at(settings, loan: Loan) -> datetime | None:
     if settings is None:
         return None
-    return warn_at(loan.start_at, loan.end_at, settings.duration("warn_before"), settings.duration("warn_before_short"))
+    return warn_at(loan.start_at, loan.end_at, settings.warn_before, settings.warn_before_short)
 
 
 def _held(session, system) -> list[rules.Held]:
@@ -86,7 +86,7 @@ def grant(uow, actor: Actor, now: datetime, fqdn: str, recipient: str, duration:
     blocking = rules.in_the_way(user.id, now, _held(session, system))
     if not force:
         rules.refuse_lending_over(system.fqdn, user.name, blocking)
-    default = uow.settings.duration("default_loan_duration") if uow.settings else timedelta(days=7)
+    default = uow.settings.default_loan_duration if uow.settings else timedelta(days=7)
     loan = Loan(system_id=system.id, recipient_id=user.id, lender_id=actor.id or None, start_at=now,
                 end_at=rules.plan_loan_end(now, duration, limited, default), comment=comment, created_at=now)
     loan.warn_at = _warn_at(uow.settings, loan)

@@ -79,7 +79,7 @@ def mark_failed(uow, message_id: int, now: datetime, error: str, settings) -> No
         row.status, row.next_attempt_at = "failed", None
     else:
         row.status = "pending"
-        row.next_attempt_at = retry_at(now, row.attempts, settings.duration("outbox_retry_delay"))
+        row.next_attempt_at = retry_at(now, row.attempts, settings.outbox_retry_delay)
 
 
 def attempt_failed(uow, message_id: int, now: datetime, error: str, settings) -> None:

@@ -32,7 +32,7 @@ def booked_time(session, recipe: Recipe) -> timedelta | None:
     settings = settings_of(session)
     if runtime is None or not recipe.spec.get("distro_requires") or settings is None:
         return runtime
-    return runtime + settings.duration("install_timeout")
+    return runtime + settings.install_timeout
 
 
 def held_by(recipe_set: RecipeSet) -> dict[int, Recipe]:

@@ -192,8 +192,8 @@ def extend(uow, actor: Actor, now: datetime, policy: rules.ReservationPolicy, re
 def _warn_at(settings, reservation: Reservation) -> datetime | None:
     if settings is None:
         return None
-    return warn_at(reservation.start_at, reservation.end_at, settings.duration("warn_before"),
-                   settings.duration("warn_before_short"))
+    return warn_at(reservation.start_at, reservation.end_at, settings.warn_before,
+                   settings.warn_before_short)
 
 
 def _due(reservation: Reservation) -> datetime | None:

@@ -33,7 +33,7 @@ def carry_out(claimed: commands.Claimed, settings: Settings) -> str | None:
     """
     tftp_root = settings.tftp_root_for(claimed.lab)
     if claimed.action in commands.POWER_ACTIONS:
-        target = PowerTarget(claimed.fqdn, claimed.power, settings.duration("command_timeout").total_seconds(),
+        target = PowerTarget(claimed.fqdn, claimed.power, settings.command_timeout.total_seconds(),
                              Path(settings.data_dir), settings.power_scripts_path, tftp_root, claimed.mac)
         driver = registry.driver_for(target)
         driver.act(claimed.action)
@@ -80,7 +80,7 @@ class CommandRunner:
         goes on with the others. Returns how many started.
         """
         started, unrecorded = 0, set()
-        timeout = self.settings.duration("command_timeout")
+        timeout = self.settings.command_timeout
         while len(self.running) < self.settings.command_workers:
             now = self.clock()
             try:

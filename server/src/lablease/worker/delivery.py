@@ -65,7 +65,7 @@ class WebhookPoster:
     to), never following a redirect, within bounded connect and read times."""
 
     def __init__(self, settings: Settings):
-        self.timeout = settings.duration("webhook_timeout").total_seconds()
+        self.timeout = settings.webhook_timeout.total_seconds()
         self.session = requests.Session()
         self.session.trust_env = False  # an environment proxy would connect for us, unchecked
         adapter = _GuardedAdapter(settings)

@@ -142,7 +142,7 @@ class Worker:
         self._thread: threading.Thread | None = None
 
     def seconds_to_sleep(self, now: datetime, due: datetime | None) -> float:
-        limit = self.settings.worker_max_sleep_seconds
+        limit = self.settings.worker_max_sleep.total_seconds()
         if due is None:
             return limit
         return min(limit, max(0.0, (due - now).total_seconds()))

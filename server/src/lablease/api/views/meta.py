@@ -13,7 +13,7 @@ def me(ctx: Context) -> dict:
     site = {"default_reservation_duration": format_duration(policy.default_duration),
             "max_reservation_duration": format_duration(policy.max_duration),
             "allow_unlimited_reservations": policy.allow_unlimited,
-            "default_loan_duration": format_duration(ctx.settings.duration("default_loan_duration"))}
+            "default_loan_duration": format_duration(ctx.settings.default_loan_duration)}
     return users.whoami(ctx.uow.session, ctx.actor) | {"site": site}
 
 

@@ -1,0 +1,226 @@
+"""Every setting, in one place: its type (the annotation), default, unit and documentation.
+
+Adding a setting is one `setting(...)` line here; docs/configuration.md's table
+is generated from these (`python -m lablease.config.reference --write`, and
+tests/server/unit/test_docs.py fails until it is). Values are typed when a
+Settings is made: durations are timedeltas, lists tuples, networks parsed.
+"""
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field, fields
+from datetime import timedelta
+from functools import cache
+from pathlib import Path
+from typing import Callable, get_type_hints
+
+from ..domain.destinations import Network
+from ..domain.errors import Invalid
+from ..domain.reservations import ReservationPolicy
+from .kinds import KINDS, Kind, as_text
+
+
+def hidden(value) -> str:
+    """A secret, as `config show` prints it: whether it is set, never what it is."""
+    return "********" if value else ""
+
+
+def url_without_password(url: str) -> str:
+    """A database URL with its password hidden (`config show`, `init`'s message)."""
+    if not url:
+        return url
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except ArgumentError:  # not a URL SQLAlchemy reads: nothing in it can be told safe to show
+        return hidden(url)
+
+
+def setting(default, doc: str, *, unit: str = "", empty: str = "", mask: Callable | None = None,
+            choices: tuple = ()):
+    """A setting's field: `default` as the file would write it; `doc` (markdown) says what it does;
+    `unit` follows the type in the docs; `empty` says what an empty value means; `mask` hides a secret;
+    `choices`, when given, are the only values it takes."""
+    metadata = {"doc": doc, "unit": unit, "empty": empty, "mask": mask, "choices": choices}
+    if isinstance(default, (dict, list)):
+        return field(default_factory=lambda: copy.deepcopy(default), metadata=metadata)
+    return field(default=default, metadata=metadata)
+
+
+@dataclass(frozen=True)
+class Settings:
+    data_dir: str = setting("./.lablease", (
+        "where the SQLite database, the site key and (by default) the TFTP root, kickstarts and power scripts "
+        "live; `init` creates it with mode 0700 (the database and key 0600)"))
+    database_url: str = setting("", "SQLAlchemy URL; `postgresql+psycopg://user:pw@host/db` for PostgreSQL",
+                                empty="SQLite file `lablease.db` in `data_dir`", mask=url_without_password)
+    listen: str = setting("127.0.0.1:8042", "`HOST:PORT` that `serve` binds")
+    public_url: str = setting("", "how clients reach the API (written into the OpenAPI `servers`)",
+                              empty="`http://<listen>`")
+    default_reservation_duration: timedelta = setting(
+        "24h", "length of a reservation made without `duration` or `end`")
+    max_reservation_duration: timedelta | None = setting(
+        "", "longest reservation (and extension) anybody may ask for", empty="no maximum")
+    allow_unlimited_reservations: bool = setting(
+        False, "whether `duration: unlimited` is accepted (never together with a maximum)")
+    max_body_bytes: int = setting(1024 * 1024, "larger request bodies get 413", unit="bytes")
+    gunicorn_workers: int = setting(2, "API processes under `serve`", unit="processes")
+    gunicorn_worker_class: str = setting("gevent", (
+        "how `serve`'s API processes take connections: `gevent` (a slow or idle client costs a greenlet, never a "
+        "turn of the application) or `gthread` (threads; only behind a proxy that buffers whole requests) — "
+        "[design](design.md#serving)"), choices=("gevent", "gthread"))
+    gunicorn_threads: int = setting(4, "threads per API process under `gthread` (more SQLite writers hurt the "
+                                       "tail latency)", unit="threads")
+    worker_max_sleep: timedelta = setting(
+        "5m", "the longest the worker sleeps when nothing is due (it is woken by changes)")
+    log_level: str = setting("info", "gunicorn and server log level")
+    default_loan_duration: timedelta = setting(
+        "7d", "length of a loan asked to be `limited` without a duration (loans are unlimited unless asked)")
+    warn_before: timedelta = setting("24h", "holders are warned this long before a reservation or loan ends")
+    warn_before_short: timedelta = setting("1h", (
+        "the lead time for those shorter than twice `warn_before` (none for ones shorter than this)"))
+    smtp_host: str = setting("", "SMTP server for warnings and notices (webhooks are sent without it)",
+                             empty="no mail")
+    smtp_port: int = setting(25, "its port")
+    smtp_from: str = setting("lablease@localhost", "the From address")
+    smtp_user: str = setting("", "SMTP login, if the server needs one")
+    smtp_password: str = setting("", "its password", mask=hidden)
+    smtp_starttls: bool = setting(False, "upgrade the connection with STARTTLS")
+    outbox_max_attempts: int = setting(8, "deliveries of a message tried before it is marked failed",
+                                       unit="attempts")
+    outbox_retry_delay: timedelta = setting(
+        "30s", "wait after the first failed delivery; doubled after each further one")
+    webhook_timeout: timedelta = setting("10s", (
+        "how long a webhook receiver may take to connect, and to send each part of its answer "
+        "(redirects are not followed)"))
+    webhook_allowed_networks: tuple[Network, ...] = setting((), (
+        "networks webhooks may reach although they are not public (in the environment separated by commas or "
+        "spaces) — loopback, private, link-local... are refused otherwise "
+        "([access](access.md#webhook-destinations))"))
+    max_advance_reservations: int = setting(100, (
+        "advance reservations active at once (not exited or deleted); more are refused with 429; "
+        "`0` switches them off"))
+    ar_duration_offset: timedelta = setting("1m", (
+        "work inside an advance reservation must end this long before it does (Grid Engine's DURATION_OFFSET)"))
+    secret_key: str = setting("", (
+        "signs installation tokens and encrypts stored secrets (webhook secrets, power credentials — "
+        "[access](access.md#secrets-at-rest-and-on-disk)); every server and worker process of a site needs the "
+        "same one, and changing it makes the stored secrets unreadable"),
+        empty="a key generated once in `data_dir/secret.key` (mode 0600)", mask=hidden)
+    secret_variables: tuple[str, ...] = setting((), (
+        "more `ks_meta` variables whose values are secret (names or shell patterns like `*_pin`), besides the "
+        "built-in ones (`root_password`, `*_password`, `*_key`, `*_token`...): never answered by the API nor "
+        "logged ([access](access.md#installations-and-their-variables))"))
+    tftp_root: str = setting("", "where netboot configs (iPXE, PXELINUX, GRUB2) are written",
+                             empty="`data_dir/tftpboot`")
+    install_url: str = setting("", (
+        "the base URL installing machines reach this server at (written into netboot configs and kickstarts)"),
+        empty="`public_url`")
+    labs: dict[str, dict[str, str]] = setting({}, (
+        "per lab, `{tftp_root, install_url}` overriding the two above (in the environment: YAML or JSON text)"))
+    kickstart_dir: str = setting("", "the site's kickstart templates and snippets, looked up before the built-in ones",
+                                 empty="`data_dir/kickstarts`")
+    power_scripts_dir: str = setting("", (
+        "the scripts the `command` power driver may run (a system names one, never a path)"),
+        empty="`data_dir/power-scripts`")
+    install_timeout: timedelta = setting("1h", (
+        "an installation with no installer callback for this long fails (the install watchdog)"))
+    command_timeout: timedelta = setting(
+        "2m", "a power or netboot command taking longer is killed and counts as a failed attempt")
+    command_max_attempts: int = setting(3, (
+        "attempts before a command fails for good (the system is then marked broken if Automated)"),
+        unit="attempts")
+    command_retry_delay: timedelta = setting(
+        "10s", "wait after the first failed attempt; doubled after each further one")
+    command_workers: int = setting(4, (
+        "commands (of different systems and power addresses) the worker runs at once"), unit="commands")
+
+    def __post_init__(self):
+        for spec in specs():  # every value typed and checked now, whoever made this object
+            value = spec.kind.read(spec.name, getattr(self, spec.name))
+            if spec.choices and value not in spec.choices:
+                raise Invalid(spec.name, f"{value!r} is not one of: {', '.join(spec.choices)}")
+            object.__setattr__(self, spec.name, value)
+
+    @property
+    def database(self) -> str:
+        if self.database_url:
+            return self.database_url
+        return f"sqlite:///{Path(self.data_dir).resolve() / 'lablease.db'}"
+
+    @property
+    def reservation_policy(self) -> ReservationPolicy:
+        return ReservationPolicy(default_duration=self.default_reservation_duration,
+                                 max_duration=self.max_reservation_duration,
+                                 allow_unlimited=self.allow_unlimited_reservations)
+
+    @property
+    def base_url(self) -> str:
+        return (self.public_url or f"http://{self.listen}").rstrip("/")
+
+    def _data_path(self, value: str, default: str) -> Path:
+        return Path(value) if value else Path(self.data_dir) / default
+
+    def tftp_root_for(self, lab: str | None) -> Path:
+        """The TFTP root netboot configs of a system in this lab are written to."""
+        return self._data_path(self.labs.get(lab or "", {}).get("tftp_root") or self.tftp_root, "tftpboot")
+
+    def install_url_for(self, lab: str | None) -> str:
+        """The base URL an installing machine in this lab reaches the server at (e.g. 10.0.2.2 under QEMU)."""
+        return (self.labs.get(lab or "", {}).get("install_url") or self.install_url or self.base_url).rstrip("/")
+
+    @property
+    def kickstart_path(self) -> Path:
+        return self._data_path(self.kickstart_dir, "kickstarts")
+
+    @property
+    def power_scripts_path(self) -> Path:
+        return self._data_path(self.power_scripts_dir, "power-scripts")
+
+
+@dataclass(frozen=True)
+class Spec:
+    """One setting's definition, read from its field."""
+
+    name: str
+    kind: Kind
+    default: object
+    doc: str
+    unit: str
+    empty: str
+    mask: Callable | None
+    choices: tuple = ()
+
+    @property
+    def variable(self) -> str:
+        return f"LABLEASE_{self.name.upper()}"
+
+    def show(self, value) -> object:
+        """The value as `config show` prints it (a JSON value), a secret masked."""
+        return self.mask(value) if self.mask else self.kind.show(value)
+
+    def default_text(self) -> str:
+        """The default as docs/configuration.md writes it."""
+        shown = as_text(self.kind.show(self.kind.read(self.name, self.default)))
+        if shown:
+            return f"`{shown}`"
+        return f"empty: {self.empty}" if self.empty else "empty"
+
+
+@cache
+def specs() -> tuple[Spec, ...]:
+    """Every setting, in the order they are defined; a setting of a type without a kind is refused here."""
+    hints = get_type_hints(Settings)
+    found = []
+    for item in fields(Settings):
+        kind = KINDS.get(hints[item.name])
+        if kind is None or "doc" not in item.metadata:
+            raise TypeError(f"setting {item.name}: declare it with setting(...) and a type of {list(KINDS)}")
+        default = item.default_factory() if callable(item.default_factory) else item.default
+        found.append(Spec(item.name, kind, default, **item.metadata))
+    return tuple(found)
+
+
+specs()  # a setting declared wrongly fails the import, not the first use

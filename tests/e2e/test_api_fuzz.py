@@ -53,6 +53,9 @@ MEANING = re.compile("|".join([
     r"give two of the three, or three that agree$",  # an advance reservation's start + duration = end
     r"^unlimited reservations are not allowed on this site$", r"^cannot be unlimited",  # the site's settings
     r"^only a running recipe can complete",  # the recipe's state
+    r"^must be (before|after) (until|free_from|now) \(",  # the clock, or one field against another
+    r"which webhooks may not reach",  # where a webhook's host name resolves to (docs/access.md)
+    r"holds a control character",  # per word of ks_meta and kernel options (domain/boot_text.py)
 ]))
 
 

@@ -81,7 +81,7 @@ def parse_duration(value, field: str = "duration", allow_unlimited: bool = False
 def _check_form(value: str, field: str) -> None:
     """Only the forms DURATION_PATTERN describes: pytimeparse2 reads more (1y, 1d, 4:00:00, ...)."""
     if not _DURATION.fullmatch(value):
-        if re.search("[0-9]", value) and not re.search("[1-9]", value):
+        if (re.search("[0-9]", value) and not re.search("[1-9]", value)) or value.strip().startswith("-"):
             raise Invalid(field, "must be positive")
         if value.strip().isascii() and value.strip().isdigit():  # seconds past the nine digits described
             raise Invalid(field, f"{value!r} is out of range")

@@ -15,7 +15,7 @@ def run(server, *args: str) -> subprocess.CompletedProcess:
 
 @pytest.mark.parametrize("args, message", [
     (("token", "create", "bob", "--expires", "soon"),
-     "argument --expires: 'soon' is not a duration (try 4h, 30m, 2d, 1w, PT4H or 1:30:00)"),
+     "argument --expires: 'soon' is not a duration (try 4h, 30m, 2d, 1w, 1h30m, PT4H or 1:30:00)"),
     (("token", "create", "bob", "--expires", "1y"),
      "argument --expires: years and months have no fixed length; use weeks or days"),
     (("token", "create", "bob", "--expires", "P1M"),

@@ -88,7 +88,7 @@ def test_a_duration_is_at_most_what_32_bits_of_seconds_hold(lab, booked):
     # the longest duration, as seconds (unit forms are bounded by the grammar, docs/api.md)
     assert lab.admin.patch(f"/reservations/{booked['id']}", {"extend_by": 2**31 - 1})[0] == 200
     status, problem = lab.admin.patch(f"/reservations/{booked['id']}", {"extend_by": 2**31})
-    assert status == 422 and problem["detail"] == "extend_by: is too large (at most 2147483647)"
+    assert status == 422 and problem["detail"] == "extend_by: must be at most 2147483647 seconds (about 68 years)"
     # stored as seconds in an integer column on PostgreSQL: the longest one still fits
     assert lab.admin.put("/schedules/ip", {"default_duration": 2**31 - 1})[0] == 200
     assert lab.admin.get("/schedules/ip")[1]["default_duration"] == "P24855DT3H14M7S"

@@ -55,7 +55,7 @@ def from_http(error: HTTPException) -> Response:
     detail = error.description or error.name
     headers = None
     if error.code == 405 and getattr(error, "valid_methods", None):
-        headers = {"Allow": ", ".join(error.valid_methods)}
+        headers = {"Allow": ", ".join(sorted(error.valid_methods))}  # werkzeug gathers them in a set
     return problem(error.code or 500, error.name, detail, _slug(type(error).__name__), headers=headers)
 
 

@@ -88,12 +88,10 @@ def check_storable(body: object) -> None:
         elif isinstance(node, str):
             _check_text(node, path or "body")
         elif isinstance(node, (int, float)) and not isinstance(node, bool):
+            # Fields stored as integers are bounded by the schemas (ids and counts: MAX_INT, "too large");
+            # free-form values (attributes, a resource's spec) are JSON, which holds any finite number.
             if node != node or node in (float("inf"), float("-inf")):  # NaN, or the inf that 1e400 decodes to
                 raise Invalid(path or "body", "must be a finite number")
-            if node > MAX_INT:  # the value may be hundreds of digits long: not repeated
-                raise Invalid(path or "body", f"is too large (at most {MAX_INT})")
-            if node < -MAX_INT - 1:
-                raise Invalid(path or "body", f"is too small (at least {-MAX_INT - 1})")
 
 
 def _check_text(text: str, path: str, is_key: bool = False) -> None:
@@ -192,15 +190,13 @@ def _rule_field(error) -> str | None:
 
 
 def merge_force(query: dict, body: dict) -> bool:
-    """`force` from the query string or the JSON body, which routes taking it accept alike.
+    """`force` from the query string or the JSON body, which routes taking it accept alike: the
+    change is forced when either says so (`?force=true` on a body saying false still forces it).
 
     It moves into the query, where views read it, so the body keeps only the resource's own fields.
     """
     if isinstance(body, dict) and "force" in body:
-        forced = body.pop("force")
-        if query.get("force", forced) != forced:
-            raise Invalid("force", "the query string and the body disagree; give it once")
-        query["force"] = forced
+        query["force"] = bool(query.get("force")) or bool(body.pop("force"))
     return bool(query.get("force"))
 
 

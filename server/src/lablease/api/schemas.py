@@ -256,7 +256,8 @@ GROUP_CREATE = {
     "additionalProperties": False,
 }
 WEBHOOK = {
-    "webhook_url": {"type": ["string", "null"], "pattern": "^https?://", "maxLength": 2000,
+    # a host, and no user:password@ before it (api/access checks where it points: docs/access.md)
+    "webhook_url": {"type": ["string", "null"], "pattern": "^https?://[^/?#@\\s]+([/?#]\\S*)?$", "maxLength": 2000,
                     "description": "notices are POSTed here as JSON"},
     "webhook_secret": {"type": ["string", "null"], "maxLength": 200,
                        "description": "key of the X-Lablease-Signature HMAC-SHA256 header"},

@@ -33,13 +33,6 @@ class KickstartError(Exception):
     """A kickstart template could not be rendered; the message says which, where and why."""
 
 
-# --- ks_meta and kernel options: pure rules in domain/boot_text.py, used here and by the API ---
-
-def parse_ks_meta(text: str | None) -> dict:
-    """Beaker's ks_meta: `key=value` (shell quoting allowed), bare `key` is True, `!key` removes it."""
-    return merge_ks_meta(text)
-
-
 # --- templates ---------------------------------------------------------------
 
 class _Sandbox(ImmutableSandboxedEnvironment):

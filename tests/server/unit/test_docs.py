@@ -1,9 +1,14 @@
-"""Docs are tested: every setting and every API route is documented."""
+"""Docs are tested: every setting, every API route and every command-line command and option is documented."""
+import argparse
 from dataclasses import fields
 from pathlib import Path
 
+import pytest
+
 from lablease.api.openapi import openapi_path
 from lablease.api.routes import ROUTES
+from lablease.cli.client_parser import build_parser
+from lablease.cli.server import parser as server_parser
 from lablease.config import Settings
 
 DOCS = Path(__file__).resolve().parents[3] / "docs"
@@ -20,3 +25,25 @@ def test_every_route_is_in_the_api_guide():
     text = (DOCS / "api.md").read_text()
     for route in ROUTES:
         assert f"{route.method} {openapi_path(route.path)}" in text, route.endpoint
+
+
+def _commands(parser, path):
+    """(command words, its --options) for the parser and every subcommand under it."""
+    options = sorted({option for action in parser._actions for option in action.option_strings
+                      if option.startswith("--") and action.help != argparse.SUPPRESS and option != "--help"})
+    yield " ".join(path), options
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, child in action.choices.items():
+                yield from _commands(child, path + [name])
+
+
+@pytest.mark.parametrize("program, parser", [("lablease", build_parser), ("lablease-server", server_parser)])
+def test_every_cli_command_and_option_is_in_the_cli_guide(program, parser):
+    text = (DOCS / "cli.md").read_text()
+    missing = []
+    for command, options in _commands(parser(), [program]):
+        if f"`{command}" not in text:
+            missing.append(command)
+        missing += [f"{command} {option}" for option in options if option not in text]
+    assert missing == []

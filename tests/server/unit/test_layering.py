@@ -53,6 +53,17 @@ def test_domain_and_scheduler_import_only_the_standard_library_and_each_other():
     assert offending == []
 
 
+def test_views_reach_the_database_only_through_use_cases():
+    """A view parses input and calls a use case: of store/ it sees only the unit of work it passes on."""
+    import lablease.api.views
+
+    views = _modules(lablease.api.views)
+    offending = [f"{m}:{line} imports {name}" for m in views for name, line in _imported(m)
+                 if name.split(".")[0] == "sqlalchemy"
+                 or name.startswith("lablease.store") and name != "lablease.store.uow"]
+    assert len(views) >= 5 and offending == []
+
+
 def test_importing_domain_and_scheduler_loads_no_third_party_library():
     """The import graph above, confirmed by what a fresh interpreter actually loads."""
     modules = [m for package in PURE_PACKAGES for m in _modules(package)]

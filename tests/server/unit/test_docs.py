@@ -1,5 +1,6 @@
 """Docs are tested: every setting, every API route and every command-line command and option is documented."""
 import argparse
+import re
 from dataclasses import fields
 from pathlib import Path
 
@@ -47,3 +48,17 @@ def test_every_cli_command_and_option_is_in_the_cli_guide(program, parser):
             missing.append(command)
         missing += [f"{command} {option}" for option in options if option not in text]
     assert missing == []
+
+
+def test_every_file_the_docs_name_exists():
+    """A doc naming `store/calendar.py` or `tests/e2e/test_storm.py` names a file that is there."""
+    root = DOCS.parent
+    files = {str(path.relative_to(root)) for top in ("server", "plugins", "roles", "playbooks", "tests", "docs",
+                                                       "bench", "changelogs", "meta", "scripts")
+             for path in (root / top).rglob("*") if path.is_file()}
+    named = {(page.name, match) for page in [*DOCS.glob("*.md"), root / "README.md"]
+             for match in re.findall(r"`([\w.-][\w./-]*/[\w.-]+\.(?:py|md|yml|yaml|toml|rng|xsd|json))`", page.read_text())
+             if not re.search(r"[A-Z]{3,}", match)}  # placeholders: plugins/modules/NAME.py
+    missing = [f"{page}: {path}" for page, path in sorted(named)
+               if not any(f == path or f.endswith("/" + path) for f in files)]
+    assert len(named) > 20 and missing == []

@@ -3,7 +3,8 @@ import re
 
 import pytest
 
-from lablease.provision.kickstart import KickstartError, KickstartRenderer, merge_kernel_options, merge_ks_meta
+from lablease.domain.boot_text import merge_kernel_options, merge_ks_meta
+from lablease.provision.kickstart import KickstartError, KickstartRenderer
 
 TOKEN = "s3cr3t-T0KEN-9f8e7d"
 BASE = "http://lablease.lab.example:8080"

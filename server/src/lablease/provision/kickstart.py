@@ -19,7 +19,7 @@ from pathlib import Path
 import jinja2
 from jinja2.sandbox import ImmutableSandboxedEnvironment, SecurityError
 
-from ..domain.boot_text import first_unfit, merge_kernel_options, merge_ks_meta  # noqa: F401 (re-exported)
+from ..domain.boot_text import first_unfit
 
 BUILTIN_TEMPLATES = Path(__file__).resolve().parent / "templates"
 CONTEXT_NAMES = ("system", "distro", "recipe", "installation", "ks_meta", "kernel_options",

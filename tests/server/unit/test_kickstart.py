@@ -3,8 +3,8 @@ import re
 
 import pytest
 
-from lablease.provision.kickstart import (KickstartError, KickstartRenderer, merge_kernel_options,
-                                          merge_ks_meta, parse_ks_meta)
+from lablease.domain.boot_text import merge_kernel_options, merge_ks_meta
+from lablease.provision.kickstart import KickstartError, KickstartRenderer
 
 TOKEN = "s3cr3t-T0KEN-9f8e7d"
 BASE = "http://lablease.lab.example:8080"
@@ -53,17 +53,17 @@ def put(root, name, text):
 
 # --- ks_meta and kernel options ---------------------------------------------
 
-def test_parse_ks_meta():
-    assert parse_ks_meta("method=nfs no_autopart packages='vim git' !gone") == {
+def test_merge_ks_meta():
+    assert merge_ks_meta("method=nfs no_autopart packages='vim git' !gone") == {
         "method": "nfs", "no_autopart": True, "packages": "vim git"}
-    assert parse_ks_meta('a=1 b="x=y z" a=2 c !c') == {"a": "2", "b": "x=y z"}
-    assert parse_ks_meta(None) == {} == parse_ks_meta("  ")
+    assert merge_ks_meta('a=1 b="x=y z" a=2 c !c') == {"a": "2", "b": "x=y z"}
+    assert merge_ks_meta(None) == {} == merge_ks_meta("  ")
 
 
 @pytest.mark.parametrize("text", ["packages='vim", 'a="b', "=value", "!"])
 def test_bad_ks_meta_is_a_value_error(text):
     with pytest.raises(ValueError, match="cannot parse ks_meta"):
-        parse_ks_meta(text)
+        merge_ks_meta(text)
 
 
 def test_merge_ks_meta_later_wins_and_bang_deletes():
@@ -142,7 +142,7 @@ def test_the_token_appears_only_inside_the_callback_urls():
 
 
 def test_ks_meta_overrides_the_defaults():
-    ks_meta = parse_ks_meta("lang=cs_CZ.UTF-8 keyboard=cz timezone=Europe/Prague "
+    ks_meta = merge_ks_meta("lang=cs_CZ.UTF-8 keyboard=cz timezone=Europe/Prague "
                             "root_password='$6$salt$hash' no_autopart packages=vim-enhanced:@development:git")
     text = KickstartRenderer(None).render(context(ks_meta=ks_meta))
     assert "\nlang cs_CZ.UTF-8\n" in text

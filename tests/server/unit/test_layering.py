@@ -1,16 +1,96 @@
-"""domain/ holds pure rules: importing it loads no database, web or XML library."""
+"""Dependencies point inward: domain/ and scheduler/ are pure, and every module imports on its own."""
+import ast
+import json
 import pkgutil
 import subprocess
 import sys
+from pathlib import Path
 
+import lablease
 import lablease.domain
+import lablease.scheduler
+
+PURE_PACKAGES = (lablease.domain, lablease.scheduler)
+PURE_NAMES = {package.__name__ for package in PURE_PACKAGES}
 
 
-def test_domain_imports_only_the_standard_library():
-    modules = [f"lablease.domain.{m.name}" for m in pkgutil.iter_modules(lablease.domain.__path__)]
+# Alembic's scripts run inside Alembic's context (`alembic.context.config`), never by import.
+ALEMBIC_SCRIPTS = ("lablease.store.migrations.env", "lablease.store.migrations.versions.")
+
+
+def _modules(package) -> list[str]:
+    return sorted(m.name for m in pkgutil.walk_packages(package.__path__, f"{package.__name__}.")
+                  if not m.name.startswith(ALEMBIC_SCRIPTS))
+
+
+def _imported(module: str) -> list[tuple[str, int]]:
+    """Every module a source file imports, relative imports resolved against its package."""
+    source = Path(sys.modules["lablease"].__file__).parent.joinpath(*module.split(".")[1:])
+    path = source / "__init__.py" if source.is_dir() else source.with_suffix(".py")
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found += [(alias.name, node.lineno) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = package.split(".")[:len(package.split(".")) - node.level + 1] if node.level else []
+            name = ".".join(base + ([node.module] if node.module else []))
+            found += [(name, node.lineno)] if node.module else [(f"{name}.{a.name}", node.lineno) for a in node.names]
+    return found
+
+
+def _allowed(name: str) -> bool:
+    top = name.split(".")[0]
+    if top == "lablease":
+        return any(name == pure or name.startswith(f"{pure}.") for pure in PURE_NAMES)
+    return top in sys.stdlib_module_names or top == "__future__"
+
+
+def test_domain_and_scheduler_import_only_the_standard_library_and_each_other():
+    modules = [m for package in PURE_PACKAGES for m in _modules(package)]
+    assert any(m.startswith("lablease.scheduler.") for m in modules) and len(modules) >= 10
+    offending = [f"{m}:{line} imports {name}" for m in modules for name, line in _imported(m) if not _allowed(name)]
+    assert offending == []
+
+
+def test_views_reach_the_database_only_through_use_cases():
+    """A view parses input and calls a use case: of store/ it sees only the unit of work it passes on."""
+    import lablease.api.views
+
+    views = _modules(lablease.api.views)
+    offending = [f"{m}:{line} imports {name}" for m in views for name, line in _imported(m)
+                 if name.split(".")[0] == "sqlalchemy"
+                 or name.startswith("lablease.store") and name != "lablease.store.uow"]
+    assert len(views) >= 5 and offending == []
+
+
+def test_importing_domain_and_scheduler_loads_no_third_party_library():
+    """The import graph above, confirmed by what a fresh interpreter actually loads."""
+    modules = [m for package in PURE_PACKAGES for m in _modules(package)]
     code = "; ".join(f"import {m}" for m in modules) + (
         "; import sys; print(sorted(m for m in sys.modules if m.split('.')[0] in "
         "('sqlalchemy', 'werkzeug', 'lxml', 'jinja2', 'requests', 'yaml', 'isodate', 'psycopg')))")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert len(modules) >= 5
     assert result.stdout.strip() == "[]"
+
+
+ALONE = """
+import importlib, json, sys
+failures = {}
+for name in sys.argv[1:]:
+    for loaded in [m for m in sys.modules if m == "lablease" or m.startswith("lablease.")]:
+        del sys.modules[loaded]
+    try:
+        importlib.import_module(name)
+    except Exception as error:
+        failures[name] = f"{type(error).__name__}: {error}"
+print(json.dumps(failures))
+"""
+
+
+def test_every_module_imports_on_its_own():
+    """Each module imported first, with no lablease module loaded before it (an import cycle shows here)."""
+    modules = ["lablease"] + _modules(lablease)
+    assert len(modules) > 100
+    result = subprocess.run([sys.executable, "-c", ALONE, *modules], capture_output=True, text=True, check=True)
+    assert json.loads(result.stdout) == {}

@@ -22,7 +22,6 @@ class Permission(str, Enum):
 
 class SiteAction(str, Enum):
     ADD_SYSTEM = "add system"
-    MANAGE_USERS = "manage users"
     MANAGE_SCHEDULES = "manage schedules"
     VIEW_ALL_RESERVATIONS = "view all reservations"
 

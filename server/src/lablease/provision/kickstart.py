@@ -19,7 +19,7 @@ from pathlib import Path
 import jinja2
 from jinja2.sandbox import ImmutableSandboxedEnvironment, SecurityError
 
-from ..domain.boot_text import first_unfit, merge_kernel_options, merge_ks_meta  # noqa: F401 (re-exported)
+from ..domain.boot_text import first_unfit
 
 BUILTIN_TEMPLATES = Path(__file__).resolve().parent / "templates"
 CONTEXT_NAMES = ("system", "distro", "recipe", "installation", "ks_meta", "kernel_options",
@@ -31,13 +31,6 @@ _snippet_depth: ContextVar[int] = ContextVar("lablease_snippet_depth", default=0
 
 class KickstartError(Exception):
     """A kickstart template could not be rendered; the message says which, where and why."""
-
-
-# --- ks_meta and kernel options: pure rules in domain/boot_text.py, used here and by the API ---
-
-def parse_ks_meta(text: str | None) -> dict:
-    """Beaker's ks_meta: `key=value` (shell quoting allowed), bare `key` is True, `!key` removes it."""
-    return merge_ks_meta(text)
 
 
 # --- templates ---------------------------------------------------------------

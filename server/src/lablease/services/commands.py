@@ -27,7 +27,6 @@ from . import activity, due, notices, usage
 from .systems import access_of, active_loan, current_reservations, find
 
 POWER_ACTIONS = ("on", "off", "reboot")
-NETBOOT_ACTIONS = ("netboot_install", "netboot_local", "netboot_clear")
 # What a completed action says about the power state.
 POWER_STATE_AFTER = {"on": "on", "reboot": "on", "off": "off"}
 LEASE_MARGIN = timedelta(seconds=15)  # beyond the command timeout, before a running command counts as abandoned

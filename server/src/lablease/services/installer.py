@@ -7,10 +7,10 @@ from datetime import datetime
 from sqlalchemy import select
 
 from ..domain.errors import Conflict, Forbidden
-from ..store.tables import Installation, Recipe
+from ..store.tables import Installation
 from ..store.uow import wake_worker
 from . import activity, commands, installations, usage
-from .installations import EVENTS, UNFINISHED  # noqa: F401 - EVENTS is part of this module's interface
+from .installations import UNFINISHED
 
 # Once the installation is over (the installed system runs, or it ended) its token opens nothing: a leaked
 # kickstart or boot line cannot fetch the rendered kickstart again nor replay a callback (docs/provisioning.md).
@@ -86,6 +86,7 @@ def _running(session, settings, installation: Installation, now: datetime) -> No
 
 
 
-def latest_for_recipe(session, recipe: Recipe) -> int | None:
-    return session.execute(select(Installation.id).where(Installation.recipe_id == recipe.id)
+def latest_for_recipe(session, recipe_id: int) -> int | None:
+    """The recipe's latest installation (None when the recipe has none, or does not exist)."""
+    return session.execute(select(Installation.id).where(Installation.recipe_id == recipe_id)
                            .order_by(Installation.id.desc()).limit(1)).scalar_one_or_none()

@@ -62,11 +62,6 @@ def claim(uow, message_id: int, now: datetime) -> Delivery | None:
     return Delivery(row.id, row.channel, address, secret, row.subject, row.payload, row.attempts)
 
 
-def claim_due(uow, now: datetime, batch: int = 20) -> list[Delivery]:
-    """Up to `batch` due messages claimed in this one transaction."""
-    return [found for ident in due_ids(uow, now, batch) if (found := claim(uow, ident, now)) is not None]
-
-
 def mark_sent(uow, message_id: int, now: datetime) -> None:
     row = uow.session.get(Outbox, message_id)
     row.status, row.sent_at, row.next_attempt_at, row.last_error = "sent", now, None, None

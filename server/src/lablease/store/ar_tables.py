@@ -2,12 +2,16 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from sqlalchemy import ForeignKey, Index, Integer, String
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
-from .tables import Base, System, User
+from .base import Base
 from .types import Json, UTCDateTime
+
+if TYPE_CHECKING:  # the mapper finds them by name; tables.py is imported at the end
+    from .tables import System, User
 
 
 class AdvanceReservation(Base):
@@ -55,3 +59,7 @@ class ArSystem(Base):
     slot_resource_id: Mapped[int] = mapped_column(ForeignKey("resources.id"))
     lab: Mapped[str | None] = mapped_column(String(64))  # the system's lab when granted
     system: Mapped[System] = relationship(lazy="joined")
+
+
+# The rest of the metadata (the tables these refer to), so importing this module alone maps them all.
+from . import tables  # noqa: E402,F401

@@ -2,12 +2,16 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from sqlalchemy import ForeignKey, Index, Integer, String, Text
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
-from .tables import Base, System, User
+from .base import Base
 from .types import Json, UTCDateTime
+
+if TYPE_CHECKING:  # the mapper finds them by name; tables.py is imported at the end
+    from .tables import System, User
 
 
 class Installation(Base):
@@ -67,3 +71,7 @@ class Command(Base):
     user: Mapped[User | None] = relationship(lazy="joined")
     __table_args__ = (Index("ix_commands_status_due", "status", "due_at"),
                       Index("ix_commands_system", "system_id", "id"))
+
+
+# The rest of the metadata (the tables these refer to), so importing this module alone maps them all.
+from . import tables  # noqa: E402,F401

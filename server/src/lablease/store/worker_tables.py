@@ -6,7 +6,7 @@ from datetime import datetime
 from sqlalchemy import Integer, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
-from .tables import Base
+from .base import Base
 from .types import UTCDateTime
 
 
@@ -22,3 +22,7 @@ class WorkerFailure(Base):
     item_id: Mapped[int] = mapped_column(Integer, primary_key=True)
     error: Mapped[str] = mapped_column(Text)
     failed_at: Mapped[datetime] = mapped_column(UTCDateTime)
+
+
+# The rest of the metadata (the tables these refer to), so importing this module alone maps them all.
+from . import tables  # noqa: E402,F401

@@ -3,7 +3,6 @@ from werkzeug.wrappers import Response
 
 from ...domain.errors import NotFound
 from ...services import commands, distros, installations, installer
-from ...store.tables import Recipe
 from .context import Context
 
 
@@ -68,8 +67,7 @@ def callback(ctx: Context) -> None:
 
 def recipe_callback(ctx: Context) -> None:
     """The same callbacks addressed by recipe, as Beaker's installers do: its latest installation."""
-    recipe = ctx.uow.session.get(Recipe, ctx.args["id"])
-    latest = installer.latest_for_recipe(ctx.uow.session, recipe) if recipe else None
+    latest = installer.latest_for_recipe(ctx.uow.session, ctx.args["id"])
     if latest is None:
         raise NotFound(f"recipe {ctx.args['id']} has no installation")
     installer.callback(ctx.uow, ctx.now, latest, ctx.query.get("token"), ctx.args["event"])

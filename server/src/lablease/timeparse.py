@@ -1,11 +1,16 @@
-"""Parsing of the times and durations that users type (API, CLI, config).
+"""Reading the times and durations that users type (API, CLI, config): the accepted forms.
+
+The one vocabulary is documented in docs/api.md ("Times and durations"); domain/times.py writes
+times and durations (answers and messages), format_duration below the ISO form of answers. The
+Ansible collection's module_utils/times.py carries a copy of DURATION_PATTERN and of these rules, and
+tests/time_cases.yml holds both to the same cases.
 
 Durations: ISO 8601 (`PT4H`, via isodate), `30m 4h 2d 1w` and `h:m:s`
 (via pytimeparse2), a number of seconds, or the word `unlimited`. Years and
 months have no fixed length, so no form takes them (`P1Y` and `1y` alike).
 Times: RFC 3339 with a zone (`2026-11-22T14:00:00Z`).
 Every duration and time parsed here is held to the calendar's range
-(domain/windows.py: durations up to 100 years, times 1970..9000), so no
+(domain/windows.py: durations up to MAX_SECONDS, about 68 years; times 1970..9000), so no
 arithmetic on them can overflow.
 Grid Engine's forms (qrsub and friends): times `[[CC]YY]MMDDhhmm[.SS]`, in
 UTC; durations `h:m:s` (`2:30:00`, `1::1`) or seconds.
@@ -20,7 +25,6 @@ import pytimeparse2
 
 from .domain.errors import Invalid
 from .domain.reservations import UNLIMITED
-from .domain.times import format_time  # noqa: F401  (one formatter, for domain and the rest alike)
 from .domain.windows import MAX_SECONDS, bounded_duration, bounded_instant
 
 NO_FIXED_LENGTH = "years and months have no fixed length; use weeks or days"
@@ -61,7 +65,7 @@ def parse_duration(value, field: str = "duration", allow_unlimited: bool = False
     elif isinstance(value, str) and value.strip().lower() == UNLIMITED and allow_unlimited:
         return UNLIMITED
     elif isinstance(value, str) and value.strip().upper().startswith("P"):
-        seconds = _iso_seconds(value.strip().upper(), field)
+        seconds = _iso_seconds(value, field)
         if seconds <= MAX_SECONDS:  # a longer one is only too long, whatever its spelling
             _check_form(value, field)
     elif isinstance(value, str) and value.strip():
@@ -93,7 +97,7 @@ def _check_form(value: str, field: str) -> None:
 
 def _iso_seconds(value: str, field: str) -> float:
     try:
-        parsed = isodate.parse_duration(value)
+        parsed = isodate.parse_duration(value.strip().upper())
     except (isodate.ISO8601Error, ValueError):
         raise Invalid(field, f"{value!r} is not an ISO 8601 duration") from None
     except OverflowError:  # more days than a timedelta holds: bounded_duration calls it too long
@@ -103,21 +107,42 @@ def _iso_seconds(value: str, field: str) -> float:
     return parsed.total_seconds()
 
 
+# Every time the API takes: RFC 3339 (a T, a space or t between date and time; seconds and their fraction
+# optional; Z or an offset). Without a zone it is refused as such, with a message saying so.
+TIME_PATTERN = (r"^\s*([0-9]{4})-([0-9]{2})-([0-9]{2})[Tt ]([0-9]{2}):([0-9]{2})(?::([0-9]{2})(?:[.,]([0-9]+))?)?"
+                r"([Zz]|[+-][0-9]{2}:?[0-9]{2}(?::?[0-9]{2})?)?\s*$")
+_TIME = re.compile(TIME_PATTERN)
+_TIME_EXAMPLE = "an RFC 3339 time such as 2026-11-22T14:00:00Z"
+
+
 def parse_time(value, field: str) -> datetime:
-    """An aware UTC datetime from an RFC 3339 string."""
+    """An aware UTC datetime from an RFC 3339 string (TIME_PATTERN)."""
     if not isinstance(value, str):
-        raise Invalid(field, "must be an RFC 3339 time such as 2026-11-22T14:00:00Z")
-    try:
-        parsed = datetime.fromisoformat(value.strip())
-    except ValueError:
-        raise Invalid(field, f"{value!r} is not an RFC 3339 time such as 2026-11-22T14:00:00Z") from None
-    if parsed.tzinfo is None:
+        raise Invalid(field, f"must be {_TIME_EXAMPLE}")
+    match = _TIME.fullmatch(value)
+    if not match:
+        raise Invalid(field, f"{value!r} is not {_TIME_EXAMPLE}")
+    if match.group(8) is None:
         raise Invalid(field, f"{value!r} has no time zone; add Z for UTC")
+    year, month, day, hour, minute, second = (int(part or 0) for part in match.groups()[:6])
     try:
-        parsed = parsed.astimezone(timezone.utc)
+        moment = datetime(year, month, day, hour, minute, second, int((match.group(7) or "0").ljust(6, "0")[:6]),
+                          tzinfo=timezone(_offset(match.group(8))))
+        moment = moment.astimezone(timezone.utc)
+    except ValueError:  # no such day, hour or offset (2026-02-30, 24:00, +25:00)
+        raise Invalid(field, f"{value!r} is not {_TIME_EXAMPLE}") from None
     except OverflowError:  # e.g. 9999-12-31T23:00:00-05:00
         raise Invalid(field, f"{value!r} is out of range") from None
-    return bounded_instant(parsed, field)
+    return bounded_instant(moment, field)
+
+
+def _offset(zone: str) -> timedelta:
+    """Z, or [+-]hh[:]mm[[:]ss] east of UTC."""
+    digits = zone.replace(":", "")
+    if digits in ("Z", "z"):
+        return timedelta(0)
+    sign = -1 if digits[0] == "-" else 1
+    return sign * timedelta(hours=int(digits[1:3]), minutes=int(digits[3:5]), seconds=int(digits[5:7] or 0))
 
 
 def format_duration(delta: timedelta | None) -> str | None:
@@ -129,7 +154,8 @@ def format_duration(delta: timedelta | None) -> str | None:
 
 _GE_TIME = re.compile(r"(\d{8}|\d{10}|\d{12})(?:\.(\d{2}))?")
 _GE_TIME_FORM = "[[CC]YY]MMDDhhmm[.SS] (e.g. 202611221400 or 11221400.30)"
-_GE_HMS = re.compile(r"(\d*):(\d*):(\d*)")
+# [[h:]m:]s with at least one colon; a field that is 0 may be left empty (1::1, ::30, 2:30)
+GE_HMS = re.compile(r"(?:(?:(\d*):)?(\d*):)(\d*)")
 
 
 def parse_ge_time(text, now: datetime, field: str = "time") -> datetime:
@@ -171,11 +197,11 @@ def _ge_time(match: re.Match, text: str, now: datetime, field: str) -> datetime:
 
 
 def parse_ge_duration(value, field: str = "duration") -> timedelta:
-    """A timedelta from Grid Engine's `h:m:s` (a field that is 0 may be left empty: `1::1`),
-    a number of seconds, or any form parse_duration accepts (4h, PT4H, ...)."""
+    """A timedelta from Grid Engine's `[[h:]m:]s` (GE_HMS: `2:30:00`, `1::1`, `2:30` is m:s), a number
+    of seconds, or any form parse_duration accepts (4h, PT4H, ...)."""
     if isinstance(value, str):
-        match = _GE_HMS.fullmatch(value.strip())
-        if match and any(match.groups()):
+        match = GE_HMS.fullmatch(value.strip())
+        if match and value.strip().isascii() and any(match.groups()):
             hours, minutes, seconds = (int(part or 0) for part in match.groups())
             return bounded_duration(hours * 3600 + minutes * 60 + seconds, field)
     return parse_duration(value, field)

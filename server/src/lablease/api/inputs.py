@@ -11,8 +11,8 @@ from werkzeug.exceptions import BadRequest, LengthRequired, RequestEntityTooLarg
 
 from ..domain.errors import Invalid, UnknownField
 from ..domain.limits import MAX_INT
-from ..timeparse import parse_duration, parse_time
-from .schemas import QUERY_KINDS
+from ..timeparse import DURATION_PATTERN, parse_duration, parse_time
+from .schemas import QUERY_KINDS, TIME
 
 
 def read_body(request, limit: int) -> bytes:
@@ -140,9 +140,15 @@ def check_body(body: object, schema: dict) -> object:
     name = _rule_field(error)
     if name:
         raise Invalid(f"{path}.{name}" if path else name, error.schema["description"])
+    if error.validator == "pattern" and error.validator_value in _READERS:
+        # A duration or a time is refused in the words of the one reader of times (timeparse), not the regex's.
+        _READERS[error.validator_value](error.instance, path or "body")
     if error.validator == "pattern" and "description" in error.schema:
         raise Invalid(path or "body", f"{error.instance!r} is not {error.schema['description']}")
     raise Invalid(path or "body", error.message)
+
+
+_READERS = {DURATION_PATTERN: parse_duration, TIME["pattern"]: parse_time}
 
 
 def whole_numbers(value: object, schema: dict) -> object:

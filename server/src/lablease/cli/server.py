@@ -21,7 +21,8 @@ from ..store.db import Database
 from ..store.secrets import SecretBox, private_dir, site_key, use_secrets
 from ..store.wakeup import AlreadyRunning
 from ..services import unit_of_work
-from ..timeparse import format_time, parse_duration
+from ..domain.times import format_time
+from ..timeparse import parse_duration
 
 # Administration from the server's own command line acts with full rights.
 SERVER = Actor(id=0, name="lablease-server", is_admin=True)

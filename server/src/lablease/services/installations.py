@@ -35,7 +35,7 @@ from ..provision.netboot import BootImage
 from ..store.secrets import site_key
 from ..store.tables import DistroTree, Installation, Recipe, Reservation, System
 from ..store.uow import wake_worker
-from ..timeparse import format_time
+from ..domain.times import format_time
 from . import activity, commands, distros, due, notices, usage
 from .systems import current_reservations, find
 

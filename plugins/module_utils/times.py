@@ -45,17 +45,22 @@ _TIME = re.compile(TIME_PATTERN)
 _NUMBER = r"([0-9]+(?:[,.][0-9]+)?)"
 # Any ISO 8601 duration, years and months included (what the server's ISO reader, isodate, takes).
 _ISO_ANY = re.compile(r"^P(?!$)(?:%sY)?(?:%sM)?(?:%sW)?(?:%sD)?(?:T(?:%sH)?(?:%sM)?(?:%sS)?)?$" % ((_NUMBER,) * 7))
-# The unit forms with numbers of any size: one in a known form that is only too long says so.
-_UNIT_WORDS = {"w": "wks?|weeks?", "d": "days?", "h": "hrs?|hours?", "m": "mins?|minutes?", "s": "secs?|seconds?"}
-_ANY_UNITS = re.compile(r"^\s*%s\s*$" % "".join(
-    r"(?: ?(?:[0-9]+\.[0-9]+|[0-9]+) ?(?:[%s%s]|%s))?" % (u, u.upper(), words) for u, words in _UNIT_WORDS.items()))
+# lablease.timeparse.KNOWN_FORM_PATTERN: the unit and h:m:s forms with numbers of any size (one of them that is
+# only too long is told so).
+KNOWN_FORM_PATTERN = (
+    r"^\s*(?:(?: ?(?:[0-9]+\.[0-9]{1,3}|[0-9]+) ?(?:[wW]|wks?|weeks?))?(?: ?(?:[0-9]+\.[0-9]{1,3}|[0-9]+) ?(?:[dD]|days?))?"
+    r"(?: ?(?:[0-9]+\.[0-9]{1,3}|[0-9]+) ?(?:[hH]|hrs?|hours?))?(?: ?(?:[0-9]+\.[0-9]{1,3}|[0-9]+) ?(?:[mM]|mins?|minutes?))?"
+    r"(?: ?(?:[0-9]+\.[0-9]{1,3}|[0-9]+) ?(?:[sS]|secs?|seconds?))?|[0-9]+:[0-5][0-9]:[0-5][0-9])\s*$"
+)
+# lablease.timeparse.CALENDAR_PATTERN: numbers with units, one of them years or months (1y, 3mo, 1 month 2 days).
+CALENDAR_PATTERN = (
+    r"(?i)^(?=.*[0-9.]\s*(?:ys?|yrs?|years?|mos?|mths?|months?)(?![a-z]))\s*(?:[0-9.]+\s*(?:ys?|yrs?|years?|mos?|mths?"
+    r"|months?|w|wks?|weeks?|d|days?|h|hrs?|hours?|m|mins?|minutes?|s|secs?|seconds?)(?![a-z])[\s,]*)+$"
+)
+_KNOWN_FORM = re.compile(KNOWN_FORM_PATTERN)
+_CALENDAR = re.compile(CALENDAR_PATTERN)
 _NUMBER_UNIT = re.compile(r"([0-9]+(?:\.[0-9]+)?) ?([a-zA-Z])")
 _UNIT_SECONDS = {"w": 604800, "d": 86400, "h": 3600, "m": 60, "s": 1}
-# Years and months (1y, 2 years, 3mo, 1 month 2 days) have no fixed length: refused, in every form.
-_CALENDAR_UNIT = re.compile(r"[0-9.]\s*(?:ys?|yrs?|years?|mos?|mons?|months?)\b", re.IGNORECASE)
-_ANY_UNIT_LIST = re.compile(
-    r"^(?:[0-9.]+\s*(?:ys?|yrs?|years?|mos?|mons?|months?|w|wks?|weeks?|d|days?|h|hrs?|hours?|m|mins?|minutes?"
-    r"|s|secs?|seconds?)\.?[\s,]*)+$", re.IGNORECASE)
 
 UNLIMITED = "unlimited"
 NO_FIXED_LENGTH = "years and months have no fixed length; use weeks or days"
@@ -98,7 +103,7 @@ def _text_seconds(value, name):
         if seconds <= MAX_SECONDS:  # a longer one is only too long, whatever its spelling
             _check_form(value, name)
         return seconds
-    if _CALENDAR_UNIT.search(text) and _ANY_UNIT_LIST.match(text):
+    if _CALENDAR.fullmatch(value):
         raise ValueError("%s: %s" % (name, NO_FIXED_LENGTH))
     _check_form(value, name)
     return _seconds(text)
@@ -112,7 +117,7 @@ def _check_form(value, name):
         raise ValueError("%s: must be positive" % name)
     if value.strip().isdigit() and all(c in "0123456789" for c in value.strip()):  # past the nine digits
         raise ValueError("%s: %r is out of range" % (name, value))
-    if _ANY_UNITS.match(value) and re.search("[0-9]", value) and _seconds(value.strip()) > MAX_SECONDS:
+    if _KNOWN_FORM.fullmatch(value) and _seconds(value.strip()) > MAX_SECONDS:
         _bounded(_seconds(value.strip()), name)  # a known form, only too long: say so
     raise ValueError("%s: %r is not a duration %s" % (name, value, _TRY))
 

@@ -5,10 +5,12 @@ times and durations (answers and messages), format_duration below the ISO form o
 Ansible collection's module_utils/times.py carries a copy of DURATION_PATTERN and of these rules, and
 tests/time_cases.yml holds both to the same cases.
 
-Durations: ISO 8601 (`PT4H`, via isodate), `30m 4h 2d 1w` and `h:m:s`
-(via pytimeparse2), a number of seconds, or the word `unlimited`. Years and
-months have no fixed length, so no form takes them (`P1Y` and `1y` alike).
-Times: RFC 3339 with a zone (`2026-11-22T14:00:00Z`).
+Durations: ISO 8601 (`PT4H`, read by isodate), `30m 4h 2d 1w` and `h:m:s`
+(read by pytimeparse2), a number of seconds, or the word `unlimited`; the
+forms are DURATION_PATTERN's, the refusals are said by CALENDAR_PATTERN (years
+and months have no fixed length, so no form takes them: `P1Y` and `1y` alike)
+and KNOWN_FORM_PATTERN (a known form, only too long). Times: TIME_PATTERN,
+RFC 3339 with a zone (`2026-11-22T14:00:00Z`).
 Every duration and time parsed here is held to the calendar's range
 (domain/windows.py: durations up to MAX_SECONDS, about 68 years; times 1970..9000), so no
 arithmetic on them can overflow.
@@ -28,19 +30,24 @@ from .domain.reservations import UNLIMITED
 from .domain.windows import MAX_SECONDS, bounded_duration, bounded_instant
 
 NO_FIXED_LENGTH = "years and months have no fixed length; use weeks or days"
-# pytimeparse2's own spellings of years (1y, 2 yrs) and months (1mo, 3 months): it would count them
-# as 365 and 30 days, which ISO 8601's P1Y and P1M (refused) do not mean either.
-_CALENDAR_UNITS = re.compile(f"{pytimeparse2.YEARS}|{pytimeparse2.MONTHS}", re.IGNORECASE)
+_CALENDAR_WORDS = "ys?|yrs?|years?|mos?|mths?|months?"
+_UNIT_WORDS = "w|wks?|weeks?|d|days?|h|hrs?|hours?|m|mins?|minutes?|s|secs?|seconds?"
+# Numbers with units, one of them years or months (1y, 2 yrs, 3mo, 1 month 2 days): refused as such, with
+# the reason ISO 8601's P1Y and P1M are refused for (pytimeparse2 would count them as 365 and 30 days).
+CALENDAR_PATTERN = (rf"(?i)^(?=.*[0-9.]\s*(?:{_CALENDAR_WORDS})(?![a-z]))"
+                    rf"\s*(?:[0-9.]+\s*(?:{_CALENDAR_WORDS}|{_UNIT_WORDS})(?![a-z])[\s,]*)+$")
+_CALENDAR = re.compile(CALENDAR_PATTERN)
 
 
-def _units() -> str:
+def _units(bounded: bool = True) -> str:
     # Digits per unit, so that even all of them at their largest (999w 9999d 99999h 999999m 99999s, about
     # 60 years) stay under MAX_SECONDS, while 1440m or 1000d are still written as people write them.
     units = {"w": ("wks?|weeks?", 3), "d": ("days?", 4), "h": ("hrs?|hours?", 5), "m": ("mins?|minutes?", 6),
              "s": ("secs?|seconds?", 5)}
     parts = []
     for unit, (words, digits) in units.items():
-        number = rf"(?:[1-9][0-9]{{0,2}}\.[0-9]{{1,3}}|[0-9]{{1,{digits}}})"  # a fraction only of a whole unit
+        number = (rf"(?:[1-9][0-9]{{0,2}}\.[0-9]{{1,3}}|[0-9]{{1,{digits}}})" if bounded  # a fraction only of a whole unit
+                  else r"(?:[0-9]+\.[0-9]{1,3}|[0-9]+)")
         parts.append(rf"(?: ?{number} ?(?:[{unit}{unit.upper()}]|{words}))?")
     return "".join(parts)
 
@@ -53,6 +60,9 @@ _ISO = r"[pP](?:N[wW]|N[dD](?:[tT]T)?|[tT]T)".replace("T)", _ISO_TIME + ")").rep
 DURATION_PATTERN = (r"^(?=[^1-9]*[1-9])\s*(?:" + "|".join(
     [_units(), _ISO, r"[0-9]{1,5}:[0-5][0-9]:[0-5][0-9]|[0-9]{1,2}:[0-5][0-9]", r"[0-9]{1,9}"]) + r")\s*$")
 _DURATION = re.compile(DURATION_PATTERN)
+# The same unit and h:m:s forms with numbers of any size: one of them that is only too long is told so.
+KNOWN_FORM_PATTERN = r"^\s*(?:" + _units(bounded=False) + r"|[0-9]+:[0-5][0-9]:[0-5][0-9])\s*$"
+_KNOWN_FORM = re.compile(KNOWN_FORM_PATTERN)
 _TRY = "(try 4h, 30m, 2d, 1w, 1h30m, PT4H or 1:30:00)"
 
 
@@ -69,7 +79,7 @@ def parse_duration(value, field: str = "duration", allow_unlimited: bool = False
         if seconds <= MAX_SECONDS:  # a longer one is only too long, whatever its spelling
             _check_form(value, field)
     elif isinstance(value, str) and value.strip():
-        if _CALENDAR_UNITS.search(value) and pytimeparse2.parse(value.strip()) is not None:
+        if _CALENDAR.fullmatch(value):
             raise Invalid(field, NO_FIXED_LENGTH)  # 1y, 3mo: said as for P1Y, before the forms described
         _check_form(value, field)
         seconds = pytimeparse2.parse(value.strip())
@@ -83,15 +93,15 @@ def parse_duration(value, field: str = "duration", allow_unlimited: bool = False
 
 
 def _check_form(value: str, field: str) -> None:
-    """Only the forms DURATION_PATTERN describes: pytimeparse2 reads more (1y, 1d, 4:00:00, ...)."""
+    """Only the forms DURATION_PATTERN describes: pytimeparse2 reads more (1d, 4:00:00, 1h\n30m, ...)."""
     if not _DURATION.fullmatch(value):
         if re.search("[0-9]", value) and not re.search("[1-9]", value):
             raise Invalid(field, "must be positive")
         if value.strip().isascii() and value.strip().isdigit():  # seconds past the nine digits described
             raise Invalid(field, f"{value!r} is out of range")
-        readable = pytimeparse2.parse(value.strip())
-        if readable is not None and readable > MAX_SECONDS:  # a known form, only too long: say so
-            bounded_duration(readable, field)
+        if _KNOWN_FORM.fullmatch(value):  # a known form, only too long: say so
+            readable = pytimeparse2.parse(value.strip())  # None only past what a timedelta holds
+            bounded_duration(MAX_SECONDS + 1 if readable is None else readable, field)
         raise Invalid(field, f"{value!r} is not a duration {_TRY}")
 
 

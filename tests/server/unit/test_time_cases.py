@@ -6,10 +6,12 @@ from pathlib import Path
 
 import pytest
 import yaml
+from hypothesis import given, settings, strategies as st
 
 from lablease.domain.errors import Invalid
 from lablease.domain.times import format_human, format_time
-from lablease.timeparse import DURATION_PATTERN, TIME_PATTERN, parse_duration, parse_time
+from lablease import timeparse
+from lablease.timeparse import DURATION_PATTERN, parse_duration, parse_time
 
 ROOT = Path(__file__).resolve().parents[3]
 CASES = yaml.safe_load((ROOT / "tests" / "time_cases.yml").read_text())
@@ -39,12 +41,42 @@ def test_times(case):
         assert error.value.detail == f"start: {case['refused']}"
 
 
-def test_the_collection_copies_the_grammar_as_text():
-    """The collection cannot import the server: its copy of the two patterns is the same text."""
+def _collection_copy():
+    """plugins/module_utils/times.py, loaded by path: it imports only the standard library."""
     spec = importlib.util.spec_from_file_location("collection_times", ROOT / "plugins" / "module_utils" / "times.py")
     copy = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(copy)
-    assert (copy.DURATION_PATTERN, copy.TIME_PATTERN) == (DURATION_PATTERN, TIME_PATTERN)
+    return copy
+
+
+COPY = _collection_copy()
+
+
+def test_the_collection_copies_the_grammar_as_text():
+    """The collection cannot import the server: its copy of the patterns is the same text."""
+    names = ("DURATION_PATTERN", "TIME_PATTERN", "KNOWN_FORM_PATTERN", "CALENDAR_PATTERN")
+    assert [getattr(COPY, name) for name in names] == [getattr(timeparse, name) for name in names]
+
+
+def _server_says(text):
+    try:
+        return parse_duration(text, "duration").total_seconds()
+    except Invalid as error:
+        return error.detail
+
+
+def _collection_says(text):
+    try:
+        return COPY.parse_duration(text, "duration")
+    except ValueError as error:
+        return str(error)
+
+
+# Beyond the table: texts the grammar describes, and near misses typed from the same characters.
+@given(st.from_regex(DURATION_PATTERN, fullmatch=True) | st.text(alphabet="0123456789 .:,PTWDHMSYpthmsdwyo", max_size=12))
+@settings(max_examples=500, derandomize=True, database=None)
+def test_the_collection_and_the_server_agree_on_any_text(text):
+    assert _collection_says(text) == _server_says(text), repr(text)
 
 
 @pytest.mark.parametrize("seconds, text", [

@@ -13,10 +13,8 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import json
-import re
 import socket
 import time
-from datetime import datetime, timezone
 from urllib.error import HTTPError, URLError
 from urllib.parse import quote, urlencode
 
@@ -56,19 +54,12 @@ class LableaseError(Exception):
         self.url = url
 
 
-def short_time(value):
-    """2026-11-22T14:00:00Z -> 2026-11-22T14:00Z (seconds kept when they are not zero)."""
-    if isinstance(value, str) and re.match(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:00Z$", value):
-        return value[:-4] + "Z"
-    return value
-
-
 def problem_message(status, problem, method, url):
     """One sentence from an application/problem+json answer."""
     conflict = problem.get("conflict") if isinstance(problem, dict) else None
     if isinstance(conflict, dict) and conflict.get("resource"):
         who = " by %s" % conflict["user"] if conflict.get("user") else " by another user"
-        until = short_time(conflict.get("end")) or "further notice"
+        until = conflict.get("end") or "further notice"  # as the server writes times
         text = "%s is reserved%s until %s" % (conflict["resource"], who, until)
         return text
     detail = problem.get("detail") if isinstance(problem, dict) else None
@@ -243,93 +234,6 @@ def module_client(module):
         return client_from_params(module.params)
     except LableaseError as error:
         module.fail_json(msg=error.message)
-
-
-# -- times and durations, for check mode predictions and comparisons -----------------------
-_UNITS = {
-    "s": 1, "sec": 1, "secs": 1, "second": 1, "seconds": 1,
-    "m": 60, "min": 60, "mins": 60, "minute": 60, "minutes": 60,
-    "h": 3600, "hr": 3600, "hrs": 3600, "hour": 3600, "hours": 3600,
-    "d": 86400, "day": 86400, "days": 86400,
-    "w": 604800, "wk": 604800, "week": 604800, "weeks": 604800,
-}
-_ISO = re.compile(r"^P(?:(?P<w>\d+(?:\.\d+)?)W)?(?:(?P<d>\d+(?:\.\d+)?)D)?"
-                  r"(?:T(?:(?P<h>\d+(?:\.\d+)?)H)?(?:(?P<m>\d+(?:\.\d+)?)M)?(?:(?P<s>\d+(?:\.\d+)?)S)?)?$")
-_PART = re.compile(r"(\d+(?:\.\d+)?)\s*([a-z]+)")
-
-
-# Years and months have no fixed length: refused in every form, as the server does (lablease.timeparse).
-_CALENDAR_UNITS = ("y", "yr", "yrs", "year", "years", "mo", "mos", "mon", "mth", "mths", "month", "months")
-_ISO_CALENDAR = re.compile(r"^P[^T]*[YM]")
-
-
-def parse_duration(value, name="duration"):
-    """Seconds (float) from 4h, 30m, 1h30m, 2d, 1w, PT4H, 1:30:00 or a number; ValueError otherwise."""
-    hint = "%s: %r is not a duration (try 4h, 30m, 2d, 1w, PT4H or 1:30:00)" % (name, value)
-    calendar = "%s: years and months have no fixed length; use weeks or days" % name
-    if isinstance(value, bool) or value is None:
-        raise ValueError(hint)
-    if isinstance(value, (int, float)):
-        seconds = float(value)
-    else:
-        text = to_text(value).strip().lower()
-        if re.match(r"^\d+(\.\d+)?$", text):
-            seconds = float(text)
-        elif text.upper().startswith("P"):
-            if _ISO_CALENDAR.match(text.upper()):
-                raise ValueError(calendar)
-            match = _ISO.match(text.upper())
-            if not match or text.upper() in ("P", "PT") or text.upper().endswith("T"):
-                raise ValueError(hint)
-            factors = {"w": 604800, "d": 86400, "h": 3600, "m": 60, "s": 1}
-            seconds = sum(float(match.group(k) or 0) * f for k, f in factors.items())
-        elif re.match(r"^\d+(:\d{1,2}){1,2}$", text):
-            parts = [int(p) for p in text.split(":")]
-            while len(parts) < 3:
-                parts.insert(0, 0)
-            seconds = parts[0] * 3600 + parts[1] * 60 + parts[2]
-        else:
-            compact = text.replace(",", " ").replace(" and ", " ")
-            parts = _PART.findall(compact)
-            if not parts or _PART.sub("", compact).strip():
-                raise ValueError(hint)
-            seconds = 0.0
-            for number, unit in parts:
-                if unit in _CALENDAR_UNITS:
-                    raise ValueError(calendar)
-                if unit not in _UNITS:
-                    raise ValueError(hint)
-                seconds += float(number) * _UNITS[unit]
-    if seconds <= 0:
-        raise ValueError("%s: must be positive, not %r" % (name, value))
-    return seconds
-
-
-def utcnow():
-    return datetime.now(timezone.utc)
-
-
-def parse_time(value, name="time"):
-    """An aware UTC datetime from RFC 3339 text (Z or an offset); ValueError otherwise."""
-    if isinstance(value, datetime):
-        parsed = value
-    else:
-        text = to_text(value).strip()
-        if text[-1:] in ("Z", "z"):
-            text = text[:-1] + "+00:00"
-        try:
-            parsed = datetime.fromisoformat(text)
-        except ValueError:
-            raise ValueError("%s: %r is not an RFC 3339 time such as 2026-11-22T14:00:00Z" % (name, value))
-    if parsed.tzinfo is None:
-        raise ValueError("%s: %r has no time zone; add Z for UTC" % (name, value))
-    return parsed.astimezone(timezone.utc)
-
-
-def format_time(moment):
-    if moment is None:
-        return None
-    return moment.astimezone(timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
 
 
 def list_plan(current, wanted, mode):

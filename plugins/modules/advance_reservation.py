@@ -79,6 +79,7 @@ options:
       - How long the AR lasts, counted from its start; C(qrsub -d). V(4h), V(30m), V(2d), V(1w), V(1h30m), ISO 8601
         V(PT4H) or V(1:30:00). Sent in seconds.
       - For an existing AR, the end it gives (the AR's start plus O(duration)) is compared with the AR's end.
+      - The forms a duration may take are listed once, in L(Times and durations,https://github.com/lablease/lablease/blob/main/docs/api.md#times-and-durations).
     type: str
   hosts:
     description:
@@ -278,11 +279,12 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.lablease.lab.plugins.module_utils.client import (
     LableaseError,
     api_argument_spec,
-    format_time,
     module_client,
+)
+from ansible_collections.lablease.lab.plugins.module_utils.times import (
+    format_time,
     parse_duration,
     parse_time,
-    short_time,
     utcnow,
 )
 
@@ -498,7 +500,7 @@ def reasons_text(reasons, detail=""):
     busy = reasons.get("busy") or []
     if isinstance(busy, list) and busy:
         parts.append("busy: " + ", ".join("%s from %s until %s" % (
-            b.get("system"), short_time(b.get("from")) or "now", short_time(b.get("until")) or "further notice")
+            b.get("system"), b.get("from") or "now", b.get("until") or "further notice")
             for b in busy if isinstance(b, dict)))
     return "; ".join(parts)
 

@@ -52,6 +52,7 @@ options:
       - Limit a new loan to this long (V(2d), V(1w), V(PT48H) ...). Without O(duration), O(limited) or O(end) a
         loan has no end.
       - For an existing loan, a duration that - counted from the loan's start - ends later extends it.
+      - The forms a duration may take are listed once, in L(Times and durations,https://github.com/lablease/lablease/blob/main/docs/api.md#times-and-durations).
     type: str
   limited:
     description:
@@ -67,6 +68,7 @@ options:
     description:
       - Add this much to the current loan's end (V(1d)). This is not idempotent - every run extends - so the task
         reports C(changed) each time; prefer O(end) or O(duration) for a fixed end.
+      - The forms a duration may take are listed once, in L(Times and durations,https://github.com/lablease/lablease/blob/main/docs/api.md#times-and-durations).
     type: str
   comment:
     description:
@@ -153,12 +155,11 @@ returned:
 from datetime import timedelta
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.lablease.lab.plugins.module_utils.client import (
-    api_argument_spec,
+from ansible_collections.lablease.lab.plugins.module_utils.client import api_argument_spec
+from ansible_collections.lablease.lab.plugins.module_utils.times import (
     format_time,
     parse_duration,
     parse_time,
-    short_time,
     utcnow,
 )
 from ansible_collections.lablease.lab.plugins.module_utils.resource import Resource
@@ -186,7 +187,7 @@ def refuse_over_reservations(module, client, fqdn, recipient):
     if others:
         first = min(others, key=lambda r: (r["start"], r["id"]))
         module.fail_json(msg="%s is reserved by %s until %s (reservation %s), so %s could not use the loan; "
-                             "use force to return %s" % (fqdn, first["user"], short_time(first.get("end")) or
+                             "use force to return %s" % (fqdn, first["user"], first.get("end") or
                                                          "further notice", first["id"], recipient,
                                                          "them" if len(others) > 1 else "it"))
 
@@ -252,7 +253,7 @@ class Loan(Resource):
         """The PATCH that extends the loan as asked, or None; a loan to somebody else fails the task."""
         if current["recipient"] != self.recipient:
             self.module.fail_json(msg="%s is lent to %s until %s" % (
-                self.fqdn, current["recipient"], short_time(current.get("end")) or "further notice"), loan=current)
+                self.fqdn, current["recipient"], current.get("end") or "further notice"), loan=current)
         if self.params["extend_by"]:
             extend_by = parse_duration(self.params["extend_by"], "extend_by")
             self.predicted_end = None

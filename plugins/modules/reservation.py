@@ -48,6 +48,7 @@ options:
       - V(4h), V(30m), V(2d), V(1w), V(1h30m), ISO 8601 V(PT4H), V(1:30:00), or V(unlimited) where the site allows it.
       - When the caller already holds the system, a O(duration) that ends later than the reservation extends it.
       - Mutually exclusive with O(end).
+      - The forms a duration may take are listed once, in L(Times and durations,https://github.com/lablease/lablease/blob/main/docs/api.md#times-and-durations).
     type: str
   start:
     description:
@@ -69,6 +70,7 @@ options:
     description:
       - Return the reservation early when no heartbeat came for this long (for example V(10m)), on top of its end.
       - Send heartbeats with O(keepalive=true) while the work runs.
+      - The forms a duration may take are listed once, in L(Times and durations,https://github.com/lablease/lablease/blob/main/docs/api.md#times-and-durations).
     type: str
   keepalive:
     description:
@@ -207,11 +209,12 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.lablease.lab.plugins.module_utils.client import (
     LableaseError,
     api_argument_spec,
-    format_time,
     module_client,
+)
+from ansible_collections.lablease.lab.plugins.module_utils.times import (
+    format_time,
     parse_duration,
     parse_time,
-    short_time,
     utcnow,
 )
 
@@ -353,7 +356,7 @@ class Reservations:
         start = self.start or utcnow().replace(microsecond=0)
         if holder and self.start is None:
             self.fail("%s is reserved by %s until %s" % (self.system, holder.get("user") or "another user",
-                                                         short_time(holder.get("end")) or "further notice"))
+                                                         holder.get("end") or "further notice"))
         end = self.end
         duration = self.params["duration"]
         if end is None and duration and duration.strip().lower() != "unlimited":

@@ -58,6 +58,7 @@ options:
     description:
       - How long, counted from the start (V(4h), V(2d), V(PT30M), ...). Without O(end) or O(duration),
         the subject's default duration applies.
+      - The forms a duration may take are listed once, in L(Times and durations,https://github.com/lablease/lablease/blob/main/docs/api.md#times-and-durations).
     type: str
   quantity:
     description:
@@ -152,8 +153,8 @@ cancelled:
 from datetime import timedelta
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.lablease.lab.plugins.module_utils.client import (
-    api_argument_spec,
+from ansible_collections.lablease.lab.plugins.module_utils.client import api_argument_spec
+from ansible_collections.lablease.lab.plugins.module_utils.times import (
     format_time,
     parse_duration,
     parse_time,

@@ -55,6 +55,7 @@ options:
   free_from:
     description:
       - Only systems with no booking from this time (RFC 3339, V(now) for now) ...
+      - The forms a time may take are listed once, in L(Times and durations,https://github.com/lablease/lablease/blob/main/docs/api.md#times-and-durations).
     type: str
   free_until:
     description:
@@ -64,6 +65,7 @@ options:
   free_for:
     description:
       - Only systems free from now for this long (V(4h), V(2d), ...). Sets O(free_from) and O(free_until).
+      - The forms a duration may take are listed once, in L(Times and durations,https://github.com/lablease/lablease/blob/main/docs/api.md#times-and-durations).
     type: str
 requirements:
   - Python 3.8 or later on the host that runs the module.
@@ -116,8 +118,10 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.lablease.lab.plugins.module_utils.client import (
     LableaseError,
     api_argument_spec,
-    format_time,
     module_client,
+)
+from ansible_collections.lablease.lab.plugins.module_utils.times import (
+    format_time,
     parse_duration,
     parse_time,
     utcnow,

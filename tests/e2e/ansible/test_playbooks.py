@@ -179,7 +179,7 @@ def test_bad_input_fails_with_a_message_to_act_on(server, tmp_path):
     unknown = playbook(tmp_path, [reserve_task(system="nope.lab.test")], "unknown.yml")
     assert failure(unknown).startswith("no system named nope.lab.test on the lablease server at " + server.url)
     bad = playbook(tmp_path, [reserve_task(duration="soonish")], "bad.yml")
-    assert failure(bad) == "duration: 'soonish' is not a duration (try 4h, 30m, 2d, 1w, PT4H or 1:30:00)"
+    assert failure(bad) == "duration: 'soonish' is not a duration (try 4h, 30m, 2d, 1w, 1h30m, PT4H or 1:30:00)"
     ok = playbook(tmp_path, [reserve_task(duration="1h")], "ok.yml")
     assert "set the token option or LABLEASE_TOKEN" in failure(ok, ansible_env(server, user=None))
     wrong = ansible_env(server, LABLEASE_TOKEN="llt_not-a-token")

@@ -150,7 +150,7 @@ def test_submit_wait_times_out_with_9_and_says_why(cli, automated, submit, tmp_p
     assert block(result.out)["status"] == ["queued"]  # the job is shown: its id is needed to cancel it
     job_id = block(result.out)["id"][0]
     assert result.err.count("\n") == 1
-    assert result.err.startswith(f"lablease: job {job_id}: not every recipe is running after 0.3 s; recipe ")
+    assert result.err.startswith(f"lablease: job {job_id}: not every recipe is running after 0.3s; recipe ")
     assert "is queued: " in result.err
     assert result.err.endswith("; 1 candidate(s) busy: jt1.lab.test until further notice\n")
     cli.ok("job", "cancel", job_id)

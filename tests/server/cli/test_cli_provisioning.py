@@ -130,13 +130,13 @@ def test_wait_gives_up_after_the_timeout_with_9(cli, held):
     result = cli("provision", fqdn, "ProvOS-1", "--timeout", "0.3", *FAST, user="bob")
     fields = block(result.out)  # the installation was printed first: its id is what to look at later
     assert fields["status"] == ["queued"]
-    one_line(result, ExitStatus.TIMED_OUT, f"installation {fields['id'][0]} of {fqdn} is not running after 0.3 s; "
+    one_line(result, ExitStatus.TIMED_OUT, f"installation {fields['id'][0]} of {fqdn} is not running after 0.3s; "
                                            "it is queued")
     as_json = cli("provision", fqdn, "ProvOS-1", "--wait", "--timeout", "0.2", *FAST, "--json", user="bob")
     assert as_json.code == ExitStatus.TIMED_OUT and json.loads(as_json.out)["status"] == "queued"
     command = cli("power", fqdn, "off", "--timeout", "0.2", *FAST, "--json", user="bob")
     assert command.code == ExitStatus.TIMED_OUT and json.loads(command.out)["action"] == "off"
-    assert command.err.endswith(f"(off of {fqdn}) is not completed after 0.2 s; it is queued\n")
+    assert command.err.endswith(f"(off of {fqdn}) is not completed after 0.2s; it is queued\n")
 
 
 def test_ctrl_c_while_waiting_names_what_goes_on(cli, held, monkeypatch):

@@ -12,7 +12,6 @@ import pytest
 from lablease.cli import output
 from lablease.cli.client import main
 from lablease.cli.client_status import ExitStatus, http_status_to_exit_status
-from lablease.cli.client_views import seconds
 
 
 def test_times_are_shown_in_utc_to_the_second():
@@ -49,6 +48,7 @@ def test_json_round_trips():
 
 
 def test_heartbeat_seconds_read_as_durations():
+    seconds = output.format_human
     assert (seconds(600), seconds(5400), seconds(90061), seconds(None)) == ("10m", "1h30m", "1d1h1m1s", None)
 
 

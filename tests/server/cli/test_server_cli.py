@@ -20,7 +20,9 @@ def run(server, *args: str) -> subprocess.CompletedProcess:
      "argument --expires: years and months have no fixed length; use weeks or days"),
     (("token", "create", "bob", "--expires", "P1M"),
      "argument --expires: years and months have no fixed length; use weeks or days"),
-    (("token", "create", "bob", "--expires=-4h"), "argument --expires: must be positive"),
+    (("token", "create", "bob", "--expires=-4h"),
+         "argument --expires: '-4h' is not a duration (try 4h, 30m, 2d, 1w, 1h30m, PT4H or 1:30:00)"),
+        (("token", "create", "bob", "--expires=0s"), "argument --expires: must be positive"),
     (("system", "add", "x.lab.test", "--arch", "x86_64", "--attr", "gpu"),
      "argument --attr: 'gpu' is not KEY=VALUE"),
 ])

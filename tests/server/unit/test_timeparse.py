@@ -6,7 +6,8 @@ from hypothesis import given, settings, strategies as st
 
 from lablease.api.schemas import MAX_SECONDS
 from lablease.domain.errors import Invalid
-from lablease.timeparse import DURATION_PATTERN, format_duration, format_time, parse_duration, parse_time
+from lablease.domain.times import format_time
+from lablease.timeparse import DURATION_PATTERN, format_duration, parse_duration, parse_time
 
 
 @pytest.mark.parametrize("text, seconds", [

@@ -12,7 +12,7 @@ from werkzeug.exceptions import BadRequest, LengthRequired, RequestEntityTooLarg
 from ..domain.errors import Invalid, UnknownField
 from ..domain.limits import MAX_INT
 from ..timeparse import DURATION_PATTERN, parse_duration, parse_time
-from .schemas import QUERY_KINDS
+from .schemas import QUERY_KINDS, TIME
 
 
 def read_body(request, limit: int) -> bytes:
@@ -137,7 +137,7 @@ def check_body(body: object, schema: dict) -> object:
         name = min(set(error.instance) - set(known), default="?")
         close = difflib.get_close_matches(name, known, n=1)
         raise UnknownField(*(f"{path}.{n}" if path else n for n in (name, *close)))
-    _say_what_is_wrong_with_a_duration(error, path or "body")
+    _say_what_is_wrong_with_a_time(error, path or "body")
     if error.validator == "maximum":  # the value may be hundreds of digits long: not repeated
         raise Invalid(path or "body", f"is too large (at most {error.validator_value})")
     name = _rule_field(error)
@@ -148,16 +148,21 @@ def check_body(body: object, schema: dict) -> object:
     raise Invalid(path or "body", error.message)
 
 
-def _say_what_is_wrong_with_a_duration(error, field: str) -> None:
-    """A duration the schema refused (its pattern, or its numbers' bounds): the parser, which reads the
-    same grammar, says in words what is wrong with it (too long, years, not a duration) rather than the
-    schema quoting its regular expression."""
+_READERS = {DURATION_PATTERN: parse_duration, TIME["pattern"]: parse_time}
+
+
+def _say_what_is_wrong_with_a_time(error, field: str) -> None:
+    """A duration or a time the schema refused (its pattern, or a duration's numbers' bounds) is refused
+    in the words of the one reader of times (timeparse: too long, years, not a duration...), never the
+    regular expression's."""
     node = error
     while node is not None:
         branches = node.validator_value if node.validator == "oneOf" else []
-        if (node.validator == "pattern" and node.validator_value == DURATION_PATTERN) or any(
-                isinstance(branch, dict) and branch.get("pattern") == DURATION_PATTERN for branch in branches):
-            parse_duration(error.instance, field)  # raises Invalid with the reason
+        if node.validator == "pattern" and node.validator_value in _READERS:
+            _READERS[node.validator_value](error.instance, field)  # raises Invalid with the reason
+            return
+        if any(isinstance(branch, dict) and branch.get("pattern") == DURATION_PATTERN for branch in branches):
+            parse_duration(error.instance, field)
             return
         node = node.parent
 

@@ -48,7 +48,6 @@ def clock() -> datetime:
 # --- Grid Engine's time and duration forms ----------------------------------------------------------
 
 GE_TIME = re.compile(r"^(?:\d{8}|\d{10}|\d{12})(?:\.\d{2})?$")  # [[CC]YY]MMDDhhmm[.SS]
-GE_DURATION = re.compile(r"^(?:(?:(?P<h>\d*):)?(?P<m>\d*):)(?P<s>\d*)$")  # [[h:]m:]s with a colon
 
 
 def ar_time(text: str, now: datetime | None = None) -> str:
@@ -58,7 +57,7 @@ def ar_time(text: str, now: datetime | None = None) -> str:
     if not (value.isascii() and GE_TIME.match(value)):
         return value
     from ..domain.errors import Invalid
-    from ..timeparse import format_time as rfc3339
+    from ..domain.times import format_time as rfc3339
     from ..timeparse import parse_ge_time  # imported late, like client_parser.duration: the CLI starts light
 
     try:
@@ -69,14 +68,16 @@ def ar_time(text: str, now: datetime | None = None) -> str:
 
 def ar_duration(text: str) -> str:
     """-d: `h:m:s` (also `m:s`) and plain seconds become a number of seconds; `4h`, `PT4H` stay as typed."""
+    from ..domain.errors import Invalid
+    from ..timeparse import GE_HMS, parse_ge_duration
+
     value = text.strip()
-    if value.isascii() and value.isdigit():
-        return str(int(value))
-    match = GE_DURATION.match(value)
-    if not match or not value.isascii():
+    if not value.isascii() or not (value.isdigit() or GE_HMS.fullmatch(value)):
         return value
-    h, m, s = (int(part) if part else 0 for part in match.group("h", "m", "s"))
-    return str(h * 3600 + m * 60 + s)
+    try:
+        return str(int(parse_ge_duration(value).total_seconds()))
+    except Invalid:  # 0, or past the calendar: sent as typed, for the server to refuse naming the field
+        return value
 
 
 # --- -l: requirements --------------------------------------------------------------------------------
@@ -211,20 +212,18 @@ class ParallelEnvironment(argparse.Action):
 
 # --- how reservations look ----------------------------------------------------------------------------
 
-def hms(seconds) -> str | None:
-    """qrstat's duration: 5400 -> `01:30:00` (hours go past 24)."""
-    if seconds is None:
-        return None
-    whole = int(round(float(seconds)))
-    return f"{whole // 3600:02d}:{whole % 3600 // 60:02d}:{whole % 60:02d}"
+hms = output.format_hms  # qrstat's duration: 5400 -> `01:30:00` (hours go past 24)
 
 
 def duration_of(ar: dict):
     if ar.get("duration") is not None:
         return ar["duration"]
+    from ..domain.errors import Invalid
+    from ..timeparse import parse_time
+
     try:
-        start, end = (datetime.fromisoformat(ar[k]) for k in ("start", "end"))
-    except (KeyError, TypeError, ValueError):
+        start, end = (parse_time(ar[k], k) for k in ("start", "end"))
+    except (KeyError, Invalid):
         return None
     return (end - start).total_seconds()
 

@@ -13,11 +13,12 @@ from pathlib import Path
 
 from lxml import etree
 
+from . import output
+from ..domain import times
 from .client_commands import Outcome
 from .client_http import Api, ClientError
 from .client_status import ExitStatus
 from .client_views import DISTRO, JOB, QUEUE, RECIPE, job_recipes
-from .output import format_time
 
 FINISHED = ("completed", "cancelled", "aborted")
 XML_TYPE, JSON_TYPE = "application/xml", "application/json"
@@ -125,7 +126,7 @@ def timeout_message(api: Api, job: dict, waiting: list[dict], timeout: float) ->
 
 
 def seconds_text(value: float) -> str:
-    return f"{value:g} s"
+    return output.format_human(value)
 
 
 # --- one job ---------------------------------------------------------------------------------
@@ -176,7 +177,7 @@ def change_line(recipe: dict, before: tuple | None) -> str:
 
 
 def now_text() -> str:
-    return format_time(datetime.now(timezone.utc).isoformat())
+    return times.format_time(datetime.now(timezone.utc))
 
 
 def jobs(api: Api, args) -> Outcome:

@@ -32,18 +32,6 @@ def end_time(value: str | None) -> str:
     return format_time(value, none=NO_LIMIT)
 
 
-def seconds(value: int | None) -> str | None:
-    """600 -> '10m', 5400 -> '1h30m'."""
-    if not value:
-        return None
-    parts, rest = [], int(value)
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60), ("s", 1)):
-        if rest >= size:
-            parts.append(f"{rest // size}{unit}")
-            rest %= size
-    return "".join(parts)
-
-
 def _held(system: dict, key: str):
     reservation = system.get("reservation") or {}
     if key == "end":
@@ -75,7 +63,7 @@ def _reservation_details(r: dict) -> list:
     if r.get("returned_at"):
         pairs.append(("returned at", format_time(r["returned_at"])))
     if r.get("heartbeat"):
-        pairs += [("heartbeat", seconds(r["heartbeat"])), ("due", format_time(r.get("due")))]
+        pairs += [("heartbeat", output.format_human(r["heartbeat"])), ("due", format_time(r.get("due")))]
     if r.get("return_loan"):
         pairs.append(("return loan", True))
     if r.get("request_id"):

@@ -10,8 +10,10 @@ from __future__ import annotations
 import json
 import re
 import xml.etree.ElementTree as ET
-from datetime import datetime, timezone
 from typing import Callable, Iterable, Sequence
+
+from ..domain import times
+from ..domain.errors import Invalid
 
 EMPTY = "-"
 SINGULAR = {"systems": "system", "groups": "group", "rules": "rule", "pools": "pool",
@@ -23,16 +25,20 @@ Column = tuple[str, Callable[[dict], object]]
 
 
 def format_time(value: str | None, none: str = EMPTY) -> str:
-    """RFC 3339 in UTC to the second (`2026-11-22T14:00:00Z`), whatever zone the server used."""
+    """A time in an answer as lablease writes times (domain/times.py), whatever zone the server used;
+    text that is no time is shown as it is."""
     if not value:
         return none
+    from ..timeparse import parse_time  # imported late: the CLI starts light
+
     try:
-        moment = datetime.fromisoformat(value)
-    except ValueError:
+        return times.format_time(parse_time(value, "time"))
+    except Invalid:
         return value
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
-    return moment.astimezone(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+format_human = times.format_human  # a duration for people: 1h30m, 2d, 1w
+format_hms = times.format_hms  # Grid Engine's h:m:s (qrstat)
 
 
 def text(value) -> str:

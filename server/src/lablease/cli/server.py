@@ -23,7 +23,8 @@ from ..store.db import Database
 from ..store.secrets import SecretBox, private_dir, site_key, use_secrets
 from ..store.wakeup import AlreadyRunning
 from ..services import unit_of_work
-from ..timeparse import format_time, parse_duration
+from ..domain.times import format_time
+from ..timeparse import parse_duration
 from .output import table, to_json
 
 # Administration from the server's own command line acts with full rights.

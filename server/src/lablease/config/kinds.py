@@ -16,7 +16,7 @@ import yaml
 
 from ..domain.destinations import Network, parse_networks
 from ..domain.errors import Invalid
-from ..domain.reservations import human_duration
+from ..domain.times import format_human
 from ..timeparse import parse_duration
 
 
@@ -65,7 +65,7 @@ def _optional_duration(name: str, raw) -> timedelta | None:
 
 
 def _show_duration(value: timedelta | None) -> str:
-    return "" if value is None else human_duration(value)
+    return "" if value is None else format_human(value)
 
 
 def _list(name: str, raw) -> tuple[str, ...]:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from .errors import Conflict, Invalid
-from .times import format_time
+from .times import START_TOLERANCE, format_human, format_time
 from .windows import utc
 
 STATES = ("w", "r", "x", "d", "E")
@@ -26,9 +26,6 @@ _NEXT = {
     "E": {"w", "r", "x", "d"},
 }
 _NAMES = {"w": "waiting", "r": "running", "x": "exited", "d": "deleted", "E": "error"}
-
-# Clients' clocks differ a little: a start this far in the past means "now".
-START_TOLERANCE = timedelta(minutes=1)
 
 MAIL_EVENTS = ("b", "e", "a")  # begin, end, abort (error) / satisfied again
 NO_MAIL = "n"
@@ -65,19 +62,6 @@ def next_transition(state: str, start: datetime, end: datetime, now: datetime) -
     else:
         return None
     return max(utc(due), utc(now))
-
-
-def _human(delta: timedelta) -> str:
-    """1h30m, 45m, 2d3h, 10s; 0s for nothing."""
-    seconds = int(delta.total_seconds())
-    if seconds <= 0:
-        return "0s"
-    parts = []
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60), ("s", 1)):
-        if seconds >= size:
-            parts.append(f"{seconds // size}{unit}")
-            seconds %= size
-    return "".join(parts)
 
 
 def _as_duration(duration) -> timedelta:
@@ -235,13 +219,13 @@ def bound_runtime_problem(
     deadline = end - offset
     usable = deadline - start
     if runtime > usable:
-        return (f"its runtime limit of {_human(runtime)} is longer than the advance reservation's "
-                f"{_human(end - start)} minus the duration offset of {_human(offset)} ({_human(usable)})")
+        return (f"its runtime limit of {format_human(runtime)} is longer than the advance reservation's "
+                f"{format_human(end - start)} minus the duration offset of {format_human(offset)} ({format_human(usable)})")
     begin, when = (now, "started now") if now > start else (start, "started at the reservation's start")
     if begin + runtime > deadline:
-        return (f"its runtime limit of {_human(runtime)} would not end by {format_time(deadline)} "
+        return (f"its runtime limit of {format_human(runtime)} would not end by {format_time(deadline)} "
                 f"(the advance reservation's end minus the duration offset) if {when}, at {format_time(begin)}: "
-                f"{_human(max(deadline - begin, timedelta(0)))} are left")
+                f"{format_human(max(deadline - begin, timedelta(0)))} are left")
     return None
 
 

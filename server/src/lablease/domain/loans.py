@@ -6,6 +6,7 @@ from datetime import datetime, timedelta
 
 from .errors import Conflict, Invalid
 from .permissions import ALLOW, Actor, Decision, Permission, SystemAccess, decide
+from .times import format_time
 from .windows import bounded_instant
 
 
@@ -79,8 +80,8 @@ def in_the_way(recipient_id: int, now: datetime, held: list[Held]) -> list[Held]
                   key=lambda h: (h.start, h.reservation))
 
 
-def _iso(moment: datetime | None) -> str:
-    return "further notice" if moment is None else moment.isoformat(timespec="seconds").replace("+00:00", "Z")
+def _until(moment: datetime | None) -> str:
+    return format_time(moment) or "further notice"
 
 
 def refuse_lending_over(fqdn: str, recipient: str, blocking: list[Held]) -> None:
@@ -90,8 +91,8 @@ def refuse_lending_over(fqdn: str, recipient: str, blocking: list[Held]) -> None
     first = blocking[0]
     more = f" (and {len(blocking) - 1} more reservation(s) of other users)" if len(blocking) > 1 else ""
     raise Conflict(
-        f"{fqdn} is reserved by {first.user} until {_iso(first.end)} (reservation {first.reservation}){more}, "
+        f"{fqdn} is reserved by {first.user} until {_until(first.end)} (reservation {first.reservation}){more}, "
         f"so {recipient} could not use the loan; lend with force=true to return "
         f"{'them (their holders are told)' if more else 'it (its holder is told)'}",
-        reservations=[{"id": h.reservation, "user": h.user, "start": _iso(h.start), "end": _iso(h.end)}
+        reservations=[{"id": h.reservation, "user": h.user, "start": format_time(h.start), "end": format_time(h.end)}
                       for h in blocking])

@@ -8,12 +8,10 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from .errors import Invalid
-from .times import format_time
+from .times import START_TOLERANCE, format_human, format_time
 from .windows import Window, bounded_instant, utc
 
 UNLIMITED = "unlimited"
-# Clients' clocks differ a little: a start this far in the past means "now".
-START_TOLERANCE = timedelta(minutes=1)
 
 
 @dataclass(frozen=True)
@@ -23,14 +21,6 @@ class ReservationPolicy:
     default_duration: timedelta = timedelta(hours=24)
     max_duration: timedelta | None = None
     allow_unlimited: bool = False
-
-
-def human_duration(delta: timedelta) -> str:
-    seconds = int(delta.total_seconds())
-    for unit, size in (("w", 604800), ("d", 86400), ("h", 3600), ("m", 60)):
-        if seconds % size == 0 and seconds >= size:
-            return f"{seconds // size}{unit}"
-    return f"{seconds}s"
 
 
 def plan_window(
@@ -56,7 +46,7 @@ def plan_window(
         if loan_end is not None:
             raise Invalid("duration", f"cannot be unlimited: your loan of this system ends at {format_time(loan_end)}")
         if policy.max_duration is not None:
-            raise Invalid("duration", f"cannot be unlimited: this site's maximum is {human_duration(policy.max_duration)}")
+            raise Invalid("duration", f"cannot be unlimited: this site's maximum is {format_human(policy.max_duration)}")
         return Window(start, None)
     if isinstance(duration, timedelta):
         if duration <= timedelta(0):
@@ -86,7 +76,7 @@ def _check_limits(policy: ReservationPolicy, start: datetime, end: datetime, loa
     if policy.max_duration is not None and end - start > policy.max_duration:
         latest = format_time(start + policy.max_duration)
         raise Invalid(field, f"would make the reservation longer than this site's maximum of "
-                             f"{human_duration(policy.max_duration)} (it may end at {latest} at the latest)")
+                             f"{format_human(policy.max_duration)} (it may end at {latest} at the latest)")
     if loan_end is not None and end > loan_end:
         raise Invalid(field, f"would end the reservation past the end of your loan of this system "
                              f"({format_time(loan_end)})")
@@ -96,8 +86,8 @@ def _check_limits(policy: ReservationPolicy, start: datetime, end: datetime, loa
 def check_length(policy: ReservationPolicy, length: timedelta, field: str) -> None:
     """A reservation asked for ahead of time (a recipe's reservesys) may not pass the site's maximum."""
     if policy.max_duration is not None and length > policy.max_duration:
-        raise Invalid(field, f"{human_duration(length)} is longer than this site's maximum reservation of "
-                             f"{human_duration(policy.max_duration)}")
+        raise Invalid(field, f"{format_human(length)} is longer than this site's maximum reservation of "
+                             f"{format_human(policy.max_duration)}")
 
 
 def kept_end(policy: ReservationPolicy, now: datetime, asked: timedelta, loan_end: datetime | None = None,
@@ -110,7 +100,7 @@ def kept_end(policy: ReservationPolicy, now: datetime, asked: timedelta, loan_en
     """
     end, why = now + asked, None
     if policy.max_duration is not None and asked > policy.max_duration:
-        end, why = now + policy.max_duration, f"this site's maximum of {human_duration(policy.max_duration)}"
+        end, why = now + policy.max_duration, f"this site's maximum of {format_human(policy.max_duration)}"
     if loan_end is not None and loan_end < end:
         end, why = max(loan_end, now), f"the end of the owner's loan ({format_time(loan_end)})"
     if next_booking is not None and next_booking < end:

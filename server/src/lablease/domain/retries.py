@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from .errors import Conflict, format_path
-from .reservations import UNLIMITED, human_duration
+from .reservations import UNLIMITED
+from .times import format_human, format_time
 from .windows import utc
 
 MAX_NAMED = 5  # differences named in one answer
@@ -45,8 +46,8 @@ class ReserveMade:
     returned: bool = False
 
 
-def _iso(moment: datetime | None) -> str:
-    return "no end" if moment is None else moment.isoformat(timespec="seconds").replace("+00:00", "Z")
+def _or_no_end(moment: datetime | None) -> str:
+    return format_time(moment) or "no end"
 
 
 def reserve_differences(asked: ReserveAsked, made: ReserveMade) -> list[str]:
@@ -66,18 +67,18 @@ def reserve_differences(asked: ReserveAsked, made: ReserveMade) -> list[str]:
 
     differs("system", made.system, asked.system.lower())
     # A start a little in the past (or none) became the moment the first request was made.
-    differs("start", _iso(made.start), _iso(max(utc(asked.start or made.created_at), made.created_at)))
+    differs("start", _or_no_end(made.start), _or_no_end(max(utc(asked.start or made.created_at), made.created_at)))
     if made.returned:
         pass
     elif asked.end is not None:
-        differs("end", _iso(made.end), _iso(utc(asked.end)))
+        differs("end", _or_no_end(made.end), _or_no_end(utc(asked.end)))
     elif asked.duration == UNLIMITED:
         differs("duration", "limited" if made.end else UNLIMITED, UNLIMITED)
     elif asked.duration is not None:
-        differs("duration", human_duration(made.end - made.start) if made.end else UNLIMITED,
-                human_duration(asked.duration))
+        differs("duration", format_human(made.end - made.start) if made.end else UNLIMITED,
+                format_human(asked.duration))
     differs("return_loan", made.return_loan, asked.return_loan)
-    differs("heartbeat", *(human_duration(h) if h else None for h in (made.heartbeat, asked.heartbeat)))
+    differs("heartbeat", *(format_human(h) if h else None for h in (made.heartbeat, asked.heartbeat)))
     differs("advance_reservation", made.advance_reservation, asked.advance_reservation)
     return found
 

@@ -1,15 +1,52 @@
-"""How instants are written for people and clients: RFC 3339, UTC, to the second, with Z.
+"""How lablease writes times and durations, for clients and for people (pure, stdlib only).
 
-The one formatter (timeparse re-exports it): messages never show microseconds or offsets.
+The one vocabulary (docs/api.md, "Times and durations"); lablease.timeparse reads what users type.
+- An instant in an answer or a message: RFC 3339, UTC, to the second, with Z (`format_time`).
+- A duration in an answer: ISO 8601 (`PT4H`; timeparse.format_duration). In a message: the units a
+  person types, largest first (`1h30m`, `2d`, `1w3d`; `format_human`), which every form reads back.
+- Grid Engine's tools (qrstat) write `h:m:s` (`format_hms`).
 """
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
+
+# Clients' clocks differ a little: a start this far in the past means "now" (reservations, advance
+# reservations and schedule bookings alike).
+START_TOLERANCE = timedelta(minutes=1)
+
+_UNITS = (("w", 604800), ("d", 86400), ("h", 3600), ("m", 60))
 
 
 def format_time(moment: datetime | None) -> str | None:
+    """`2026-11-22T14:00:00Z`: microseconds and offsets are never shown; naive values are UTC."""
     if moment is None:
         return None
     if moment.tzinfo is None:  # naive values are UTC throughout lablease
         moment = moment.replace(tzinfo=timezone.utc)
     return moment.astimezone(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def format_human(length: timedelta | float | None) -> str | None:
+    """A duration for a message: 1h30m, 45m, 2d3h, 1w, 10s, 0.5s; 0s for nothing or less."""
+    if length is None:
+        return None
+    seconds = length.total_seconds() if isinstance(length, timedelta) else float(length)
+    if seconds <= 0:
+        return "0s"
+    whole, fraction = divmod(seconds, 1)
+    rest, parts = int(whole), []
+    for unit, size in _UNITS:
+        if rest >= size:
+            parts.append(f"{rest // size}{unit}")
+            rest %= size
+    if rest or fraction:
+        parts.append(f"{round(rest + fraction, 3):g}s")
+    return "".join(parts)
+
+
+def format_hms(seconds: float | None) -> str | None:
+    """Grid Engine's duration (qrstat): 5400 -> `01:30:00`; hours go past 24."""
+    if seconds is None:
+        return None
+    whole = int(round(float(seconds)))
+    return f"{whole // 3600:02d}:{whole % 3600 // 60:02d}:{whole % 60:02d}"

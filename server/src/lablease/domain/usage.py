@@ -12,6 +12,7 @@ from datetime import datetime
 
 from .errors import Invalid
 from .systems import USAGES
+from .times import format_time
 
 
 @dataclass(frozen=True)
@@ -25,11 +26,7 @@ class Change:
 
 def check_period(start: datetime, end: datetime) -> None:
     if start >= end:
-        raise Invalid("from", f"must be before until ({_iso(end)})")
-
-
-def _iso(moment: datetime) -> str:
-    return moment.isoformat(timespec="seconds").replace("+00:00", "Z")
+        raise Invalid("from", f"must be before until ({format_time(end)})")
 
 
 def time_in_states(created_at: datetime, usage: str, condition: str, changes: list[Change], start: datetime,

@@ -26,14 +26,10 @@ def utc(value: datetime) -> datetime:
     return value.astimezone(timezone.utc)
 
 
-def _iso(moment: datetime) -> str:
-    return moment.isoformat().replace("+00:00", "Z")
-
-
 def bounded_instant(moment: datetime, field: str) -> datetime:
     """moment (aware), or OutOfRange when it lies outside the calendar's range."""
     if not EARLIEST <= moment <= LATEST:
-        raise OutOfRange(field, f"must lie between {_iso(EARLIEST)} and {_iso(LATEST)}")
+        raise OutOfRange(field, f"must lie between {format_time(EARLIEST)} and {format_time(LATEST)}")
     return moment
 
 

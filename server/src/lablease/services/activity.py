@@ -7,7 +7,7 @@ from sqlalchemy import select
 
 from ..domain.permissions import Actor
 from ..store.tables import Activity
-from ..timeparse import format_time
+from ..domain.times import format_time
 
 
 def _text(value) -> str | None:

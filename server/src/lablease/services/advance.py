@@ -26,7 +26,8 @@ from ..store import calendar
 from ..store.tables import (AdvanceReservation, ArSystem, Booking, Group, GroupMember, Pool, RecipeSet,
                             Reservation, Resource, System, User)
 from ..store.uow import wake_worker
-from ..timeparse import format_time, parse_duration, parse_time
+from ..domain.times import format_time
+from ..timeparse import parse_duration, parse_time
 from . import activity, ar_states
 from .systems import access_of, active_loan
 from .users import ARUSERS, actor_for

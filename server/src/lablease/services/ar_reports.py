@@ -8,7 +8,7 @@ from sqlalchemy import select
 from ..domain import advance as rules
 from ..domain.permissions import Actor
 from ..store.tables import AdvanceReservation, ArSystem, RecipeSet, Reservation
-from ..timeparse import format_time
+from ..domain.times import format_time
 from .advance import find
 
 

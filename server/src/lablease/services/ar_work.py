@@ -17,7 +17,7 @@ from ..scheduler.filters import verdict
 from ..store import calendar
 from ..store.tables import AdvanceReservation, ArSystem, RecipeSet, Resource, System
 from ..store.uow import settings_of
-from ..timeparse import format_time
+from ..domain.times import format_time
 from .advance import USABLE_CONDITIONS, in_acl, may_see
 
 

@@ -22,7 +22,7 @@ from ..domain.errors import Conflict, Forbidden, Invalid, NotFound
 from ..domain.permissions import Actor, Permission, decide
 from ..store.tables import Command, Installation, System
 from ..store.uow import emit, wake_worker
-from ..timeparse import format_time
+from ..domain.times import format_time
 from . import activity, due, notices, usage
 from .systems import access_of, active_loan, current_reservations, find
 

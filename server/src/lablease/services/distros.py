@@ -13,7 +13,7 @@ from ..domain.variables import masked_ks_meta
 from ..scheduler.filters import compare
 from ..store.tables import DistroTree
 from ..store.uow import emit
-from ..timeparse import format_time
+from ..domain.times import format_time
 from . import activity
 
 FIELDS = {"distro_name": "name", "distro_family": "family", "distro_arch": "arch", "distro_variant": "variant"}

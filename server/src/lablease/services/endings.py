@@ -20,7 +20,7 @@ from ..store.uow import emit, settings_of
 from . import activity, notices
 from .systems import access_of
 from .users import actor_for
-from ..timeparse import format_time
+from ..domain.times import format_time
 
 WHY = {
     "ar_ended": "the advance reservation it was made in ended",

@@ -28,7 +28,7 @@ from sqlalchemy.orm import object_session
 
 from ..domain.errors import Conflict, Forbidden, Invalid, NotFound
 from ..domain.permissions import Actor, may_see_installation
-from ..domain.reservations import human_duration
+from ..domain.times import format_human
 from ..domain.variables import masked_ks_meta, masked_text, secret_values
 from ..domain.boot_text import check_options, merge_kernel_options, merge_ks_meta
 from ..provision.kickstart import KickstartError, KickstartRenderer
@@ -36,7 +36,7 @@ from ..provision.netboot import BootImage
 from ..store.secrets import site_key
 from ..store.tables import DistroTree, Installation, Recipe, Reservation, System
 from ..store.uow import wake_worker
-from ..timeparse import format_time
+from ..domain.times import format_time
 from . import activity, commands, distros, due, notices, usage
 from .systems import current_reservations, find
 
@@ -366,7 +366,7 @@ def fail_current(session, system: System, now: datetime, why: str, settings) -> 
 
 def _abort_stalled(uow, installation: Installation, now: datetime) -> None:
     """The install watchdog: no callback within install_timeout fails the installation."""
-    waited = human_duration(uow.settings.install_timeout)
+    waited = format_human(uow.settings.install_timeout)
     fail(uow.session, uow.settings, installation, now,
          f"no progress from the installer for {waited} (still {installation.status})")
 

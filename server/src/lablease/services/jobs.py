@@ -20,7 +20,8 @@ from ..store import calendar
 from ..store.tables import (AdvanceReservation, Booking, Group, GroupMember, Job, Pool, Recipe, RecipeSet,
                             Reservation, System)
 from ..store.uow import emit, wake_worker
-from ..timeparse import format_duration, format_time
+from ..domain.times import format_time
+from ..timeparse import format_duration
 from . import activity, ar_work, distros, due, placement, scheduling, usage
 from . import systems as system_service
 from .endings import close_reservation

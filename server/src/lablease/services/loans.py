@@ -11,7 +11,7 @@ from ..domain.notices import warn_at
 from ..domain.permissions import Actor
 from ..domain.recipes import FINISHED
 from ..store.tables import Loan, Recipe, Reservation, User
-from ..timeparse import format_time
+from ..domain.times import format_time
 from . import activity, due, endings, notices
 from .jobs import finish
 from .placement import refresh_rollups, release

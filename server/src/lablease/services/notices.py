@@ -16,7 +16,7 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from ..config import Settings
 from ..store.tables import Group, GroupMember, Outbox, User
 from ..store.uow import wake_worker
-from ..timeparse import format_time
+from ..domain.times import format_time
 
 
 def destinations(session, user: User, settings: Settings) -> list[tuple[str, str]]:

@@ -14,7 +14,7 @@ from ..domain.permissions import Actor, Permission, SiteAction, decide_site, may
 from ..domain.windows import Window
 from ..store import calendar
 from ..store.tables import Booking, Loan, Reservation, User
-from ..timeparse import format_time
+from ..domain.times import format_time
 from . import activity, ar_work, due, endings, notices
 from . import systems as system_service
 

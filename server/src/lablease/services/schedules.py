@@ -15,11 +15,12 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from ..domain.calendar import Booking as Slot, peak_use
 from ..domain.errors import Conflict, Forbidden, Invalid, NotFound
 from ..domain.permissions import Actor, SiteAction, decide_site
-from ..domain.reservations import START_TOLERANCE
+from ..domain.times import START_TOLERANCE
 from ..domain.windows import Window, window_between
 from ..store import calendar
 from ..store.tables import Booking, Resource, ScheduleReservation, ScheduleSubject, User
-from ..timeparse import format_duration, format_time
+from ..domain.times import format_time
+from ..timeparse import format_duration
 from . import activity
 from .users import check_name
 

@@ -27,7 +27,7 @@ from ..power import registry as power_registry
 from ..provision.netboot import LOADERS, normalise_mac
 from ..store.secrets import SECRET_KEYS
 from ..store.tables import AccessRule, DistroTree, Installation, Loan, Pool, Reservation, Resource, System, User
-from ..timeparse import format_time
+from ..domain.times import format_time
 from . import activity, usage
 from ..store.uow import emit, settings_of
 

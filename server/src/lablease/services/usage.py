@@ -9,7 +9,7 @@ from ..domain import usage as rules
 from ..domain.errors import Invalid
 from ..domain.systems import USAGES
 from ..store.tables import Pool, System, UsageChange
-from ..timeparse import format_time
+from ..domain.times import format_time
 
 
 def set_usage(session, system: System, usage: str, now: datetime) -> None:

@@ -11,10 +11,9 @@ import pytest
 from ansible_collections.lablease.lab.plugins.module_utils.client import (
     Client,
     LableaseError,
-    parse_duration,
-    parse_time,
     problem_message,
 )
+from ansible_collections.lablease.lab.plugins.module_utils.times import parse_duration, parse_time
 from ansible_collections.lablease.lab.tests.unit.plugins.fake_api import FakeApi
 
 
@@ -89,7 +88,7 @@ def test_missing_url_or_token():
 def test_conflict_message():
     conflict = {"resource": "s1.lab.test", "user": "alice", "start": "2026-11-22T10:00:00Z", "end": "2026-11-22T14:00:00Z"}
     problem = {"status": 409, "detail": "...", "conflict": conflict}
-    assert problem_message(409, problem, "POST", "http://x") == "s1.lab.test is reserved by alice until 2026-11-22T14:00Z"
+    assert problem_message(409, problem, "POST", "http://x") == "s1.lab.test is reserved by alice until 2026-11-22T14:00:00Z"
     problem["conflict"]["end"] = None
     problem["conflict"]["user"] = None
     assert problem_message(409, problem, "POST", "http://x") == "s1.lab.test is reserved by another user until further notice"

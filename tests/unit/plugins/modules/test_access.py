@@ -23,7 +23,7 @@ def test_loan_lend_keep_extend_and_return(api, run):
     assert result["changed"] and api.writes[-1][:2] == ("PATCH", "/systems/s1.lab.test/loan")
     assert api.writes[-1][2]["end"] == "2026-11-24T10:00:00Z"
     result, failed = run(loan.main, {"system": "s1.lab.test", "recipient": "carol"})
-    assert failed and result["msg"] == "s1.lab.test is lent to bob until 2026-11-24T10:00Z"
+    assert failed and result["msg"] == "s1.lab.test is lent to bob until 2026-11-24T10:00:00Z"
     result, failed = run(loan.main, {"system": "s1.lab.test", "state": "absent"})
     assert result["changed"] and result["returned"]["recipient"] == "bob" and "s1.lab.test" not in api.loans
     result, failed = run(loan.main, {"system": "s1.lab.test", "state": "absent"})

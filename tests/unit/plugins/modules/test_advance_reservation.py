@@ -195,8 +195,8 @@ def test_not_grantable_fails_with_the_servers_reasons_in_check_mode_too(api, run
     api.add_ar("other", ["b.lab.test"], owner="bob", start=api.moment("2026-11-22T18:00:00Z"))
     # the detail already says what was ruled out: only the busy systems are added
     message = ("advance reservation nightly-perf cannot be granted: 2 system(s) asked for, 1 eligible and free; "
-               "ruled out: 1 not in the pools asked for (busy: b.lab.test from 2026-11-22T18:00Z until "
-               "2026-11-23T02:00Z)")
+               "ruled out: 1 not in the pools asked for (busy: b.lab.test from 2026-11-22T18:00:00Z until "
+               "2026-11-23T02:00:00Z)")
     for check in (True, False):
         result, failed = run(advance_reservation.main, ARGS, check=check)
         assert failed and result["status"] == 409 and result["msg"] == message
@@ -237,7 +237,7 @@ def test_refusal_hints_are_not_repeated():
     assert advance_reservation.not_granted("x", "", {"ruled_out": {"broken": 2}, "busy": [
         {"system": "a.lab.test", "from": "2026-11-22T18:00:00Z", "until": None}]}) == (
         "advance reservation x cannot be granted: no reason given (ruled out: broken (2); busy: a.lab.test from "
-        "2026-11-22T18:00Z until further notice)")
+        "2026-11-22T18:00:00Z until further notice)")
     assert advance_reservation.refusal(LableaseError("boom", status=500), "x") == "boom"
 
 
@@ -246,7 +246,7 @@ def test_refusal_hints_are_not_repeated():
     ({"end": "2026-11-22T19:00:00Z"}, "end: 2026-11-22T19:00:00Z is not after start 2026-11-22T20:00:00Z"),
     ({"end": "2026-11-23T05:00:00Z"}, "start, end and duration disagree: from 2026-11-22T20:00:00Z to "
                                       "2026-11-23T05:00:00Z is 32400 s, duration says 28800 s; give two of them"),
-    ({"duration": "soonish"}, "duration: 'soonish' is not a duration (try 4h, 30m, 2d, 1w, PT4H or 1:30:00)"),
+    ({"duration": "soonish"}, "duration: 'soonish' is not a duration (try 4h, 30m, 2d, 1w, 1h30m, PT4H or 1:30:00)"),
     ({"start": "tonight"}, "start: 'tonight' is not an RFC 3339 time such as 2026-11-22T14:00:00Z"),
     ({"mail_events": "bx"}, "mail_events: 'bx' is not a set of mail events: any of b (begin), e (end) and a (error), "
                             "for example bea, or n for none"),

@@ -49,7 +49,7 @@ def test_held_by_someone_else_names_them(api, run):
     api.add_reservation("s1.lab.test", user="bob")
     result, failed = run(reservation.main, {"system": "s1.lab.test"})
     assert failed
-    assert result["msg"] == "s1.lab.test is reserved by bob until 2026-11-22T13:55Z"
+    assert result["msg"] == "s1.lab.test is reserved by bob until 2026-11-22T13:55:00Z"
 
 
 def test_check_mode_writes_nothing(api, run):

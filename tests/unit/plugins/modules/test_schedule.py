@@ -30,6 +30,6 @@ def test_overbooked_and_unknown_subject(api, run):
     api.bookings.append({"id": 1, "subject": "vlans", "resource_id": "vlan-42", "user": "bob", "slice": None,
                          "start": "2026-11-22T10:00:00Z", "end": "2026-11-23T10:00:00Z", "quantity": 1})
     result, failed = run(schedule.main, dict(VLAN))
-    assert failed and result["msg"] == "vlans/vlan-42 is reserved by bob until 2026-11-23T10:00Z"
+    assert failed and result["msg"] == "vlans/vlan-42 is reserved by bob until 2026-11-23T10:00:00Z"
     result, failed = run(schedule.main, {"subject": "nope", "resource_id": "x"})
     assert failed and "no schedule subject named nope" in result["msg"]

@@ -10,7 +10,7 @@ import argparse
 import re
 from importlib import metadata
 
-from . import client_ar as ar
+from . import client_advance as ar
 from . import client_commands as c
 from . import client_jobs as j
 from . import client_provisioning as pv

@@ -7,7 +7,7 @@ from ..store.uow import UnitOfWork
 
 def unit_of_work(db: Database, settings=None, waker=None, write: bool = True, read_first: bool = False) -> UnitOfWork:
     """A unit of work whose events (a freed system, a new recipe set) reach the scheduler."""
-    from . import ar_states, jobs, scheduling
+    from . import advance_states, jobs, scheduling
 
     return UnitOfWork(db, write=write, waker=waker, settings=settings,
-                      handlers=(scheduling.handle, ar_states.handle, jobs.handle), read_first=read_first)
+                      handlers=(scheduling.handle, advance_states.handle, jobs.handle), read_first=read_first)

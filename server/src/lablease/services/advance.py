@@ -28,7 +28,7 @@ from ..store.tables import (AdvanceReservation, ArSystem, Booking, Group, GroupM
 from ..store.uow import wake_worker
 from ..domain.times import format_time
 from ..timeparse import parse_duration, parse_time
-from . import activity, ar_states
+from . import activity, advance_states
 from .systems import access_of, active_loan
 from .users import ARUSERS, actor_for
 
@@ -135,7 +135,7 @@ def create(uow, actor: Actor, now: datetime, data: dict) -> tuple[dict, int]:
     session.flush()
     session.refresh(ar, ["systems", "owner"])
     activity.record(session, actor, now, "advance_reservation", ar.id, "created", "state", None, ar.state)
-    ar_states.publish(session, settings, ar, now, "created", f"advance reservation {ar.id} was granted: "
+    advance_states.publish(session, settings, ar, now, "created", f"advance reservation {ar.id} was granted: "
              f"{', '.join(s.system.fqdn for s in ar.systems)} from {format_time(start)} to {format_time(end)}")
     wake_worker(session)
     return as_dict(ar), 201
@@ -301,7 +301,7 @@ def modify(uow, actor: Actor, now: datetime, ident, data: dict) -> dict:
     ar.changed_at = now
     activity.record_changes(session, actor, now, "advance_reservation", ar.id,
                             {k: (str(a), str(b)) for k, (a, b) in changes.items()})
-    ar_states.publish(session, settings, ar, now, "modified", f"advance reservation {ar.id} was changed: "
+    advance_states.publish(session, settings, ar, now, "modified", f"advance reservation {ar.id} was changed: "
              f"{', '.join(changes) or 'nothing'}")
     return as_dict(ar)
 
@@ -330,7 +330,7 @@ def delete(uow, actor: Actor, now: datetime, ident, force: bool = False) -> None
     if bound and not force:
         raise Conflict(f"advance reservation {ar.id} has bound work ({', '.join(bound)}); "
                        "delete with force=true to abort it first")
-    ar_states.finish(session, uow.settings, ar, now, "d", actor, "deleted")
+    advance_states.finish(session, uow.settings, ar, now, "d", actor, "deleted")
 
 
 def _bound_work(session, ar: AdvanceReservation) -> list[str]:

@@ -5,7 +5,7 @@ from datetime import datetime, timedelta
 
 from sqlalchemy import select
 
-from ..domain import advance as ar_rules
+from ..domain import advance as advance_rules
 from ..domain import recipes as rules
 from ..domain.errors import Forbidden, Invalid, NotFound
 from ..domain.permissions import LENT_TO_ANOTHER, Actor, decide_schedule
@@ -22,7 +22,7 @@ from ..store.tables import (AdvanceReservation, Booking, Group, GroupMember, Job
 from ..store.uow import emit, wake_worker
 from ..domain.times import format_time
 from ..timeparse import format_duration
-from . import activity, ar_work, distros, due, placement, scheduling, usage
+from . import activity, advance_work, distros, due, placement, scheduling, usage
 from . import systems as system_service
 from .endings import close_reservation
 from .reservations import loan_end_of
@@ -33,7 +33,7 @@ def _check_bound_sets(session, actor: Actor, job: dict, now: datetime, settings)
     offset = settings.ar_duration_offset if settings else timedelta(0)
     for index, recipe_set in enumerate(job["recipe_sets"]):
         if recipe_set.get("ar") is not None:
-            ar_work.check_bound_set(session, actor, recipe_set["ar"], recipe_set["recipes"], offset, now,
+            advance_work.check_bound_set(session, actor, recipe_set["ar"], recipe_set["recipes"], offset, now,
                                     f"recipe_sets[{index}].ar")
 
 
@@ -242,7 +242,7 @@ def why_waiting(session, recipe: Recipe, now: datetime, snapshot: tuple | None =
     result = explain(recipe.spec.get("host_requires"), [scheduling.host(s) for s in systems], usable, busy_until,
                      recipe.spec.get("force"))
     ar = session.get(AdvanceReservation, recipe.recipe_set.ar_id) if recipe.recipe_set.ar_id else None
-    waits_for_ar = ar and ar_rules.bound_wait(ar.id, ar.state, ar.start_at, ar.error_handling)
+    waits_for_ar = ar and advance_rules.bound_wait(ar.id, ar.state, ar.start_at, ar.error_handling)
     if recipe.status == "assigned":
         message = f"holding {recipe.system.fqdn} until the rest of its recipe set can start"
     else:

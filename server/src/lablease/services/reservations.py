@@ -15,7 +15,7 @@ from ..domain.windows import Window
 from ..store import calendar
 from ..store.tables import Booking, Loan, Reservation, User
 from ..domain.times import format_time
-from . import activity, ar_work, due, endings, notices
+from . import activity, advance_work, due, endings, notices
 from . import systems as system_service
 
 
@@ -79,12 +79,12 @@ def reserve(uow, actor: Actor, now: datetime, policy: rules.ReservationPolicy, s
         system_service.require(session, actor, Permission.RESERVE, target, loan)
     loan_end = loan.end_at if loan is not None and loan.recipient_id == actor.id else None
     if advance_reservation is not None and end is None and duration is None:
-        end = ar_work.window_end(session, advance_reservation)  # until the AR's end, not the site default
+        end = advance_work.window_end(session, advance_reservation)  # until the AR's end, not the site default
     window = rules.plan_window(now, policy, start, end, duration, loan_end=loan_end)
     if heartbeat is not None:
         heartbeat = rules.heartbeat_interval(heartbeat)
     if advance_reservation is not None:  # the AR's ACL grants the use; it books on the AR's calendar
-        _, resource = ar_work.slot_for_reservation(session, actor, advance_reservation, target, window.start,
+        _, resource = advance_work.slot_for_reservation(session, actor, advance_reservation, target, window.start,
                                                    window.end)
     else:
         resource = calendar.lock_resource(session, target.resource_id)
@@ -177,7 +177,7 @@ def extend(uow, actor: Actor, now: datetime, policy: rules.ReservationPolicy, re
     new_end = rules.plan_new_end(now, policy, window, end, extend_by,
                                  loan_end=loan_end_of(session, reservation.system_id, reservation.user_id))
     if reservation.ar_id is not None:
-        ar_work.check_end_inside(session, reservation.ar_id, new_end, "extend_by" if extend_by is not None else "end")
+        advance_work.check_end_inside(session, reservation.ar_id, new_end, "extend_by" if extend_by is not None else "end")
     resource = calendar.lock_resource(session, reservation.system.resource_id)
     booking = session.get(Booking, reservation.booking_id)
     calendar.change_end(session, resource, booking, new_end)

@@ -261,7 +261,7 @@ def update_system(uow, actor: Actor, now: datetime, fqdn: str, data: dict) -> di
 
 
 def describe(session, system: System, now: datetime) -> dict:
-    from .ar_reports import summaries_for
+    from .advance_reports import summaries_for
 
     return as_dict(system, current_reservations(session, [system.id], now).get(system.id), active_loan(session, system),
                    latest_installations(session, [system.id]).get(system.id), summaries_for(session, [system.id]).get(system.id),
@@ -346,7 +346,7 @@ def list_systems(uow, actor: Actor, now: datetime, filters: dict) -> list[dict]:
     ids = [s.id for s in systems]
     current, loans = current_reservations(session, ids, now), active_loans(session, ids)
     installed = latest_installations(session, ids)
-    from .ar_reports import summaries_for
+    from .advance_reports import summaries_for
 
     held = summaries_for(session, ids)
     patterns = _patterns(session)

@@ -1,6 +1,6 @@
 """The declarative base every table module shares: one metadata, one naming convention.
 
-It lives apart from tables.py so that ar_tables.py, provision_tables.py and worker_tables.py can
+It lives apart from tables.py so that advance_tables.py, provision_tables.py and worker_tables.py can
 subclass it without importing tables.py first (tables.py re-exports them; importing any one of
 them on its own must work, which tests/server/unit/test_layering.py checks).
 """

@@ -416,7 +416,7 @@ class UsageChange(Base):
     __table_args__ = (Index("ix_usage_history_system_at", "system_id", "at"),)
 
 
-from .ar_tables import AdvanceReservation, ArSystem  # noqa: E402,F401 - one metadata, split for size
+from .advance_tables import AdvanceReservation, ArSystem  # noqa: E402,F401 - one metadata, split for size
 from .provision_tables import Command, Installation  # noqa: E402,F401
 from .worker_tables import WorkerFailure  # noqa: E402,F401
 

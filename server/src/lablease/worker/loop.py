@@ -15,7 +15,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Callable
 
 from ..config import Settings
-from ..services import ar_states, commands, due, installations, jobs, loans, outbox, reservations, unit_of_work
+from ..services import advance_states, commands, due, installations, jobs, loans, outbox, reservations, unit_of_work
 from ..store.db import Database
 from ..store.secrets import SecretBox, use_secrets
 from ..store.uow import UnitOfWork
@@ -33,7 +33,7 @@ def utcnow() -> datetime:
 
 # What the worker does when its time comes, in order (services/due.py). Each item is handled
 # in a transaction of its own; one that raises is parked and the others go on.
-DUE_STEPS = (ar_states.TRANSITION, reservations.EXPIRY, loans.EXPIRY, jobs.OVERDUE, installations.STALLED,
+DUE_STEPS = (advance_states.TRANSITION, reservations.EXPIRY, loans.EXPIRY, jobs.OVERDUE, installations.STALLED,
              commands.RECOVERY, reservations.WARNING, loans.WARNING)
 
 

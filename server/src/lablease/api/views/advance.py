@@ -1,5 +1,5 @@
 """/advance-reservations: qrsub, qrstat, qralter, qrdel, and accounting."""
-from ...services import advance, ar_reports
+from ...services import advance, advance_reports
 from .context import Context, Reply
 
 
@@ -25,4 +25,4 @@ def remove(ctx: Context) -> None:
 
 
 def accounting(ctx: Context) -> dict:
-    return ar_reports.accounting(ctx.uow, ctx.actor, ctx.now, ctx.args["ident"])
+    return advance_reports.accounting(ctx.uow, ctx.actor, ctx.now, ctx.args["ident"])

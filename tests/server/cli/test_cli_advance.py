@@ -23,7 +23,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from lxml import etree
 
-from lablease.cli import client_ar
+from lablease.cli import client_advance
 from lablease.cli.client import main
 from lablease.cli.client_parser import build_parser
 from lablease.cli.client_status import ExitStatus
@@ -44,7 +44,7 @@ LIVE = pytest.mark.skipif(ar_routes_missing(), reason="the server has no /api/v1
 
 @pytest.fixture(scope="module")
 def schema() -> etree.XMLSchema:
-    return etree.XMLSchema(etree.XML(client_ar.schema_path().read_bytes()))
+    return etree.XMLSchema(etree.XML(client_advance.schema_path().read_bytes()))
 
 
 def valid(schema: etree.XMLSchema, text: str) -> etree._Element:
@@ -88,14 +88,14 @@ SAMPLE = {
     ("tomorrow", "tomorrow"),  # the server names the field when it cannot read it
 ])
 def test_times_in_grid_engine_form_become_rfc_3339(typed, sent):
-    assert client_ar.ar_time(typed, NOW) == sent
+    assert client_advance.ar_time(typed, NOW) == sent
 
 
 @pytest.mark.parametrize("typed", ["202613011200", "202611311200", "202611222400", "202611221460",
                                    "202611221400.61"])
 def test_impossible_grid_engine_times_are_usage_errors(typed):
     with pytest.raises(argparse.ArgumentTypeError, match="no such time"):
-        client_ar.ar_time(typed, NOW)
+        client_advance.ar_time(typed, NOW)
 
 
 @pytest.mark.parametrize("typed, sent", [
@@ -105,41 +105,41 @@ def test_impossible_grid_engine_times_are_usage_errors(typed):
     ("4h", "4h"), ("PT4H", "PT4H"), ("1d12h", "1d12h"), ("unlimited", "unlimited"),  # lablease's: as typed
 ])
 def test_durations(typed, sent):
-    assert client_ar.ar_duration(typed) == sent
+    assert client_advance.ar_duration(typed) == sent
 
 
 def test_qrstat_durations_are_hours_minutes_seconds():
-    assert [client_ar.hms(s) for s in (0, 59, 3600, 5415, 90061.4, None)] == [
+    assert [client_advance.hms(s) for s in (0, 59, 3600, 5415, 90061.4, None)] == [
         "00:00:00", "00:00:59", "01:00:00", "01:30:15", "25:01:01", None]
-    assert client_ar.duration_of({"start": "2026-11-22T14:00:00Z", "end": "2026-11-22T15:30:00Z"}) == 5400
+    assert client_advance.duration_of({"start": "2026-11-22T14:00:00Z", "end": "2026-11-22T15:30:00Z"}) == 5400
 
 
 # --- -l ------------------------------------------------------------------------------------------------
 
 def test_simple_requirements_are_leaves_joined_with_and():
-    assert client_ar.requirement("arch=x86_64,memory>=2048") == {"and": [
+    assert client_advance.requirement("arch=x86_64,memory>=2048") == {"and": [
         {"field": "arch", "op": "=", "value": "x86_64"}, {"field": "memory", "op": ">=", "value": 2048}]}
-    assert client_ar.requirement("hostname!=a.lab.test") == {"field": "hostname", "op": "!=", "value": "a.lab.test"}
-    ops = [client_ar.requirement(f"cpu_count{op}4")["op"] for op in ("=", "==", "!=", ">", ">=", "<", "<=")]
+    assert client_advance.requirement("hostname!=a.lab.test") == {"field": "hostname", "op": "!=", "value": "a.lab.test"}
+    ops = [client_advance.requirement(f"cpu_count{op}4")["op"] for op in ("=", "==", "!=", ">", ">=", "<", "<=")]
     assert ops == ["=", "=", "!=", ">", ">=", "<", "<="]
 
 
 def test_grid_engine_names_units_and_attributes():
-    assert client_ar.requirement("mem_total>=2G,num_proc>4") == {"and": [
+    assert client_advance.requirement("mem_total>=2G,num_proc>4") == {"and": [
         {"field": "memory", "op": ">=", "value": 2048}, {"field": "cpu_count", "op": ">", "value": 4}]}
-    assert client_ar.requirement("h=a.lab.test")["field"] == "hostname"
-    assert client_ar.requirement("memory<512M")["value"] == 512
+    assert client_advance.requirement("h=a.lab.test")["field"] == "hostname"
+    assert client_advance.requirement("memory<512M")["value"] == 512
     # any other name is a system attribute (key_value), as is key_value[KEY]
-    assert client_ar.requirement("CPUMODEL=Xeon") == {"field": "key_value", "key": "CPUMODEL", "op": "=",
+    assert client_advance.requirement("CPUMODEL=Xeon") == {"field": "key_value", "key": "CPUMODEL", "op": "=",
                                                        "value": "Xeon"}
-    assert client_ar.requirement("key_value[GPU MODEL]!=none") == {"field": "key_value", "key": "GPU MODEL",
+    assert client_advance.requirement("key_value[GPU MODEL]!=none") == {"field": "key_value", "key": "GPU MODEL",
                                                                     "op": "!=", "value": "none"}
-    assert client_ar.requirement("pool=") == {"field": "pool", "op": "=", "value": ""}  # in no pool
+    assert client_advance.requirement("pool=") == {"field": "pool", "op": "=", "value": ""}  # in no pool
 
 
 def test_json_requirements_go_as_given():
     tree = {"or": [{"field": "arch", "op": "=", "value": "aarch64"}, {"field": "lab", "op": "like", "value": "br%"}]}
-    assert client_ar.requirement(json.dumps(tree)) == tree
+    assert client_advance.requirement(json.dumps(tree)) == tree
 
 
 @pytest.mark.parametrize("typed, says", [
@@ -149,16 +149,16 @@ def test_json_requirements_go_as_given():
 ])
 def test_bad_requirements(typed, says):
     with pytest.raises(argparse.ArgumentTypeError, match=re.escape(says)):
-        client_ar.requirement(typed)
+        client_advance.requirement(typed)
 
 
 def test_every_l_holds_and_reads_back():
-    trees = [client_ar.requirement("arch=x86_64,memory>=2048"), client_ar.requirement('{"field": "lab", "op": "=",'
+    trees = [client_advance.requirement("arch=x86_64,memory>=2048"), client_advance.requirement('{"field": "lab", "op": "=",'
                                                                                         ' "value": "brno"}')]
-    combined = client_ar.combine(trees)
+    combined = client_advance.combine(trees)
     assert [leaf["field"] for leaf in combined["and"]] == ["arch", "memory", "lab"]
-    assert client_ar.combine([trees[1]]) == trees[1] and client_ar.combine(None) is None
-    assert client_ar.describe(SAMPLE["requires"]) == \
+    assert client_advance.combine([trees[1]]) == trees[1] and client_advance.combine(None) is None
+    assert client_advance.describe(SAMPLE["requires"]) == \
         "arch = x86_64 and (memory >= 2048 or not (key_value[GPU] = yes))"
 
 
@@ -169,8 +169,8 @@ def test_qrsub_options_become_the_request_body():
                  "-A", "perf-team", "-l", "arch=x86_64,memory>=2048", "-l", "lab=brno", "-q", "perf,fast",
                  "-q", "spare", "-pe", "smp", "2", "-u", "alice,@qe", "-m", "b,e", "-M", "a@lab.test,b@lab.test",
                  "-he", "yes", "-w", "v")
-    assert args.handler is client_ar.create
-    assert client_ar.create_body(args) == {
+    assert args.handler is client_advance.create
+    assert client_advance.create_body(args) == {
         "name": "nightly", "account": "perf-team", "start": "2026-11-22T14:00:00Z", "end": "2026-11-22T18:00:00Z",
         "duration": "14400",
         "requires": {"and": [{"field": "arch", "op": "=", "value": "x86_64"},
@@ -186,18 +186,18 @@ def test_long_options_and_defaults():
                  "--host", "b.lab.test,c.lab.test", "--count", "3", "--mail", "n", "--error-handling", "soft",
                  "--validate", "--json")
     assert args.format == "json"
-    assert client_ar.create_body(args) == {
+    assert client_advance.create_body(args) == {
         "start": "2026-11-22T14:00:00Z", "duration": "4h", "hosts": ["a.lab.test", "b.lab.test", "c.lab.test"],
         "count": 3, "mail": {"events": "n"}, "error_handling": "soft", "validate_only": True}
     # nothing but an end: start is the server's (now); -w e and n reserve
-    assert client_ar.create_body(parse("ar", "create", "-e", "202611221800", "-w", "e")) == {
+    assert client_advance.create_body(parse("ar", "create", "-e", "202611221800", "-w", "e")) == {
         "end": "2026-11-22T18:00:00Z"}
 
 
 def test_count_and_pe_must_agree():
-    assert client_ar.create_body(parse("ar", "create", "-d", "60", "--count", "2", "-pe", "mpi", "2"))["count"] == 2
-    with pytest.raises(client_ar.ClientError) as refused:
-        client_ar.create_body(parse("ar", "create", "-d", "60", "--count", "2", "-pe", "mpi", "3"))
+    assert client_advance.create_body(parse("ar", "create", "-d", "60", "--count", "2", "-pe", "mpi", "2"))["count"] == 2
+    with pytest.raises(client_advance.ClientError) as refused:
+        client_advance.create_body(parse("ar", "create", "-d", "60", "--count", "2", "-pe", "mpi", "3"))
     assert refused.value.status == ExitStatus.USAGE
 
 
@@ -213,18 +213,18 @@ def test_bad_qrsub_options_are_usage_errors(capsys, argv, says):
 
 def test_qrstat_qrdel_qralter_and_their_grid_engine_options():
     args = parse("ar", "qrstat", "-u", "*", "-xml")
-    assert (args.handler, args.user, args.format, args.ar_id) == (client_ar.listing, "*", "xml", None)
+    assert (args.handler, args.user, args.format, args.ar_id) == (client_advance.listing, "*", "xml", None)
     args = parse("--json", "ar", "qrstat", "-ar", "7", "-explain")
     assert (args.format, args.ar_id, args.explain) == ("json", "7", True)
     args = parse("ar", "show", "nightly", "--explain")
-    assert (args.handler, args.ref, args.explain, args.format) == (client_ar.show, "nightly", True, None)
+    assert (args.handler, args.ref, args.explain, args.format) == (client_advance.show, "nightly", True, None)
     args = parse("ar", "qrdel", "7", "nightly", "-f")
-    assert (args.handler, args.refs, args.force) == (client_ar.delete, ["7", "nightly"], True)
+    assert (args.handler, args.refs, args.force) == (client_advance.delete, ["7", "nightly"], True)
     args = parse("ar", "qralter", "7", "-e", "202611222000", "-d", "1:00:00", "-u", "bob", "-N", "n2", "-m", "a",
                  "-M", "x@lab.test")
     assert (args.handler, args.end, args.duration, args.acl, args.name, args.mail, args.mail_to) == (
-        client_ar.modify, "2026-11-22T20:00:00Z", "3600", ["bob"], "n2", "a", ["x@lab.test"])
-    assert parse("ar", "accounting", "7", "--json").handler is client_ar.accounting
+        client_advance.modify, "2026-11-22T20:00:00Z", "3600", ["bob"], "n2", "a", ["x@lab.test"])
+    assert parse("ar", "accounting", "7", "--json").handler is client_advance.accounting
 
 
 def test_ar_needs_an_action(capsys):
@@ -235,7 +235,7 @@ def test_ar_needs_an_action(capsys):
 # --- what is shown ------------------------------------------------------------------------------------
 
 def test_show_block(schema):
-    lines = client_ar.AR.render({**SAMPLE, "state": "E", "error_reasons": ["b.lab.test is broken"],
+    lines = client_advance.AR.render({**SAMPLE, "state": "E", "error_reasons": ["b.lab.test is broken"],
                                  "explain": ["b.lab.test is broken (condition broken since 2026-11-22T15:00:00Z)"]},
                                 None).splitlines()
     assert lines[:9] == ["id:              7", "name:            nightly-perf", "owner:           alice",
@@ -250,7 +250,7 @@ def test_show_block(schema):
 
 
 def test_list_table_has_qrstats_columns():
-    lines = client_ar.AR.render([SAMPLE, {**SAMPLE, "id": 8, "name": None, "state": "r"}], None).splitlines()
+    lines = client_advance.AR.render([SAMPLE, {**SAMPLE, "id": 8, "name": None, "state": "r"}], None).splitlines()
     assert lines == [
         "AR-ID  NAME          OWNER  STATE  START                 END                   DURATION",
         "7      nightly-perf  alice  w      2026-11-22T14:00:00Z  2026-11-22T18:00:00Z  04:00:00",
@@ -258,20 +258,20 @@ def test_list_table_has_qrstats_columns():
 
 
 def test_listing_xml_is_the_summary_and_valid(schema):
-    document = valid(schema, client_ar.AR.render([SAMPLE, {**SAMPLE, "id": 8, "name": None}], "xml"))
+    document = valid(schema, client_advance.AR.render([SAMPLE, {**SAMPLE, "id": 8, "name": None}], "xml"))
     assert document.tag == "qrstat"
     first, second = document.findall("ar_summary")
     assert [child.tag for child in first] == ["id", "name", "owner", "state", "start_time", "end_time", "duration"]
     assert (first.findtext("id"), first.findtext("end_time"), first.findtext("duration")) == (
         "7", "2026-11-22T18:00:00Z", "04:00:00")
     assert second.find("name").text is None  # qrstat's empty name
-    assert valid(schema, client_ar.AR.render([], "xml")).findall("ar_summary") == []
+    assert valid(schema, client_advance.AR.render([], "xml")).findall("ar_summary") == []
 
 
 def test_one_reservation_xml_is_in_full_and_valid(schema):
     shown = {**SAMPLE, "name": None, "account": None, "state": "E", "error_reasons": ["b.lab.test is broken"],
              "explain": ["b.lab.test is broken"], "mail": {"events": "", "to": ["nobody"]}}
-    summary = valid(schema, client_ar.AR.render(shown, "xml")).find("ar_summary")
+    summary = valid(schema, client_advance.AR.render(shown, "xml")).find("ar_summary")
     assert summary.find("account") is None and summary.findtext("submission_time") == "2026-11-21T10:00:00Z"
     top = summary.find("resource_list")
     assert [(c.tag, c.get("name"), c.get("op"), c.get("value")) for c in top] == [
@@ -287,15 +287,15 @@ def test_one_reservation_xml_is_in_full_and_valid(schema):
     assert [m.text for m in summary.find("error_reasons")] == ["b.lab.test is broken"]
     assert [m.text for m in summary.find("explain")] == ["b.lab.test is broken"]
     # a minimal answer is valid too; and the schema is not a rubber stamp
-    valid(schema, client_ar.qrstat_xml([{"id": 1, "owner": "a", "state": "x", "start": "2026-11-22T14:00:00Z",
+    valid(schema, client_advance.qrstat_xml([{"id": 1, "owner": "a", "state": "x", "start": "2026-11-22T14:00:00Z",
                                          "end": "2026-11-22T15:00:00Z"}], detailed=True))
     for broken in ({**shown, "state": "q"}, {**shown, "id": 0}, {**shown, "error_handling": "maybe"}):
         with pytest.raises(etree.DocumentInvalid):
-            valid(schema, client_ar.AR.render(broken, "xml"))
+            valid(schema, client_advance.AR.render(broken, "xml"))
 
 
 def test_accounting_table_and_totals():
-    text = client_ar.ACCOUNTING.render({
+    text = client_advance.ACCOUNTING.render({
         "ar": 7, "reserved_seconds": 28800.0, "used_seconds": 9000.0,
         "systems": [{"system": "a.lab.test", "reserved_seconds": 14400.0, "used_seconds": 9000.0},
                     {"system": "b.lab.test", "reserved_seconds": 14400.0, "used_seconds": 0.0}],

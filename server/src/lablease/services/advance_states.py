@@ -117,7 +117,7 @@ def on_system_changed(uow, system_id: int, now: datetime) -> None:
 
 
 def place_bound(session, ar: AdvanceReservation, now: datetime) -> None:
-    from .ar_work import place_bound as place  # the AR's work, started on its systems
+    from .advance_work import place_bound as place  # the AR's work, started on its systems
 
     place(session, ar, now)
 

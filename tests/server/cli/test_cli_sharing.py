@@ -58,12 +58,12 @@ def test_a_second_loan_is_a_conflict(cli, add_system):
 
 @needs_loans
 def test_lending_a_system_somebody_else_holds_needs_force(cli, add_system):
-    add_system("loan4.lab.test", condition="manual")
-    held = json.loads(cli.ok("reserve", "loan4.lab.test", "--duration", "2h", "--json", user="carol").out)
-    refused = cli("loan", "grant", "loan4.lab.test", "bob")
+    add_system("loan9.lab.test", condition="manual")
+    held = json.loads(cli.ok("reserve", "loan9.lab.test", "--duration", "2h", "--json", user="carol").out)
+    refused = cli("loan", "grant", "loan9.lab.test", "bob")
     assert refused.code == 5 and refused.err.count("\n") == 1, refused.err
     assert f"is reserved by carol until {held['end']} (reservation {held['id']})" in refused.err
-    lent = json.loads(cli.ok("loan", "grant", "loan4.lab.test", "bob", "--force", "--json").out)
+    lent = json.loads(cli.ok("loan", "grant", "loan9.lab.test", "bob", "--force", "--json").out)
     assert lent["recipient"] == "bob"
     assert cli.server.admin.get(f"/reservations/{held['id']}").json()["state"] == "returned"
 

@@ -201,7 +201,8 @@ def merge_force(query: dict, body: dict) -> bool:
     It moves into the query, where views read it, so the body keeps only the resource's own fields.
     """
     if isinstance(body, dict) and "force" in body:
-        query["force"] = bool(query.get("force")) or bool(body.pop("force"))
+        in_body = bool(body.pop("force"))  # taken out of the body whatever the query says
+        query["force"] = bool(query.get("force")) or in_body
     return bool(query.get("force"))
 
 

@@ -258,7 +258,8 @@ GROUP_CREATE = {
 WEBHOOK = {
     # a host, and no user:password@ before it (api/access checks where it points: docs/access.md)
     "webhook_url": {"type": ["string", "null"], "pattern": "^https?://[^/?#@\\s]+([/?#]\\S*)?$", "maxLength": 2000,
-                    "description": "notices are POSTed here as JSON"},
+                    "description": ("an http(s) URL with a host and without credentials (user:password@); "
+                                    "notices are POSTed there as JSON")},
     "webhook_secret": {"type": ["string", "null"], "maxLength": 200,
                        "description": "key of the X-Lablease-Signature HMAC-SHA256 header"},
 }

@@ -326,10 +326,11 @@ def check_tree(module, client, system):
 
 
 def latest_of(client, system):
-    """The system's latest installation in full, or None."""
+    """The system's latest installation in full, or None (also when it is somebody else's: the server shows
+    an installation only to its requester, the holder of its reservation, the system's owner and admins)."""
     latest = system.get("installation")
     if latest and latest.get("id") is not None:
-        return client.get("/installations/%d" % latest["id"])
+        return client.get_or_none("/installations/%d" % latest["id"])
     return None
 
 

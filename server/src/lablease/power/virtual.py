@@ -9,13 +9,15 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import time
 from pathlib import Path
 
-from . import PowerDriver, machines
+from . import PowerDriver, PowerError, machines
 
 TRUE = {"true", "yes", "1", "on"}
 DEFAULTS = {"boot_delay": 1.0, "install_delay": 2.0}
 TERM_GRACE = 2.0
+START_WAIT = 10.0  # for a new machine's process to show itself
 
 
 def truthy(value) -> bool:
@@ -74,6 +76,13 @@ class VirtualDriver(PowerDriver):
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
         pid = machines.spawn(self._argv(), self.state_dir / "console.log", f"virtual machine {self.target.fqdn}", env)
         (self.state_dir / "pid").write_text(f"{pid}\n")
+        # Powered on means running: return once the machine is seen as itself, so the state read back
+        # right after the command says "on" (a loaded host may show the new process late).
+        deadline = time.monotonic() + START_WAIT
+        while not _alive(pid, self.state_dir):
+            if not machines.exists(pid) or time.monotonic() > deadline:
+                raise PowerError(f"virtual machine {self.target.fqdn} did not start (see its console.log)")
+            time.sleep(0.02)
 
     def _stop(self, pid: int) -> None:
         machines.kill_group(pid, ((signal.SIGTERM, TERM_GRACE), (signal.SIGKILL, TERM_GRACE)),

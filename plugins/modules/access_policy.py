@@ -73,6 +73,14 @@ options:
       - Use the access policy of this pool (one the system is in) instead of the system's own rules.
       - V('') goes back to the system's own rules. Not given - left as it is.
     type: str
+  force:
+    description:
+      - Removing or replacing rules, or changing O(use_pool_policy), is refused when it would break an advance
+        reservation (a user of its ACL could no longer use the system).
+      - With O(force=true) the change is made anyway, and that advance reservation goes into error.
+      - Adding rules never needs it.
+    type: bool
+    default: false
 requirements:
   - Python 3.8 or later on the host that runs the module.
 seealso:
@@ -96,6 +104,14 @@ EXAMPLES = r"""
     rules:
       - {permission: view, group: gpu-team}
       - {permission: reserve, group: gpu-team}
+
+- name: Take bob's rule away even though it breaks an advance reservation of his
+  lablease.lab.access_policy:
+    system: s1.lab.test
+    state: absent
+    rules:
+      - {permission: reserve, user: bob}
+    force: true
 
 - name: Everybody may see and reserve it again
   lablease.lab.access_policy:
@@ -210,18 +226,20 @@ class AccessPolicy(Resource):
 
     def update(self, current, plan):
         exact, rules_change = self.params["state"] == "exact", "added" in plan or "removed" in plan
+        # ?force=true on the requests that may break an advance reservation (PUT, rule DELETE); adding a rule cannot
+        forced = {"force": True} if self.params["force"] else None
         if exact or not rules_change:  # one PUT: the whole rule set and/or the pool
             put = {"rules": [body(r) for r in self.wanted]} if exact and rules_change else {}
             if "use_pool_policy" in plan:
                 put["use_pool_policy"] = plan["use_pool_policy"]
-            self.client.request("PUT", self.path, put)
+            self.client.request("PUT", self.path, put, query=forced)
             return None
         if "use_pool_policy" in plan:
-            self.client.request("PUT", self.path, {"use_pool_policy": plan["use_pool_policy"]})
+            self.client.request("PUT", self.path, {"use_pool_policy": plan["use_pool_policy"]}, query=forced)
         for rule in plan.get("added", []):
             self.client.request("POST", self.path + "/rules", body(rule))
         for rule in plan.get("removed", []):
-            self.client.delete_or_none("%s/rules/%d" % (self.path, rule["id"]))
+            self.client.delete_or_none("%s/rules/%d" % (self.path, rule["id"]), forced)
         return None  # read back
 
     shown = staticmethod(shown)
@@ -240,6 +258,7 @@ def main():
             )),
             state=dict(type="str", default="present", choices=["present", "absent", "exact"]),
             use_pool_policy=dict(type="str"),
+            force=dict(type="bool", default=False),
         ),
         required_if=[("state", "exact", ("rules",))],
         supports_check_mode=True,

@@ -59,6 +59,14 @@ options:
     type: str
     choices: [exact, add, remove]
     default: exact
+  force:
+    description:
+      - Removing a system from the pool is refused when it would break an advance reservation (one that asked
+        for this pool and holds the system).
+      - With O(force=true) the system is removed anyway, and that advance reservation goes into error.
+      - Only removing systems takes it; creating, changing and deleting the pool are not affected.
+    type: bool
+    default: false
 requirements:
   - Python 3.8 or later on the host that runs the module.
 seealso:
@@ -81,6 +89,13 @@ EXAMPLES = r"""
     name: gpus
     systems: [s3.lab.test]
     systems_mode: add
+
+- name: Take s1.lab.test out of the pool even though an advance reservation for the pool holds it
+  lablease.lab.pool:
+    name: gpus
+    systems: [s1.lab.test]
+    systems_mode: remove
+    force: true
 
 - name: Delete the pool
   lablease.lab.pool:
@@ -159,8 +174,9 @@ class Pool(Resource):
     def members(self, plan):
         for fqdn in plan.get("adds", []):
             self.client.request("POST", self.path + "/systems", {"fqdn": fqdn})
+        forced = {"force": True} if self.params["force"] else None  # breaks an advance reservation if need be
         for fqdn in plan.get("removes", []):
-            self.client.delete_or_none("%s/systems/%s" % (self.path, self.client.quote(fqdn)))
+            self.client.delete_or_none("%s/systems/%s" % (self.path, self.client.quote(fqdn)), forced)
         return None  # read back
 
     def delete(self, current):
@@ -178,6 +194,7 @@ def main():
             owner_group=dict(type="str"),
             systems=dict(type="list", elements="str"),
             systems_mode=dict(type="str", default="exact", choices=["exact", "add", "remove"]),
+            force=dict(type="bool", default=False),
         ),
         supports_check_mode=True,
     )

@@ -171,6 +171,46 @@ def test_group_pool_and_access_policy(server, tmp_path):
     assert [r["changed"] for r in results(admin, gone)] == [False, False]
 
 
+def test_pool_and_access_policy_force_through_an_advance_reservation(server, tmp_path):
+    """A change that would break a granted advance reservation is refused ("repeat with force=true");
+    the modules' force option makes it anyway, and the reservation goes into error."""
+    admin = ansible_env(server, user="admin")
+    for fqdn in ("f1.lab.test", "f2.lab.test"):
+        server.admin_cli("system", "add", fqdn, "--arch", "x86_64")
+    assert server.admin.post("/pools", json={"name": "force-pool"}).status_code == 201
+    assert server.admin.post("/pools/force-pool/systems", json={"fqdn": "f1.lab.test"}).status_code == 200
+    start = (datetime.now(timezone.utc) + timedelta(days=20)).replace(microsecond=0).isoformat()
+
+    def granted(**fields):
+        answer = server.admin.post("/advance-reservations", json={"start": start, "duration": "1h", **fields})
+        assert answer.status_code == 201, answer.text
+        return answer.json()["id"]
+
+    def state(ar_id):
+        return server.admin.get(f"/advance-reservations/{ar_id}").json()["state"]
+
+    in_pool = granted(pools=["force-pool"], hosts=["f1.lab.test"])
+    remove = {"name": "force-pool", "systems": ["f1.lab.test"], "systems_mode": "remove"}
+    out = playbook(tmp_path, [{"name": "out", "lablease.lab.pool": remove}], "out.yml")
+    [refused] = results(admin, out)
+    assert refused["failed"] and "repeat with force=true" in refused["msg"] and state(in_pool) == "w"
+    assert server.admin.get("/pools/force-pool").json()["systems"] == ["f1.lab.test"]
+    forced = playbook(tmp_path, [{"name": "out", "lablease.lab.pool": dict(remove, force=True)}], "out-forced.yml")
+    [removed] = results(admin, forced)
+    assert removed["changed"] and not removed.get("failed") and removed["pool"]["systems"] == []
+    assert state(in_pool) == "E"
+
+    bobs = granted(hosts=["f2.lab.test"], acl=["bob"])
+    revoke = {"system": "f2.lab.test", "state": "absent", "rules": [{"permission": "reserve", "everybody": True}]}
+    lock = playbook(tmp_path, [{"name": "lock", "lablease.lab.access_policy": revoke}], "lock.yml")
+    [refused] = results(admin, lock)
+    assert refused["failed"] and "bob may no longer use f2.lab.test" in refused["msg"] and state(bobs) == "w"
+    lock = playbook(tmp_path, [{"name": "lock", "lablease.lab.access_policy": dict(revoke, force=True)}],
+                    "lock-forced.yml")
+    [locked] = results(admin, lock)
+    assert locked["changed"] and [r["permission"] for r in locked["removed"]] == ["reserve"] and state(bobs) == "E"
+
+
 def recipe_task(**args):
     return {"name": "recipe", "lablease.lab.recipe": args}
 

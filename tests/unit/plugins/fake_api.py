@@ -11,6 +11,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import copy
 import io
 import json
 import re
@@ -65,6 +66,7 @@ class FakeApi:
         self.ar_bound = set()  # ids of ARs with work bound to them
         self.bound_detail = "advance reservation %d has bound work (job 3); delete with force=true to abort it first"
         self.calls = []  # (method, path, body)
+        self.queries = []  # (method, path, query) of each call with a query string
         self.fail_next = []  # statuses or exceptions to raise before answering
 
     # -- setup ------------------------------------------------------------------------
@@ -99,6 +101,8 @@ class FakeApi:
         query = dict((k, v[0]) for k, v in parse_qs(parsed.query).items())
         body = json.loads(data) if data and headers.get("Content-Type") == "application/json" else None
         self.calls.append((method, path, body))
+        if query:
+            self.queries.append((method, path, query))
         if self.fail_next:
             failure = self.fail_next.pop(0)
             if isinstance(failure, Exception):
@@ -147,6 +151,8 @@ class FakeApi:
         for prefix, handler in (("/systems/", self.access), ("/groups", self.group), ("/pools", self.pool),
                                 ("/recipes/", self.recipe)):
             if path.startswith(prefix) and (prefix != "/systems/" or path.count("/") > 2):
+                if self.takes_force(method, path):  # e.g. a pool or policy change that may break an AR
+                    return self.ar_guarded(url, query, body, lambda: handler(url, method, path, body))
                 return handler(url, method, path, body)
         if match:
             system = self.systems.get(match.group(1))
@@ -442,6 +448,47 @@ class FakeApi:
         return 200, item
 
     # -- advance reservations -------------------------------------------------------------
+    def ar_problems(self):
+        """Like the server's advance_states.problems, for granted ARs: a held system out of the pools asked
+        for, or an ACL user without reserve on it (by the system's own rules; pool policies are not modelled)."""
+        found = set()
+        for ar in self.ars.values():
+            if ar["state"] not in ("w", "r"):
+                continue
+            for fqdn in ar["systems"]:
+                pools = ar.get("pools") or []
+                if pools and not any(fqdn in self.pools.get(p, {}).get("systems", []) for p in pools):
+                    found.add((ar["id"], "%s is no longer in pool(s) %s" % (fqdn, ", ".join(pools))))
+                policy = self.policies.get(fqdn)
+                if policy is None or policy.get("use_pool_policy"):
+                    continue
+                out = [u for u in ar.get("acl") or [] if not any(
+                    r["permission"] == "reserve" and (r["everybody"] or r["user"] == u or u in self.groups.get(
+                        r["group"] or "", {}).get("members", [])) for r in policy["rules"])]
+                if out:
+                    found.add((ar["id"], "%s may no longer use %s" % (", ".join(out), fqdn)))
+        return found
+
+    @staticmethod
+    def takes_force(method, path):
+        operation = CONTRACT.find(method, path)[1] or {}
+        return any(p["name"] == "force" and p["in"] == "query" for p in operation.get("parameters", []))
+
+    def ar_guarded(self, url, query, body, change):
+        """Make a pool or policy change; like the server, refused (409) when it would break a granted AR
+        unless forced (?force=true or {"force": true}); forced, the AR goes into error."""
+        forced = query.get("force") == "true" or bool(isinstance(body, dict) and body.get("force"))
+        before, saved = self.ar_problems(), copy.deepcopy((self.pools, self.policies))
+        answer = change()
+        new = sorted(self.ar_problems() - before)
+        if new and not forced:
+            self.pools, self.policies = saved
+            self.problem(url, 409, "Conflict", "this would break advance reservation %d (%s); repeat with force=true "
+                         "to do it anyway (the reservation goes into error)" % (new[0][0], new[0][1]))
+        for ar_id, reason in new:
+            self.ars[ar_id].update(state="E", error_reasons=self.ars[ar_id]["error_reasons"] + [reason])
+        return answer
+
     def add_ar(self, name, systems=("s1.lab.test",), owner=None, state="w", hours=8, start=None, **extra):
         start = start or NOW + timedelta(hours=10)
         owner = owner or self.user

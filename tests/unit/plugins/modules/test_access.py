@@ -141,3 +141,50 @@ def test_loan_with_an_end_ends_exactly_then(api, run):
     writes = len(api.writes)
     result, failed = run(loan.main, {"system": "s1.lab.test", "recipient": "bob", "end": "2030-01-01T00:00:00Z"})
     assert not result["changed"] and len(api.writes) == writes
+
+
+def test_pool_removing_a_system_an_advance_reservation_holds_needs_force(api, run):
+    api.add_system("s1.lab.test")
+    api.pools["gpus"] = {"name": "gpus", "description": None, "owner_group": None,
+                         "systems": ["s1.lab.test", "s2.lab.test"]}
+    ar = api.add_ar("gpu-week", systems=["s1.lab.test"], pools=["gpus"])
+    remove = {"name": "gpus", "systems": ["s1.lab.test"], "systems_mode": "remove"}
+    result, failed = run(pool.main, remove)
+    assert failed and result["status"] == 409 and "repeat with force=true" in result["msg"]
+    assert api.pools["gpus"]["systems"] == ["s1.lab.test", "s2.lab.test"] and ar["state"] == "w"
+    result, failed = run(pool.main, dict(remove, force=True), check=True)
+    assert result["changed"] and result["pool"]["systems"] == ["s2.lab.test"] and api.queries == []
+    result, failed = run(pool.main, dict(remove, force=True))
+    assert result["changed"] and not failed and api.pools["gpus"]["systems"] == ["s2.lab.test"]
+    assert api.queries[-1] == ("DELETE", "/pools/gpus/systems/s1.lab.test", {"force": "true"})
+    assert ar["state"] == "E" and ar["error_reasons"] == ["s1.lab.test is no longer in pool(s) gpus"]
+    result, failed = run(pool.main, {"name": "gpus", "systems": ["s2.lab.test"], "systems_mode": "remove"})
+    assert result["changed"] and api.pools["gpus"]["systems"] == [] and len(api.queries) == 1  # force only if asked
+
+
+def test_access_policy_locking_out_an_advance_reservation_needs_force(api, run):
+    api.add_system("s1.lab.test")
+    api.policies["s1.lab.test"] = {"system": "s1.lab.test", "use_pool_policy": None, "rules": [
+        {"id": 1, "permission": "view", "user": None, "group": None, "everybody": True},
+        {"id": 7, "permission": "reserve", "user": "bob", "group": None, "everybody": False},
+        {"id": 8, "permission": "reserve", "user": "carol", "group": None, "everybody": False}]}
+    bobs = api.add_ar("bobs", owner="bob")
+    carols = api.add_ar("carols", owner="carol")
+    gone = {"system": "s1.lab.test", "state": "absent", "rules": [{"permission": "reserve", "user": "bob"}]}
+    result, failed = run(access_policy.main, gone)
+    assert failed and result["status"] == 409 and "repeat with force=true" in result["msg"]
+    assert len(api.policies["s1.lab.test"]["rules"]) == 3 and bobs["state"] == "w"
+    result, failed = run(access_policy.main, dict(gone, force=True))
+    assert result["changed"] and [r["id"] for r in result["removed"]] == [7] and bobs["state"] == "E"
+    assert api.queries == [("DELETE", "/systems/s1.lab.test/access-policy/rules/7", {"force": "true"})]
+    # state=exact replaces the policy with one PUT, which takes force as well; adding a rule never needs it
+    exact = {"system": "s1.lab.test", "state": "exact", "rules": [{"permission": "view", "everybody": True}]}
+    result, failed = run(access_policy.main, exact)
+    assert failed and result["status"] == 409 and carols["state"] == "w"
+    result, failed = run(access_policy.main, dict(exact, force=True))
+    assert result["changed"] and api.writes[-1] == ("PUT", "/systems/s1.lab.test/access-policy", {
+        "rules": [{"permission": "view", "everybody": True}]}) and carols["state"] == "E"
+    assert api.queries[-1] == ("PUT", "/systems/s1.lab.test/access-policy", {"force": "true"})
+    result, failed = run(access_policy.main, {"system": "s1.lab.test", "rules": [
+        {"permission": "reserve", "user": "bob"}]})
+    assert result["changed"] and not failed and len(api.queries) == 2

@@ -405,6 +405,10 @@ AR_MAIL = {"type": "object", "properties": {
     "events": {"type": "string", "description": "Grid Engine -m: b (begin), e (end), a (error), or n (none)"},
     "to": {"type": "array", "items": {"type": "string", "format": "email"}, "description": "-M addresses"}},
     "additionalProperties": False}
+# One ACL entry (domain/advance.check_acl): a name without @, comma or white space, as Python's isspace()
+# sees it (spelt out: JSON Schema's \s is ECMAScript's, which differs), after an optional @.
+ACL_ENTRY_PATTERN = (r"^@?[^@,\t\n\x0b\x0c\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f"
+                     r"\u3000]+$")
 AR_CREATE = {
     "type": "object",
     "allOf": [rule("give an end (qrsub -e) or a duration (qrsub -d): a start alone makes no window",
@@ -417,7 +421,11 @@ AR_CREATE = {
         "requires": {"type": ["object", "null"], "description": "qrsub -l: a hostRequires filter (job JSON form)"},
         "pools": {"type": "array", "items": NAME, "description": "qrsub -q"},
         "count": {**COUNT, "description": "how many systems (qrsub -pe slots)"},
-        "acl": {"type": "array", "items": {"type": "string"}, "description": "qrsub -u: user names and @groups"},
+        # domain/advance.check_acl: one name per entry, each once, at least one
+        "acl": {"type": "array", "minItems": 1, "uniqueItems": True,
+                "description": "qrsub -u: user names and @groups",
+                "items": {"type": "string", "pattern": ACL_ENTRY_PATTERN,
+                          "description": "a user name, or @ and a group name"}},
         "mail": AR_MAIL, "error_handling": {"enum": ["hard", "soft", "yes", "no"], "description": "qrsub -he"},
         "validate_only": {"type": "boolean", "description": "qrsub -w v: say whether it could be granted"},
     },

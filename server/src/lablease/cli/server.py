@@ -19,6 +19,8 @@ from ..domain.permissions import Actor
 from ..services import systems, users
 from ..services.sealing import seal_all
 from ..store import migrate
+from ..store.backup import Refused
+from ..store.pgdump import ToolFailed
 from ..store.db import Database
 from ..store.secrets import SecretBox, private_dir, site_key, use_secrets
 from ..store.wakeup import AlreadyRunning
@@ -26,6 +28,7 @@ from ..services import unit_of_work
 from ..domain.times import format_time
 from ..timeparse import parse_duration
 from .output import table, to_json
+from .server_data import add_commands as add_data_commands
 
 # Administration from the server's own command line acts with full rights.
 SERVER = Actor(id=0, name="lablease-server", is_admin=True)
@@ -38,24 +41,32 @@ def now() -> datetime:
 def _db(settings: Settings, need_schema: bool = True) -> Database:
     db = Database(settings.database)
     use_secrets(db, SecretBox(settings))
-    if need_schema and migrate.current_revision(db) != migrate.head_revision():
-        raise SystemExit("lablease-server: the database is not initialised or not migrated; run: lablease-server init")
+    try:
+        migrate.check_known(db)  # a newer lablease's schema is refused by every command, with what to do
+        if need_schema and migrate.current_revision(db) != migrate.head_revision():
+            raise SystemExit("lablease-server: the database is not initialised or not migrated; run: lablease-server init")
+    except BaseException:
+        db.dispose()
+        raise
     return db
 
 
 def cmd_init(settings: Settings, args) -> None:
     private_dir(Path(settings.data_dir))  # the database and the site key live here: the server's user only
     db = _db(settings, need_schema=False)
-    before = migrate.current_revision(db)
-    migrate.upgrade(db)
-    after = migrate.current_revision(db)
-    state = "created" if before is None else ("migrated" if before != after else "up to date")
-    print(f"database {state} at revision {after}: {url_without_password(settings.database)}")
-    site_key(settings)  # made now, once, rather than by whichever process needs it first
-    with unit_of_work(db, settings) as uow:
-        users.ensure_arusers(uow.session, now())
-        sealed = seal_all(uow.session)  # secrets stored in plain text by earlier versions are sealed now
-        uow.commit()
+    try:
+        before = migrate.current_revision(db)
+        migrate.upgrade(db)
+        after = migrate.current_revision(db)
+        state = "created" if before is None else ("migrated" if before != after else "up to date")
+        print(f"database {state} at revision {after}: {url_without_password(settings.database)}")
+        site_key(settings)  # made now, once, rather than by whichever process needs it first
+        with unit_of_work(db, settings) as uow:
+            users.ensure_arusers(uow.session, now())
+            sealed = seal_all(uow.session)  # secrets stored in plain text by earlier versions are sealed now
+            uow.commit()
+    finally:
+        db.dispose()
     if sealed:
         print(f"stored secrets sealed under the site key: {sealed} row(s)")
     for directory in (settings.tftp_root_for(None), settings.kickstart_path, settings.power_scripts_path):
@@ -243,6 +254,7 @@ def parser() -> argparse.ArgumentParser:
     worker = sub.add_parser("worker", help="run only the background worker")
     worker.add_argument("--parent", type=int, help=argparse.SUPPRESS)  # serve's pid: stop when it is gone
     worker.set_defaults(func=cmd_worker)
+    add_data_commands(sub)
     return top
 
 
@@ -258,7 +270,8 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"lablease-server: {error.detail}", file=sys.stderr)
         return 1
-    except (OSError, AlreadyRunning) as error:  # e.g. a second worker on one SQLite database: why, in one line
+    # e.g. a second worker on one SQLite database, a newer schema, a refused restore: why, in one line
+    except (OSError, AlreadyRunning, migrate.SchemaNewer, Refused, ToolFailed) as error:
         if args.debug:
             raise
         print(f"lablease-server: {error}", file=sys.stderr)

@@ -5,6 +5,8 @@ from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
+from alembic.util import CommandError
+from sqlalchemy import inspect
 
 from .db import Database
 
@@ -15,13 +17,33 @@ def alembic_config() -> Config:
     return config
 
 
+class SchemaNewer(Exception):
+    """The database was migrated by a newer lablease than this one."""
+
+    def __init__(self, revision: str):
+        super().__init__(
+            f"the database is at schema revision {revision}, which this lablease does not know (its newest is "
+            f"{head_revision()}): a newer lablease migrated it. Run that version, or restore a backup taken "
+            "before the upgrade (docs/deployment.md)")
+
+
 def upgrade(db: Database, revision: str = "head") -> None:
     """Bring the database to `revision`; safe to run again."""
+    _migrate(db, command.upgrade, revision)
+
+
+def downgrade(db: Database, revision: str) -> None:
+    """Take the schema back to `revision`, dropping what later revisions added (`lablease-server db downgrade`)."""
+    _migrate(db, command.downgrade, revision)
+
+
+def _migrate(db: Database, step, revision: str) -> None:
+    check_known(db)
     config = alembic_config()
     if db.dialect != "sqlite":
         with db.writer.begin() as connection:
             config.attributes["connection"] = connection
-            command.upgrade(config, revision)
+            step(config, revision)
         return
     # SQLite DDL runs outside BEGIN IMMEDIATE: the reader engine's plain BEGIN suffices. A migration may
     # rebuild a table (SQLite's way to change one): foreign key enforcement is off meanwhile, since dropping
@@ -33,7 +55,7 @@ def upgrade(db: Database, revision: str = "head") -> None:
         try:
             with connection.begin():
                 config.attributes["connection"] = connection
-                command.upgrade(config, revision)
+                step(config, revision)
                 broken = connection.exec_driver_sql("PRAGMA foreign_key_check").fetchall()
                 if broken:
                     raise RuntimeError(f"the migration broke foreign keys: {broken[:5]}")
@@ -47,4 +69,44 @@ def current_revision(db: Database) -> str | None:
 
 
 def head_revision() -> str:
-    return ScriptDirectory.from_config(alembic_config()).get_current_head()
+    return scripts().get_current_head()
+
+
+def scripts() -> ScriptDirectory:
+    return ScriptDirectory.from_config(alembic_config())
+
+
+def check_known(db: Database) -> None:
+    """Refuse a database whose revision is not in this lablease's chain (it was migrated by a newer one)."""
+    revision = current_revision(db)
+    if revision is None:
+        return
+    try:
+        scripts().get_revision(revision)
+    except CommandError:
+        raise SchemaNewer(revision) from None
+
+
+def known_revision(text: str) -> str:
+    """A revision id of this lablease's chain (or 'base'), else ValueError naming the known ones."""
+    if text == "base" or any(script.revision == text for script in scripts().walk_revisions()):
+        return text
+    known = ", ".join(script.revision for script in reversed(list(scripts().walk_revisions())))
+    raise ValueError(f"unknown schema revision {text!r}; known: base, {known}")
+
+
+def table_names(db: Database) -> list[str]:
+    with db.reader.connect() as connection:
+        return inspect(connection).get_table_names()
+
+
+def revisions_between(lower: str, upper: str | None) -> list[str]:
+    """The revisions a downgrade from `upper` to `lower` undoes, newest first ([] when `lower` is not below)."""
+    if upper is None or lower == upper:
+        return []
+    undone = []
+    for script in scripts().iterate_revisions(upper, "base"):
+        if script.revision == lower:
+            return undone
+        undone.append(script.revision)
+    return undone if lower == "base" else []

@@ -6,13 +6,16 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import sqlite3
+import subprocess
 import tarfile
 from contextlib import closing
 
 import pytest
 
 from lablease.cli.server import main
+from tests.support.live import BIN
 
 
 @pytest.fixture
@@ -84,3 +87,27 @@ def test_a_backup_of_a_newer_schema_or_not_a_backup_is_refused(site, capsys, tmp
         target.addfile(tarfile.TarInfo("notes.txt"), io.BytesIO(b""))
     assert main(["restore", str(bare)]) == 1
     assert "the backup has no manifest.json" in capsys.readouterr().err
+
+
+
+def test_on_postgresql_restore_refuses_a_database_in_use_and_replaces_it_when_forced(request, tmp_path):
+    """pg_dump and pg_restore, through the same commands (each its own process, as an operator runs them);
+    the busy-server case is in tests/e2e."""
+    url = request.getfixturevalue("postgres").create_database("forced_restore")
+    env = {**os.environ, "LABLEASE_DATABASE_URL": url, "LABLEASE_DATA_DIR": str(tmp_path / "site")}
+    env.pop("LABLEASE_CONFIG", None)
+
+    def cli(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([str(BIN / "lablease-server"), *args], env=env, capture_output=True, text=True,
+                              timeout=120)
+
+    archive = str(tmp_path / "site.tar.gz")
+    assert cli("init").returncode == 0
+    said = cli("backup", archive)
+    assert "backed up postgresql database" in said.stdout, said.stderr
+    assert cli("user", "add", "bob").returncode == 0
+    refused = cli("restore", archive)
+    assert refused.returncode == 1 and "is not empty" in refused.stderr
+    forced = cli("restore", archive, "--force")
+    assert forced.returncode == 0, forced.stderr
+    assert cli("user", "add", "bob").returncode == 0  # the database is the backup's again, from before bob

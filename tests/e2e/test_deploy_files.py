@@ -8,13 +8,16 @@
   building the image itself (the apt-get step, the base image, useradd) and running it.
 - compose.yaml: `docker-compose config` (Debian's docker-compose validates it against the Compose schema
   without an engine); nothing is started.
-- nginx: `nginx -t` on the site file with a throwaway certificate; no traffic goes through it.
+- nginx: `nginx -t` on the site file with a throwaway certificate, then nginx itself (on ports of its own)
+  in front of a real `lablease-server serve`: HTTPS with a token, the body limit (413), HSTS, the redirect.
 The tools come from scripts/ensure-deploy-tools.sh; where one is missing the test skips, except under CI.
 """
 from __future__ import annotations
 
 import configparser
 import os
+import socket
+import time
 import shlex
 import shutil
 import subprocess
@@ -24,10 +27,13 @@ from pathlib import Path
 
 import dockerfile
 import pytest
+import requests
 import yaml
 
 from lablease.cli.server import parser
 from lablease.config import Settings
+from tests.support.live import LiveServer
+from tests.support.postgres import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
@@ -192,21 +198,71 @@ def test_the_compose_file_refuses_to_start_without_a_database_password():
 
 # --- nginx ----------------------------------------------------------------------------------------
 
-def test_nginx_accepts_the_site_file(tmp_path):
-    nginx = need("nginx")
-    openssl = need("openssl")
-    made = run(openssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=lablease.test",
-               "-keyout", str(tmp_path / "key.pem"), "-out", str(tmp_path / "cert.pem"))
+@pytest.fixture
+def nginx_site(tmp_path):
+    """The site file with a throwaway certificate (for 127.0.0.1), ports of its own, logs in tmp_path."""
+    nginx, openssl = need("nginx"), need("openssl")
+    made = run(openssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
+               "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(tmp_path / "key.pem"),
+               "-out", str(tmp_path / "cert.pem"))
     assert made.returncode == 0, made.stderr
     site = (DEPLOY / "nginx" / "lablease.conf").read_text()
-    site = (site.replace("/etc/lablease/tls/fullchain.pem", str(tmp_path / "cert.pem"))
-            .replace("/etc/lablease/tls/privkey.pem", str(tmp_path / "key.pem"))
-            .replace("/var/log/nginx/", f"{tmp_path}/"))
-    (tmp_path / "site.conf").write_text(site)
+    ports = {"http": free_port(), "https": free_port()}
+    local = (site.replace("/etc/lablease/tls/fullchain.pem", str(tmp_path / "cert.pem"))
+             .replace("/etc/lablease/tls/privkey.pem", str(tmp_path / "key.pem"))
+             .replace("/var/log/nginx/", f"{tmp_path}/")
+             .replace("listen 80;", f"listen 127.0.0.1:{ports['http']};")
+             .replace("listen 443 ssl;", f"listen 127.0.0.1:{ports['https']} ssl;")
+             .replace("listen [::]:80;", "").replace("listen [::]:443 ssl;", ""))
+    (tmp_path / "site.conf").write_text(local)
     (tmp_path / "nginx.conf").write_text(f"pid {tmp_path}/nginx.pid;\nerror_log {tmp_path}/error.log;\nevents {{}}\n"
                                          f"http {{\n    include {tmp_path}/site.conf;\n}}\n")
+    return nginx, site, ports
+
+
+def test_nginx_accepts_the_site_file(nginx_site, tmp_path):
+    nginx, site, _ = nginx_site
     result = run(nginx, "-t", "-p", str(tmp_path), "-c", str(tmp_path / "nginx.conf"))
     assert result.returncode == 0 and "[warn]" not in result.stderr and "[emerg]" not in result.stderr, result.stderr
     settings = Settings()
     assert f"server {settings.listen};" in site  # proxies to where `serve` listens by default
     assert f"client_max_body_size {settings.max_body_bytes // 1024 // 1024}m;" in site
+
+
+def test_requests_go_through_nginx_over_tls_to_a_real_server(nginx_site, tmp_path):
+    nginx, _, ports = nginx_site
+    server = LiveServer(tmp_path / "data").start()
+    site = tmp_path / "site.conf"
+    site.write_text(site.read_text().replace(f"server {Settings().listen};", f"server 127.0.0.1:{server.port};"))
+    proxy = subprocess.Popen([nginx, "-p", str(tmp_path), "-c", str(tmp_path / "nginx.conf"), "-g", "daemon off;"],
+                             stderr=subprocess.PIPE)
+    try:
+        https = f"https://127.0.0.1:{ports['https']}"
+        wait_for_port(ports["https"], proxy)
+        with requests.Session() as session:
+            session.trust_env = False  # else REQUESTS_CA_BUNDLE would override the certificate below
+            session.verify = str(tmp_path / "cert.pem")
+            session.headers["Authorization"] = f"Bearer {server.tokens['admin']}"
+            health = session.get(https + "/api/v1/health", timeout=10)
+            assert health.status_code == 200 and "max-age" in health.headers["Strict-Transport-Security"]
+            assert session.get(https + "/api/v1/systems", timeout=10).status_code == 200  # the token passes
+            big = session.post(https + "/api/v1/reservations", data=b"x" * (2 * 1024 * 1024),
+                               headers={"Content-Type": "application/json"}, timeout=30)
+            assert big.status_code == 413 and big.headers["Content-Type"].startswith("text/html")  # nginx's own
+            plain = session.get(f"http://127.0.0.1:{ports['http']}/api/v1/health", allow_redirects=False, timeout=10)
+            assert plain.status_code == 301 and plain.headers["Location"].startswith("https://")
+    finally:
+        proxy.terminate()
+        proxy.communicate(timeout=10)
+        server.stop()
+
+
+def wait_for_port(port: int, process: subprocess.Popen) -> None:
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        assert process.poll() is None, process.stderr.read().decode()
+        with socket.socket() as probe:
+            if probe.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.05)
+    raise AssertionError(f"nginx did not listen on {port}")

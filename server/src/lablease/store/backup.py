@@ -120,9 +120,7 @@ def _check_target(settings, key: bytes | None, force: bool) -> None:
 
 
 def _where(settings) -> str:
-    from ..config import url_without_password
-
-    return url_without_password(settings.database)
+    return make_url(settings.database).render_as_string(hide_password=True)
 
 
 def _sqlite_path(url: str) -> Path:

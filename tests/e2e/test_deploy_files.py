@@ -141,9 +141,10 @@ def test_the_containerfile_install_step_gives_a_working_lablease_server(tmp_path
     builds it (isolated, its build requirements from the index); its dependencies come from this
     environment's site-packages, so the test proves the package, its data files and its commands, not
     the resolution of its runtime dependencies from the index."""
+    source = tmp_path / "server"  # a copy: setuptools leaves build/ and egg-info beside the sources it builds
+    shutil.copytree(ROOT / "server", source, ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
     wheels = tmp_path / "wheels"
-    built = run(sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(wheels),
-                str(ROOT / "server"))
+    built = run(sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(wheels), str(source))
     assert built.returncode == 0, built.stderr[-2000:]
     fresh = tmp_path / "venv"
     venv.create(fresh, with_pip=False)

@@ -19,7 +19,7 @@ _TOO_LARGE = 2**63
 _TRUE = {"true", "1", "TRUE"}
 
 HOST = {"leaves": fields.HOST_ELEMENTS, "wrappers": fields.HOST_WRAPPERS}
-DISTRO = {"leaves": fields.DISTRO_ELEMENTS, "wrappers": {}}
+DISTRO = {"leaves": fields.DISTRO_ELEMENTS, "wrappers": fields.DISTRO_WRAPPERS}
 
 
 class Lines:
@@ -43,7 +43,12 @@ class Lines:
 def job_from_xml(root, lines: Lines) -> dict:
     job = {"recipe_sets": []}
     lines.mark((), root)
-    _copy(root, job, "group")
+    for name in ("group", "retention_tag", "product"):
+        _copy(root, job, name)
+    for notify in root.iterchildren("notify"):
+        lines.mark(("notify",), notify)
+        job["notify"] = {"cc": [lines.mark(("notify", "cc", k), cc) and (cc.text or "").strip()
+                                for k, cc in enumerate(notify.iterchildren("cc"))]}
     for whiteboard in root.iterchildren("whiteboard"):
         job["whiteboard"] = whiteboard.text or ""
         lines.mark(("whiteboard",), whiteboard)
@@ -62,8 +67,9 @@ def job_from_xml(root, lines: Lines) -> dict:
 def _recipe(element, path: tuple, lines: Lines) -> dict:
     lines.mark(path, element)
     recipe = {}
-    for name in ("whiteboard", "ks_meta", "kernel_options", "runtime_limit"):
+    for name in ("whiteboard", "ks_meta", "kernel_options", "kernel_options_post", "runtime_limit", "role"):
         _copy(element, recipe, name)
+    _kickstart_parts(element, recipe, path, lines)
     for child in element.iterchildren("autopick"):
         lines.mark(path + ("autopick",), child)
         recipe["autopick"] = {"pools": [(pool.text or "").strip() for pool in child.iterchildren("pool")]}
@@ -77,9 +83,40 @@ def _recipe(element, path: tuple, lines: Lines) -> dict:
         recipe["host_requires"] = _requires(child, HOST, path + ("host_requires",), lines, empty=None)
     for child in element.iterchildren("reservesys"):
         recipe["reservesys"] = _reservesys(child, lines.mark(path + ("reservesys",), child))
+    for child in element.iterchildren("watchdog"):
+        lines.mark(path + ("watchdog",), child)
+        recipe["watchdog"] = {"panic": child.get("panic")} if "panic" in child.attrib else {}
+    for child in element.iterchildren("distro"):
+        lines.mark(path + ("distro",), child)
+        recipe["distro"] = {part.tag: dict(part.attrib) for part in child}
     recipe["tasks"] = [_task(task, path + ("tasks", k), lines)
                        for k, task in enumerate(element.iterchildren("task"))]
     return recipe
+
+
+def _kickstart_parts(element, recipe: dict, path: tuple, lines: Lines) -> None:
+    """<kickstart>, <packages> and <installPackage>, <ks_appends>, <repos>, <partitions>."""
+    for child in element.iterchildren("kickstart"):
+        recipe["kickstart"] = lines.mark(path + ("kickstart",), child) and child.text or ""
+    packages = [(child, child.get("name")) for packages in element.iterchildren("packages")
+                for child in packages.iterchildren("package")]
+    packages += [(child, (child.text or "").strip()) for child in element.iterchildren("installPackage")]
+    if packages:
+        recipe["packages"] = [lines.mark(path + ("packages", k), child) and name
+                              for k, (child, name) in enumerate(packages)]
+    for appends in element.iterchildren("ks_appends"):
+        recipe["ks_appends"] = [lines.mark(path + ("ks_appends", k), child) and child.text or ""
+                                for k, child in enumerate(appends.iterchildren("ks_append"))]
+    for repos in element.iterchildren("repos"):
+        recipe["repos"] = [lines.mark(path + ("repos", k), child) and dict(child.attrib)
+                           for k, child in enumerate(repos.iterchildren("repo"))]
+    for partitions in element.iterchildren("partitions"):
+        recipe["partitions"] = []
+        for k, child in enumerate(partitions.iterchildren("partition")):
+            lines.mark(path + ("partitions", k), child)
+            partition = dict(child.attrib)
+            partition["size"] = _number(partition["size"])
+            recipe["partitions"].append(partition)
 
 
 def _reservesys(element, path: tuple) -> dict:
@@ -94,8 +131,12 @@ def _reservesys(element, path: tuple) -> dict:
 
 def _task(element, path: tuple, lines: Lines) -> dict:
     lines.mark(path, element)
-    task = {"name": element.get("name"), "params": {}}
+    task = {"params": {}}
+    _copy(element, task, "name")
     _copy(element, task, "role")
+    for fetch in element.iterchildren("fetch"):
+        task["fetch"] = dict(fetch.attrib)
+        lines.mark(path + ("fetch",), fetch)
     for params in element.iterchildren("params"):
         for param in params.iterchildren("param"):
             name = param.get("name")

@@ -21,6 +21,14 @@ TEXT = {"type": "string", "pattern": XML_SAFE}
 NAME = {"type": "string", "minLength": 1, "pattern": XML_SAFE, "not": {"type": "string", "pattern": r"^\s|\s$"}}
 DURATION = {"type": ["integer", "string"], "minimum": 1, "maximum": MAX_SECONDS, "pattern": DURATION_PATTERN}
 FLAG = {"type": "boolean"}
+# A mail address as a mail server takes it: local@domain, no white space, brackets or separators.
+MAIL_PATTERN = r"^[^@\s<>(),;:\"\[\]\\]+@[^@\s<>(),;:\"\[\]\\]+$"
+MAIL = {"type": "string", "pattern": MAIL_PATTERN, "maxLength": 254}
+URL_PATTERN = r"^[A-Za-z][A-Za-z0-9+.-]*://[^\s\x00-\x1f\x7f]+$"
+URL = {**NAME, "pattern": URL_PATTERN}
+LINE = {"type": "string", "pattern": r"^[^\x00-\x1f\x7f\u2028\u2029]*$"}  # goes into one kickstart line
+WORD_PATTERN = r"^[^\s\x00-\x1f\x7f]+$"
+PACKAGE = {**NAME, "pattern": WORD_PATTERN}
 
 
 def _ops(ops: tuple) -> dict:
@@ -114,6 +122,25 @@ RECIPE = {
         "runtime_limit": {**DURATION, "type": ["integer", "string", "null"]},
         "ks_meta": TEXT,
         "kernel_options": TEXT,
+        "kernel_options_post": TEXT,
+        "role": {**NAME, "type": ["string", "null"]},
+        "watchdog": {"type": ["object", "null"], "additionalProperties": False,
+                     "properties": {"panic": {"enum": [*fields.WATCHDOG_PANIC, None]}}},
+        "distro": {"type": ["object", "null"], "description": "Beaker's custom distro: kept, not installed",
+                   "additionalProperties": False,
+                   "properties": {name: {"type": "object", "additionalProperties": TEXT}
+                                  for name in ("tree", "kernel", "initrd", "arch", "osversion", "name", "variant")}},
+        "kickstart": {"type": ["string", "null"], "pattern": XML_SAFE},
+        "packages": {"type": "array", "items": PACKAGE},
+        "ks_appends": {"type": "array", "items": TEXT},
+        "repos": {"type": "array", "items": {
+            "type": "object", "required": ["name", "url"], "additionalProperties": False,
+            "properties": {"name": PACKAGE, "url": URL}}},
+        "partitions": {"type": "array", "items": {
+            "type": "object", "required": ["name", "size"], "additionalProperties": False,
+            "properties": {"name": {**LINE, "minLength": 1}, "size": {"type": "integer", "minimum": 1, "maximum": MAX_INT},
+                           "fs": {**PACKAGE, "type": ["string", "null"]},
+                           "type": {"enum": [*fields.PARTITION_TYPES, None]}}}},
         "tasks": {"type": "array", "items": {"$ref": "#/$defs/task"}},
     },
 }
@@ -128,6 +155,10 @@ JOB_SCHEMA = {
     "properties": {
         "whiteboard": TEXT,
         "group": {**NAME, "type": ["string", "null"]},
+        "retention_tag": {**NAME, "type": ["string", "null"]},
+        "product": {**NAME, "type": ["string", "null"]},
+        "notify": {"type": "object", "additionalProperties": False,
+                   "properties": {"cc": {"type": "array", "items": MAIL, "uniqueItems": True}}},
         "recipe_sets": {"type": "array", "minItems": 1, "items": {"$ref": "#/$defs/recipe_set"}},
     },
     "$defs": {
@@ -155,10 +186,13 @@ JOB_SCHEMA = {
         },
         "task": {
             "type": "object",
-            "required": ["name"],
+            "anyOf": [{"required": ["name"]}, {"required": ["fetch"]}],
+            "description": "a task needs a name or a fetch URL",
             "additionalProperties": False,
             "properties": {
                 "name": NAME,
+                "fetch": {"type": "object", "required": ["url"], "additionalProperties": False,
+                          "properties": {"url": URL, "subdir": TEXT}},
                 "role": NAME,
                 "params": {"type": "object", "propertyNames": NAME, "additionalProperties": TEXT},
             },

@@ -83,7 +83,8 @@ def _unfinished_by_request(session, actor: Actor, request_id: str | None) -> Job
                                              Job.finished_at.is_(None))).unique().scalar_one_or_none()
 
 
-def submit(uow, actor: Actor, now: datetime, job: dict, request_id: str | None = None) -> tuple[dict, bool]:
+def submit(uow, actor: Actor, now: datetime, job: dict, request_id: str | None = None,
+           warnings: list | None = None) -> tuple[dict, bool]:
     """Create the job, compute each recipe's candidate systems, and try to place every set now.
 
     With a request_id naming one of the caller's unfinished jobs, that job is
@@ -102,7 +103,7 @@ def submit(uow, actor: Actor, now: datetime, job: dict, request_id: str | None =
     _check_bound_sets(session, actor, job, now, uow.settings)
     row = Job(owner_id=actor.id, group_id=_group(session, actor, job.get("group")),
               whiteboard=job.get("whiteboard", ""), status="queued", submitted_at=now, request_id=request_id,
-              request_document=job if request_id else None)
+              request_document=job if request_id else None, document=job, warnings=list(warnings or []))
     session.add(row)
     session.flush()
     for spec_set in job["recipe_sets"]:
@@ -161,7 +162,7 @@ def job_dict(job: Job) -> dict:
     return {
         "id": job.id, "owner": job.owner.name, "whiteboard": job.whiteboard, "status": job.status,
         "result": job.result, "submitted_at": format_time(job.submitted_at), "finished_at": format_time(job.finished_at),
-        "request_id": job.request_id,
+        "request_id": job.request_id, "warnings": list(job.warnings or []),
         "recipe_sets": [{"id": rs.id, "priority": rules.PRIORITIES[rs.priority], "status": rs.status,
                          "result": rs.result, "ar": rs.ar_id, "recipes": [recipe_dict(r) for r in rs.recipes]}
                         for rs in job.recipe_sets],

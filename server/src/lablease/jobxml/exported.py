@@ -34,7 +34,8 @@ def strip_exported(root) -> list[dict]:
                                  "message": f"{name}={element.get(name)!r} describes a run in another "
                                             "system (an exported job): ignored"})
                 del element.attrib[name]
-    for element in list(root.iter(*fields.EXPORTED_CHILDREN)):
+    children = {name for names in fields.EXPORTED_CHILDREN.values() for name in names}
+    for element in list(root.iter(*children)):
         parent = element.getparent()
         if parent is None or element.tag not in fields.EXPORTED_CHILDREN.get(parent.tag, ()):
             continue

@@ -26,9 +26,9 @@ MAIL_PATTERN = r"^[^@\s<>(),;:\"\[\]\\]+@[^@\s<>(),;:\"\[\]\\]+$"
 MAIL = {"type": "string", "pattern": MAIL_PATTERN, "maxLength": 254}
 URL_PATTERN = r"^[A-Za-z][A-Za-z0-9+.-]*://[^\s\x00-\x1f\x7f]+$"
 URL = {**NAME, "pattern": URL_PATTERN}
-LINE = {"type": "string", "pattern": r"^[^\x00-\x1f\x7f\u2028\u2029]*$"}  # goes into one kickstart line
 WORD_PATTERN = r"^[^\s\x00-\x1f\x7f]+$"
 PACKAGE = {**NAME, "pattern": WORD_PATTERN}
+REPO_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:-]*$"  # also a file name: /etc/yum.repos.d/NAME.repo
 
 
 def _ops(ops: tuple) -> dict:
@@ -135,10 +135,10 @@ RECIPE = {
         "ks_appends": {"type": "array", "items": TEXT},
         "repos": {"type": "array", "items": {
             "type": "object", "required": ["name", "url"], "additionalProperties": False,
-            "properties": {"name": PACKAGE, "url": URL}}},
+            "properties": {"name": {**NAME, "pattern": REPO_NAME_PATTERN}, "url": URL}}},
         "partitions": {"type": "array", "items": {
             "type": "object", "required": ["name", "size"], "additionalProperties": False,
-            "properties": {"name": {**LINE, "minLength": 1}, "size": {"type": "integer", "minimum": 1, "maximum": MAX_INT},
+            "properties": {"name": PACKAGE, "size": {"type": "integer", "minimum": 1, "maximum": MAX_INT},
                            "fs": {**PACKAGE, "type": ["string", "null"]},
                            "type": {"enum": [*fields.PARTITION_TYPES, None]}}}},
         "tasks": {"type": "array", "items": {"$ref": "#/$defs/task"}},
@@ -155,8 +155,8 @@ JOB_SCHEMA = {
     "properties": {
         "whiteboard": TEXT,
         "group": {**NAME, "type": ["string", "null"]},
-        "retention_tag": {**NAME, "type": ["string", "null"]},
-        "product": {**NAME, "type": ["string", "null"]},
+        "retention_tag": {**TEXT, "type": ["string", "null"]},  # "" (as Beaker exports write) = none
+        "product": {**TEXT, "type": ["string", "null"]},
         "notify": {"type": "object", "additionalProperties": False,
                    "properties": {"cc": {"type": "array", "items": MAIL, "uniqueItems": True}}},
         "recipe_sets": {"type": "array", "minItems": 1, "items": {"$ref": "#/$defs/recipe_set"}},

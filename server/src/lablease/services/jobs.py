@@ -14,7 +14,7 @@ from ..domain import retries
 from ..domain.reservations import due_at
 from ..domain.variables import masked_ks_meta
 from ..domain.windows import Window
-from ..jobxml import referenced_names
+from ..jobxml import referenced_names, render_job_xml
 from ..scheduler.planner import explain
 from ..store import calendar
 from ..store.tables import (AdvanceReservation, Booking, Group, GroupMember, Job, Pool, Recipe, RecipeSet,
@@ -47,6 +47,17 @@ def _check_reservesys(job: dict, settings) -> None:
                 reservation_rules.check_length(settings.reservation_policy,
                                                timedelta(seconds=recipe["reservesys"]["duration"]),
                                                f"recipe_sets[{i}].recipes[{j}].reservesys.duration")
+
+
+def _check_own_kickstarts(job: dict, settings) -> None:
+    """A site that allows nobody a kickstart of their own refuses such a job at once."""
+    if settings is None or settings.job_kickstarts != "nobody":
+        return
+    for i, recipe_set in enumerate(job["recipe_sets"]):
+        for j, recipe in enumerate(recipe_set["recipes"]):
+            if recipe.get("kickstart") is not None:
+                raise Invalid(f"recipe_sets[{i}].recipes[{j}].kickstart",
+                              "this site allows no job its own kickstart (setting job_kickstarts)")
 
 
 def _check_references(session, job: dict) -> None:
@@ -99,6 +110,7 @@ def submit(uow, actor: Actor, now: datetime, job: dict, request_id: str | None =
                                          retries.document_differences(previous.request_document, job))
         return job_dict(previous), False
     _check_reservesys(job, uow.settings)
+    _check_own_kickstarts(job, uow.settings)
     _check_references(session, job)
     _check_bound_sets(session, actor, job, now, uow.settings)
     row = Job(owner_id=actor.id, group_id=_group(session, actor, job.get("group")),
@@ -171,6 +183,21 @@ def job_dict(job: Job) -> dict:
 
 def show(uow, actor: Actor, now: datetime, job_id: int) -> dict:
     return job_dict(_visible_job(uow.session, actor, job_id))
+
+
+def export(uow, actor: Actor, job_id: int) -> bytes:
+    """The job as job XML: its document as submitted, which resubmits to an identical job."""
+    job = _visible_job(uow.session, actor, job_id)
+    return render_job_xml(job.document if job.document is not None else _document_of_old(uow.session, job))
+
+
+def _document_of_old(session, job: Job) -> dict:
+    """A job stored before jobs kept their document: rebuilt from its recipes (their host filters
+    carry the distro's arches, which the scheduler added: the same systems match)."""
+    group = session.get(Group, job.group_id) if job.group_id is not None else None
+    return {"whiteboard": job.whiteboard, "group": group.name if group else None, "recipe_sets": [
+        {"priority": rules.PRIORITIES[rs.priority], "ar": rs.ar_id, "recipes": [r.spec for r in rs.recipes]}
+        for rs in job.recipe_sets]}
 
 
 def listing(uow, actor: Actor, mine: bool = True, status: str | None = None, limit: int = 200,

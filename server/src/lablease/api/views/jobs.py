@@ -2,6 +2,7 @@
 from datetime import timedelta
 
 from werkzeug.exceptions import UnsupportedMediaType
+from werkzeug.wrappers import Response
 
 from ...services import jobs, usage
 from ...services import systems as system_service
@@ -36,6 +37,10 @@ def listing(ctx: Context) -> list:
 
 def show(ctx: Context) -> dict:
     return jobs.show(ctx.uow, ctx.actor, ctx.now, ctx.args["id"])
+
+
+def export(ctx: Context) -> Response:
+    return Response(jobs.export(ctx.uow, ctx.actor, ctx.args["id"]), mimetype="application/xml")
 
 
 def cancel(ctx: Context) -> dict:

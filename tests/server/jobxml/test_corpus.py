@@ -44,6 +44,10 @@ def test_an_exported_jobs_run_data_is_dropped_with_one_warning_each():
     assert warnings[0]["message"] == "id='4021' describes a run in another system (an exported job): ignored"
     assert {"path": "/job/@retention_tag", "message": "kept with the job; lablease has no retention policies, "
                                                       "results are kept as the site keeps them"} in warnings
+    _, warnings = parse_job_xml_with_warnings(b'<job user="jdoe"><recipeSet><recipe/></recipeSet></job>')
+    assert warnings == [{"path": "/job/@user", "message": "user='jdoe' the job belongs to whoever submits it "
+                                                          "(lablease has no submitting on behalf of another user): "
+                                                          "ignored"}]
     assert job["recipe_sets"][0]["recipes"][0]["tasks"] == [
         {"name": "/distribution/check-install", "role": "STANDALONE", "params": {}}]
 

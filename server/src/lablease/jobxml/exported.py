@@ -9,6 +9,10 @@ from __future__ import annotations
 
 from . import fields
 
+# Said of one attribute in particular; the others describe a run elsewhere.
+_MESSAGES = {("job", "user"): "the job belongs to whoever submits it (lablease has no submitting on behalf of "
+                              "another user): ignored"}
+
 
 def xml_path(element) -> str:
     """/job/recipeSet[1]/recipe[2]/task[1]: each step numbered among its same-named siblings."""
@@ -30,9 +34,10 @@ def strip_exported(root) -> list[dict]:
     for element in list(root.iter(*fields.EXPORTED_ATTRIBUTES)):
         for name in fields.EXPORTED_ATTRIBUTES[element.tag]:
             if name in element.attrib:
+                message = _MESSAGES.get((element.tag, name), "describes a run in another system (an exported "
+                                                             "job): ignored")
                 warnings.append({"path": f"{xml_path(element)}/@{name}",
-                                 "message": f"{name}={element.get(name)!r} describes a run in another "
-                                            "system (an exported job): ignored"})
+                                 "message": f"{name}={element.get(name)!r} {message}"})
                 del element.attrib[name]
     children = {name for names in fields.EXPORTED_CHILDREN.values() for name in names}
     for element in list(root.iter(*children)):

@@ -2,7 +2,9 @@
 
 Filter leaves are written generically: the field's element (fields.ELEMENT_FOR_FIELD,
 else the field's own name) with every other key of the leaf as an attribute, so a
-filter added to the grammar round-trips once its element is named there.
+filter added to the grammar round-trips once its element is named there. A leaf
+written otherwise (inside a wrapper, or holding a tree of its own) registers its
+writer in LEAF_WRITERS: `writer(parent_element, leaf)`, which may call write_filter.
 """
 from __future__ import annotations
 
@@ -99,6 +101,14 @@ def _task(element, task: dict) -> None:
             etree.SubElement(params, "param", name=name, value=value)
 
 
+LEAF_WRITERS: dict = {}  # field -> writer(parent_element, leaf), for leaves not written generically
+
+
+def write_filter(parent, tree: dict) -> None:
+    """A filter tree (and/or/not and leaves) as children of `parent`."""
+    _filter(parent, tree)
+
+
 def _filter(parent, tree: dict) -> None:
     stack = [(parent, tree)]
     while stack:
@@ -116,6 +126,9 @@ def _filter(parent, tree: dict) -> None:
 
 
 def _leaf(into, leaf: dict) -> None:
+    if leaf["field"] in LEAF_WRITERS:
+        LEAF_WRITERS[leaf["field"]](into, leaf)
+        return
     element = etree.SubElement(into, fields.ELEMENT_FOR_FIELD.get(leaf["field"], leaf["field"]))
     for key, value in leaf.items():
         if key != "field" and value is not None:

@@ -204,3 +204,18 @@ def test_an_exported_job_resubmits_to_an_identical_job(lab):
     assert again["warnings"] == job["warnings"]
     response = lab.client.get(f"/api/v1/jobs/{job['id']}.xml", headers={"Authorization": f"Bearer {lab.tokens['bob']}"})
     assert response.status_code == 404  # only for the job's people
+
+
+def test_a_job_from_before_documents_were_kept_is_exported_from_its_recipes(lab):
+    from lablease.jobxml import parse_job_xml
+
+    _, job = lab.alice.post("/jobs", {"whiteboard": "old", "recipe_sets": [{"priority": "High", "recipes": [
+        {"host_requires": {"field": "hostname", "value": "n1.lab.test"}, "tasks": [{"name": "/a"}]}]}]})
+    with UnitOfWork(lab.db) as uow:
+        uow.session.get(Job, job["id"]).document = None
+        uow.commit()
+    response = lab.client.get(f"/api/v1/jobs/{job['id']}.xml", headers={"Authorization": f"Bearer {lab.tokens['alice']}"})
+    exported = parse_job_xml(response.data)
+    assert exported["whiteboard"] == "old" and exported["recipe_sets"][0]["priority"] == "High"
+    assert exported["recipe_sets"][0]["recipes"][0]["host_requires"] == {"field": "hostname", "op": "=",
+                                                                         "value": "n1.lab.test"}

@@ -14,7 +14,7 @@ from ..domain import retries
 from ..domain.reservations import due_at
 from ..domain.variables import masked_ks_meta
 from ..domain.windows import Window
-from ..jobxml import referenced_names, render_job_xml
+from ..jobxml import referenced_names
 from ..scheduler.planner import explain
 from ..store import calendar
 from ..store.tables import (AdvanceReservation, Booking, Group, GroupMember, Job, Pool, Recipe, RecipeSet,
@@ -154,7 +154,7 @@ def _with_distro_arches(spec: dict, trees: list) -> dict:
     return {**spec, "host_requires": {"and": [host, arch_leaf]} if host else arch_leaf}
 
 
-def _visible_job(session, actor: Actor, job_id: int) -> Job:
+def visible_job(session, actor: Actor, job_id: int) -> Job:
     job = session.get(Job, job_id)
     if job is None or not (actor.is_admin or job.owner_id == actor.id or
                            (job.group_id is not None and job.group_id in actor.group_ids)):
@@ -182,22 +182,7 @@ def job_dict(job: Job) -> dict:
 
 
 def show(uow, actor: Actor, now: datetime, job_id: int) -> dict:
-    return job_dict(_visible_job(uow.session, actor, job_id))
-
-
-def export(uow, actor: Actor, job_id: int) -> bytes:
-    """The job as job XML: its document as submitted, which resubmits to an identical job."""
-    job = _visible_job(uow.session, actor, job_id)
-    return render_job_xml(job.document if job.document is not None else _document_of_old(uow.session, job))
-
-
-def _document_of_old(session, job: Job) -> dict:
-    """A job stored before jobs kept their document: rebuilt from its recipes (their host filters
-    carry the distro's arches, which the scheduler added: the same systems match)."""
-    group = session.get(Group, job.group_id) if job.group_id is not None else None
-    return {"whiteboard": job.whiteboard, "group": group.name if group else None, "recipe_sets": [
-        {"priority": rules.PRIORITIES[rs.priority], "ar": rs.ar_id, "recipes": [r.spec for r in rs.recipes]}
-        for rs in job.recipe_sets]}
+    return job_dict(visible_job(uow.session, actor, job_id))
 
 
 def listing(uow, actor: Actor, mine: bool = True, status: str | None = None, limit: int = 200,
@@ -216,7 +201,7 @@ def _recipe(session, actor: Actor, recipe_id: int) -> Recipe:
     recipe = session.get(Recipe, recipe_id)
     if recipe is None:
         raise NotFound(f"no recipe {recipe_id}")
-    _visible_job(session, actor, recipe.job_id)
+    visible_job(session, actor, recipe.job_id)
     return recipe
 
 
@@ -375,7 +360,7 @@ def _keep_for_owner(session, reservation: Reservation, system: System, now: date
 
 def cancel(uow, actor: Actor, now: datetime, job_id: int) -> dict:
     session = uow.session
-    job = _visible_job(session, actor, job_id)
+    job = visible_job(session, actor, job_id)
     if not (actor.is_admin or job.owner_id == actor.id):
         raise Forbidden(f"only the owner of job {job_id} (or an admin) may cancel it")
     for recipe_set in job.recipe_sets:

@@ -4,7 +4,7 @@ from datetime import timedelta
 from werkzeug.exceptions import UnsupportedMediaType
 from werkzeug.wrappers import Response
 
-from ...services import jobs, usage
+from ...services import job_export, jobs, usage
 from ...services import systems as system_service
 from ..inputs import read_json
 from .context import Context, Reply
@@ -40,7 +40,7 @@ def show(ctx: Context) -> dict:
 
 
 def export(ctx: Context) -> Response:
-    return Response(jobs.export(ctx.uow, ctx.actor, ctx.args["id"]), mimetype="application/xml")
+    return Response(job_export.export(ctx.uow, ctx.actor, ctx.args["id"]), mimetype="application/xml")
 
 
 def cancel(ctx: Context) -> dict:

@@ -47,8 +47,7 @@ def job_from_xml(root, lines: Lines) -> dict:
         _copy(root, job, name)
     for notify in root.iterchildren("notify"):
         lines.mark(("notify",), notify)
-        job["notify"] = {"cc": [lines.mark(("notify", "cc", k), cc) and (cc.text or "").strip()
-                                for k, cc in enumerate(notify.iterchildren("cc"))]}
+        job["notify"] = {"cc": _listed(notify.iterchildren("cc"), ("notify", "cc"), lines, _stripped)}
     for whiteboard in root.iterchildren("whiteboard"):
         job["whiteboard"] = whiteboard.text or ""
         lines.mark(("whiteboard",), whiteboard)
@@ -97,26 +96,37 @@ def _recipe(element, path: tuple, lines: Lines) -> dict:
 def _kickstart_parts(element, recipe: dict, path: tuple, lines: Lines) -> None:
     """<kickstart>, <packages> and <installPackage>, <ks_appends>, <repos>, <partitions>."""
     for child in element.iterchildren("kickstart"):
-        recipe["kickstart"] = lines.mark(path + ("kickstart",), child) and child.text or ""
-    packages = [(child, child.get("name")) for packages in element.iterchildren("packages")
-                for child in packages.iterchildren("package")]
-    packages += [(child, (child.text or "").strip()) for child in element.iterchildren("installPackage")]
+        lines.mark(path + ("kickstart",), child)
+        recipe["kickstart"] = child.text or ""
+    packages = [child for packages in element.iterchildren("packages") for child in packages.iterchildren("package")]
+    packages += element.iterchildren("installPackage")  # the older spelling of one <package>
     if packages:
-        recipe["packages"] = [lines.mark(path + ("packages", k), child) and name
-                              for k, (child, name) in enumerate(packages)]
+        recipe["packages"] = _listed(packages, path + ("packages",), lines, _package_name)
     for appends in element.iterchildren("ks_appends"):
-        recipe["ks_appends"] = [lines.mark(path + ("ks_appends", k), child) and child.text or ""
-                                for k, child in enumerate(appends.iterchildren("ks_append"))]
+        recipe["ks_appends"] = _listed(appends.iterchildren("ks_append"), path + ("ks_appends",), lines,
+                                       lambda child: child.text or "")
     for repos in element.iterchildren("repos"):
-        recipe["repos"] = [lines.mark(path + ("repos", k), child) and dict(child.attrib)
-                           for k, child in enumerate(repos.iterchildren("repo"))]
+        recipe["repos"] = _listed(repos.iterchildren("repo"), path + ("repos",), lines, lambda child: dict(child.attrib))
     for partitions in element.iterchildren("partitions"):
-        recipe["partitions"] = []
-        for k, child in enumerate(partitions.iterchildren("partition")):
-            lines.mark(path + ("partitions", k), child)
-            partition = dict(child.attrib)
-            partition["size"] = _number(partition["size"])
-            recipe["partitions"].append(partition)
+        recipe["partitions"] = _listed(partitions.iterchildren("partition"), path + ("partitions",), lines,
+                                       lambda child: {**child.attrib, "size": _number(child.get("size"))})
+
+
+def _listed(children, path: tuple, lines: Lines, read) -> list:
+    """read(child) for each child, each marked as path + (its index,)."""
+    values = []
+    for k, child in enumerate(children):
+        lines.mark(path + (k,), child)
+        values.append(read(child))
+    return values
+
+
+def _stripped(element) -> str:
+    return (element.text or "").strip()
+
+
+def _package_name(element) -> str:
+    return element.get("name") if element.tag == "package" else _stripped(element)
 
 
 def _reservesys(element, path: tuple) -> dict:

@@ -22,11 +22,11 @@ NAME = {"type": "string", "minLength": 1, "pattern": XML_SAFE, "not": {"type": "
 DURATION = {"type": ["integer", "string"], "minimum": 1, "maximum": MAX_SECONDS, "pattern": DURATION_PATTERN}
 FLAG = {"type": "boolean"}
 # A mail address as a mail server takes it: local@domain, no white space, brackets or separators.
-MAIL_PATTERN = r"^[^@\s<>(),;:\"\[\]\\]+@[^@\s<>(),;:\"\[\]\\]+$"
+MAIL_PATTERN = r"^[^@\s<>(),;:\"\[\]\\\x00-\x1f\x7f-\x9f]+@[^@\s<>(),;:\"\[\]\\\x00-\x1f\x7f-\x9f]+$"
 MAIL = {"type": "string", "pattern": MAIL_PATTERN, "maxLength": 254}
-URL_PATTERN = r"^[A-Za-z][A-Za-z0-9+.-]*://[^\s\x00-\x1f\x7f]+$"
+URL_PATTERN = r"^[A-Za-z][A-Za-z0-9+.-]*://[^\s\x00-\x1f\x7f-\x9f]+$"
 URL = {**NAME, "pattern": URL_PATTERN}
-WORD_PATTERN = r"^[^\s\x00-\x1f\x7f]+$"
+WORD_PATTERN = r"^[^\s\x00-\x1f\x7f-\x9f]+$"
 PACKAGE = {**NAME, "pattern": WORD_PATTERN}
 REPO_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:-]*$"  # also a file name: /etc/yum.repos.d/NAME.repo
 

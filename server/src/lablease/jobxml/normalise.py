@@ -18,7 +18,7 @@ from ..timeparse import DURATION_PATTERN, parse_duration
 from . import fields
 from .errors import PathError
 from ..domain.windows import MAX_SECONDS
-from .schema import JOB_SCHEMA, MAIL_PATTERN, REPO_NAME_PATTERN, URL_PATTERN, WORD_PATTERN
+from .schema import JOB_SCHEMA, MAIL_PATTERN, POST_OPTIONS_PATTERN, REPO_NAME_PATTERN, URL_PATTERN, WORD_PATTERN
 from .safexml import MAX_DEPTH, MAX_ELEMENTS
 
 # Each XML level is at most two JSON levels (an object and its list). Filter
@@ -72,8 +72,6 @@ def _recipe(data: dict, path: tuple) -> dict:
             check_options(data.get(key), what)
         except ValueError as error:
             raise PathError(path + (key,), str(error)) from None
-    if '"' in data.get("kernel_options_post", ""):  # it is written inside bootloader --append="..."
-        raise PathError(path + ("kernel_options_post",), "may not contain a double quote")
     return {
         "whiteboard": data.get("whiteboard", "").strip(),
         "host_requires": _filter(data.get("host_requires")),
@@ -226,6 +224,8 @@ _PATTERN_REASONS = {
     MAIL_PATTERN: "is not a mail address (name@domain, without spaces, brackets or separators)",
     URL_PATTERN: "is not a URL (scheme://..., without spaces)",
     WORD_PATTERN: "must be one word (no spaces or control characters)",
+    POST_OPTIONS_PATTERN: "may not contain a double quote or a control character (it is written inside "
+                          'bootloader --append="...")',
     REPO_NAME_PATTERN: "is not a repository name (letters, digits and . _ : -, starting with a letter or digit)",
 }
 

@@ -28,6 +28,8 @@ URL_PATTERN = r"^[A-Za-z][A-Za-z0-9+.-]*://[^\s\x00-\x1f\x7f-\x9f]+$"
 URL = {**NAME, "pattern": URL_PATTERN}
 WORD_PATTERN = r"^[^\s\x00-\x1f\x7f-\x9f]+$"
 PACKAGE = {**NAME, "pattern": WORD_PATTERN}
+# Written inside bootloader --append="...": no double quote.
+POST_OPTIONS_PATTERN = XML_SAFE.replace("[^", '[^"', 1)
 REPO_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:-]*$"  # also a file name: /etc/yum.repos.d/NAME.repo
 
 
@@ -122,7 +124,7 @@ RECIPE = {
         "runtime_limit": {**DURATION, "type": ["integer", "string", "null"]},
         "ks_meta": TEXT,
         "kernel_options": TEXT,
-        "kernel_options_post": TEXT,
+        "kernel_options_post": {**TEXT, "pattern": POST_OPTIONS_PATTERN},
         "role": {**NAME, "type": ["string", "null"]},
         "watchdog": {"type": ["object", "null"], "additionalProperties": False,
                      "properties": {"panic": {"enum": [*fields.WATCHDOG_PANIC, None]}}},

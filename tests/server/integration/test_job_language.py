@@ -181,9 +181,14 @@ def test_notify_cc_addresses_get_the_jobs_mail(db, tmp_path, smtp):  # noqa: F81
     text = inbox.messages[0].content.decode()
     assert f"Subject: [lablease] job {job['id']} aborted: " in text and "cc me" in text
 
-    status, problem = lab.alice.post("/jobs", {"notify": {"cc": ["not an address"]}, "recipe_sets": [{"recipes": [{}]}]})
+    status, problem = lab.alice.post("/jobs", {"notify": {"cc": ["not an address"]},
+                                               "recipe_sets": [{"recipes": [{}]}]})
     assert status == 422 and problem["detail"] == ("notify.cc[0]: 'not an address' is not a mail address "
                                                    "(name@domain, without spaces, brackets or separators)")
+
+
+def exported(lab, user: str, job_id: int):
+    return lab.client.get(f"/api/v1/jobs/{job_id}.xml", headers={"Authorization": f"Bearer {lab.tokens[user]}"})
 
 
 def stored(lab, job_id: int) -> dict:
@@ -194,7 +199,7 @@ def stored(lab, job_id: int) -> dict:
 def test_an_exported_job_resubmits_to_an_identical_job(lab):
     status, job = post_xml(lab, "alice", (CORPUS / "realistic_multihost_nfs.xml").read_bytes())
     assert status == 201, job
-    response = lab.client.get(f"/api/v1/jobs/{job['id']}.xml", headers={"Authorization": f"Bearer {lab.tokens['alice']}"})
+    response = exported(lab, "alice", job["id"])
     assert response.status_code == 200 and response.mimetype == "application/xml"
     assert b"<kernel_options_post" not in response.data and b'kernel_options_post="' in response.data
     lab.admin.post(f"/jobs/{job['id']}/cancel")
@@ -202,7 +207,7 @@ def test_an_exported_job_resubmits_to_an_identical_job(lab):
     assert status == 201, again
     assert stored(lab, again["id"]) == stored(lab, job["id"])
     assert again["warnings"] == job["warnings"]
-    response = lab.client.get(f"/api/v1/jobs/{job['id']}.xml", headers={"Authorization": f"Bearer {lab.tokens['bob']}"})
+    response = exported(lab, "bob", job["id"])
     assert response.status_code == 404  # only for the job's people
 
 
@@ -214,8 +219,7 @@ def test_a_job_from_before_documents_were_kept_is_exported_from_its_recipes(lab)
     with UnitOfWork(lab.db) as uow:
         uow.session.get(Job, job["id"]).document = None
         uow.commit()
-    response = lab.client.get(f"/api/v1/jobs/{job['id']}.xml", headers={"Authorization": f"Bearer {lab.tokens['alice']}"})
-    exported = parse_job_xml(response.data)
-    assert exported["whiteboard"] == "old" and exported["recipe_sets"][0]["priority"] == "High"
-    assert exported["recipe_sets"][0]["recipes"][0]["host_requires"] == {"field": "hostname", "op": "=",
+    document = parse_job_xml(exported(lab, "alice", job["id"]).data)
+    assert document["whiteboard"] == "old" and document["recipe_sets"][0]["priority"] == "High"
+    assert document["recipe_sets"][0]["recipes"][0]["host_requires"] == {"field": "hostname", "op": "=",
                                                                          "value": "n1.lab.test"}

@@ -106,7 +106,8 @@ def _kickstart_parts(element, recipe: dict, path: tuple, lines: Lines) -> None:
         recipe["ks_appends"] = _listed(appends.iterchildren("ks_append"), path + ("ks_appends",), lines,
                                        lambda child: child.text or "")
     for repos in element.iterchildren("repos"):
-        recipe["repos"] = _listed(repos.iterchildren("repo"), path + ("repos",), lines, lambda child: dict(child.attrib))
+        recipe["repos"] = _listed(repos.iterchildren("repo"), path + ("repos",), lines,
+                                  lambda child: dict(child.attrib))
     for partitions in element.iterchildren("partitions"):
         recipe["partitions"] = _listed(partitions.iterchildren("partition"), path + ("partitions",), lines,
                                        lambda child: {**child.attrib, "size": _number(child.get("size"))})

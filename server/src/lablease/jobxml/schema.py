@@ -103,6 +103,12 @@ def _tree(name: str, leaf: str) -> dict:
     }
 
 
+def _attributes(*required: str, optional: tuple = ()) -> dict:
+    """An element of Beaker's custom <distro>, as its attributes."""
+    return {"type": "object", "required": list(required), "additionalProperties": False,
+            "properties": {name: TEXT for name in required + optional}}
+
+
 def _nullable(ref: str) -> dict:
     return {"if": {"type": "null"}, "else": {"$ref": ref}}
 
@@ -129,9 +135,10 @@ RECIPE = {
         "watchdog": {"type": ["object", "null"], "additionalProperties": False,
                      "properties": {"panic": {"enum": [*fields.WATCHDOG_PANIC, None]}}},
         "distro": {"type": ["object", "null"], "description": "Beaker's custom distro: kept, not installed",
-                   "additionalProperties": False,
-                   "properties": {name: {"type": "object", "additionalProperties": TEXT}
-                                  for name in ("tree", "kernel", "initrd", "arch", "osversion", "name", "variant")}},
+                   "additionalProperties": False, "properties": {
+                       **{name: _attributes("url") for name in ("tree", "kernel", "initrd")},
+                       **{name: _attributes("value") for name in ("arch", "name", "variant")},
+                       "osversion": _attributes("major", optional=("minor",))}},
         "kickstart": {"type": ["string", "null"], "pattern": XML_SAFE},
         "packages": {"type": "array", "items": PACKAGE},
         "ks_appends": {"type": "array", "items": TEXT},

@@ -74,7 +74,10 @@ options:
         V([{recipes: [{host_requires: {field: arch, op: =, value: x86_64}}]}]).
       - Each recipe set holds C(recipes) (and optionally C(priority), C(ar)); each recipe may have
         C(host_requires), C(force), C(distro_requires), C(autopick), C(reservesys), C(runtime_limit),
-        C(whiteboard), C(ks_meta), C(kernel_options) and C(tasks).
+        C(whiteboard), C(ks_meta), C(kernel_options), C(kernel_options_post), C(packages), C(repos),
+        C(partitions), C(ks_appends), C(kickstart), C(watchdog), C(role), C(distro) and C(tasks)
+        (see the server's docs/jobs.md); parts the server keeps without acting on them are listed in
+        the returned job's C(warnings).
     type: list
     elements: dict
   whiteboard:
@@ -162,7 +165,7 @@ job_id:
   sample: 42
 job:
   description: The job as the server shows it (C(id), C(owner), C(whiteboard), C(status), C(result), C(recipe_sets)
-    with their recipes); null in check mode for a job that would be submitted.
+    with their recipes, C(warnings)); null in check mode for a job that would be submitted.
   returned: always
   type: dict
 recipes:

@@ -233,6 +233,32 @@ def test_cancel_says_what_it_did(cli, automated, submit):
     cli.ok("job", "cancel", str(again["id"]))
 
 
+def test_submit_prints_the_warnings_and_export_writes_a_job_that_resubmits(cli, automated, tmp_path):
+    automated("jexp.lab.test")
+    path = tmp_path / "exported.xml"
+    path.write_text('<job id="77" retention_tag="scratch"><recipeSet><recipe><hostRequires>'
+                    '<hostname value="jexp.lab.test"/></hostRequires><watchdog panic="ignore"/>'
+                    '<task name="/cli/smoke" result="Pass"/></recipe></recipeSet></job>')
+    out = cli.ok("job", "submit", str(path)).out
+    job_id = block(out.partition("\n\n")[0])["id"][0]
+    assert out.splitlines()[-4:] == [
+        "warning: /job/@id: id='77' describes a run in another system (an exported job): ignored",
+        "warning: /job/recipeSet[1]/recipe[1]/task[1]/@result: result='Pass' describes a run in another system "
+        "(an exported job): ignored",
+        "warning: /job/@retention_tag: kept with the job; lablease has no retention policies, results are kept as "
+        "the site keeps them",
+        "warning: /job/recipeSet[1]/recipe[1]/watchdog/@panic: kept; lablease does not watch consoles for panics "
+        "(its watchdog is the recipe's runtime limit)"]
+    exported = cli.ok("job", "export", job_id).out
+    assert exported.startswith("<?xml") and 'retention_tag="scratch"' in exported and 'id="77"' not in exported
+    cli.ok("job", "cancel", job_id)
+    again = tmp_path / "again.xml"
+    again.write_text(exported)
+    resubmitted = cli.ok("job", "submit", str(again)).out
+    assert [line for line in resubmitted.splitlines() if line.startswith("warning:")] == out.splitlines()[-2:]
+    assert cli.ok("job", "export", block(resubmitted.partition("\n\n")[0])["id"][0]).out == exported
+
+
 def test_other_peoples_jobs_are_not_found(cli, automated, submit):
     automated("jo1.lab.test")
     job = submit(job_xml("jo1.lab.test"))

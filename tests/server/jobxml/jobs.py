@@ -69,12 +69,16 @@ MULTIHOST = b"""<?xml version="1.0" encoding="UTF-8"?>
 MULTIHOST_JSON = {
     "whiteboard": "NFS server and client, RHEL-like, 10G network",
     "group": "storage-qa",
+    "retention_tag": "scratch",
+    "product": "lablease",
     "recipe_sets": [
         {
             "priority": "High",
             "recipes": [
                 {
                     "whiteboard": "nfs server",
+                    "role": "SERVERS",
+                    "watchdog": {"panic": "ignore"},
                     "ks_meta": "method=nfs harness=restraint",
                     "kernel_options": "console=ttyS0,115200",
                     "runtime_limit": "PT4H",

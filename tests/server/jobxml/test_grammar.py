@@ -32,7 +32,9 @@ def test_host_filter_elements_match_the_field_table():
 
 
 def test_distro_filter_elements_match_the_field_table():
-    assert children_of("recipeSet", "recipe", "distroRequires") == set(fields.BRANCHES) | set(fields.DISTRO_ELEMENTS)
+    distro_requires = set(fields.BRANCHES) | set(fields.DISTRO_ELEMENTS) | set(fields.DISTRO_WRAPPERS)
+    assert children_of("recipeSet", "recipe", "distroRequires") == distro_requires
+    assert children_of("recipeSet", "recipe", "distroRequires", "distro") == distro_requires
 
 
 def test_leaf_operators_match_the_field_table():

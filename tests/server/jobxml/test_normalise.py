@@ -30,11 +30,13 @@ def test_the_schema_is_a_valid_draft_2020_12_schema():
 
 def test_defaults_are_filled():
     assert normalise_job(one_recipe()) == {
-        "whiteboard": "", "group": None,
+        "whiteboard": "", "group": None, "retention_tag": None, "product": None, "notify": {"cc": []},
         "recipe_sets": [{"priority": "Normal", "ar": None, "recipes": [{
             "whiteboard": "", "host_requires": None, "force": None, "distro_requires": None,
             "autopick": {"random": False, "pools": []}, "reservesys": None, "runtime_limit": None,
-            "ks_meta": "", "kernel_options": "", "tasks": [],
+            "ks_meta": "", "kernel_options": "", "kernel_options_post": "", "role": None, "watchdog": None,
+            "distro": None, "kickstart": None, "packages": [], "ks_appends": [], "repos": [], "partitions": [],
+            "tasks": [],
         }]}],
     }
 
@@ -115,7 +117,7 @@ def test_reservesys_flags_default_true_and_duration_a_day():
     (one_recipe(whiteboard="bell\x07"), "recipe_sets[0].recipes[0].whiteboard", "control character"),
     (one_recipe(tasks=[{"name": "/a", "params": {"N": 1}}]), "recipe_sets[0].recipes[0].tasks[0].params.N",
      "1 is not of type 'string'"),
-    (one_recipe(tasks=[{"role": "SERVERS"}]), "recipe_sets[0].recipes[0].tasks[0]", "'name' is a required property"),
+    (one_recipe(tasks=[{"role": "SERVERS"}]), "recipe_sets[0].recipes[0].tasks[0]", "a task needs a name or a fetch URL"),
     ({"recipe_sets": [{"recipes": [{}]}], "group": ""}, "group", "must not be empty"),
     (one_recipe(force=" a.example.com"), "recipe_sets[0].recipes[0].force", "must not begin or end with white space"),
 ])

@@ -48,11 +48,13 @@ def test_render_then_parse_gives_the_same_job(document):
 def test_defaults_of_a_minimal_job():
     assert parse_job_xml(MINIMAL) == {
         "whiteboard": "",
-        "group": None,
+        "group": None, "retention_tag": None, "product": None, "notify": {"cc": []},
         "recipe_sets": [{"priority": "Normal", "ar": None, "recipes": [{
             "whiteboard": "", "host_requires": None, "force": None, "distro_requires": None,
             "autopick": {"random": False, "pools": []}, "reservesys": None, "runtime_limit": None,
-            "ks_meta": "", "kernel_options": "", "tasks": [],
+            "ks_meta": "", "kernel_options": "", "kernel_options_post": "", "role": None, "watchdog": None,
+            "distro": None, "kickstart": None, "packages": [], "ks_appends": [], "repos": [], "partitions": [],
+            "tasks": [],
         }]}],
     }
 

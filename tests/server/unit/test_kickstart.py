@@ -316,3 +316,26 @@ def test_the_kickstart_writer_refuses_text_that_breaks_a_line(tmp_path, override
     """The rule the API applies (domain/boot_text.py), applied again to what reached the database another way."""
     with pytest.raises(KickstartError, match=re.escape(where) + ".*control character"):
         KickstartRenderer(tmp_path).render(context(**overrides))
+
+
+# --- a job's own kickstart and its customisation ------------------------------
+
+def test_a_jobs_own_template_runs_in_the_same_sandbox_with_lablease_sections_appended():
+    recipe = {"id": 42, "job_id": 7, "whiteboard": "", "ks_appends": ["%post\necho one\n%end"],
+              "kickstart": "# own {{ system.fqdn }}\n{{ snippet('lablease_callback') | length > 0 }}\n"}
+    text = KickstartRenderer(None).render(context(recipe=recipe))
+    assert text.startswith("# own node1.lab.example\nTrue\n")
+    assert text.index("echo one") < text.index("lablease_callback install_start") < text.index("install_done")
+    assert "clearpart" not in text
+    escape = {**recipe, "kickstart": "line one\n{{ ''.__class__.__mro__ }}\n"}
+    with pytest.raises(KickstartError, match=r"kickstart template <kickstart> of the job line 2: .*unsafe"):
+        KickstartRenderer(None).render(context(recipe=escape))
+    with pytest.raises(KickstartError, match=r"<kickstart> of the job line 1: unexpected '}'"):
+        KickstartRenderer(None).render(context(recipe={**recipe, "kickstart": "{{ } }}"}))
+
+
+def test_only_the_multi_line_parts_may_hold_line_breaks():
+    recipe = {"id": 42, "job_id": 7, "whiteboard": "", "ks_appends": ["%post\n%end"], "packages": ["vim"],
+              "repos": [{"name": "r", "url": "http://x/\n%post"}]}
+    with pytest.raises(KickstartError, match=r"recipe.repos\[0\].url holds a control character"):
+        KickstartRenderer(None).render(context(recipe=recipe))

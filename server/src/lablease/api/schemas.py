@@ -324,6 +324,10 @@ JOB = {"type": "object", "properties": {
     "id": {"type": "integer"}, "owner": {"type": "string"}, "whiteboard": {"type": "string"},
     "status": {"type": "string"}, "result": {"type": "string"}, "submitted_at": TIME, "finished_at": NULLABLE_TIME,
     "request_id": {"type": ["string", "null"]},
+    "warnings": {"type": "array", "description": "parts of the job kept with it but not acted on (docs/jobs.md)",
+                 "items": {"type": "object", "required": ["path", "message"], "additionalProperties": False,
+                           "properties": {"path": {"type": "string", "description": "/job/recipeSet[1]/..."},
+                                          "message": {"type": "string"}}}},
     "recipe_sets": {"type": "array", "items": {"type": "object", "properties": {
         "id": {"type": "integer"}, "priority": {"enum": ["Low", "Medium", "Normal", "High", "Urgent"]},
         "status": {"type": "string"}, "result": {"type": "string"}, "ar": {"type": ["integer", "null"]},

@@ -82,6 +82,14 @@ class Api:
 
     def request(self, method: str, path: str, **kwargs):
         """The decoded JSON answer (None for 204), or ClientError."""
+        return decode(self.send(method, path, **kwargs))
+
+    def get_text(self, path: str) -> str:
+        """A GET whose answer is not JSON (a job's XML), as text; or ClientError."""
+        return self.send("GET", path).text
+
+    def send(self, method: str, path: str, **kwargs):
+        """The response, or ClientError for no answer or an error status."""
         target = self.url + API + path
         if kwargs.get("params"):
             kwargs["params"] = {k: v for k, v in kwargs["params"].items() if v is not None}
@@ -96,7 +104,7 @@ class Api:
         self.trace(method, response)
         if response.status_code >= 400:
             raise self.failure(response)
-        return decode(response)
+        return response
 
     def trace(self, method: str, response) -> None:
         if self.debug_stream is not None:

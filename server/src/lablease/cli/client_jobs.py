@@ -135,6 +135,11 @@ def job_status(api: Api, args) -> Outcome:
     return Outcome(api.get(f"/jobs/{args.id}"), JOB)
 
 
+def job_export(api: Api, args) -> Outcome:
+    """The job as Beaker job XML (GET /jobs/{id}.xml), which resubmits to the same job."""
+    return Outcome(message=api.get_text(f"/jobs/{args.id}.xml").rstrip("\n"))
+
+
 def job_cancel(api: Api, args) -> Outcome:
     before = {r["id"] for r in job_recipes(api.get(f"/jobs/{args.id}")) if r.get("status") not in FINISHED}
     job = api.post(f"/jobs/{args.id}/cancel")

@@ -242,7 +242,8 @@ def add_job_commands(commands, common) -> None:
     add_interval(p)
     p.set_defaults(handler=j.job_submit)
     for name, handler, text in (("status", j.job_status, "a job, its recipe sets and recipes"),
-                                ("cancel", j.job_cancel, "cancel every unfinished recipe")):
+                                ("cancel", j.job_cancel, "cancel every unfinished recipe"),
+                                ("export", j.job_export, "the job as Beaker job XML, to resubmit or edit")):
         p = sub.add_parser(name, help=text, parents=[common])
         p.add_argument("id", metavar="ID", type=int)
         p.set_defaults(handler=handler)

@@ -163,7 +163,8 @@ def _job_details(j: dict) -> list:
 
 
 def _job_human(j: dict) -> str:
-    return output.key_values(_job_details(j)) + "\n\n" + output.table(job_recipes(j), RECIPE_ROWS)
+    warnings = "".join(f"\nwarning: {w['path']}: {w['message']}" for w in j.get("warnings") or [])
+    return output.key_values(_job_details(j)) + "\n\n" + output.table(job_recipes(j), RECIPE_ROWS) + warnings
 
 
 JOB = Shape("job", "jobs", [

@@ -122,6 +122,11 @@ class Settings:
         "per lab, `{tftp_root, install_url}` overriding the two above (in the environment: YAML or JSON text)"))
     kickstart_dir: str = setting("", "the site's kickstart templates and snippets, looked up before the built-in ones",
                                  empty="`data_dir/kickstarts`")
+    job_kickstarts: str = setting("admins_and_owners", (
+        "who may install with a kickstart template of their own given in a job's `<kickstart>` "
+        "([jobs](jobs.md#kickstart-customisation)): `admins_and_owners` (administrators, and on systems the "
+        "job's owner owns), `everyone`, or `nobody` (such jobs are refused)"),
+        choices=("admins_and_owners", "everyone", "nobody"))
     power_scripts_dir: str = setting("", (
         "the scripts the `command` power driver may run (a system names one, never a path)"),
         empty="`data_dir/power-scripts`")

@@ -19,7 +19,7 @@ _TOO_LARGE = 2**63
 _TRUE = {"true", "1", "TRUE"}
 
 HOST = {"leaves": fields.HOST_ELEMENTS, "wrappers": fields.HOST_WRAPPERS}
-DISTRO = {"leaves": fields.DISTRO_ELEMENTS, "wrappers": {}}
+DISTRO = {"leaves": fields.DISTRO_ELEMENTS, "wrappers": fields.DISTRO_WRAPPERS}
 
 
 class Lines:
@@ -43,7 +43,11 @@ class Lines:
 def job_from_xml(root, lines: Lines) -> dict:
     job = {"recipe_sets": []}
     lines.mark((), root)
-    _copy(root, job, "group")
+    for name in ("group", "retention_tag", "product"):
+        _copy(root, job, name)
+    for notify in root.iterchildren("notify"):
+        lines.mark(("notify",), notify)
+        job["notify"] = {"cc": _listed(notify.iterchildren("cc"), ("notify", "cc"), lines, _stripped)}
     for whiteboard in root.iterchildren("whiteboard"):
         job["whiteboard"] = whiteboard.text or ""
         lines.mark(("whiteboard",), whiteboard)
@@ -62,8 +66,9 @@ def job_from_xml(root, lines: Lines) -> dict:
 def _recipe(element, path: tuple, lines: Lines) -> dict:
     lines.mark(path, element)
     recipe = {}
-    for name in ("whiteboard", "ks_meta", "kernel_options", "runtime_limit"):
+    for name in ("whiteboard", "ks_meta", "kernel_options", "kernel_options_post", "runtime_limit", "role"):
         _copy(element, recipe, name)
+    _kickstart_parts(element, recipe, path, lines)
     for child in element.iterchildren("autopick"):
         lines.mark(path + ("autopick",), child)
         recipe["autopick"] = {"pools": [(pool.text or "").strip() for pool in child.iterchildren("pool")]}
@@ -77,9 +82,52 @@ def _recipe(element, path: tuple, lines: Lines) -> dict:
         recipe["host_requires"] = _requires(child, HOST, path + ("host_requires",), lines, empty=None)
     for child in element.iterchildren("reservesys"):
         recipe["reservesys"] = _reservesys(child, lines.mark(path + ("reservesys",), child))
+    for child in element.iterchildren("watchdog"):
+        lines.mark(path + ("watchdog",), child)
+        recipe["watchdog"] = {"panic": child.get("panic")} if "panic" in child.attrib else {}
+    for child in element.iterchildren("distro"):
+        lines.mark(path + ("distro",), child)
+        recipe["distro"] = {part.tag: dict(part.attrib) for part in child}
     recipe["tasks"] = [_task(task, path + ("tasks", k), lines)
                        for k, task in enumerate(element.iterchildren("task"))]
     return recipe
+
+
+def _kickstart_parts(element, recipe: dict, path: tuple, lines: Lines) -> None:
+    """<kickstart>, <packages> and <installPackage>, <ks_appends>, <repos>, <partitions>."""
+    for child in element.iterchildren("kickstart"):
+        lines.mark(path + ("kickstart",), child)
+        recipe["kickstart"] = child.text or ""
+    packages = [child for packages in element.iterchildren("packages") for child in packages.iterchildren("package")]
+    packages += element.iterchildren("installPackage")  # the older spelling of one <package>
+    if packages:
+        recipe["packages"] = _listed(packages, path + ("packages",), lines, _package_name)
+    for appends in element.iterchildren("ks_appends"):
+        recipe["ks_appends"] = _listed(appends.iterchildren("ks_append"), path + ("ks_appends",), lines,
+                                       lambda child: child.text or "")
+    for repos in element.iterchildren("repos"):
+        recipe["repos"] = _listed(repos.iterchildren("repo"), path + ("repos",), lines,
+                                  lambda child: dict(child.attrib))
+    for partitions in element.iterchildren("partitions"):
+        recipe["partitions"] = _listed(partitions.iterchildren("partition"), path + ("partitions",), lines,
+                                       lambda child: {**child.attrib, "size": _number(child.get("size"))})
+
+
+def _listed(children, path: tuple, lines: Lines, read) -> list:
+    """read(child) for each child, each marked as path + (its index,)."""
+    values = []
+    for k, child in enumerate(children):
+        lines.mark(path + (k,), child)
+        values.append(read(child))
+    return values
+
+
+def _stripped(element) -> str:
+    return (element.text or "").strip()
+
+
+def _package_name(element) -> str:
+    return element.get("name") if element.tag == "package" else _stripped(element)
 
 
 def _reservesys(element, path: tuple) -> dict:
@@ -94,8 +142,12 @@ def _reservesys(element, path: tuple) -> dict:
 
 def _task(element, path: tuple, lines: Lines) -> dict:
     lines.mark(path, element)
-    task = {"name": element.get("name"), "params": {}}
+    task = {"params": {}}
+    _copy(element, task, "name")
     _copy(element, task, "role")
+    for fetch in element.iterchildren("fetch"):
+        task["fetch"] = dict(fetch.attrib)
+        lines.mark(path + ("fetch",), fetch)
     for params in element.iterchildren("params"):
         for param in params.iterchildren("param"):
             name = param.get("name")

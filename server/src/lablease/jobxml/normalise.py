@@ -18,7 +18,7 @@ from ..timeparse import DURATION_PATTERN, parse_duration
 from . import fields
 from .errors import PathError
 from ..domain.windows import MAX_SECONDS
-from .schema import JOB_SCHEMA
+from .schema import JOB_SCHEMA, MAIL_PATTERN, POST_OPTIONS_PATTERN, REPO_NAME_PATTERN, URL_PATTERN, WORD_PATTERN
 from .safexml import MAX_DEPTH, MAX_ELEMENTS
 
 # Each XML level is at most two JSON levels (an object and its list). Filter
@@ -46,6 +46,9 @@ def normalise(data) -> dict:
     return {
         "whiteboard": data.get("whiteboard", "").strip(),
         "group": data.get("group"),
+        "retention_tag": (data.get("retention_tag") or "").strip() or None,
+        "product": (data.get("product") or "").strip() or None,
+        "notify": {"cc": list(data.get("notify", {}).get("cc", []))},
         "recipe_sets": [_recipe_set(rs, ("recipe_sets", i)) for i, rs in enumerate(data["recipe_sets"])],
     }
 
@@ -63,7 +66,8 @@ def _recipe(data: dict, path: tuple) -> dict:
         raise PathError(path + ("force",), "force= names exactly one system; it cannot be combined with host requirements")
     autopick = data.get("autopick", {})
     runtime_limit = data.get("runtime_limit")
-    for key, what in (("ks_meta", "ks_meta"), ("kernel_options", "kernel options")):
+    for key, what in (("ks_meta", "ks_meta"), ("kernel_options", "kernel options"),
+                      ("kernel_options_post", "kernel options")):
         try:  # they reach the netboot file and the kickstart: the writers' rule, checked at submission
             check_options(data.get(key), what)
         except ValueError as error:
@@ -78,11 +82,35 @@ def _recipe(data: dict, path: tuple) -> dict:
         "runtime_limit": None if runtime_limit is None else _seconds(runtime_limit, path + ("runtime_limit",)),
         "ks_meta": data.get("ks_meta", "").strip(),
         "kernel_options": data.get("kernel_options", "").strip(),
-        "tasks": [
-            {"name": task["name"], "role": task.get("role", fields.DEFAULT_ROLE), "params": dict(task.get("params", {}))}
-            for task in data.get("tasks", [])
-        ],
+        "kernel_options_post": data.get("kernel_options_post", "").strip(),
+        "role": data.get("role"),
+        "watchdog": None if data.get("watchdog") is None else {"panic": data["watchdog"].get("panic")},
+        "distro": _copied(data.get("distro")),
+        "kickstart": data.get("kickstart"),
+        "packages": list(data.get("packages", [])),
+        "ks_appends": list(data.get("ks_appends", [])),
+        "repos": [dict(repo) for repo in data.get("repos", [])],
+        "partitions": [{"fs": None, "type": None, **partition} for partition in data.get("partitions", [])],
+        "tasks": [_task(task) for task in data.get("tasks", [])],
     }
+
+
+def _task(data: dict) -> dict:
+    task = {"name": data.get("name") or _fetched_name(data["fetch"]), "role": data.get("role", fields.DEFAULT_ROLE),
+            "params": dict(data.get("params", {}))}
+    if "fetch" in data:
+        task["fetch"] = {"url": data["fetch"]["url"], "subdir": data["fetch"].get("subdir", "")}
+    return task
+
+
+def _fetched_name(fetch: dict) -> str:
+    """Beaker's default name for a fetched task: the URL, with the subdirectory after a #."""
+    subdir = fetch.get("subdir", "")
+    return f"{fetch['url']}#{subdir}" if subdir else fetch["url"]
+
+
+def _copied(distro: dict | None) -> dict | None:
+    return None if distro is None else {part: dict(attributes) for part, attributes in distro.items()}
 
 
 def _reservesys(data: dict | None, path: tuple) -> dict | None:
@@ -192,6 +220,16 @@ def _most_telling(errors: list):
     return best_match(on_field or errors)
 
 
+_PATTERN_REASONS = {
+    MAIL_PATTERN: "is not a mail address (name@domain, without spaces, brackets or separators)",
+    URL_PATTERN: "is not a URL (scheme://..., without spaces)",
+    WORD_PATTERN: "must be one word (no spaces or control characters)",
+    POST_OPTIONS_PATTERN: "may not contain a double quote or a control character (it is written inside "
+                          'bootloader --append="...")',
+    REPO_NAME_PATTERN: "is not a repository name (letters, digits and . _ : -, starting with a letter or digit)",
+}
+
+
 def _message(error) -> str:
     value = error.instance
     if error.validator == "type" and "integer" in error.validator_value and "string" not in error.validator_value:
@@ -200,6 +238,8 @@ def _message(error) -> str:
         return f"{value!r} is not one of: {', '.join(map(str, error.validator_value))}"
     if error.validator == "pattern" and error.validator_value == DURATION_PATTERN:
         return _duration_reason(value)
+    if error.validator == "pattern" and error.validator_value in _PATTERN_REASONS:
+        return f"{value!r} {_PATTERN_REASONS[error.validator_value]}"
     if error.validator == "pattern":
         return "contains a control character, which XML cannot carry"
     if error.validator == "maximum":  # the value itself may be thousands of digits long: not repeated
@@ -208,7 +248,7 @@ def _message(error) -> str:
         return f"{value!r} is too small (at least {error.validator_value})"
     if error.validator == "minItems":
         return "needs at least one item"
-    if error.validator == "not" and "description" in error.schema:  # a rule that says itself (reservesys)
+    if error.validator in ("not", "anyOf") and "description" in error.schema:  # a rule that says itself (reservesys)
         return error.schema["description"]
     if error.validator == "not":  # names
         return f"{value!r} must not begin or end with white space"

@@ -4,19 +4,28 @@ from __future__ import annotations
 from ..domain.errors import Invalid
 from . import grammar
 from .errors import PathError, format_path
+from .exported import strip_exported
 from .fromxml import Lines, job_from_xml
 from .normalise import normalise
 from .safexml import parse_untrusted
+from .warnings import job_warnings
 
 
 def parse_job_xml(data: bytes) -> dict:
-    """The normalised job, or Invalid("job", "line N: what is wrong").
+    """The normalised job (see parse_job_xml_with_warnings)."""
+    return parse_job_xml_with_warnings(data)[0]
 
-    Steps: hardened parse with limits -> the grammar, explained element by
-    element -> conversion and normalisation (values, combinations) -> the
-    RELAX NG validator as the final word.
+
+def parse_job_xml_with_warnings(data: bytes) -> tuple[dict, list[dict]]:
+    """The normalised job and its warnings (parts kept, not acted on), or Invalid("job", "line N: ...").
+
+    Steps: hardened parse with limits -> an exported job's run data taken
+    out (each a warning) -> the grammar, explained element by element ->
+    conversion and normalisation (values, combinations) -> the RELAX NG
+    validator as the final word.
     """
     root = parse_untrusted(data)
+    exported = strip_exported(root)
     grammar.explain(root)
     lines = Lines()
     try:
@@ -24,7 +33,7 @@ def parse_job_xml(data: bytes) -> dict:
     except PathError as error:
         raise Invalid("job", _located(error, lines)) from None
     grammar.validate(root)
-    return job
+    return job, exported + job_warnings(job)
 
 
 def _located(error: PathError, lines: Lines) -> str:

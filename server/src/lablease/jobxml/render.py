@@ -1,4 +1,11 @@
-"""render_job_xml: a job's JSON form -> job XML that parse_job_xml reads back unchanged."""
+"""render_job_xml: a job's JSON form -> job XML that parse_job_xml reads back unchanged.
+
+Filter leaves are written generically: the field's element (fields.ELEMENT_FOR_FIELD,
+else the field's own name) with every other key of the leaf as an attribute, so a
+filter added to the grammar round-trips once its element is named there. A leaf
+written otherwise (inside a wrapper, or holding a tree of its own) registers its
+writer in LEAF_WRITERS: `writer(parent_element, leaf)`, which may call write_filter.
+"""
 from __future__ import annotations
 
 from lxml import etree
@@ -10,8 +17,13 @@ from .normalise import normalise_job
 def render_job_xml(job: dict) -> bytes:
     job = normalise_job(job)
     root = etree.Element("job")
-    if job["group"] is not None:
-        root.set("group", job["group"])
+    for name in ("group", "retention_tag", "product"):
+        if job.get(name) is not None:
+            root.set(name, job[name])
+    if job["notify"]["cc"]:
+        notify = etree.SubElement(root, "notify")
+        for address in job["notify"]["cc"]:
+            etree.SubElement(notify, "cc").text = address
     if job["whiteboard"]:
         etree.SubElement(root, "whiteboard").text = job["whiteboard"]
     for recipe_set in job["recipe_sets"]:
@@ -24,7 +36,7 @@ def render_job_xml(job: dict) -> bytes:
 
 
 def _recipe(element, recipe: dict) -> None:
-    for name in ("whiteboard", "ks_meta", "kernel_options"):
+    for name in ("whiteboard", "ks_meta", "kernel_options", "kernel_options_post", "role"):
         if recipe[name]:
             element.set(name, recipe[name])
     if recipe["runtime_limit"] is not None:
@@ -36,6 +48,10 @@ def _recipe(element, recipe: dict) -> None:
             etree.SubElement(picks, "pool").text = pool
     if recipe["distro_requires"] is not None:
         _filter(etree.SubElement(element, "distroRequires"), recipe["distro_requires"])
+    if recipe["distro"] is not None:
+        distro = etree.SubElement(element, "distro")
+        for part, attributes in recipe["distro"].items():
+            etree.SubElement(distro, part, attributes)
     if recipe["force"] is not None:
         etree.SubElement(element, "hostRequires", force=recipe["force"])
     elif recipe["host_requires"] is not None:
@@ -45,15 +61,52 @@ def _recipe(element, recipe: dict) -> None:
         for flag in fields.RESERVE_FLAGS:
             reservesys.set(flag, "true" if recipe["reservesys"][flag] else "false")
         reservesys.set("duration", str(recipe["reservesys"]["duration"]))
+    if recipe["watchdog"] is not None:
+        watchdog = etree.SubElement(element, "watchdog")
+        if recipe["watchdog"]["panic"] is not None:
+            watchdog.set("panic", recipe["watchdog"]["panic"])
+    _kickstart_parts(element, recipe)
     for task in recipe["tasks"]:
         _task(etree.SubElement(element, "task", name=task["name"], role=task["role"]), task)
 
 
+def _kickstart_parts(element, recipe: dict) -> None:
+    if recipe["kickstart"] is not None:
+        etree.SubElement(element, "kickstart").text = recipe["kickstart"]
+    if recipe["packages"]:
+        packages = etree.SubElement(element, "packages")
+        for name in recipe["packages"]:
+            etree.SubElement(packages, "package", name=name)
+    if recipe["ks_appends"]:
+        appends = etree.SubElement(element, "ks_appends")
+        for text in recipe["ks_appends"]:
+            etree.SubElement(appends, "ks_append").text = text
+    if recipe["repos"]:
+        repos = etree.SubElement(element, "repos")
+        for repo in recipe["repos"]:
+            etree.SubElement(repos, "repo", name=repo["name"], url=repo["url"])
+    if recipe["partitions"]:
+        partitions = etree.SubElement(element, "partitions")
+        for partition in recipe["partitions"]:
+            etree.SubElement(partitions, "partition", {key: str(value) for key, value in partition.items()
+                                                       if value is not None})
+
+
 def _task(element, task: dict) -> None:
+    if "fetch" in task:
+        etree.SubElement(element, "fetch", {key: value for key, value in task["fetch"].items() if value})
     if task["params"]:
         params = etree.SubElement(element, "params")
         for name, value in task["params"].items():
             etree.SubElement(params, "param", name=name, value=value)
+
+
+LEAF_WRITERS: dict = {}  # field -> writer(parent_element, leaf), for leaves not written generically
+
+
+def write_filter(parent, tree: dict) -> None:
+    """A filter tree (and/or/not and leaves) as children of `parent`."""
+    _filter(parent, tree)
 
 
 def _filter(parent, tree: dict) -> None:
@@ -73,8 +126,10 @@ def _filter(parent, tree: dict) -> None:
 
 
 def _leaf(into, leaf: dict) -> None:
-    element = etree.SubElement(into, fields.ELEMENT_FOR_FIELD[leaf["field"]])
-    if leaf["field"] == "key_value":
-        element.set("key", leaf["key"])
-    element.set("op", leaf["op"])
-    element.set("value", str(leaf["value"]))
+    if leaf["field"] in LEAF_WRITERS:
+        LEAF_WRITERS[leaf["field"]](into, leaf)
+        return
+    element = etree.SubElement(into, fields.ELEMENT_FOR_FIELD.get(leaf["field"], leaf["field"]))
+    for key, value in leaf.items():
+        if key != "field" and value is not None:
+            element.set(key, str(value))

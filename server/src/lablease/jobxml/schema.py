@@ -21,6 +21,16 @@ TEXT = {"type": "string", "pattern": XML_SAFE}
 NAME = {"type": "string", "minLength": 1, "pattern": XML_SAFE, "not": {"type": "string", "pattern": r"^\s|\s$"}}
 DURATION = {"type": ["integer", "string"], "minimum": 1, "maximum": MAX_SECONDS, "pattern": DURATION_PATTERN}
 FLAG = {"type": "boolean"}
+# A mail address as a mail server takes it: local@domain, no white space, brackets or separators.
+MAIL_PATTERN = r"^[^@\s<>(),;:\"\[\]\\\x00-\x1f\x7f-\x9f]+@[^@\s<>(),;:\"\[\]\\\x00-\x1f\x7f-\x9f]+$"
+MAIL = {"type": "string", "pattern": MAIL_PATTERN, "maxLength": 254}
+URL_PATTERN = r"^[A-Za-z][A-Za-z0-9+.-]*://[^\s\x00-\x1f\x7f-\x9f]+$"
+URL = {**NAME, "pattern": URL_PATTERN}
+WORD_PATTERN = r"^[^\s\x00-\x1f\x7f-\x9f]+$"
+PACKAGE = {**NAME, "pattern": WORD_PATTERN}
+# Written inside bootloader --append="...": no double quote.
+POST_OPTIONS_PATTERN = XML_SAFE.replace("[^", '[^"', 1)
+REPO_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:-]*$"  # also a file name: /etc/yum.repos.d/NAME.repo
 
 
 def _ops(ops: tuple) -> dict:
@@ -93,6 +103,12 @@ def _tree(name: str, leaf: str) -> dict:
     }
 
 
+def _attributes(*required: str, optional: tuple = ()) -> dict:
+    """An element of Beaker's custom <distro>, as its attributes."""
+    return {"type": "object", "required": list(required), "additionalProperties": False,
+            "properties": {name: TEXT for name in required + optional}}
+
+
 def _nullable(ref: str) -> dict:
     return {"if": {"type": "null"}, "else": {"$ref": ref}}
 
@@ -114,6 +130,26 @@ RECIPE = {
         "runtime_limit": {**DURATION, "type": ["integer", "string", "null"]},
         "ks_meta": TEXT,
         "kernel_options": TEXT,
+        "kernel_options_post": {**TEXT, "pattern": POST_OPTIONS_PATTERN},
+        "role": {**NAME, "type": ["string", "null"]},
+        "watchdog": {"type": ["object", "null"], "additionalProperties": False,
+                     "properties": {"panic": {"enum": [*fields.WATCHDOG_PANIC, None]}}},
+        "distro": {"type": ["object", "null"], "description": "Beaker's custom distro: kept, not installed",
+                   "additionalProperties": False, "properties": {
+                       **{name: _attributes("url") for name in ("tree", "kernel", "initrd")},
+                       **{name: _attributes("value") for name in ("arch", "name", "variant")},
+                       "osversion": _attributes("major", optional=("minor",))}},
+        "kickstart": {"type": ["string", "null"], "pattern": XML_SAFE},
+        "packages": {"type": "array", "items": PACKAGE},
+        "ks_appends": {"type": "array", "items": TEXT},
+        "repos": {"type": "array", "items": {
+            "type": "object", "required": ["name", "url"], "additionalProperties": False,
+            "properties": {"name": {**NAME, "pattern": REPO_NAME_PATTERN}, "url": URL}}},
+        "partitions": {"type": "array", "items": {
+            "type": "object", "required": ["name", "size"], "additionalProperties": False,
+            "properties": {"name": PACKAGE, "size": {"type": "integer", "minimum": 1, "maximum": MAX_INT},
+                           "fs": {**PACKAGE, "type": ["string", "null"]},
+                           "type": {"enum": [*fields.PARTITION_TYPES, None]}}}},
         "tasks": {"type": "array", "items": {"$ref": "#/$defs/task"}},
     },
 }
@@ -128,6 +164,10 @@ JOB_SCHEMA = {
     "properties": {
         "whiteboard": TEXT,
         "group": {**NAME, "type": ["string", "null"]},
+        "retention_tag": {**TEXT, "type": ["string", "null"]},  # "" (as Beaker exports write) = none
+        "product": {**TEXT, "type": ["string", "null"]},
+        "notify": {"type": "object", "additionalProperties": False,
+                   "properties": {"cc": {"type": "array", "items": MAIL, "uniqueItems": True}}},
         "recipe_sets": {"type": "array", "minItems": 1, "items": {"$ref": "#/$defs/recipe_set"}},
     },
     "$defs": {
@@ -155,10 +195,13 @@ JOB_SCHEMA = {
         },
         "task": {
             "type": "object",
-            "required": ["name"],
+            "anyOf": [{"required": ["name"]}, {"required": ["fetch"]}],
+            "description": "a task needs a name or a fetch URL",
             "additionalProperties": False,
             "properties": {
                 "name": NAME,
+                "fetch": {"type": "object", "required": ["url"], "additionalProperties": False,
+                          "properties": {"url": URL, "subdir": TEXT}},
                 "role": NAME,
                 "params": {"type": "object", "propertyNames": NAME, "additionalProperties": TEXT},
             },

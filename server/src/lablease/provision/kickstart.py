@@ -26,6 +26,10 @@ CONTEXT_NAMES = ("system", "distro", "recipe", "installation", "ks_meta", "kerne
                  "server_url", "kickstart_url", "callbacks")
 _PLAIN_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]*")
 _MAX_SNIPPET_DEPTH = 10
+# Recipe parts written into the kickstart as whole blocks of lines (a job's <ks_appends>, <kickstart>):
+# the one-line rule does not apply to them.
+MULTI_LINE = ("ks_appends", "kickstart")
+JOB_TEMPLATE = "<kickstart> of the job"
 _snippet_depth: ContextVar[int] = ContextVar("lablease_snippet_depth", default=0)
 
 
@@ -80,15 +84,45 @@ class KickstartRenderer:
         self._env.filters["shell_quote"] = shlex.quote
 
     def render(self, context: dict) -> str:
-        """The kickstart for one installation: `kickstarts/<family>`, else `kickstarts/default`."""
-        # The kickstart is read line by line: text that would break a line fails this installation
-        # (the API refuses such text; this catches what reached the database another way).
-        unfit = first_unfit(context, "")
-        if unfit is not None:
-            raise KickstartError(f"cannot write the kickstart: {unfit[0]} {unfit[1]}")
+        """The kickstart for one installation: the recipe's own <kickstart> when it has one (see
+        render_job_template), else `kickstarts/<family>`, else `kickstarts/default`."""
+        self._check_lines(context)
+        if (context.get("recipe") or {}).get("kickstart") is not None:
+            return self.render_job_template(context["recipe"]["kickstart"], context)
         family = (context.get("distro") or {}).get("family")
         names = ([f"kickstarts/{family}"] if _is_path_part(family) else []) + ["kickstarts/default"]
         return self._render(names, self._variables(context))
+
+    def render_job_template(self, source: str, context: dict) -> str:
+        """A job's own template, in the same sandbox and with the same variables and snippets as the
+        site's, followed by the recipe's <ks_appends> and lablease's callback sections (snippet
+        lablease_tail) unless the template writes them itself."""
+        self._check_lines(context)
+        if "lablease_tail" not in source:
+            source = source.rstrip("\n") + "\n{{ snippet('lablease_tail') }}\n"
+        try:
+            template = self._env.from_string(source)
+        except jinja2.TemplateSyntaxError as error:
+            raise KickstartError(f"kickstart template {JOB_TEMPLATE} line {error.lineno}: {error.message}") from None
+        try:
+            return template.render(self._variables(context))
+        except KickstartError:
+            raise
+        except Exception as error:  # as for a site template: the job's own failure, said plainly
+            _, line = self._template_frame(error, JOB_TEMPLATE)
+            line_text = f" line {line}" if line else ""
+            raise KickstartError(f"kickstart template {JOB_TEMPLATE}{line_text}: {_describe(error)}") from None
+
+    @staticmethod
+    def _check_lines(context: dict) -> None:
+        # The kickstart is read line by line: text that would break a line fails this installation
+        # (the API refuses such text; this catches what reached the database another way).
+        recipe = context.get("recipe")
+        if recipe:
+            context = {**context, "recipe": {k: v for k, v in recipe.items() if k not in MULTI_LINE}}
+        unfit = first_unfit(context, "")
+        if unfit is not None:
+            raise KickstartError(f"cannot write the kickstart: {unfit[0]} {unfit[1]}")
 
     def _variables(self, context: dict) -> dict:
         """The context, plus every ks_meta key that shadows neither it nor a template global."""

@@ -10,6 +10,7 @@ from ..domain.errors import Conflict, Forbidden, Invalid, NotFound
 from ..domain.permissions import Actor, SiteAction, decide_site
 from ..domain.systems import check_arch
 from ..domain.variables import masked_ks_meta
+from ..jobxml.fields import UNACTED_DISTRO_FIELDS
 from ..scheduler.filters import compare
 from ..store.tables import DistroTree
 from ..store.uow import emit
@@ -121,6 +122,12 @@ def _tree_matches(tree: dict | None, distro: DistroTree) -> bool:
     if tree["field"] == "distro_tag":
         wanted = tree["value"] in (distro.tags or [])
         return wanted if tree["op"] != "!=" else not wanted
+    if tree["field"] == "distro_lab":  # available in that lab; a tree with no labs is available in every lab
+        op = "=" if tree["op"] == "!=" else tree["op"]
+        available = not distro.labs or any(compare(op, lab, tree["value"]) for lab in distro.labs)
+        return available if tree["op"] != "!=" else not available
+    if tree["field"] in UNACTED_DISTRO_FIELDS:  # kept with a warning (docs/jobs.md)
+        return True
     return compare(tree["op"], getattr(distro, FIELDS[tree["field"]]), tree["value"])
 
 

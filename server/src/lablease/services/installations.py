@@ -245,12 +245,24 @@ def _check_boot_image(session, settings, installation: Installation) -> None:
 def for_recipe(session, settings, recipe: Recipe, system: System, now: datetime) -> None:
     """A recipe with a distro reached its system: install it, or abort the recipe saying why."""
     try:
+        _check_own_kickstart(settings, recipe, system)
         tree = _recipe_tree(session, recipe, system)
         start(session, settings, system, tree, now, user_id=recipe.recipe_set.job.owner_id,
               reservation_id=recipe.reservation_id, recipe=recipe, ks_meta=recipe.spec.get("ks_meta", ""),
               kernel_options=recipe.spec.get("kernel_options", ""))
     except (Conflict, Invalid) as error:
         _abort_recipe(session, settings, recipe, now, f"cannot provision {system.fqdn}: {error}")
+
+
+def _check_own_kickstart(settings, recipe: Recipe, system: System) -> None:
+    """A job's own <kickstart> is used only where the site allows it (setting job_kickstarts)."""
+    if recipe.spec.get("kickstart") is None or settings.job_kickstarts == "everyone":
+        return
+    owner = recipe.recipe_set.job.owner
+    if settings.job_kickstarts == "admins_and_owners" and (owner.is_admin or system.owner_id == owner.id):
+        return
+    who = "nobody" if settings.job_kickstarts == "nobody" else "administrators and the system's owner"
+    raise Conflict(f"the job's own <kickstart> is allowed only to {who} (setting job_kickstarts)")
 
 
 def _recipe_tree(session, recipe: Recipe, system: System) -> DistroTree:
@@ -283,14 +295,24 @@ def _context(settings, system: System, installation: Installation, recipe: Recip
                    "memory_mb": system.memory_mb, "attributes": dict(system.attributes or {}),
                    "mac": (system.netboot or {}).get("mac")},
         "distro": dict(installation.distro),
-        # A whiteboard is free text, possibly several lines: the kickstart gets it as one line.
-        "recipe": ({"id": recipe.id, "job_id": recipe.job_id,
-                    "whiteboard": " ".join(recipe.spec.get("whiteboard", "").split())}
-                   if recipe else None),
+        "recipe": _recipe_context(recipe) if recipe else None,
         "installation": {"id": installation.id},
         "ks_meta": meta, "kernel_options": installation.distro.get("boot_options", ""),
         "server_url": settings.install_url_for(system.lab), "kickstart_url": links["kickstart"],
         "callbacks": {event: links[event] for event in EVENTS},
+    }
+
+
+def _recipe_context(recipe: Recipe) -> dict:
+    """What a kickstart template sees of its recipe: ids, and the job's kickstart customisation."""
+    spec = recipe.spec
+    return {
+        # A whiteboard is free text, possibly several lines: the kickstart gets it as one line.
+        "id": recipe.id, "job_id": recipe.job_id, "whiteboard": " ".join(spec.get("whiteboard", "").split()),
+        "kernel_options_post": spec.get("kernel_options_post", ""), "packages": list(spec.get("packages", [])),
+        "repos": [dict(repo) for repo in spec.get("repos", [])],
+        "partitions": [dict(partition) for partition in spec.get("partitions", [])],
+        "ks_appends": list(spec.get("ks_appends", [])), "kickstart": spec.get("kickstart"),
     }
 
 

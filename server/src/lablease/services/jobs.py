@@ -49,6 +49,17 @@ def _check_reservesys(job: dict, settings) -> None:
                                                f"recipe_sets[{i}].recipes[{j}].reservesys.duration")
 
 
+def _check_own_kickstarts(job: dict, settings) -> None:
+    """A site that allows nobody a kickstart of their own refuses such a job at once."""
+    if settings is None or settings.job_kickstarts != "nobody":
+        return
+    for i, recipe_set in enumerate(job["recipe_sets"]):
+        for j, recipe in enumerate(recipe_set["recipes"]):
+            if recipe.get("kickstart") is not None:
+                raise Invalid(f"recipe_sets[{i}].recipes[{j}].kickstart",
+                              "this site allows no job its own kickstart (setting job_kickstarts)")
+
+
 def _check_references(session, job: dict) -> None:
     """Unknown pools, attribute keys, systems and distros are errors, never a silent match-all."""
     named = referenced_names(job)
@@ -83,7 +94,8 @@ def _unfinished_by_request(session, actor: Actor, request_id: str | None) -> Job
                                              Job.finished_at.is_(None))).unique().scalar_one_or_none()
 
 
-def submit(uow, actor: Actor, now: datetime, job: dict, request_id: str | None = None) -> tuple[dict, bool]:
+def submit(uow, actor: Actor, now: datetime, job: dict, request_id: str | None = None,
+           warnings: list | None = None) -> tuple[dict, bool]:
     """Create the job, compute each recipe's candidate systems, and try to place every set now.
 
     With a request_id naming one of the caller's unfinished jobs, that job is
@@ -98,11 +110,12 @@ def submit(uow, actor: Actor, now: datetime, job: dict, request_id: str | None =
                                          retries.document_differences(previous.request_document, job))
         return job_dict(previous), False
     _check_reservesys(job, uow.settings)
+    _check_own_kickstarts(job, uow.settings)
     _check_references(session, job)
     _check_bound_sets(session, actor, job, now, uow.settings)
     row = Job(owner_id=actor.id, group_id=_group(session, actor, job.get("group")),
               whiteboard=job.get("whiteboard", ""), status="queued", submitted_at=now, request_id=request_id,
-              request_document=job if request_id else None)
+              request_document=job if request_id else None, document=job, warnings=list(warnings or []))
     session.add(row)
     session.flush()
     for spec_set in job["recipe_sets"]:
@@ -141,7 +154,7 @@ def _with_distro_arches(spec: dict, trees: list) -> dict:
     return {**spec, "host_requires": {"and": [host, arch_leaf]} if host else arch_leaf}
 
 
-def _visible_job(session, actor: Actor, job_id: int) -> Job:
+def visible_job(session, actor: Actor, job_id: int) -> Job:
     job = session.get(Job, job_id)
     if job is None or not (actor.is_admin or job.owner_id == actor.id or
                            (job.group_id is not None and job.group_id in actor.group_ids)):
@@ -161,7 +174,7 @@ def job_dict(job: Job) -> dict:
     return {
         "id": job.id, "owner": job.owner.name, "whiteboard": job.whiteboard, "status": job.status,
         "result": job.result, "submitted_at": format_time(job.submitted_at), "finished_at": format_time(job.finished_at),
-        "request_id": job.request_id,
+        "request_id": job.request_id, "warnings": list(job.warnings or []),
         "recipe_sets": [{"id": rs.id, "priority": rules.PRIORITIES[rs.priority], "status": rs.status,
                          "result": rs.result, "ar": rs.ar_id, "recipes": [recipe_dict(r) for r in rs.recipes]}
                         for rs in job.recipe_sets],
@@ -169,7 +182,7 @@ def job_dict(job: Job) -> dict:
 
 
 def show(uow, actor: Actor, now: datetime, job_id: int) -> dict:
-    return job_dict(_visible_job(uow.session, actor, job_id))
+    return job_dict(visible_job(uow.session, actor, job_id))
 
 
 def listing(uow, actor: Actor, mine: bool = True, status: str | None = None, limit: int = 200,
@@ -188,7 +201,7 @@ def _recipe(session, actor: Actor, recipe_id: int) -> Recipe:
     recipe = session.get(Recipe, recipe_id)
     if recipe is None:
         raise NotFound(f"no recipe {recipe_id}")
-    _visible_job(session, actor, recipe.job_id)
+    visible_job(session, actor, recipe.job_id)
     return recipe
 
 
@@ -347,7 +360,7 @@ def _keep_for_owner(session, reservation: Reservation, system: System, now: date
 
 def cancel(uow, actor: Actor, now: datetime, job_id: int) -> dict:
     session = uow.session
-    job = _visible_job(session, actor, job_id)
+    job = visible_job(session, actor, job_id)
     if not (actor.is_admin or job.owner_id == actor.id):
         raise Forbidden(f"only the owner of job {job_id} (or an admin) may cancel it")
     for recipe_set in job.recipe_sets:

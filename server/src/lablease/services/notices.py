@@ -85,6 +85,17 @@ def loan_returned(session, settings, loan, fqdn: str, now: datetime, why: str) -
           f"[lablease] {fqdn}: your loan was returned", text, {"loan": loan.id, "system": fqdn, "reason": why})
 
 
+def job_finished(session, settings, job, now: datetime) -> None:
+    """Beaker's job completion mail: to the owner's destinations and the job's <notify><cc> addresses."""
+    cc = ((job.document or {}).get("notify") or {}).get("cc", [])
+    systems = sorted({r.system.fqdn for rs in job.recipe_sets for r in rs.recipes if r.system is not None})
+    text = (f"Job {job.id} ({job.whiteboard or 'no whiteboard'}) finished: {job.status}, result {job.result}. "
+            f"Systems: {', '.join(systems) or 'none'}. See it with: lablease job show {job.id}")
+    queue(session, settings, job.owner, now, "job.finished", str(job.id),
+          f"[lablease] job {job.id} {job.status}: {job.result}", text,
+          {"job": job.id, "status": job.status, "result": job.result, "cc": list(cc)}, extra_mail=cc)
+
+
 def installation_failed(session, settings, user, fqdn: str, installation_id: int, why: str, now: datetime) -> None:
     text = f"Installation {installation_id} on {fqdn} failed: {why}."
     queue(session, settings, user, now, "installation.failed", str(installation_id),

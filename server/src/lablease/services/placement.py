@@ -12,7 +12,7 @@ from ..domain.windows import Window
 from ..store import calendar
 from ..store.tables import Booking, Recipe, RecipeSet, Reservation, System
 from ..store.uow import settings_of, wake_worker
-from . import installations, usage
+from . import installations, notices, usage
 from .endings import close_reservation
 
 WAITING = ("queued", "assigned")
@@ -155,3 +155,4 @@ def refresh_rollups(session, recipe_set: RecipeSet, now: datetime) -> None:
     job.result = rules.worst_result(rs.result for rs in job.recipe_sets)
     if job.status in rules.FINISHED and job.finished_at is None:
         job.finished_at = now
+        notices.job_finished(session, settings_of(session), job, now)

@@ -328,6 +328,9 @@ class Job(Base):
     request_id: Mapped[str | None] = mapped_column(String(128))
     # The normalised job as submitted with a request_id: a retry must send the same job.
     request_document: Mapped[dict | None] = mapped_column(Json)
+    # The normalised job as submitted (the export writes it back) and the parts kept but not acted on.
+    document: Mapped[dict | None] = mapped_column(Json)
+    warnings: Mapped[list | None] = mapped_column(Json)
     owner: Mapped[User] = relationship(lazy="joined")
     recipe_sets: Mapped[list[RecipeSet]] = relationship(lazy="selectin", order_by="RecipeSet.id",
                                                         back_populates="job")

@@ -2,8 +2,9 @@
 from datetime import timedelta
 
 from werkzeug.exceptions import UnsupportedMediaType
+from werkzeug.wrappers import Response
 
-from ...services import jobs, usage
+from ...services import job_export, jobs, usage
 from ...services import systems as system_service
 from ..inputs import read_json
 from .context import Context, Reply
@@ -11,18 +12,21 @@ from .context import Context, Reply
 XML = ("application/xml", "text/xml")
 
 
-def _job_body(ctx: Context) -> dict:
-    from ...jobxml import normalise_job, parse_job_xml
+def _job_body(ctx: Context) -> tuple[dict, list]:
+    """The normalised job and its warnings."""
+    from ...jobxml import job_warnings, normalise_job, parse_job_xml_with_warnings
 
     if ctx.mimetype in XML:
-        return parse_job_xml(ctx.raw)
+        return parse_job_xml_with_warnings(ctx.raw)
     if ctx.mimetype in ("application/json", ""):
-        return normalise_job(read_json(None, ctx.raw) if ctx.raw.strip() else {})
+        job = normalise_job(read_json(None, ctx.raw) if ctx.raw.strip() else {})
+        return job, job_warnings(job)
     raise UnsupportedMediaType(f"send job XML (application/xml) or JSON (application/json), not {ctx.mimetype}")
 
 
 def submit(ctx: Context) -> Reply:
-    job, created = jobs.submit(ctx.uow, ctx.actor, ctx.now, _job_body(ctx), ctx.query.get("request_id"))
+    body, warnings = _job_body(ctx)
+    job, created = jobs.submit(ctx.uow, ctx.actor, ctx.now, body, ctx.query.get("request_id"), warnings)
     return Reply(job, 201 if created else 200)
 
 
@@ -33,6 +37,10 @@ def listing(ctx: Context) -> list:
 
 def show(ctx: Context) -> dict:
     return jobs.show(ctx.uow, ctx.actor, ctx.now, ctx.args["id"])
+
+
+def export(ctx: Context) -> Response:
+    return Response(job_export.export(ctx.uow, ctx.actor, ctx.args["id"]), mimetype="application/xml")
 
 
 def cancel(ctx: Context) -> dict:

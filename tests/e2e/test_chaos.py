@@ -1,0 +1,306 @@
+"""Chaos, end to end: real servers and workers while processes die and the database goes away.
+
+PostgreSQL: two `serve --no-worker` servers and two `lablease-server worker` processes on one database,
+under a storm of reserves, extends and returns through both servers (and power commands), while a worker
+is killed -9 in the middle of a command, a server is killed -9 in the middle of the storm, and PostgreSQL
+restarts. SQLite: the disk under the database fills up, then space returns.
+
+Clients must get an answer within a bounded time (never a hang), 503 with Retry-After while the database
+is away (never a 500), and the processes must come back by themselves. Afterwards: no overlapping
+bookings, every acknowledged change present, every expiry handled once, every command finished.
+The figures (requests, refusals, recovery time) are printed, for docs/operations.md; nothing is timed.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from tests.support.chaos import ChaosStorm, Servers, unexpected, wait_until
+from tests.support.live import LiveServer, LiveWorker
+
+from .test_storm import add_systems, add_users, overlapping_pairs, parse, rfc3339
+
+POWERED = ("c1.lab.test", "c2.lab.test")
+STORMED = tuple(f"s{i}.lab.test" for i in range(6))
+USERS = ("ada", "bob")
+
+
+@pytest.fixture
+def cluster(tmp_path, postgres, pg_template):
+    """Servers a and b (serve --no-worker) and workers w1 and w2 on one PostgreSQL database.
+
+    The PostgreSQL server is this test process's (the session's): it restarts in the middle of the test,
+    and is back before the test ends, while no other test runs in this process."""
+    scripts = tmp_path / "power-scripts"
+    scripts.mkdir()
+    calls = tmp_path / "power-calls"
+    # A power action of a second; $PPID is the worker process that runs it.
+    (scripts / "slow").write_text(f'#!/bin/sh\necho "start $LABLEASE_FQDN $PPID" >> {calls}\nsleep 1\n'
+                                  f'echo "end $LABLEASE_FQDN $PPID" >> {calls}\n')
+    (scripts / "slow").chmod(0o755)
+    settings = {"secret_key": "chaos-site-key", "power_scripts_dir": scripts, "command_timeout": "3s",
+                "command_retry_delay": "1s"}
+    url = postgres.create_database(f"chaos{os.getpid()}", pg_template)  # migrated already
+    a = LiveServer(tmp_path / "a", url, settings, run_worker=False)
+    b = LiveServer(tmp_path / "b", url, settings, run_worker=False)
+    a.data_dir.mkdir(parents=True)
+    a.admin = a.add_user("admin", admin=True)
+    b.tokens = a.tokens
+    workers = []
+    for name in ("w1", "w2"):
+        (tmp_path / name).mkdir()
+        workers.append(LiveWorker({**a.env, "LABLEASE_DATA_DIR": str(tmp_path / name)}, tmp_path / f"{name}.log"))
+    try:
+        for process in (*workers, a, b):
+            process.start(init=False) if isinstance(process, LiveServer) else process.launch()
+        yield a, b, workers, calls
+    finally:
+        with ThreadPoolExecutor() as pool:  # together: each takes a few seconds to stop
+            list(pool.map(lambda process: process.stop(), (a, b, *workers)))
+
+
+def running_in(calls_file, pid: int) -> bool:
+    """A power script started by this worker process has not finished yet."""
+    lines = calls_file.read_text().splitlines() if calls_file.exists() else []
+    started = Counter(line.split(" ", 1)[1] for line in lines if line.startswith("start ") and line.endswith(f" {pid}"))
+    ended = Counter(line.split(" ", 1)[1] for line in lines if line.startswith("end ") and line.endswith(f" {pid}"))
+    return started - ended != Counter()
+
+
+def first_write_after(storm: ChaosStorm, moment: float) -> dict[str, float]:
+    """Per server, when the first reserve that reached the database (201 or 409) after `moment` was answered."""
+    firsts: dict[str, float] = {}
+    for call in storm.calls:
+        if call.action == "reserve" and call.status in (201, 409) and call.sent >= moment:
+            firsts[call.server] = min(firsts.get(call.server, call.answered), call.answered)
+    return firsts
+
+
+def test_postgresql_chaos_two_servers_two_workers(cluster, postgres, tmp_path):
+    a, b, (w1, w2), calls_file = cluster
+    add_systems(a, tmp_path, *STORMED)
+    for fqdn in POWERED:
+        response = a.admin.post("/systems", json={"fqdn": fqdn, "arch": "x86_64", "condition": "manual",
+                                                  "power": {"driver": "command", "script": "slow"}})
+        assert response.status_code == 201, response.text
+    tokens = add_users(a, USERS)
+    servers = Servers({"a": a.url, "b": b.url})
+    storm = ChaosStorm(servers, {user: token for user, token in tokens.items() if user != "admin"}, STORMED)
+    threads = storm.run(power=(POWERED, tokens["admin"]))
+    killed: dict[str, tuple[float, float]] = {}
+    try:
+        # A worker dies in the middle of a power command; it is started again, as systemd would.
+        wait_until("a power command running in worker w1", lambda: running_in(calls_file, w1.process.pid))
+        dead_worker = w1.process.pid
+        w1.kill9()
+        w1.launch()
+        # A server dies in the middle of the storm: clients go to the other one meanwhile.
+        wait_until("40 reservations", lambda: len(storm.acknowledged()) >= 40)
+        servers.remove("b")
+        killed["b"] = (time.time(), 0.0)
+        b.kill9()
+        b.launch()
+        killed["b"] = (killed["b"][0], time.time())
+        servers.add("b", b.url)
+        wait_until("40 more reservations", lambda: len(storm.acknowledged()) >= 80)
+        # PostgreSQL restarts; nobody restarts the servers or the workers.
+        pids = (a.process.pid, b.process.pid, w1.process.pid, w2.process.pid)
+        logged = [len(w.read_log()) for w in (w1, w2)]
+        down = time.time()
+        postgres.stop_server("fast")
+        wait_until("a 503 from each server", lambda: {
+            c.server for c in storm.calls if c.status == 503 and c.sent >= down} == {"a", "b"}, timeout=15)
+        postgres.start_server()
+        up = time.time()
+        back = wait_until("a write through each server", lambda: (
+            lambda firsts: firsts if set(firsts) == {"a", "b"} else None)(first_write_after(storm, up)))
+        for worker, offset in zip((w1, w2), logged):
+            wait_until("the worker's passes to work again",
+                       lambda: "worker passes work again" in worker.read_log()[offset:], timeout=30)
+        settled = len(storm.acknowledged())
+        wait_until("20 reservations after the restart", lambda: len(storm.acknowledged()) >= settled + 20)
+    finally:
+        storm.stop.set()
+        for thread in threads:
+            thread.join(2 * 10)
+    assert (a.process.pid, b.process.pid, w1.process.pid, w2.process.pid) == pids
+    assert all(p.process.poll() is None for p in (a, b, w1, w2)), "a server or worker died"
+
+    problems = unexpected(storm.calls, killed)
+    assert not problems, f"{len(problems)} calls broke the rules, e.g. {problems[:5]}"
+    refused = [c for c in storm.calls if c.status == 503]
+    assert {c.answer["type"] for c in refused} <= {"urn:lablease:problem:database-unavailable",
+                                                  "urn:lablease:problem:too-many-connections"}, refused[:3]
+    t = time.time()
+    check_reservations(a, storm)
+    print("\nDEBUG reservations checked in", time.time() - t)
+    t = time.time()
+    check_commands(a, storm, dead_worker, calls_file)
+    print("DEBUG commands checked in", time.time() - t, "storm from", storm.calls[0].sent - t)
+
+    outage = [c for c in storm.calls if down <= c.sent <= max(back.values())]
+    print(f"\nchaos (PostgreSQL): {len(storm.calls)} requests ({dict(Counter(c.action for c in storm.calls))}); "
+          f"answers {dict(Counter(c.status for c in storm.calls))}; "
+          f"{sum(1 for c in storm.calls if c.status is None)} lost with server b's kill; "
+          f"PostgreSQL down {up - down:.1f} s, {sum(1 for c in outage if c.status == 503)} refusals (503) meanwhile; "
+          f"first write after it was back: " + ", ".join(f"{k} {v - up:.2f} s" for k, v in sorted(back.items())))
+
+
+def check_reservations(server: LiveServer, storm: ChaosStorm) -> None:
+    """Every acknowledged reservation present; nothing nobody was told about; no overlap; each expiry once."""
+    admin = server.admin
+    known = {}
+    for call in storm.acknowledged():
+        now = admin.get(f"/reservations/{call.answer['id']}")
+        assert now.status_code == 200, f"reservation {call.answer['id']} was lost: {now.text}"
+        assert (now.json()["system"], now.json()["start"], now.json()["user"]) == (
+            call.answer["system"], call.answer["start"], call.user)
+        known[call.answer["id"]] = now.json()
+    # A reserve whose answer was lost (a killed server, a connection dropped at commit) may have been
+    # kept: asking again with its request_id tells, as a client retrying would learn.
+    for call in storm.calls:
+        if call.action == "reserve" and call.status in (None, 503):
+            retry = server.api(call.user) if call.user in server.tokens else None
+            assert retry is not None
+            again = retry.post("/reservations", json=call.body)
+            assert again.status_code in (200, 201, 409, 422), again.text
+            if again.status_code in (200, 201):
+                known[again.json()["id"]] = again.json()
+    everything = {r["id"]: r for fqdn in STORMED for r in listed(admin, fqdn)}
+    assert set(everything) == set(known), "reservations nobody was told about, or lost ones"
+    for fqdn in STORMED:
+        booked = [r for r in everything.values() if r["system"] == fqdn and r["start"] != r["end"]]
+        assert overlapping_pairs(booked) == [], fqdn
+
+    # Every reservation past its end is returned by a worker, exactly once.
+    def all_ended():
+        current = {r["id"]: r for fqdn in STORMED for r in listed(admin, fqdn)}
+        late = [r for r in current.values() if r["state"] in ("active", "upcoming") and parse(r["end"]).timestamp()
+                < time.time() - 1]
+        return None if late else current
+    final = wait_until("every reservation past its end to be returned", all_ended, timeout=30, step=0.5)
+    returned = {c.target for c in storm.acknowledged("return")}
+    extended = {}
+    for call in storm.acknowledged("extend"):
+        extended.setdefault(call.target, []).append(call.answer["end"])
+    for ident, reservation in final.items():
+        if reservation["state"] not in ("expired", "returned") and ident not in extended:
+            continue
+        entries = admin.get(f"/reservations/{ident}/activity").json()
+        actions = Counter(e["action"] for e in entries)
+        assert actions["expired"] == (reservation["state"] == "expired"), (reservation, entries)
+        assert actions["returned"] == (ident in returned), (reservation, entries)
+        ends = {parse(e["new"]) for e in entries if e["action"] == "extended"}
+        assert {parse(end) for end in extended.get(ident, [])} <= ends, "an acknowledged extension is missing"
+
+
+def listed(api, fqdn: str) -> list[dict]:
+    response = api.get("/reservations", params={"system": fqdn, "limit": 10000})
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def check_commands(server: LiveServer, storm: ChaosStorm, dead_worker: int, calls_file) -> None:
+    """Every acknowledged power command completed (the script always works): the one the killed worker
+    was running was taken back by a live worker once its lease ran out, and run again."""
+    acknowledged = {c.answer["id"] for c in storm.acknowledged("power")}
+
+    def finished():
+        commands = {c["id"]: c for fqdn in POWERED for c in server.admin.get(
+            f"/systems/{fqdn}/commands", params={"limit": 10000}).json()}
+        return None if any(c["status"] in ("queued", "running") for c in commands.values()) else commands
+    commands = wait_until("every command to finish", finished, timeout=45, step=0.5)
+    assert acknowledged <= set(commands)
+    assert {c["status"] for c in commands.values()} == {"completed"}, [c for c in commands.values()
+                                                                       if c["status"] != "completed"]
+    assert any(c["attempts"] >= 2 for c in commands.values()), "the killed worker's command was not run again"
+    assert f" {dead_worker}" in calls_file.read_text()
+
+
+# --- SQLite with its disk full --------------------------------------------------------------------------
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 2 MiB tmpfs for the database, mounted for this test (needs root, or the right to mount)."""
+    mount = tmp_path / "disk"
+    mount.mkdir()
+    result = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mount)], capture_output=True,
+                            text=True)
+    if result.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs to fill (mount -t tmpfs: {result.stderr.strip()})")
+    yield mount
+    subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+def fill(directory) -> None:
+    """Take every free byte of the file system."""
+    fd = os.open(directory / "filler", os.O_WRONLY | os.O_CREAT, 0o600)
+    try:
+        for size in (65536, 512, 1):
+            try:
+                while True:
+                    os.write(fd, b"\0" * size)
+            except OSError:
+                pass
+    finally:
+        os.close(fd)
+
+
+def test_sqlite_disk_full_answers_503_loses_nothing_and_resumes(small_disk, tmp_path, sqlite_template):
+    database = small_disk / "lablease.db"
+    database.write_bytes(sqlite_template.read_bytes())
+    server = LiveServer(tmp_path / "data", f"sqlite:///{database}").start()
+    try:
+        add_systems(server, tmp_path, "full.lab.test")
+        made = []
+        for minute in range(3):
+            response = server.admin.post("/reservations", json={"system": "full.lab.test", "start": rfc3339(
+                time.time() + 3600 * (minute + 1)), "duration": "30m"})
+            assert response.status_code == 201, response.text
+            made.append(response.json())
+        # Due while the disk is full: the worker cannot return it until space comes back.
+        due = server.admin.post("/reservations", json={"system": "full.lab.test", "duration": "3s"})
+        assert due.status_code == 201, due.text
+        fill(small_disk)
+        refused, attempts = None, 0
+        while refused is None and attempts < 200:  # SQLite fails once the pages it already has are used up
+            attempts += 1
+            response = server.admin.post("/reservations", json={"system": "full.lab.test", "start": rfc3339(
+                time.time() + 86400 * (attempts + 1)), "duration": "1h"}, timeout=10)
+            assert response.status_code in (201, 503), response.text
+            if response.status_code == 201:
+                made.append(response.json())
+            else:
+                refused, refused_at = response, time.time()
+        assert refused is not None, "the disk never looked full"
+        assert refused.headers["Content-Type"] == "application/problem+json"
+        assert refused.headers["Retry-After"] == "5"
+        assert refused.json()["type"] == "urn:lablease:problem:disk-full" and "disk is full" in refused.json()["detail"]
+        assert server.admin.get("/reservations", params={"system": "full.lab.test"}).status_code == 200  # reads work
+        wait_until("the worker to meet the full disk", lambda: "worker pass failed (database disk full" in
+                   server.read_log(), timeout=20, step=0.2)
+        full_for = time.time() - refused_at
+        (small_disk / "filler").unlink()  # space returns; nobody restarts anything
+        again = server.admin.post("/reservations", json={"system": "full.lab.test", "start": rfc3339(
+            time.time() + 86400 * 300), "duration": "1h"}, timeout=10)
+        assert again.status_code == 201, again.text
+        made.append(again.json())
+        expired = wait_until("the worker to return the reservation that fell due", lambda: (
+            lambda r: r if r["state"] == "expired" else None)(server.admin.get(f"/reservations/{due.json()['id']}").json()),
+            timeout=30, step=0.2)
+        assert expired["end"] == due.json()["end"]
+        assert "worker passes work again" in server.read_log()
+        assert server.process.poll() is None
+        kept = {r["id"] for r in listed(server.admin, "full.lab.test")}
+        assert {r["id"] for r in made} <= kept, "an acknowledged reservation was lost"
+        print(f"\nchaos (SQLite disk full): first refusal (503 disk-full) after {attempts - 1} reserve(s) "
+              f"accepted on the full disk; disk full for {full_for:.1f} s; the first reserve after space returned "
+              f"accepted; the worker returned the reservation that fell due meanwhile "
+              f"{parse(expired['returned_at']).timestamp() - parse(expired['end']).timestamp():.0f} s after its end")
+    finally:
+        server.stop()

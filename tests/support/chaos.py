@@ -74,10 +74,10 @@ class ChaosStorm:
         return [c for c in self.calls if c.action == action and c.status == ok]
 
     def window(self, rng: random.Random) -> dict:
-        """Now or within ten minutes; a third end within seconds (for the workers to expire), the rest in minutes."""
+        """Now or within half an hour; a third end within seconds (for the workers to expire), the rest in minutes."""
         now = math.ceil(time.time())
-        start = None if rng.random() < 0.3 else now + rng.randrange(600)
-        length = rng.randint(2, 8) if rng.random() < 0.35 else 60 * rng.randint(1, 20)
+        start = None if rng.random() < 0.3 else now + rng.randrange(1800)
+        length = rng.randint(2, 5) if rng.random() < 0.35 else 60 * rng.randint(1, 5)
         body = {"system": rng.choice(self.systems), "end": rfc3339((start or now) + length),
                 "request_id": uuid.uuid4().hex}
         if start is not None:

@@ -209,18 +209,19 @@ class Worker:
         return self.seconds_to_sleep(self.clock(), due_at)
 
     def _failed(self, *errors: Exception) -> float:
-        """Log a failed pass (an outage in one line, a bug with its traceback); the pause before the next."""
-        pause = self.backoff
+        """Log a failed pass; the pause before the next. An outage: one line, and the pause doubles while
+        it lasts. A bug (with its traceback): retried in a second, as the other parts of a pass still work."""
         outages = [(found, error) for error in errors if (found := outage(error)) is not None]
+        pause = self.backoff if outages else 1.0
         if outages:  # the parts of a pass fail alike when the database is away: one line
             found, error = outages[0]
             log.warning("worker pass failed (%s: %s); retrying in %.1f s", found.title.lower(), reason(error), pause)
+            self.backoff = min(self.backoff * 2, MAX_BACKOFF)
         for error in errors:
             if outage(error) is None:
                 log.error("worker pass failed; retrying in %.1f s", pause, exc_info=error)
         if self.failing_since is None:
             self.failing_since = time.monotonic()
-        self.backoff = min(self.backoff * 2, MAX_BACKOFF)
         return pause
 
     def repair_if_due(self) -> None:

@@ -59,6 +59,9 @@ class ThrowawayPostgres:
         self._run(f"{self.bindir}/pg_ctl", "-D", f"{self.root}/data", "-l", f"{self.root}/server.log",
                   "-w", "-t", "60", "-o", options, "start")
 
+    def is_up(self) -> bool:
+        return _port_open(self.port)
+
     def stop_server(self, mode: str = "fast") -> None:
         """Stop the server, keeping its data (fast: every session is terminated, as a restart does)."""
         self._run(f"{self.bindir}/pg_ctl", "-D", f"{self.root}/data", "-m", mode, "-w", "stop")

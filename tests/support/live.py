@@ -172,3 +172,33 @@ class LiveServer:
             os.killpg(self.process.pid, signal.SIGKILL)
             self.process.wait(10)
         self._close_log()
+
+
+class LiveWorker:
+    """A real `lablease-server worker` process (beside servers run with `serve --no-worker`)."""
+
+    def __init__(self, env: dict, log_path: Path):
+        self.env, self.log_path = env, Path(log_path)
+        self.process: subprocess.Popen | None = None
+
+    def launch(self) -> LiveWorker:
+        with open(self.log_path, "ab") as log:
+            self.process = subprocess.Popen([str(BIN / "lablease-server"), "worker"], env=self.env, stdout=log,
+                                            stderr=subprocess.STDOUT, start_new_session=True)
+        return self
+
+    def read_log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def kill9(self) -> None:
+        os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait(10)
+
+    def stop(self) -> None:
+        if self.process is None or self.process.poll() is not None:
+            return
+        os.killpg(self.process.pid, signal.SIGTERM)
+        try:
+            self.process.wait(15)
+        except subprocess.TimeoutExpired:
+            self.kill9()

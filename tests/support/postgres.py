@@ -49,11 +49,22 @@ class ThrowawayPostgres:
             shutil.chown(f"{self.root}/sock", "postgres", "postgres")
         self._run(f"{self.bindir}/initdb", "-D", f"{self.root}/data", "-U", "postgres", "--auth=trust",
                   "-E", "UTF8", "--locale=C.UTF-8")
+        self.start_server()
+        return self
+
+    def start_server(self) -> None:
+        """Start the server on its data directory (again, after stop_server) and wait until it answers."""
         options = (f"-c listen_addresses=127.0.0.1 -c port={self.port} -c unix_socket_directories={self.root}/sock "
                    "-c fsync=off -c full_page_writes=off -c synchronous_commit=off -c max_connections=300")
         self._run(f"{self.bindir}/pg_ctl", "-D", f"{self.root}/data", "-l", f"{self.root}/server.log",
                   "-w", "-t", "60", "-o", options, "start")
-        return self
+
+    def is_up(self) -> bool:
+        return _port_open(self.port)
+
+    def stop_server(self, mode: str = "fast") -> None:
+        """Stop the server, keeping its data (fast: every session is terminated, as a restart does)."""
+        self._run(f"{self.bindir}/pg_ctl", "-D", f"{self.root}/data", "-m", mode, "-w", "stop")
 
     def url(self, database: str = "postgres") -> str:
         return f"postgresql+psycopg://postgres@127.0.0.1:{self.port}/{database}"

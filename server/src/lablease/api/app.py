@@ -6,7 +6,7 @@ import logging
 from datetime import datetime, timezone
 from typing import Callable
 
-from sqlalchemy.exc import IntegrityError, OperationalError
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import configure_mappers
 from werkzeug.exceptions import HTTPException
 from werkzeug.routing import Map, Rule
@@ -17,6 +17,7 @@ from ..domain.errors import DomainError
 from ..services.users import authenticate
 from ..store.secrets import SecretBox, use_secrets
 from ..store.db import Database
+from ..store.outage import outage, reason
 from ..services import unit_of_work
 from ..store.wakeup import Waker
 from . import errors
@@ -57,12 +58,13 @@ class LabLeaseApp:
             return errors.from_domain(error)
         except HTTPException as error:
             return errors.from_http(error)
-        except OperationalError as error:
-            log.warning("database busy: %s", error)
-            return errors.problem(503, "Service busy", "the database is busy; retry shortly",
-                                  "busy", headers={"Retry-After": "1"})
-        except Exception:  # noqa: BLE001 - a bug: answer problem+json, never HTML or a traceback
-            return errors.unexpected(request)
+        except Exception as error:  # noqa: BLE001 - answer problem+json, never HTML or a traceback
+            found = outage(error)
+            if found is None:  # a bug
+                return errors.unexpected(request)
+            # The database failed, not this request: nothing was committed, the same request will work later.
+            log.warning("%s answering %s %s: %s", found.title.lower(), request.method, request.path, reason(error))
+            return errors.unavailable(found)
 
     def run(self, route: Route, request: Request, args: dict) -> Response:
         # Read the bounded body (413 past the limit) before the transaction: on SQLite a

@@ -69,3 +69,8 @@ def unexpected(request) -> Response:
     return problem(500, "Internal Server Error",
                    f"an unexpected error occurred; the administrator can find it in the server log as error {error_id}",
                    "internal", error_id=error_id)
+
+
+def unavailable(outage) -> Response:
+    """A 503 for a database outage (store/outage.py): what failed, and when to retry."""
+    return problem(503, outage.title, outage.detail, outage.kind, headers={"Retry-After": str(outage.retry_after)})

@@ -18,7 +18,8 @@ _REASONS = {400: "Malformed request", 401: "Missing, unknown, revoked or expired
             409: "Conflict (e.g. the calendar is booked)", 413: "Body too large (the detail says the limit)",
             415: "Body of a type the route does not take",
             422: "Invalid input (names the field)", 429: "Limit reached",
-            503: "The database is busy: retry after Retry-After seconds"}
+            503: ("The database is unavailable, out of disk space, out of connections or busy: "
+                  "retry after Retry-After seconds")}
 
 
 def openapi_path(path: str) -> str:
@@ -44,7 +45,7 @@ def _parameters(route: Route) -> list[dict]:
 
 def failures(route: Route) -> set[int]:
     """Every failure status the route can answer: those of every route, then its own (route.statuses)."""
-    common = {400, 422, 503}  # 503: the database stayed busy (any route opens a transaction)
+    common = {400, 422, 503}  # 503: a database outage (any route opens a transaction)
     if route.auth:
         common.add(401)
     if "<" in route.path:

@@ -6,12 +6,18 @@ PostgreSQL NOTIFY inside the transaction (delivered on commit, to workers
 on any host), or on SQLite a datagram to an abstract Unix socket named after
 the database file (any process on this host). A lost wake-up costs at most
 the worker's maximum sleep.
+
+On PostgreSQL the listening connection may die (the server restarts): the
+listener then reports a wake-up (notifications may have been lost, so the
+worker should look now) and connects again at its next wait; while the
+database is away a wait is a plain sleep.
 """
 from __future__ import annotations
 
 import hashlib
 import select as select_module
 import socket
+import time
 
 from sqlalchemy import text
 
@@ -58,11 +64,7 @@ class WakeListener:
         self._conn = None
         self._sock = None
         if db.is_postgresql:
-            import psycopg
-
-            url = db.writer.url.set(drivername="postgresql")
-            self._conn = psycopg.connect(url.render_as_string(hide_password=False), autocommit=True)
-            self._conn.execute(f"LISTEN {CHANNEL}")
+            self._listen()
         else:
             self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
             try:
@@ -72,19 +74,42 @@ class WakeListener:
                 raise AlreadyRunning("another lablease worker already runs for this SQLite database") from None
             self._sock.setblocking(False)
 
+    def _listen(self) -> bool:
+        """Connect and LISTEN; False while the database cannot be reached."""
+        import psycopg
+
+        url = self.db.writer.url.set(drivername="postgresql")
+        try:
+            self._conn = psycopg.connect(url.render_as_string(hide_password=False), autocommit=True,
+                                         connect_timeout=5)
+            self._conn.execute(f"LISTEN {CHANNEL}")
+        except psycopg.Error:
+            self.close()
+            return False
+        return True
+
     def wait(self, timeout: float) -> bool:
         """Sleep up to timeout seconds; True when a wake-up arrived."""
         timeout = max(0.0, timeout)
-        if self._conn is not None:
-            woken = False
+        if self._sock is not None:
+            ready, _, _ = select_module.select([self._sock], [], [], timeout)
+            if ready:
+                self._drain()
+                return True
+            return False
+        import psycopg
+
+        if self._conn is None and not self._listen():
+            time.sleep(timeout)
+            return False
+        woken = False
+        try:
             for _ in self._conn.notifies(timeout=timeout, stop_after=1):
                 woken = True
-            return woken
-        ready, _, _ = select_module.select([self._sock], [], [], timeout)
-        if ready:
-            self._drain()
+        except psycopg.Error:  # the connection died: look at once, and listen again at the next wait
+            self.close()
             return True
-        return False
+        return woken
 
     def _drain(self) -> None:
         while True:
@@ -96,5 +121,6 @@ class WakeListener:
     def close(self) -> None:
         if self._conn is not None:
             self._conn.close()
+            self._conn = None
         if self._sock is not None:
             self._sock.close()

@@ -7,6 +7,7 @@ and wakes the worker, since the system's next command may now run.
 from __future__ import annotations
 
 import logging
+import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime
 from pathlib import Path
@@ -19,6 +20,7 @@ from ..provision import netboot
 from ..services import commands, installations, unit_of_work
 from ..services.systems import SECRET_KEYS
 from ..store.db import Database
+from ..store.outage import outage, reason
 from ..store.wakeup import Waker
 from .isolation import alone, describe, failed
 
@@ -103,12 +105,31 @@ class CommandRunner:
         return started
 
     def _record(self, ident: int, record) -> None:
-        """Record a command's outcome; when that raises (its system's data is bad), fail the command alone."""
-        try:
-            alone(self.db, self.settings, record, self.waker)
-        except Exception as error:
-            failed(self.db, self.settings, "command", ident, error,
-                   lambda uow: commands.fail_bare(uow, ident, self.clock(), describe(error)), waker=self.waker)
+        """Record a command's outcome; when that raises (its system's data is bad), fail the command alone.
+
+        While the database is away the outcome is kept and recording retried, with a doubling pause, for
+        as long as the command's lease lasts (after that another worker takes the command back anyway).
+        """
+        deadline = time.monotonic() + (self.settings.command_timeout + commands.LEASE_MARGIN).total_seconds()
+        pause = 0.5
+        while True:
+            try:
+                alone(self.db, self.settings, record, self.waker)
+                return
+            except Exception as error:
+                if outage(error) is None:
+                    failed(self.db, self.settings, "command", ident, error,
+                           lambda uow: commands.fail_bare(uow, ident, self.clock(), describe(error)),
+                           waker=self.waker)
+                    return
+                if time.monotonic() + pause >= deadline:
+                    log.warning("command %s: outcome not recorded (%s); taken back when its lease runs out",
+                                ident, reason(error))
+                    return
+                log.warning("command %s: outcome not recorded yet (%s); retrying in %.1f s", ident,
+                            reason(error), pause)
+                time.sleep(pause)
+                pause = min(pause * 2, 8.0)
 
     def execute(self, claimed: commands.Claimed) -> None:
         log.info("command %s: %s %s", claimed.id, claimed.action, claimed.fqdn)

@@ -4,8 +4,11 @@ An item whose handling raises is logged once, with its id and the
 traceback, and recorded as failed through the first recorder that works
 (e.g. a command failed with its consequences, else the command alone), so
 it is not tried again at every pass; the pass goes on with the others.
-A transient database error (a deadlock, a lock wait, a lost connection) says
-nothing about the item: it is only logged, and the item tried at the next pass.
+A transient database error (a deadlock, a lock wait) says nothing about the
+item: it is only logged, and the item tried at the next pass. When the
+database itself is away (store/outage.py: unreachable, disk full, out of
+connections) the error is raised again: the pass stops and the worker backs off
+rather than trying every other item in vain.
 """
 from __future__ import annotations
 
@@ -18,6 +21,7 @@ from ..config import Settings
 from ..domain.errors import DomainError
 from ..services import unit_of_work
 from ..store.db import Database
+from ..store.outage import outage
 
 log = logging.getLogger("lablease.worker")
 T = TypeVar("T")
@@ -50,7 +54,11 @@ def alone(db: Database, settings: Settings, work: Callable[..., T], waker=None) 
 
 def failed(db: Database, settings: Settings, what: str, ident, error: BaseException,
            *recorders: Callable[..., None], waker=None) -> None:
-    """Log the failure once and record it with the first of `recorders` (each recorder(uow)) that works."""
+    """Log the failure once and record it with the first of `recorders` (each recorder(uow)) that works;
+    raise it again when the database is away."""
+    found = outage(error)
+    if found is not None and found.away:
+        raise error
     if transient(error):
         log.warning("%s %s not handled this time, tried again at the next pass: %s", what, ident, describe(error))
         return

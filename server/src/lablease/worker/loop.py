@@ -4,6 +4,11 @@ It never scans on a fixed interval: each pass asks the database for the
 earliest due time (an index lookup) and sleeps until then, at most
 `worker_max_sleep`, waking early when a change sends a wake-up. On start it
 catches up on everything already due.
+
+The database may go away under it (PostgreSQL restarting, SQLite's disk
+full): a pass that fails so logs one line and the worker backs off, doubling
+its pause up to MAX_BACKOFF, until a pass works again; it never exits for it
+(store/outage.py tells an outage from a bug, which is logged with its traceback).
 """
 from __future__ import annotations
 
@@ -17,6 +22,7 @@ from typing import Callable
 from ..config import Settings
 from ..services import advance_states, commands, due, installations, jobs, loans, outbox, reservations, unit_of_work
 from ..store.db import Database
+from ..store.outage import outage, reason
 from ..store.secrets import SecretBox, use_secrets
 from ..store.uow import UnitOfWork
 from ..store.wakeup import WakeListener
@@ -38,6 +44,7 @@ DUE_STEPS = (advance_states.TRANSITION, reservations.EXPIRY, loans.EXPIRY, jobs.
 
 
 REPAIR_EVERY = timedelta(minutes=10)
+FIRST_BACKOFF, MAX_BACKOFF = 0.5, 8.0  # seconds between passes while the database fails
 
 
 def run_step(db: Database, settings: Settings, step: due.Step, now: datetime) -> list[int]:
@@ -139,6 +146,9 @@ class Worker:
         self.parent_pid = parent_pid  # under `serve`: stop when the server that started us is gone
         self.stopping = threading.Event()
         self.passes = 0  # passes completed: a worker that finished one is asleep or about to be
+        self.recovered = False  # what a stopped worker left behind has been taken back (once, on start)
+        self.failing_since: float | None = None  # monotonic time of the first failed pass in a row
+        self.backoff = FIRST_BACKOFF
         self._thread: threading.Thread | None = None
 
     def seconds_to_sleep(self, now: datetime, due: datetime | None) -> float:
@@ -150,13 +160,6 @@ class Worker:
     def run(self) -> None:
         listener = WakeListener(self.db)
         log.info("worker started")
-        with UnitOfWork(self.db) as uow:
-            if recovered := outbox.recover_interrupted(uow):
-                log.info("re-queued %s message(s) interrupted by a stop", recovered)
-            uow.commit()
-        # SQLite has one worker: whatever it left running was interrupted. PostgreSQL may have
-        # several, so there a running command is only taken back once its lease has run out.
-        self.commands.recover(everything=not self.db.is_postgresql)
         try:
             while not self.stopping.is_set():
                 pause = self.run_pass()
@@ -167,26 +170,59 @@ class Worker:
             listener.close()
             log.info("worker stopped")
 
+    def recover(self) -> None:
+        """Take back what a stopped worker left half done (messages being sent, commands running)."""
+        with UnitOfWork(self.db) as uow:
+            if recovered := outbox.recover_interrupted(uow):
+                log.info("re-queued %s message(s) interrupted by a stop", recovered)
+            uow.commit()
+        # SQLite has one worker: whatever it left running was interrupted. PostgreSQL may have
+        # several, so there a running command is only taken back once its lease has run out.
+        self.commands.recover(everything=not self.db.is_postgresql)
+        self.recovered = True
+
     def run_pass(self) -> float:
         """Do what is due; returns how long to sleep. Each part goes on when another fails (its items
-        are isolated already: what fails here is the database itself), and a failed part retries soon."""
+        are isolated already: what fails here is the database itself), and a failed pass backs off."""
+        if not self.recovered:
+            try:
+                self.recover()
+            except Exception as error:  # nothing else before it: on SQLite it would fail our own commands
+                return self._failed(error)
         parts = (lambda: run_due(self.db, self.clock(), self.settings), self.commands.start_due,
                  lambda: deliver_due(self.db, self.clock(), self.settings, self.senders), self.repair_if_due)
-        pause = None
+        errors = []
         for part in parts:
             try:
                 part()
-            except Exception:  # a failing pass must not kill the worker
-                log.exception("worker pass failed; retrying in 1 s")
-                pause = 1.0
-        if pause is not None:
-            return pause
+            except Exception as error:  # a failing pass must not kill the worker
+                errors.append(error)
         try:
             due_at = min(filter(None, (next_due(self.db, self.clock()), self.next_repair)), default=None)
-        except Exception:
-            log.exception("worker pass failed; retrying in 1 s")
-            return 1.0
+        except Exception as error:
+            errors.append(error)
+        if errors:
+            return self._failed(*errors)
+        if self.failing_since is not None:
+            log.warning("worker passes work again, after %.1f s of failures", time.monotonic() - self.failing_since)
+            self.failing_since, self.backoff = None, FIRST_BACKOFF
         return self.seconds_to_sleep(self.clock(), due_at)
+
+    def _failed(self, *errors: Exception) -> float:
+        """Log a failed pass; the pause before the next. An outage: one line, and the pause doubles while
+        it lasts. A bug (with its traceback): retried in a second, as the other parts of a pass still work."""
+        outages = [(found, error) for error in errors if (found := outage(error)) is not None]
+        pause = self.backoff if outages else 1.0
+        if outages:  # the parts of a pass fail alike when the database is away: one line
+            found, error = outages[0]
+            log.warning("worker pass failed (%s: %s); retrying in %.1f s", found.title.lower(), reason(error), pause)
+            self.backoff = min(self.backoff * 2, MAX_BACKOFF)
+        for error in errors:
+            if outage(error) is None:
+                log.error("worker pass failed; retrying in %.1f s", pause, exc_info=error)
+        if self.failing_since is None:
+            self.failing_since = time.monotonic()
+        return pause
 
     def repair_if_due(self) -> None:
         """The slow consistency pass (not scheduling: events do that), one recipe at a time."""

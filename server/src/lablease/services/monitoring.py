@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import socket
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
 
 from sqlalchemy import case, delete, func, select, update
 from sqlalchemy.exc import SQLAlchemyError
@@ -21,6 +21,7 @@ from ..store.provision_tables import Command
 from ..store.tables import Loan, Outbox, Recipe, Reservation, System
 from ..store.worker_tables import WorkerHeartbeat
 
+EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 UNFINISHED = tuple(state for state in STATES if state not in FINISHED)
 # Heartbeats of workers gone this long are removed by the next worker that starts.
 FORGET_AFTER = timedelta(days=1)
@@ -36,17 +37,19 @@ def snapshot(uow, now: datetime) -> dict:
     starting = case((Reservation.start_at > now, "waiting"), else_="active")
     reservations = dict(session.execute(select(starting, func.count()).where(Reservation.returned_at.is_(None))
                                         .group_by(starting)).all())
-    recipes = dict(session.execute(select(Recipe.status, func.count()).where(Recipe.status.in_(UNFINISHED))
-                                   .group_by(Recipe.status)).all())
-    oldest_recipe = session.execute(select(func.min(Recipe.queued_at)).where(Recipe.status == "queued")).scalar()
+    recipe_rows = session.execute(select(Recipe.status, func.count(), func.min(Recipe.queued_at))
+                                  .where(Recipe.status.in_(UNFINISHED)).group_by(Recipe.status)).all()
+    recipes = {status: count for status, count, _ in recipe_rows}
+    oldest_recipe = next((oldest for status, _, oldest in recipe_rows if status == "queued"), None)
     systems = session.execute(select(System.condition, System.usage, func.count())
                               .group_by(System.condition, System.usage)).all()
     command_rows = session.execute(select(Command.status, func.count(), func.min(Command.due_at))
                                    .where(Command.status.in_(command_states.UNFINISHED))
                                    .group_by(Command.status)).all()
-    # pending messages are exactly those with a next attempt time (indexed)
+    # pending messages are exactly those with a next attempt time: a range on its index (SQLite's
+    # planner scans the table for IS NOT NULL, not knowing how few rows have one)
     backlog, oldest_message = session.execute(select(func.count(), func.min(Outbox.created_at))
-                                              .where(Outbox.next_attempt_at.is_not(None))).one()
+                                              .where(Outbox.next_attempt_at >= EPOCH)).one()
     loans = session.execute(select(func.count()).select_from(Loan).where(Loan.returned_at.is_(None))).scalar()
     beat = session.execute(select(func.max(WorkerHeartbeat.beat_at))).scalar()
     queued_commands = next((row for row in command_rows if row[0] == "queued"), None)

@@ -1,4 +1,4 @@
-"""worker heartbeats: each running worker's last sign of life, for the readiness endpoint
+"""worker heartbeats (each running worker's last sign of life, for readiness); open reservations indexed
 
 Revision ID: 0014
 Revises: 0010
@@ -24,8 +24,12 @@ def upgrade() -> None:
     sqlite_autoincrement=True
     )
     op.create_index(op.f('ix_worker_heartbeats_beat_at'), 'worker_heartbeats', ['beat_at'], unique=False)
+    op.create_index('ix_reservations_open', 'reservations', ['start_at'], unique=False,
+                    sqlite_where=sa.text('returned_at IS NULL'), postgresql_where=sa.text('returned_at IS NULL'))
 
 
 def downgrade() -> None:
+    op.drop_index('ix_reservations_open', table_name='reservations',
+                  sqlite_where=sa.text('returned_at IS NULL'), postgresql_where=sa.text('returned_at IS NULL'))
     op.drop_index(op.f('ix_worker_heartbeats_beat_at'), table_name='worker_heartbeats')
     op.drop_table('worker_heartbeats')

@@ -24,9 +24,12 @@ FAIL = "#!/bin/sh\necho 'the PDU refused' >&2\nexit 1\n"
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
+    metrics_port = free_port()
     live = LiveServer(tmp_path_factory.mktemp("monitoring") / "data", workers=2, serve_args=("--access-log", "-"),
-                      settings={"metrics_token": TOKEN, "command_max_attempts": 1,
-                                "webhook_allowed_networks": "127.0.0.1/32", "outbox_retry_delay": "1h"}).start()
+                      settings={"metrics_token": TOKEN, "metrics_listen": f"127.0.0.1:{metrics_port}",
+                                "command_max_attempts": 1, "webhook_allowed_networks": "127.0.0.1/32",
+                                "outbox_retry_delay": "1h"}).start()
+    live.metrics_url = f"http://127.0.0.1:{metrics_port}/metrics"
     (live.data_dir / "power-scripts" / "fail").write_text(FAIL)
     (live.data_dir / "power-scripts" / "fail").chmod(0o755)
     live.alice = live.add_user("alice")
@@ -35,7 +38,7 @@ def server(tmp_path_factory):
 
 
 def scrape(server) -> dict:
-    response = requests.get(server.url + "/metrics", headers={"Authorization": f"Bearer {TOKEN}"}, timeout=10)
+    response = requests.get(server.metrics_url, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=10)
     assert response.status_code == 200
     return {(s.name, frozenset(s.labels.items())): s.value
             for family in text_string_to_metric_families(response.text) for s in family.samples}
@@ -45,6 +48,14 @@ def api_processes(server) -> list[int]:
     """gunicorn's request workers: the arbiter's children but the background worker."""
     children = Path(f"/proc/{server.process.pid}/task/{server.process.pid}/children").read_text().split()
     return [int(pid) for pid in children if b"--parent" not in Path(f"/proc/{pid}/cmdline").read_bytes()]
+
+
+def test_metrics_answer_only_on_the_metrics_listener_and_with_the_token(server):
+    bearer = {"Authorization": f"Bearer {TOKEN}"}
+    assert requests.get(server.url + "/metrics", headers=bearer, timeout=10).status_code == 404
+    assert requests.get(server.metrics_url, timeout=10).status_code == 401
+    assert requests.get(server.metrics_url, headers=bearer, timeout=10).headers["Content-Type"].startswith(
+        "text/plain; version=")
 
 
 def counted_by(server, pid: int, key) -> float:

@@ -54,12 +54,17 @@ def prepare(data_dir: str) -> Path:
     """
     path = directory_for(data_dir)
     path.mkdir(parents=True, exist_ok=True)
+    clean(path)
+    use(path)
+    return path
+
+
+def clean(path: Path) -> None:
+    """Remove the files of processes that no longer run (named `<kind>_<pid>.db` by prometheus-client)."""
     for file in path.glob("*.db"):
         match = _PID.search(file.name)
         if match is None or not _alive(int(match.group(1))):
             file.unlink(missing_ok=True)
-    use(path)
-    return path
 
 
 def use(path: Path) -> None:

@@ -41,7 +41,9 @@ class Observed:
     def __init__(self, app, settings: Settings, db, clock):
         self.app, self.settings, self.db, self.clock = app, settings, db, clock
 
-    def __getattr__(self, name):  # the wrapped application's attributes (db, settings...) stay reachable
+    def __getattr__(self, name):  # the wrapped application's attributes (routes, url_map...) stay reachable
+        if name == "app":  # not set yet (e.g. while copying): never recurse
+            raise AttributeError(name)
         return getattr(self.app, name)
 
     def __call__(self, environ, start_response):

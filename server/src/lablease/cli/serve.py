@@ -53,7 +53,7 @@ class ServerLog(Logger):
         if not self.access_log_enabled:
             return
         headers = dict((name.lower(), value) for name, value in resp.headers)
-        status = resp.status.split(None, 1)[0] if isinstance(resp.status, str) else resp.status
+        status = int(str(resp.status).split(None, 1)[0])
         self.access_log.info("request", extra={
             "remote": environ.get("REMOTE_ADDR", "-"), "method": environ.get("REQUEST_METHOD"),
             "path": environ.get("PATH_INFO"), "status": status, "bytes": getattr(resp, "sent", None),

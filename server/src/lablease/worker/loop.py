@@ -7,6 +7,7 @@ catches up on everything already due.
 """
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 import threading
@@ -40,6 +41,7 @@ DUE_STEPS = (advance_states.TRANSITION, reservations.EXPIRY, loans.EXPIRY, jobs.
 
 
 REPAIR_EVERY = timedelta(minutes=10)
+_INSTANCES = itertools.count(1)
 
 
 def run_step(db: Database, settings: Settings, step: due.Step, now: datetime) -> list[int]:
@@ -147,7 +149,7 @@ class Worker:
         self.stopping = threading.Event()
         self.passes = 0  # passes completed: a worker that finished one is asleep or about to be
         self._thread: threading.Thread | None = None
-        self.name = monitoring.worker_name()
+        self.name = f"{monitoring.worker_name()}/{next(_INSTANCES)}"  # tests run several in one process
         self.beat_every = settings.worker_heartbeat_timeout.total_seconds() / 3
         self.next_beat = 0.0  # time.monotonic() of the next heartbeat
 

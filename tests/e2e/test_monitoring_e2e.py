@@ -121,12 +121,12 @@ def test_worker_instruments_expiry_lateness_command_outcomes_and_delivery_failur
 def test_readiness_and_status_once_the_worker_beats(server):
     wait_for("readiness", lambda: requests.get(server.url + "/api/v1/ready", timeout=5).status_code == 200)
     assert requests.get(server.url + "/api/v1/health", timeout=5).json() == {"status": "ok"}
-    held = server.alice.post("/reservations", json={"system": "m2.lab.test", "duration": "1h"}).json()
+    # warned an hour before its end (warn_before_short): the worker's next item, in two hours
+    held = server.alice.post("/reservations", json={"system": "m2.lab.test", "duration": "3h"}).json()
     out = server.admin_cli("status")
     assert out.splitlines()[:2] == [f"liveness:  ok ({server.url}/api/v1/health)", "readiness: ready"]
     assert "recipe queue: 0 queued" in out and "commands: 0 queued, 0 running" in out
-    assert re.search(rf"^oldest due item: \w+ \d+ at \S+Z \(", out, re.M), out
-    assert f"reservation_warning {held['id']}" in out or "reservation_expiry" in out or "loan" in out
+    assert re.search(rf"^oldest due item: reservation_warning {held['id']} at \S+Z \(in PT1H5\dM", out, re.M), out
     down = subprocess.run([str(BIN / "lablease-server"), "status", "--url", f"http://127.0.0.1:{free_port()}"],
                           env=server.env, capture_output=True, text=True, timeout=60)
     assert down.returncode == 3 and down.stdout.startswith("liveness:  no answer")

@@ -1,4 +1,6 @@
 """Readiness, /metrics and request ids through the in-process application (SQLite and PostgreSQL)."""
+from datetime import timedelta
+
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from werkzeug.test import Client
@@ -87,7 +89,7 @@ def test_gauges_are_read_from_the_database_at_scrape_time(lab):
     lab.system("g2.lab.test")
     lab.system("g3.lab.test", condition="automated")
     assert lab.alice.post("/reservations", {"system": "g1.lab.test", "duration": "1h"})[0] == 201
-    later = at(lab.clock() + __import__("datetime").timedelta(hours=2))
+    later = at(lab.clock() + timedelta(hours=2))
     assert lab.alice.post("/reservations", {"system": "g2.lab.test", "start": later, "duration": "1h"})[0] == 201
     got = scrape(lab)
     assert got[("lablease_reservations", frozenset({("state", "active")}))] == 1

@@ -173,8 +173,12 @@ def cmd_worker(settings: Settings, args) -> None:
     from ..observe import metrics
     from ..worker.loop import Worker
 
-    # Under `serve`, the directory serve prepared; run apart, the data dir's (its API processes add it up).
-    metrics.use(Path(metrics.directory() or metrics.directory_for(settings.data_dir)))
+    # Under `serve`, the directory serve prepared; run apart, the data dir's (a server there adds it up), from
+    # which the files of processes gone are removed as serve does, or each restart would leave some behind.
+    if metrics.directory():
+        metrics.use(Path(metrics.directory()))
+    else:
+        metrics.prepare(settings.data_dir)
     worker = Worker(settings, _db(settings), parent_pid=args.parent)
     signal.signal(signal.SIGTERM, lambda *_: worker.stopping.set())
     try:

@@ -13,7 +13,7 @@ from werkzeug.routing import Map, Rule
 from werkzeug.wrappers import Request, Response
 
 from ..config import Settings
-from ..domain.errors import DomainError
+from ..domain.errors import DomainError, Unauthenticated
 from ..services.users import authenticate
 from ..store.secrets import SecretBox, use_secrets
 from ..store.db import Database
@@ -21,6 +21,7 @@ from ..store.outage import outage, reason
 from ..services import unit_of_work
 from ..store.wakeup import Waker
 from . import errors
+from .monitoring import ROUTE_KEY, Observed
 from .inputs import check_body, merge_force, query_value, read_body, read_json
 from .routes import CONVERTERS, ROUTES, Route
 from .views.context import Context, Reply
@@ -52,8 +53,12 @@ class LabLeaseApp:
 
     def handle(self, request: Request) -> Response:
         try:
-            endpoint, args = self.url_map.bind_to_environ(request.environ).match()
-            return self.run(self.routes[endpoint], request, args)
+            rule, args = self.url_map.bind_to_environ(request.environ).match(return_rule=True)
+            request.environ[ROUTE_KEY] = rule.rule  # requests are counted by rule, never by raw path
+            return self.run(self.routes[rule.endpoint], request, args)
+        except Unauthenticated as error:
+            log.warning("authentication refused: %s", error.detail)  # who tries tokens that do not work
+            return errors.from_domain(error)
         except DomainError as error:
             return errors.from_domain(error)
         except HTTPException as error:
@@ -116,7 +121,9 @@ class LabLeaseApp:
 
 
 def create_app(settings: Settings | None = None, db: Database | None = None,
-               clock: Callable[[], datetime] = utcnow) -> LabLeaseApp:
+               clock: Callable[[], datetime] = utcnow) -> Observed:
+    """The whole application, observed: request ids, request metrics and /metrics around it."""
     configure_mappers()  # once, now, rather than by whichever request thread comes first
     settings = settings or Settings()
-    return LabLeaseApp(settings, db or Database(settings.database), clock)
+    db = db or Database(settings.database)
+    return Observed(LabLeaseApp(settings, db, clock), settings, db, clock)

@@ -24,6 +24,7 @@ ERROR_STATUS: dict[type, int] = {
     errors.CapacityExceeded: 409,
     errors.Conflict: 409,
     errors.LimitReached: 429,
+    errors.NotReady: 503,
     errors.DomainError: 400,
 }
 

@@ -101,6 +101,9 @@ SCHEDULE_FILTERS = {
 ROUTES: list[Route] = [
     Route("GET", "/health", meta.health, "Liveness (no authentication)", "meta", response=s.HEALTH, auth=False),
     Route("GET", BASE + "/health", meta.health, "Liveness (no authentication)", "meta", response=s.HEALTH, auth=False),
+    Route("GET", BASE + "/ready", meta.ready, "Readiness: the database answers, its schema is current and a worker "
+          "heartbeat is recent (no authentication); 503 naming what is not ready", "meta", response=s.READINESS,
+          auth=False),
     Route("GET", BASE + "/openapi.json", meta.openapi, "This API description (OpenAPI 3.1)", "meta",
           response={"type": "object"}, auth=False),
     Route("GET", BASE + "/me", meta.me, "Who the token belongs to", "meta", response=s.ME),

@@ -209,6 +209,10 @@ ME = {"type": "object", "properties": {"name": {"type": "string"}, "admin": {"ty
                                         "groups": {"type": "array", "items": {"type": "string"}},
                                         "site": {"type": "object", "description": "the site's reservation rules"}}}
 HEALTH = {"type": "object", "properties": {"status": {"const": "ok"}}}
+READINESS = {"type": "object", "required": ["status", "checks"],
+             "properties": {"status": {"const": "ready"},
+                            "checks": {"type": "object", "description": "database, schema, worker: ok or why not",
+                                       "additionalProperties": {"type": "string"}}}}
 PROBLEM = {
     "type": "object",
     "required": ["type", "title", "status", "detail"],

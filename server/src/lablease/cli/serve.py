@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -27,32 +26,39 @@ from gunicorn.app.base import BaseApplication
 from gunicorn.glogging import Logger
 
 from ..config import Settings
+from ..observe import logs, metrics
+from ..observe.logs import without_query  # noqa: F401 - where tests and callers have found it
 
 log = logging.getLogger("lablease.serve")
 
-_QUERY = re.compile(r"\?[^\s'\"]*")
-
-
-def without_query(text: str) -> str:
-    """text with every URL query removed: installers' URLs carry their token in ?token=."""
-    return _QUERY.sub("?[query removed]", text)
-
-
-def _redact(record: logging.LogRecord) -> bool:
-    record.msg, record.args = without_query(record.getMessage()), None
-    return True
-
 
 class ServerLog(Logger):
-    """gunicorn's logger whose error log never writes a query string.
+    """gunicorn's logger, writing the site's line format (`log_format`) and never a secret.
 
     gunicorn writes the request line of a request it cannot parse, and the URI
-    of one whose handling raised; both would carry an installer's token.
+    of one whose handling raised; both would carry an installer's token: the
+    redacting filter (observe/logs.py) takes queries, tokens and passwords out.
+    The access log is one event per request with the request id the
+    application answered in X-Request-Id, and the path without its query.
     """
+
+    log_format = "keyvalue"
 
     def setup(self, cfg):
         super().setup(cfg)
-        self.error_log.addFilter(_redact)
+        for handler in self.error_log.handlers + self.access_log.handlers:
+            logs.dress(handler, self.log_format)
+
+    def access(self, resp, req, environ, request_time):
+        if not self.access_log_enabled:
+            return
+        headers = dict((name.lower(), value) for name, value in resp.headers)
+        status = int(str(resp.status).split(None, 1)[0])
+        self.access_log.info("request", extra={
+            "remote": environ.get("REMOTE_ADDR", "-"), "method": environ.get("REQUEST_METHOD"),
+            "path": environ.get("PATH_INFO"), "status": status, "bytes": getattr(resp, "sent", None),
+            "duration_ms": round(request_time.total_seconds() * 1000, 1),
+            "request_id": headers.get("x-request-id", "-")})
 
 
 class LabLeaseServer(BaseApplication):
@@ -66,8 +72,10 @@ class LabLeaseServer(BaseApplication):
         super().__init__()
 
     def load_config(self):
+        ServerLog.log_format = self.settings.log_format
+        binds = [self.settings.listen] + ([self.settings.metrics_listen] if self.settings.metrics_listen else [])
         options = {
-            "bind": self.settings.listen,
+            "bind": binds,
             "workers": self.settings.gunicorn_workers,
             "worker_class": self.settings.gunicorn_worker_class,
             "threads": self.settings.gunicorn_threads,  # gthread only
@@ -76,13 +84,12 @@ class LabLeaseServer(BaseApplication):
             # gevent: also how long a client has to send a request's headers before it is hung up on
             "keepalive": 2,
             "accesslog": self.access_log,
-            # The path without its query: installers' URLs carry their token in ?token=.
-            "access_log_format": '%(h)s %(t)s "%(m)s %(U)s %(H)s" %(s)s %(b)s %(M)sms',
             "logger_class": ServerLog,
             "loglevel": self.settings.log_level,
             "proc_name": "lablease-server",
             "control_socket_disable": True,  # several servers may run on one host
             "when_ready": self._when_ready,
+            "child_exit": lambda _arbiter, child: metrics.mark_dead(child.pid),
             "on_exit": self._on_exit,
         }
         for key, value in options.items():
@@ -105,6 +112,9 @@ class LabLeaseServer(BaseApplication):
                 self.worker.wait(10)
             except subprocess.TimeoutExpired:
                 self.worker.kill()
+                self.worker.wait()
+        if self.worker is not None:
+            metrics.mark_dead(self.worker.pid)
 
     def load(self):
         from ..api import create_app  # built in each worker process after the fork
@@ -124,4 +134,6 @@ def worker_environ(settings: Settings, environ=os.environ) -> dict:
 
 def serve(settings: Settings, run_worker: bool = True, access_log: str | None = None,
           config_file: str | None = None) -> None:
+    # Before anything forks: every process started from here (API workers, the worker) counts into it.
+    metrics.prepare(settings.data_dir)
     LabLeaseServer(settings, run_worker, access_log, config_file).run()

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import argparse
-import logging
+import os
 import signal
 import sys
 from dataclasses import replace
@@ -16,6 +16,7 @@ from ..config.kinds import as_text
 from ..config.reference import effective
 from ..domain.errors import DomainError, Invalid
 from ..domain.permissions import Actor
+from ..observe import logs
 from ..services import systems, users
 from ..services.sealing import seal_all
 from ..store import migrate
@@ -180,14 +181,32 @@ def cmd_config_show(settings: Settings, args) -> None:
 
 
 def cmd_worker(settings: Settings, args) -> None:
+    from ..observe import metrics
     from ..worker.loop import Worker
 
+    # Under `serve`, the directory serve prepared; run apart, the data dir's (a server there adds it up), from
+    # which the files of processes gone are removed as serve does, or each restart would leave some behind.
+    if metrics.directory():
+        metrics.use(Path(metrics.directory()))
+    else:
+        metrics.prepare(settings.data_dir)
     worker = Worker(settings, _db(settings), parent_pid=args.parent)
     signal.signal(signal.SIGTERM, lambda *_: worker.stopping.set())
     try:
         worker.run()
     except KeyboardInterrupt:
         pass
+    finally:
+        metrics.mark_dead(os.getpid())
+
+
+def cmd_status(settings: Settings, args) -> int:
+    """Liveness and readiness as the server answers them, then the queues as the database holds them."""
+    from .status import report
+
+    lines, ready = report(settings, args.url or settings.base_url, now())
+    print("\n".join(lines))
+    return 0 if ready else 3
 
 
 def parser() -> argparse.ArgumentParser:
@@ -251,6 +270,11 @@ def parser() -> argparse.ArgumentParser:
     show.add_argument("--json", action="store_true", help="for machines")
     show.set_defaults(func=cmd_config_show)
 
+    status = sub.add_parser("status", help="liveness, readiness, queue depth and the oldest due item "
+                                           "(exit 3 when not ready)")
+    status.add_argument("--url", help="the server's base URL (default: public_url, or http://<listen>)")
+    status.set_defaults(func=cmd_status)
+
     worker = sub.add_parser("worker", help="run only the background worker")
     worker.add_argument("--parent", type=int, help=argparse.SUPPRESS)  # serve's pid: stop when it is gone
     worker.set_defaults(func=cmd_worker)
@@ -260,11 +284,11 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    logging.getLogger("alembic").setLevel(logging.WARNING)
+    logs.configure()
     try:
         settings = load_settings(args.config)
-        args.func(settings, args)
+        logs.configure(settings.log_format, settings.log_level)
+        code = args.func(settings, args)
     except DomainError as error:
         if args.debug:
             raise
@@ -276,7 +300,7 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"lablease-server: {error}", file=sys.stderr)
         return 1
-    return 0
+    return code or 0
 
 
 if __name__ == "__main__":

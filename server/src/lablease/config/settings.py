@@ -76,6 +76,18 @@ class Settings:
     worker_max_sleep: timedelta = setting(
         "5m", "the longest the worker sleeps when nothing is due (it is woken by changes)")
     log_level: str = setting("info", "gunicorn and server log level")
+    log_format: str = setting("keyvalue", (
+        "one line per event as `key=value` pairs or one JSON object; every line of a request carries its "
+        "`request_id` ([monitoring](monitoring.md#logs))"), choices=("keyvalue", "json"))
+    metrics_token: str = setting("", (
+        "`GET /metrics` answers only with `Authorization: Bearer <this>` ([monitoring](monitoring.md#metrics))"),
+        empty="no token asked (then only `metrics_listen` opens it)", mask=hidden)
+    metrics_listen: str = setting("", (
+        "`HOST:PORT` that `serve` binds too, for the scraper: `GET /metrics` answers only there (and still "
+        "asks for `metrics_token` when one is set)"), empty="no such listener; without a token either, "
+        "`/metrics` is off (404)")
+    worker_heartbeat_timeout: timedelta = setting("60s", (
+        "readiness (`GET /api/v1/ready`) wants a worker heartbeat this recent; a worker beats every third of it"))
     default_loan_duration: timedelta = setting(
         "7d", "length of a loan asked to be `limited` without a duration (loans are unlimited unless asked)")
     warn_before: timedelta = setting("24h", "holders are warned this long before a reservation or loan ends")

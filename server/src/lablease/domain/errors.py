@@ -65,6 +65,12 @@ class Forbidden(DomainError):
     title = "Forbidden"
 
 
+class NotReady(DomainError):
+    """The server cannot do its work yet (readiness): the database, its schema or the worker; `checks` say."""
+
+    title = "Not ready"
+
+
 class Conflict(DomainError):
     title = "Conflict"
 

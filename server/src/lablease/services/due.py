@@ -47,22 +47,31 @@ def due_ids(uow, step: Step, now: datetime, batch: int = 100) -> list[int]:
     return list(uow.session.execute(query).scalars())
 
 
-def handle(uow, step: Step, ident: int, now: datetime) -> bool:
-    """Do the step for one item; False when it is no longer due (done meanwhile, or another worker's)."""
+def handle(uow, step: Step, ident: int, now: datetime) -> datetime | None:
+    """Do the step for one item; returns when it was due (for the lateness metric), or None when it is
+    no longer due (done meanwhile, or another worker's)."""
     query = (select(step.model).where(step.model.id == ident, *_due(step, now))
              .with_for_update(skip_locked=True, of=step.model))
     row = uow.session.execute(query).unique().scalar_one_or_none()
     if row is None:
-        return False
+        return None
+    due_at = getattr(row, step.time.key)  # read before acting: acting moves it
     step.act(uow, row, now)
-    return True
+    return due_at
 
 
 def next_time(uow, step: Step):
     """When the step's next item becomes due (parked items never do): an index lookup on the time column."""
-    return uow.session.execute(select(step.time).where(
+    item = next_item(uow, step)
+    return item[1] if item else None
+
+
+def next_item(uow, step: Step) -> tuple[int, datetime] | None:
+    """(id, due time) of the step's next item, or None."""
+    row = uow.session.execute(select(step.model.id, step.time).where(
         step.time.is_not(None), step.pending, not_parked(step.kind, step.model.id))
-        .order_by(step.time).limit(1)).scalar_one_or_none()
+        .order_by(step.time).limit(1)).first()
+    return tuple(row) if row else None
 
 
 def failed(uow, step: Step, ident: int, now: datetime, error: str) -> None:

@@ -1,6 +1,8 @@
 """Create or migrate the schema with Alembic (`lablease-server init`)."""
 from __future__ import annotations
 
+from functools import cache
+
 from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
@@ -65,10 +67,17 @@ def _migrate(db: Database, step, revision: str) -> None:
 
 def current_revision(db: Database) -> str | None:
     with db.reader.connect() as connection:
-        return MigrationContext.configure(connection).get_current_revision()
+        return revision_on(connection)
 
 
+def revision_on(connection) -> str | None:
+    """The schema's revision, read on a connection already open (one small query)."""
+    return MigrationContext.configure(connection).get_current_revision()
+
+
+@cache
 def head_revision() -> str:
+    """The newest revision this code knows (read from the migration scripts once per process)."""
     return scripts().get_current_head()
 
 

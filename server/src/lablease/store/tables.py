@@ -247,7 +247,10 @@ class Reservation(Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime)
     system: Mapped[System] = relationship(lazy="joined")
     user: Mapped[User] = relationship(lazy="joined")
-    __table_args__ = (UniqueConstraint("user_id", "request_id", name="uq_reservations_user_request"),)
+    __table_args__ = (UniqueConstraint("user_id", "request_id", name="uq_reservations_user_request"),
+                      # the open ones, counted at every /metrics scrape whatever the history holds
+                      Index("ix_reservations_open", "start_at", sqlite_where=text("returned_at IS NULL"),
+                            postgresql_where=text("returned_at IS NULL")))
 
 
 class ScheduleSubject(Base):
@@ -421,7 +424,7 @@ class UsageChange(Base):
 
 from .advance_tables import AdvanceReservation, ArSystem  # noqa: E402,F401 - one metadata, split for size
 from .provision_tables import Command, Installation  # noqa: E402,F401
-from .worker_tables import WorkerFailure  # noqa: E402,F401
+from .worker_tables import WorkerFailure, WorkerHeartbeat  # noqa: E402,F401
 
 
 def _never_reuse_ids(metadata: MetaData) -> None:

@@ -24,5 +24,19 @@ class WorkerFailure(Base):
     failed_at: Mapped[datetime] = mapped_column(UTCDateTime)
 
 
+class WorkerHeartbeat(Base):
+    """A running worker's sign of life: readiness wants one seen within `worker_heartbeat_timeout`.
+
+    One row per worker process (`host:pid`), written at start, at least every third of the
+    timeout, and deleted when the worker stops cleanly; a killed worker's row just grows old.
+    """
+
+    __tablename__ = "worker_heartbeats"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    worker: Mapped[str] = mapped_column(String(200), unique=True)
+    started_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    beat_at: Mapped[datetime] = mapped_column(UTCDateTime, index=True)
+
+
 # The rest of the metadata (the tables these refer to), so importing this module alone maps them all.
 from . import tables  # noqa: E402,F401

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..config import Settings
+from ..observe import metrics
 from ..power import PowerError, PowerTarget, scrub
 from ..power import registry
 from ..provision import netboot
@@ -140,6 +141,9 @@ class CommandRunner:
             error = str(failure) or type(failure).__name__
         except Exception as failure:  # a driver's bug must not lose the command
             error = f"unexpected {type(failure).__name__}: {failure}"
+        driver = claimed.power.get("driver", "-") if claimed.action in commands.POWER_ACTIONS else "netboot"
+        metrics.instruments().commands.labels(driver=driver, action=claimed.action,
+                                              outcome="failed" if error else "completed").inc()
         if error is not None:
             error = scrub(error, [v for k, v in claimed.power.items() if k.lower() in SECRET_KEYS])
             log.warning("command %s (%s %s) failed: %s", claimed.id, claimed.action, claimed.fqdn, error)

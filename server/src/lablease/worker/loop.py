@@ -12,6 +12,7 @@ its pause up to MAX_BACKOFF, until a pass works again; it never exits for it
 """
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 import threading
@@ -20,7 +21,9 @@ from datetime import datetime, timedelta, timezone
 from typing import Callable
 
 from ..config import Settings
-from ..services import advance_states, commands, due, installations, jobs, loans, outbox, reservations, unit_of_work
+from ..observe import metrics
+from ..services import (advance_states, commands, due, installations, jobs, loans, monitoring, outbox, reservations,
+                        unit_of_work)
 from ..store.db import Database
 from ..store.outage import outage, reason
 from ..store.secrets import SecretBox, use_secrets
@@ -45,6 +48,7 @@ DUE_STEPS = (advance_states.TRANSITION, reservations.EXPIRY, loans.EXPIRY, jobs.
 
 REPAIR_EVERY = timedelta(minutes=10)
 FIRST_BACKOFF, MAX_BACKOFF = 0.5, 8.0  # seconds between passes while the database fails
+_INSTANCES = itertools.count(1)
 
 
 def run_step(db: Database, settings: Settings, step: due.Step, now: datetime) -> list[int]:
@@ -59,13 +63,16 @@ def run_step(db: Database, settings: Settings, step: due.Step, now: datetime) ->
         for ident in ids:
             tried.add(ident)
             try:
-                done = alone(db, settings, lambda uow: due.handle(uow, step, ident, now))
+                due_at = alone(db, settings, lambda uow: due.handle(uow, step, ident, now))
             except Exception as error:
                 failed(db, settings, step.kind, ident, error,
                        lambda uow: due.failed(uow, step, ident, now, describe(error)))
                 continue
-            if done:
+            if due_at is not None:
                 handled.append(ident)
+                # by the wall clock: how late the item really was handled, whatever `now` the pass took
+                metrics.instruments().lateness.labels(kind=step.kind).observe(
+                    max(0.0, (utcnow() - due_at).total_seconds()))
                 log.info("%s %s", step.label, ident)
 
 
@@ -104,6 +111,7 @@ def _deliver(db: Database, now: datetime, settings: Settings, senders: dict, ide
         return 0
     if message is None:
         return 0  # sent or taken by another worker meanwhile
+    deliveries = metrics.instruments().deliveries
     try:
         senders[message.channel].send(message)
     except DeliveryFailed as failure:
@@ -115,6 +123,7 @@ def _deliver(db: Database, now: datetime, settings: Settings, senders: dict, ide
                   exc_info=failure if message.attempts == 1 else None)
     else:
         error = None
+    deliveries.labels(channel=message.channel, outcome="failed" if error else "sent").inc()
     try:
         if error is None:
             alone(db, settings, lambda uow: outbox.mark_sent(uow, ident, now))
@@ -150,6 +159,9 @@ class Worker:
         self.failing_since: float | None = None  # monotonic time of the first failed pass in a row
         self.backoff = FIRST_BACKOFF
         self._thread: threading.Thread | None = None
+        self.name = f"{monitoring.worker_name()}/{next(_INSTANCES)}"  # tests run several in one process
+        self.beat_every = settings.worker_heartbeat_timeout.total_seconds() / 3
+        self.next_beat = 0.0  # time.monotonic() of the next heartbeat
 
     def seconds_to_sleep(self, now: datetime, due: datetime | None) -> float:
         limit = self.settings.worker_max_sleep.total_seconds()
@@ -162,12 +174,17 @@ class Worker:
         log.info("worker started")
         try:
             while not self.stopping.is_set():
-                pause = self.run_pass()
+                with metrics.timed(metrics.instruments().passes):
+                    pause = self.run_pass()
+                metrics.instruments().last_pass.set_to_current_time()
+                # first after the first pass (a ready worker has caught up), then every third of the timeout
+                self.beat(force=self.passes == 0)
                 self.passes += 1  # tests wait for a pass to have completed
                 self._sleep(listener, pause)
         finally:
             self.commands.stop()
             listener.close()
+            self.forget()
             log.info("worker stopped")
 
     def recover(self) -> None:
@@ -180,6 +197,22 @@ class Worker:
         # several, so there a running command is only taken back once its lease has run out.
         self.commands.recover(everything=not self.db.is_postgresql)
         self.recovered = True
+
+    def beat(self, force: bool = True) -> None:
+        """Write this worker's heartbeat (readiness reads it); a failure is logged, the worker goes on."""
+        if not force and time.monotonic() < self.next_beat:
+            return
+        try:
+            alone(self.db, self.settings, lambda uow: monitoring.beat(uow, self.clock(), self.name))
+        except Exception as error:  # the database is away: readiness will say so, the worker retries
+            log.warning("heartbeat not written: %s", describe(error))
+        self.next_beat = time.monotonic() + self.beat_every
+
+    def forget(self) -> None:
+        try:
+            alone(self.db, self.settings, lambda uow: monitoring.forget(uow, self.name))
+        except Exception as error:
+            log.warning("heartbeat not removed: %s", describe(error))
 
     def run_pass(self) -> float:
         """Do what is due; returns how long to sleep. Each part goes on when another fails (its items
@@ -248,6 +281,7 @@ class Worker:
                 log.warning("the server that started this worker is gone; stopping")
                 self.stopping.set()
                 return
+            self.beat(force=False)  # a worker with nothing due for minutes still says it is alive
             remaining = deadline - time.monotonic()
             if remaining <= 0 or listener.wait(min(remaining, 1.0)):
                 return

@@ -1,11 +1,22 @@
-"""Health and identity."""
-from ...services import users
+"""Health, readiness and identity."""
+from ...domain.errors import NotReady
+from ...services import monitoring, users
 from ...timeparse import format_duration
 from .context import Context
 
 
 def health(ctx: Context) -> dict:
     return {"status": "ok"}
+
+
+def ready(ctx: Context) -> dict:
+    """Readiness: unlike liveness it reads the database (two small queries: the schema's revision, the
+    newest worker heartbeat)."""
+    is_ready, checks = monitoring.readiness(ctx.uow, ctx.now, ctx.settings.worker_heartbeat_timeout)
+    if not is_ready:
+        reasons = "; ".join(f"{name}: {state}" for name, state in checks.items() if state != "ok")
+        raise NotReady(f"not ready: {reasons}", checks=checks)
+    return {"status": "ready", "checks": checks}
 
 
 def me(ctx: Context) -> dict:

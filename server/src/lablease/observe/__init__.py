@@ -1,0 +1,1 @@
+"""What operators watch: structured logs with request ids, and Prometheus metrics (docs/monitoring.md)."""

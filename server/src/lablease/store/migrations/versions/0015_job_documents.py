@@ -8,7 +8,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql
 
 revision = '0015'
-down_revision = '0010'
+down_revision = '0014'
 branch_labels = None
 depends_on = None
 

@@ -1,7 +1,7 @@
 """job documents: each job keeps its normalised form (exported back as job XML) and its warnings
 
 Revision ID: 0015
-Revises: 0010
+Revises: 0014
 """
 from alembic import op
 import sqlalchemy as sa

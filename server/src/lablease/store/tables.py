@@ -35,6 +35,8 @@ class User(Base):
     is_admin: Mapped[bool] = mapped_column(Boolean, default=False)
     disabled: Mapped[bool] = mapped_column(Boolean, default=False)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    password_hash: Mapped[str | None] = mapped_column(String(255))  # argon2id, for web sign-in (services/signin.py)
+    calendar_token: Mapped[str | None] = mapped_column(SecretText)  # the secret in their iCalendar feed's URL
 
 
 class Group(Base):

@@ -1,0 +1,67 @@
+"""The pages through the in-process application (werkzeug's test client keeps the cookies, as a browser does)."""
+import re
+
+import pytest
+from werkzeug.test import Client
+
+from lablease.config import Settings
+from lablease.services import signin
+from lablease.store.uow import UnitOfWork
+from tests.server.integration.conftest import Lab
+
+PASSWORD = "correct horse battery"
+CSRF = re.compile(r'name="csrf" value="([0-9a-f]+)"')
+
+
+class Person:
+    """One person's browser: their own cookies; forms posted with the CSRF token of the page they came from."""
+
+    def __init__(self, lab: Lab, name: str | None):
+        self.lab, self.name = lab, name
+        self.client = Client(lab.app)
+        self.csrf = None
+
+    def get(self, path: str, **kw):
+        response = self.client.get(path, **kw)
+        found = CSRF.search(response.get_data(as_text=True))
+        self.csrf = found.group(1) if found else self.csrf
+        return response
+
+    def page(self, path: str) -> str:
+        response = self.get(path)
+        assert response.status_code == 200, (path, response.status_code, response.get_data(as_text=True)[:500])
+        return response.get_data(as_text=True)
+
+    def post(self, path: str, fields: dict | None = None, csrf: str | None = "page"):
+        data = dict(fields or {})
+        if csrf is not None:
+            data["csrf"] = self.csrf if csrf == "page" else csrf
+        return self.client.post(path, data=data)
+
+    def follow(self, response) -> str:
+        assert response.status_code == 303, (response.status_code, response.get_data(as_text=True)[:500])
+        return self.page(response.headers["Location"])
+
+    def sign_in(self, password: str = PASSWORD):
+        self.get("/login")
+        return self.post("/login", {"username": self.name, "password": password})
+
+
+@pytest.fixture
+def web(db, tmp_path):
+    lab = Lab(db, Settings(data_dir=str(tmp_path / "data")))
+    with UnitOfWork(db) as uow:
+        for name in ("admin", "alice", "bob"):
+            signin.set_password(uow, lab.clock(), name, PASSWORD)
+        uow.commit()
+    return lab
+
+
+@pytest.fixture
+def person(web):
+    def make(name: str | None, signed_in: bool = True) -> Person:
+        who = Person(web, name)
+        if signed_in:
+            assert who.sign_in().status_code == 303
+        return who
+    return make

@@ -1,5 +1,6 @@
 """The pages through the in-process application (werkzeug's test client keeps the cookies, as a browser does)."""
 import re
+import shutil
 
 import pytest
 from werkzeug.test import Client
@@ -48,18 +49,34 @@ class Person:
 
 
 @pytest.fixture
+def database_url(tmp_path, sqlite_template):
+    """SQLite only: the pages add no SQL of their own that differs by database (services are tested on both),
+    and each sign-in costs an argon2 hash: the tier stays fast."""
+    path = tmp_path / "lablease.db"
+    shutil.copy(sqlite_template, path)
+    return f"sqlite:///{path}"
+
+
+@pytest.fixture
 def web(db, tmp_path):
     lab = Lab(db, Settings(data_dir=str(tmp_path / "data")))
-    with UnitOfWork(db) as uow:
-        for name in ("admin", "alice", "bob"):
-            signin.set_password(uow, lab.clock(), name, PASSWORD)
-        uow.commit()
+    lab.passwords = set()
     return lab
+
+
+def give_password(lab: Lab, name: str, password: str = PASSWORD) -> None:
+    with UnitOfWork(lab.db) as uow:
+        signin.set_password(uow, lab.clock(), name, password)
+        uow.commit()
+    lab.passwords.add(name)
 
 
 @pytest.fixture
 def person(web):
+    """person("alice") is alice's browser, signed in (her password set on first use)."""
     def make(name: str | None, signed_in: bool = True) -> Person:
+        if name in ("admin", "alice", "bob") and name not in web.passwords:
+            give_password(web, name)
         who = Person(web, name)
         if signed_in:
             assert who.sign_in().status_code == 303

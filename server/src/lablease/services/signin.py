@@ -17,7 +17,7 @@ from sqlalchemy import select
 from ..domain.errors import Unauthenticated
 from ..domain.permissions import Actor
 from ..domain.signin import check_new_password
-from ..store.tables import Token, User
+from ..store.tables import Token, User, WebLogin
 from . import activity
 from .users import actor_for, authenticate, create_token, find_user, hash_token
 
@@ -26,16 +26,25 @@ _HASHER = PasswordHasher()  # argon2id with the library's current defaults (RFC 
 _DUMMY = _HASHER.hash("not a password of anybody")  # an unknown name costs as much time as a wrong password
 
 
+def _login(session, user_id: int) -> WebLogin:
+    login = session.get(WebLogin, user_id)
+    if login is None:
+        login = WebLogin(user_id=user_id)
+        session.add(login)
+    return login
+
+
 def set_password(uow, now: datetime, name: str, password: str) -> None:
     user = find_user(uow.session, name)
-    user.password_hash = _HASHER.hash(check_new_password(password))
+    _login(uow.session, user.id).password_hash = _HASHER.hash(check_new_password(password))
     activity.record(uow.session, None, now, "user", name, "changed", "password", None, "set")
 
 
 def check_password(session, name: str, password: str) -> User:
     """The user if the password is theirs; Unauthenticated with one message for every failure."""
     user = session.execute(select(User).where(User.name == name)).scalar_one_or_none()
-    stored = user.password_hash if user is not None else None
+    login = session.get(WebLogin, user.id) if user is not None else None
+    stored = login.password_hash if login is not None else None
     try:
         _HASHER.verify(stored or _DUMMY, password)
     except (VerificationError, InvalidHashError):
@@ -43,7 +52,7 @@ def check_password(session, name: str, password: str) -> User:
     if user is None or stored is None or user.disabled:
         raise Unauthenticated("unknown user name or wrong password")
     if _HASHER.check_needs_rehash(stored):  # the library's defaults grew: upgrade on the next success
-        user.password_hash = _HASHER.hash(password)
+        login.password_hash = _HASHER.hash(password)
     return user
 
 
@@ -81,21 +90,23 @@ def remote_actor(session, name: str) -> Actor | None:
 
 def calendar_token(uow, actor: Actor, rotate: bool = False) -> str:
     """The secret in the actor's calendar feed URL: made on first use, replaced (old URL dead) on rotation."""
-    user = uow.session.get(User, actor.id)
-    if rotate or not user.calendar_token:
-        user.calendar_token = "cal_" + secrets.token_urlsafe(24)
-    return user.calendar_token
+    login = _login(uow.session, actor.id)
+    if rotate or not login.calendar_token:
+        login.calendar_token = "cal_" + secrets.token_urlsafe(24)
+    return login.calendar_token
 
 
 def calendar_owner(session, user_name: str, token: str) -> Actor:
     """Whose feed a calendar URL opens (its user name and secret must both match); NotFound-like otherwise."""
     user = session.execute(select(User).where(User.name == user_name)).scalar_one_or_none()
-    if user is None or user.disabled or not user.calendar_token or not secrets.compare_digest(
-            user.calendar_token.encode(), token.encode()):
+    login = session.get(WebLogin, user.id) if user is not None else None
+    if user is None or user.disabled or login is None or not login.calendar_token or not secrets.compare_digest(
+            login.calendar_token.encode(), token.encode()):
         raise Unauthenticated("this calendar address is not (or no longer) valid")
     return actor_for(session, user)
 
 
 def calendar_token_of(session, actor: Actor) -> str | None:
     """The actor's calendar secret if they made one (reading never makes one: that is a POST)."""
-    return session.get(User, actor.id).calendar_token
+    login = session.get(WebLogin, actor.id)
+    return login.calendar_token if login is not None else None

@@ -35,8 +35,6 @@ class User(Base):
     is_admin: Mapped[bool] = mapped_column(Boolean, default=False)
     disabled: Mapped[bool] = mapped_column(Boolean, default=False)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime)
-    password_hash: Mapped[str | None] = mapped_column(String(255))  # argon2id, for web sign-in (services/signin.py)
-    calendar_token: Mapped[str | None] = mapped_column(SecretText)  # the secret in their iCalendar feed's URL
 
 
 class Group(Base):
@@ -67,6 +65,15 @@ class Token(Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime)
     expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     revoked_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+
+
+class WebLogin(Base):
+    """A user's web sign-in secrets (services/signin.py): a row once a password or a calendar address is set."""
+
+    __tablename__ = "web_logins"
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), primary_key=True)
+    password_hash: Mapped[str | None] = mapped_column(String(255))  # argon2id
+    calendar_token: Mapped[str | None] = mapped_column(SecretText)  # the secret in their iCalendar feed's URL
 
 
 class Resource(Base):

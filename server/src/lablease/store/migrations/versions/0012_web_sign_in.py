@@ -1,4 +1,4 @@
-"""web sign-in: a user's password hash (argon2) and the secret of their calendar feed
+"""web sign-in: a user's password hash (argon2id) and the secret of their calendar feed
 
 Revision ID: 0012
 Revises: 0010
@@ -13,12 +13,14 @@ depends_on = None
 
 
 def upgrade() -> None:
-    with op.batch_alter_table('users', table_kwargs={"sqlite_autoincrement": True}) as batch_op:  # 0008: keep AUTOINCREMENT
-        batch_op.add_column(sa.Column('password_hash', sa.String(length=255), nullable=True))
-        batch_op.add_column(sa.Column('calendar_token', sa.String(length=1000), nullable=True))
+    op.create_table('web_logins',
+    sa.Column('user_id', sa.Integer(), nullable=False),
+    sa.Column('password_hash', sa.String(length=255), nullable=True),
+    sa.Column('calendar_token', sa.String(length=1000), nullable=True),
+    sa.ForeignKeyConstraint(['user_id'], ['users.id'], name=op.f('fk_web_logins_user_id_users'), ondelete='CASCADE'),
+    sa.PrimaryKeyConstraint('user_id', name=op.f('pk_web_logins'))
+    )
 
 
 def downgrade() -> None:
-    with op.batch_alter_table('users', table_kwargs={"sqlite_autoincrement": True}) as batch_op:  # 0008: keep AUTOINCREMENT
-        batch_op.drop_column('calendar_token')
-        batch_op.drop_column('password_hash')
+    op.drop_table('web_logins')

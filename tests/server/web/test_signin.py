@@ -109,6 +109,7 @@ def test_every_page_carries_the_csp_and_api_paths_are_untouched(web, person):
 
 
 def test_cookies_are_secure_under_https(web, person):
+    give_password(web, "alice")
     alice = Person(web, "alice")
     form = alice.client.get("/login", base_url="https://lab.example")
     assert "Secure" in form.headers["Set-Cookie"]  # the pre-session cookie too

@@ -45,7 +45,10 @@ class Person:
 
     def sign_in(self, password: str = PASSWORD):
         self.get("/login")
-        return self.post("/login", {"username": self.name, "password": password})
+        response = self.post("/login", {"username": self.name, "password": password})
+        if response.status_code == 303:
+            self.get(response.headers["Location"])  # as a browser does: the landing page's forms carry the new token
+        return response
 
 
 @pytest.fixture

@@ -1,6 +1,8 @@
 """Reading form and query fields with the API's own parsers (times and durations: timeparse.py)."""
 from __future__ import annotations
 
+import re
+
 from werkzeug.datastructures import MultiDict
 
 from ...api.inputs import duration_field, query_value
@@ -20,7 +22,15 @@ def duration(values: MultiDict, name: str):
 
 def filters(query: MultiDict, names: dict[str, str]) -> dict:
     """The listing's filters from the query string: {name: kind}, as the API's list reads them."""
-    return {name: query_value(kind, name, query[name]) for name, kind in names.items() if text(query, name)}
+    return {name: query_value(kind, name, utc(text(query, name)) if kind == "time" else query[name])
+            for name, kind in names.items() if text(query, name)}
+
+
+def utc(raw: str) -> str:
+    """A browser's datetime-local value (`2026-11-22T13:00`, no zone) is UTC, as the pages show times."""
+    if re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d", raw):
+        return raw + ":00Z"
+    return raw + "Z" if re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d", raw) else raw
 
 
 def whole(query: MultiDict, name: str, default: int = 1) -> int:

@@ -37,10 +37,15 @@ def relative(value, now: datetime) -> str:
     return f"in {text}" if delta > 0 else f"{text} ago"
 
 
+def left(seconds: int | None) -> str:
+    """Time left, to the minute (`4h59m59s` reads as `5h`)."""
+    return format_human(round(seconds / 60) * 60) if seconds is not None else "no limit"
+
+
 @cache
 def environment() -> Environment:
     env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(default=True),
                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
-    env.filters.update(when=when, iso=lambda v: format_time(moment(v)) or "", human=format_human)
+    env.filters.update(left=left, when=when, iso=lambda v: format_time(moment(v)) or "", human=format_human)
     env.globals.update(relative=relative)
     return env

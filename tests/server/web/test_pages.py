@@ -129,3 +129,14 @@ def test_the_calendar_feed_at_a_secret_rotatable_address(web, person):
     alice.follow(alice.post("/calendar/rotate"))
     assert alice.get(path).status_code == 401  # the old address opens nothing
     assert alice.get(path.replace("/alice/", "/bob/")).status_code == 401
+
+
+def test_a_system_the_person_may_not_view_is_neither_listed_nor_shown(web, person):
+    web.system("open.lab.test")
+    web.system("secret.lab.test")
+    assert web.admin.put("/systems/secret.lab.test/access-policy", {"rules": []})[0] == 200
+    alice = person("alice")
+    assert rows(alice.page("/systems")) == ["open.lab.test"]
+    assert header(alice.page("/systems")) == "1 of 1 available · 0 queued"
+    assert alice.get("/systems/secret.lab.test").status_code == 404
+    assert rows(person("admin").page("/systems")) == ["open.lab.test", "secret.lab.test"]

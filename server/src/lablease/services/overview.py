@@ -5,23 +5,23 @@ it adds the counts of the header, grouping, paging, and each state's "since".
 """
 from __future__ import annotations
 
+from collections import defaultdict
+from dataclasses import dataclass
 from datetime import datetime
 
 from sqlalchemy import func, select
+from sqlalchemy.orm import selectinload
 
 from ..domain.actions import Holding, aborted_share, primary_action
-from ..domain.permissions import Actor, Permission, decide, decide_schedule
+from ..domain.permissions import Actor, Permission, Rule, SystemAccess, decide, decide_schedule
 from ..scheduler.filters import matches
-from ..store.tables import Recipe, Reservation, System, UsageChange, User
+from ..store.tables import (AccessRule, Pool, PoolAccessRule, PoolSystem, Recipe, Reservation, System, UsageChange,
+                            User)
 from . import activity, scheduling
 from . import systems as system_service
 from .users import actor_for
 
-GROUPS = {
-    "pool": lambda system, holder: ", ".join(sorted(p.name for p in system.pools)) or "(no pool)",
-    "condition": lambda system, holder: system.condition,
-    "holder": lambda system, holder: holder or "(free)",
-}
+GROUPS = ("pool", "condition", "holder")
 USABLE = ("automated", "manual")
 RECENT_RECIPES = 20  # a system's health: the share of its last recipes that were aborted
 QUEUE_LOOKED_AT = 500  # "N queued recipes could use it" looks at the oldest this many
@@ -49,26 +49,83 @@ def queued_count(session) -> int:
     return session.execute(select(func.count()).select_from(Recipe).where(Recipe.status == "queued")).scalar_one()
 
 
+@dataclass(frozen=True)
+class Row:
+    """What the listing needs of every matching system before paging: a few columns, no ORM object."""
+
+    id: int
+    fqdn: str
+    condition: str
+    owner_id: int | None
+    policy_pool_id: int | None
+
+
+def visible_rows(session, actor: Actor, query) -> list[Row]:
+    """The systems of `query` the actor may view, decided by domain.permissions.decide as for the API's list,
+    from plain rows (10,000 systems: tens of milliseconds, where ORM objects take seconds)."""
+    columns = (System.id, System.fqdn, System.condition, System.owner_id, System.policy_pool_id)
+    rows = [Row(*r) for r in session.execute(query.with_only_columns(*columns).order_by(None).order_by(System.fqdn))]
+    if actor.is_admin:
+        return rows
+    own, pooled = defaultdict(list), defaultdict(list)
+    for system_id, user_id, group_id in session.execute(select(
+            AccessRule.system_id, AccessRule.user_id, AccessRule.group_id).where(AccessRule.permission == "view")):
+        own[system_id].append(Rule(Permission.VIEW, user_id, group_id))
+    for pool_id, user_id, group_id in session.execute(select(
+            PoolAccessRule.pool_id, PoolAccessRule.user_id, PoolAccessRule.group_id)
+            .where(PoolAccessRule.permission == "view")):
+        pooled[pool_id].append(Rule(Permission.VIEW, user_id, group_id))
+
+    def access(row: Row) -> SystemAccess:  # as systems.access_of: the pool's policy when the system uses one
+        rules = pooled[row.policy_pool_id] if row.policy_pool_id is not None else own[row.id]
+        return SystemAccess(owner_id=row.owner_id, condition=row.condition, rules=tuple(rules))
+
+    return [row for row in rows if decide(actor, Permission.VIEW, access(row))]
+
+
+def pool_names(session) -> dict[int, str]:
+    """System id -> its pools' names, joined (for grouping by pool)."""
+    names = defaultdict(list)
+    for system_id, name in session.execute(select(PoolSystem.system_id, Pool.name)
+                                           .join(Pool, Pool.id == PoolSystem.pool_id).order_by(Pool.name)):
+        names[system_id].append(name)
+    return {system_id: ", ".join(found) for system_id, found in names.items()}
+
+
+def group_of(group: str | None, session, held: dict):
+    if group == "pool":
+        pools = pool_names(session)
+        return lambda row: pools.get(row.id, "(no pool)")
+    if group == "condition":
+        return lambda row: row.condition
+    if group == "holder":
+        return lambda row: held[row.id][0] if row.id in held else "(free)"
+    return None
+
+
 def systems_page(uow, actor: Actor, now: datetime, filters: dict, group: str | None, page: int,
                  per_page: int) -> dict:
+    """One page of the systems matching the filters, with the header's counts over all of them."""
     session = uow.session
-    systems = system_service.visible_systems(session, actor, system_service.filtered(session, actor, now, filters))
+    rows = visible_rows(session, actor, system_service.filtered(session, actor, now, filters))
     held = holders(session, now)
-    key = GROUPS.get(group or "")
+    key = group_of(group, session, held)
     if key is not None:
-        systems.sort(key=lambda s: (key(s, held.get(s.id, (None,))[0]), s.fqdn))
-    pages = max(1, -(-len(systems) // per_page))
+        rows.sort(key=lambda row: (key(row), row.fqdn))
+    pages = max(1, -(-len(rows) // per_page))
     page = min(max(1, page), pages)
-    shown = systems[(page - 1) * per_page: page * per_page]
-    changed = since(session, [s.id for s in shown])
-    rows = []
-    for system, described in zip(shown, system_service.describe_many(session, shown, now)):
-        described["usage_since"] = changed.get((system.id, "usage"), system.created_at)
-        described["condition_since"] = changed.get((system.id, "condition"), system.created_at)
-        described["group"] = key(system, held.get(system.id, (None,))[0]) if key else None
-        rows.append(described)
-    return {"rows": rows, "total": len(systems), "page": page, "pages": pages,
-            "available": sum(1 for s in systems if s.condition in USABLE and s.id not in held),
+    shown = rows[(page - 1) * per_page: page * per_page]
+    by_id = {s.id: s for s in session.execute(select(System).where(System.id.in_([r.id for r in shown])).options(
+        selectinload(System.pools), selectinload(System.owner), selectinload(System.policy_pool))).unique().scalars()}
+    systems = [by_id[row.id] for row in shown]
+    changed = since(session, [s.id for s in systems])
+    described = system_service.describe_many(session, systems, now)
+    for row, system, out in zip(shown, systems, described):
+        out["usage_since"] = changed.get((system.id, "usage"), system.created_at)
+        out["condition_since"] = changed.get((system.id, "condition"), system.created_at)
+        out["group"] = key(row) if key else None
+    return {"rows": described, "total": len(rows), "page": page, "pages": pages,
+            "available": sum(1 for row in rows if row.condition in USABLE and row.id not in held),
             "queued": queued_count(session)}
 
 

@@ -16,7 +16,7 @@ def listing(ctx: PageContext):
     group = forms.text(ctx.query, "group")
     data = overview.systems_page(ctx.uow, ctx.actor, ctx.now, chosen, group, forms.whole(ctx.query, "page"), PER_PAGE)
     shown = {name: ctx.query.get(name, "") for name in (*FILTERS, "group")}
-    return ctx.render("systems.html", filters=shown, group=group, groups=list(overview.GROUPS),
+    return ctx.render("systems.html", filters=shown, group=group, groups=overview.GROUPS,
                       pager_query=urlencode({name: value for name, value in shown.items() if value}), **data)
 
 

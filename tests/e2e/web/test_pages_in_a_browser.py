@@ -111,11 +111,11 @@ def test_a_forged_post_is_refused(visit, site):
 def test_the_pages_work_with_javascript_off(visit, site):
     fqdn = add_system(site, "nojs.lab.test")
     person = visit(javascript=False)
-    page = person.sign_in("bob", PASSWORD)
+    page = person.sign_in("alice", PASSWORD)
     expect(page).to_have_url(site.url + "/systems")
     page = person.go(f"/systems/{fqdn}")
     page.get_by_role("button", name="Take").click()
-    expect(page.locator("[data-holder]")).to_have_text("bob")
+    expect(page.locator("[data-holder]")).to_have_text("alice")
     page.get_by_role("button", name="Return").click()
     expect(page.locator("[data-holder]")).to_have_text("nobody: free")
     page = person.go("/systems?group=condition")

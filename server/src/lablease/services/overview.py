@@ -146,7 +146,8 @@ def system_page(uow, actor: Actor, now: datetime, fqdn: str) -> dict:
     action = primary_action(decide(actor, Permission.RESERVE, access), may_borrow, holding,
                             loan.recipient.name if loan else None)
     changed = since(session, [system.id])
-    statuses = session.execute(select(Recipe.status).where(Recipe.system_id == system.id, Recipe.finished_at.is_not(None))
+    statuses = session.execute(select(Recipe.status)
+                               .where(Recipe.system_id == system.id, Recipe.finished_at.is_not(None))
                                .order_by(Recipe.finished_at.desc()).limit(RECENT_RECIPES)).scalars()
     return {
         "system": system_service.describe(session, system, now),

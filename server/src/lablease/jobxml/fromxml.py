@@ -79,7 +79,19 @@ def _recipe(element, path: tuple, lines: Lines) -> dict:
         recipe["reservesys"] = _reservesys(child, lines.mark(path + ("reservesys",), child))
     recipe["tasks"] = [_task(task, path + ("tasks", k), lines)
                        for k, task in enumerate(element.iterchildren("task"))]
+    guests = [_guest(guest, path + ("guests", k), lines)
+              for k, guest in enumerate(element.iterchildren("guestrecipe"))]
+    if guests:
+        recipe["guests"] = guests
     return recipe
+
+
+def _guest(element, path: tuple, lines: Lines) -> dict:
+    """A <guestrecipe>: a recipe's contents (the grammar allows no guest inside it), and how to start it."""
+    guest = _recipe(element, path, lines)
+    for name in ("guestname", "guestargs"):
+        _copy(element, guest, name)
+    return guest
 
 
 def _reservesys(element, path: tuple) -> dict:

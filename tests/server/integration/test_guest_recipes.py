@@ -54,6 +54,9 @@ def test_a_host_and_two_guests_run_together_and_roll_up(lab):
     status, problem = lab.alice.post("/reservations", {"system": first["system"], "duration": "1h"})
     assert status == 409 and "guest recipe" in problem["detail"], problem
     assert lab.admin.post(f"/systems/{first['system']}/loan", {"recipient": "bob"})[0] == 409
+    _, shown = lab.alice.get(f"/systems/{first['system']}")
+    assert shown["guest"] is True and shown["lab"] == lab.admin.get("/systems/h1.lab.test")[1]["lab"]
+    assert lab.admin.get("/systems/h1.lab.test")[1]["guest"] is False
     _, other = lab.bob.post("/jobs", {"recipe_sets": [{"recipes": [{}]}]})
     assert other["recipe_sets"][0]["recipes"][0]["status"] == "queued"
     why = lab.bob.get(f"/recipes/{other['recipe_sets'][0]['recipes'][0]['id']}")[1]["why"]

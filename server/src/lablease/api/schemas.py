@@ -92,6 +92,8 @@ SYSTEM = {
         "installation": {"type": ["object", "null"], "description": "the latest installation: {id, status}"},
         "pools": {"type": "array", "items": {"type": "string"}},
         "policy_pool": {"type": ["string", "null"], "description": "the pool whose access policy it uses"},
+        "guest": {"type": "boolean", "description": "a guest recipe's virtual machine (docs/jobs.md, \"Guest "
+                                                   "recipes\"): never scheduled, reserved or lent on its own"},
         "advance_reservations": {"type": "array", "description": "active advance reservations holding it",
                                  "items": {"type": "object", "properties": {
                                      "id": {"type": "integer"}, "name": {"type": ["string", "null"]},

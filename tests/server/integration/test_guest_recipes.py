@@ -141,6 +141,8 @@ def test_a_multi_host_set_with_guests_starts_whole_or_not_at_all(lab):
     # one hypervisor for two hosts: nothing starts, and no guest gets a system
     assert [r["status"] for r in recipes] == ["queued", "queued"]
     assert [g["system"] for r in recipes for g in r["guests"]] == [None, None]
+    _, waiting = lab.alice.get(f"/recipes/{recipes[0]['guests'][0]['id']}")
+    assert waiting["why"]["message"].startswith(f"placed with its host recipe {recipes[0]['id']}, which waits: ")
     hypervisor(lab, "h2.lab.test")
     recipes = lab.alice.get(f"/jobs/{job['id']}")[1]["recipe_sets"][0]["recipes"]
     assert [r["status"] for r in recipes] == ["waiting", "waiting"]

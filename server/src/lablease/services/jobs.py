@@ -217,8 +217,16 @@ def show_recipe(uow, actor: Actor, now: datetime, recipe_id: int) -> dict:
         "tasks": recipe.task_results or [],
     }
     if recipe.status in placement.WAITING:
-        body["why"] = why_waiting(session, recipe, now)
+        body["why"] = _why_guest_waits(session, recipe, now) if recipe.host_recipe_id else why_waiting(
+            session, recipe, now)
     return body
+
+
+def _why_guest_waits(session, guest: Recipe, now: datetime) -> dict:
+    """A guest is placed with its host: its host's reasons are its own."""
+    host = session.get(Recipe, guest.host_recipe_id)
+    why = why_waiting(session, host, now)
+    return why | {"message": f"placed with its host recipe {host.id}, which waits: {why['message']}"}
 
 
 def _shown_spec(spec: dict, settings) -> dict:

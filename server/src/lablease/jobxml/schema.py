@@ -183,5 +183,9 @@ _ONE_OF_FORCE_OR_HOST = {
     "not": {"required": ["force", "host_requires"],
             "properties": {"force": {"type": "string"}, "host_requires": {"type": "object"}}},
     "description": "force= names exactly one system; it cannot be combined with host requirements"}
+# And _guest's: a guest needs distro requirements (its host installs it from a tree).
+_GUEST_DESCRIPTION = {**GUEST_RECIPE, **_ONE_OF_FORCE_OR_HOST, "required": ["guestargs", "distro_requires"],
+                      "properties": {**GUEST_RECIPE["properties"],
+                                     "distro_requires": {"$ref": "#/$defs/distro_filter"}}}
 JOB_DESCRIPTION = {**JOB_SCHEMA, "$defs": {**JOB_SCHEMA["$defs"], "recipe": {**RECIPE, **_ONE_OF_FORCE_OR_HOST},
-                                           "guest_recipe": {**GUEST_RECIPE, **_ONE_OF_FORCE_OR_HOST}}}
+                                           "guest_recipe": _GUEST_DESCRIPTION}}

@@ -4,7 +4,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from sqlalchemy import select
-from sqlalchemy.orm import object_session
+from sqlalchemy.orm import object_session, selectinload
 
 from ..domain import advance as advance_rules
 from ..domain import guests as guest_rules
@@ -190,7 +190,8 @@ def show(uow, actor: Actor, now: datetime, job_id: int) -> dict:
 
 def listing(uow, actor: Actor, mine: bool = True, status: str | None = None, limit: int = 200,
             request_id: str | None = None) -> list[dict]:
-    query = select(Job).order_by(Job.id.desc()).limit(limit)
+    query = (select(Job).order_by(Job.id.desc()).limit(limit)  # the hosts' guests in one query, not one each
+             .options(selectinload(Job.recipe_sets).selectinload(RecipeSet.recipes).selectinload(Recipe.guests)))
     if request_id:
         query = query.where(Job.request_id == request_id)
     if mine or not actor.is_admin:

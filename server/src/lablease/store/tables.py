@@ -385,7 +385,8 @@ class Recipe(Base):
     # A guest recipe's host recipe (in the same recipe set); None for a recipe of the set itself.
     host_recipe_id: Mapped[int | None] = mapped_column(ForeignKey("recipes.id", ondelete="CASCADE"), index=True)
     recipe_set: Mapped[RecipeSet] = relationship(lazy="joined")
-    guests: Mapped[list[Recipe]] = relationship(lazy="selectin", order_by="Recipe.id", viewonly=True,
+    # Loaded when used (placing, finishing, answers): the scheduler's hot paths read recipes without them.
+    guests: Mapped[list[Recipe]] = relationship(lazy="select", order_by="Recipe.id", viewonly=True,
                                                 primaryjoin="Recipe.id == foreign(Recipe.host_recipe_id)")
     system: Mapped[System | None] = relationship(lazy="joined")
     __table_args__ = (Index("ix_recipes_class_queue", "class_id", "status", "priority", "queued_at", "id"),

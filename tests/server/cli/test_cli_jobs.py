@@ -221,6 +221,31 @@ def test_status_as_table_json_and_xml(cli, automated, submit):
     cli.ok("job", "cancel", str(job["id"]))
 
 
+def test_status_and_recipe_show_list_guests_with_what_a_harness_needs(cli, server, automated, submit):
+    automated("jg1.lab.test")
+    tree = {"name": "GuestOS-1", "family": "GuestOS1", "arch": "x86_64", "url": "http://mirror.lab.test/guestos/",
+            "kernel": "vmlinuz", "initrd": "initrd.img"}
+    assert server.admin.post("/distro-trees", json=tree).status_code == 201
+    # a host that installs nothing runs at once, so its guest has its installation at once
+    job = submit('<job><recipeSet><recipe><hostRequires><hostname value="jg1.lab.test"/></hostRequires>'
+                 '<guestrecipe guestname="vm-a" guestargs="--ram=1024"><distroRequires>'
+                 '<distro_name value="GuestOS-1"/></distroRequires><hostRequires/><task name="/t"/></guestrecipe>'
+                 '</recipe></recipeSet></job>')
+    host, guest = recipes(job)[0], recipes(job)[0]["guests"][0]
+    shown = cli.ok("job", "status", str(job["id"])).out
+    rows = shown.split("\n\n")[1].splitlines()
+    assert [row.split()[2:4] for row in rows[1:]] == [[str(host["id"]), "running"], [str(guest["id"]), "waiting"]]
+    details = block(shown.split("\n\n")[2])
+    assert details["guestname"] == ["vm-a"] and details["guestargs"] == ["--ram=1024"]
+    assert details["host recipe"] == [str(host["id"])] and details["mac"] == [guest["mac"]]
+    assert details["kickstart"] == [guest["installation"]["kickstart_url"]]
+    assert details["install_start"] == [guest["installation"]["callbacks"]["install_start"]]
+    assert details["tree"] == ["http://mirror.lab.test/guestos/"]
+    assert block(cli.ok("recipe", "show", str(guest["id"])).out)["guestname"] == ["vm-a"]
+    assert block(cli.ok("recipe", "show", str(host["id"])).out)["guest recipe"] == [str(guest["id"])]
+    assert cli.ok("job", "cancel", str(job["id"])).out == f"cancelled job {job['id']}: 2 of 2 recipe(s) cancelled\n"
+
+
 def test_cancel_says_what_it_did(cli, automated, submit):
     automated("jc1.lab.test")
     job = submit(job_xml("jc1.lab.test"))

@@ -92,6 +92,8 @@ SYSTEM = {
         "installation": {"type": ["object", "null"], "description": "the latest installation: {id, status}"},
         "pools": {"type": "array", "items": {"type": "string"}},
         "policy_pool": {"type": ["string", "null"], "description": "the pool whose access policy it uses"},
+        "guest": {"type": "boolean", "description": "a guest recipe's virtual machine (docs/jobs.md, \"Guest "
+                                                   "recipes\"): never scheduled, reserved or lent on its own"},
         "advance_reservations": {"type": "array", "description": "active advance reservations holding it",
                                  "items": {"type": "object", "properties": {
                                      "id": {"type": "integer"}, "name": {"type": ["string", "null"]},
@@ -325,6 +327,19 @@ RECIPE_BRIEF = {"type": "object", "properties": {
     "system": {"type": ["string", "null"]}, "whiteboard": {"type": "string"}, "started_at": NULLABLE_TIME,
     "finished_at": NULLABLE_TIME, "distro_tree": {"type": ["integer", "null"]},
     "reservation": {"type": ["integer", "null"]}}}
+# A guest recipe as its host's harness needs it (docs/jobs.md, "Guest recipes")
+GUEST_RECIPE = {"type": "object", "properties": {
+    **RECIPE_BRIEF["properties"], "host": {"type": "integer", "description": "the host recipe"},
+    "guestname": {"type": ["string", "null"]}, "guestargs": {"type": "string"},
+    "mac": {"type": ["string", "null"]}, "address": {"type": ["string", "null"]},
+    "installation": {"type": ["object", "null"], "description": "once the host runs", "properties": {
+        "id": {"type": "integer"}, "status": {"type": "string"}, "kickstart_url": {"type": "string"},
+        "callbacks": {"type": "object", "additionalProperties": {"type": "string"}},
+        "tree_url": {"type": ["string", "null"]}, "kernel_url": {"type": "string"}, "initrd_url": {"type": "string"},
+        "kernel_options": {"type": "string", "description": "the boot options, inst.ks= included"}}}}}
+RECIPE_BRIEF["properties"]["guests"] = {"type": "array", "items": GUEST_RECIPE,
+                                        "description": "a host recipe's guest recipes (absent when none)"}
+RECIPE_BRIEF["properties"]["host"] = GUEST_RECIPE["properties"]["host"]
 # A job, as job XML or as its JSON form (jobxml/schema.py: a component of the description, "Job")
 JOB_SUBMISSION = {"application/xml": {"type": "string", "description": "job XML (see docs/jobs.md)"},
                   "application/json": {"$ref": "#/components/schemas/Job"}}
@@ -341,7 +356,7 @@ JOB = {"type": "object", "properties": {
         "status": {"type": "string"}, "result": {"type": "string"}, "ar": {"type": ["integer", "null"]},
         "recipes": {"type": "array", "items": RECIPE_BRIEF}}}}}}
 RECIPE = {"type": "object", "properties": {
-    **RECIPE_BRIEF["properties"], "job": {"type": "integer"}, "recipe_set": {"type": "integer"},
+    **GUEST_RECIPE["properties"], **RECIPE_BRIEF["properties"], "job": {"type": "integer"}, "recipe_set": {"type": "integer"},
     "reservation": {"type": ["integer", "null"]}, "watchdog": NULLABLE_TIME, "spec": {"type": "object"},
     "tasks": {"type": "array"}, "why": {"type": "object", "description": "while waiting: why"}}}
 RESULT = {"enum": ["pass", "warn", "fail"]}

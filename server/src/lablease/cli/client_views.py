@@ -141,9 +141,28 @@ USER = Shape("user", "users", [("NAME", lambda u: u.get("name")), ("ADMIN", lamb
 # --- jobs, recipes, the queue, distro trees ---------------------------------------------------
 
 def job_recipes(job: dict) -> list[dict]:
-    """Every recipe of the job, each with its recipe set's id and priority (for the table)."""
+    """Every recipe of the job (a host's guest recipes right after it), each with its recipe set's id and
+    priority (for the table)."""
     return [{**recipe, "recipe_set": recipe_set.get("id"), "priority": recipe_set.get("priority")}
-            for recipe_set in job.get("recipe_sets") or [] for recipe in recipe_set.get("recipes") or []]
+            for recipe_set in job.get("recipe_sets") or [] for host in recipe_set.get("recipes") or []
+            for recipe in (host, *(host.get("guests") or []))]
+
+
+def _guest_details(g: dict) -> list:
+    """What a host's harness needs to start a guest (docs/jobs.md, "Guest recipes")."""
+    installation = g.get("installation") or {}
+    pairs = [("guest recipe", g.get("id")), ("host recipe", g.get("host")), ("status", g.get("status")),
+             ("system", g.get("system")), ("guestname", g.get("guestname")), ("guestargs", g.get("guestargs")),
+             ("mac", g.get("mac")), ("address", g.get("address")),
+             ("kickstart", installation.get("kickstart_url") or "(once its host runs)")]
+    if installation:
+        pairs += [("tree", installation.get("tree_url")), ("kernel options", installation.get("kernel_options"))]
+        pairs += [(event, url) for event, url in (installation.get("callbacks") or {}).items()]
+    return pairs
+
+
+def _guest_blocks(guests: list[dict]) -> str:
+    return "".join("\n\n" + output.key_values(_guest_details(g)) for g in guests)
 
 
 RECIPE_ROWS: Sequence[Column] = [
@@ -164,8 +183,10 @@ def _job_details(j: dict) -> list:
 
 
 def _job_human(j: dict) -> str:
+    recipes = job_recipes(j)
     warnings = "".join(f"\nwarning: {w['path']}: {w['message']}" for w in j.get("warnings") or [])
-    return output.key_values(_job_details(j)) + "\n\n" + output.table(job_recipes(j), RECIPE_ROWS) + warnings
+    return (output.key_values(_job_details(j)) + "\n\n" + output.table(recipes, RECIPE_ROWS)
+            + _guest_blocks([r for r in recipes if r.get("host")]) + warnings)
 
 
 JOB = Shape("job", "jobs", [
@@ -210,7 +231,7 @@ def _recipe_human(r: dict) -> str:
     text = output.key_values(_recipe_details(r))
     if r.get("why"):
         text += "\n\n" + output.key_values(_why_details(r["why"]))
-    return text
+    return text + _guest_blocks([r] if r.get("host") else r.get("guests") or [])
 
 
 RECIPE = Shape("recipe", "recipes", RECIPE_ROWS[2:], _recipe_details, _recipe_human)

@@ -90,6 +90,10 @@ def _recipe(element, path: tuple, lines: Lines) -> dict:
         recipe["distro"] = {part.tag: dict(part.attrib) for part in child}
     recipe["tasks"] = [_task(task, path + ("tasks", k), lines)
                        for k, task in enumerate(element.iterchildren("task"))]
+    guests = [_guest(guest, path + ("guests", k), lines)
+              for k, guest in enumerate(element.iterchildren("guestrecipe"))]
+    if guests:
+        recipe["guests"] = guests
     return recipe
 
 
@@ -128,6 +132,14 @@ def _stripped(element) -> str:
 
 def _package_name(element) -> str:
     return element.get("name") if element.tag == "package" else _stripped(element)
+
+
+def _guest(element, path: tuple, lines: Lines) -> dict:
+    """A <guestrecipe>: a recipe's contents (the grammar allows no guest inside it), and how to start it."""
+    guest = _recipe(element, path, lines)
+    for name in ("guestname", "guestargs"):
+        _copy(element, guest, name)
+    return guest
 
 
 def _reservesys(element, path: tuple) -> dict:

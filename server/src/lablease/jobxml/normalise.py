@@ -57,8 +57,31 @@ def _recipe_set(data: dict, path: tuple) -> dict:
     return {
         "priority": data.get("priority", "Normal"),
         "ar": data.get("ar"),
-        "recipes": [_recipe(r, path + ("recipes", j)) for j, r in enumerate(data["recipes"])],
+        "recipes": [_host_recipe(r, path + ("recipes", j)) for j, r in enumerate(data["recipes"])],
     }
+
+
+def _host_recipe(data: dict, path: tuple) -> dict:
+    """A recipe, and its guest recipes when it has any (no "guests" key otherwise)."""
+    recipe = _recipe(data, path)
+    if data.get("guests"):
+        recipe["guests"] = [_guest(guest, path + ("guests", k)) for k, guest in enumerate(data["guests"])]
+    return recipe
+
+
+def _guest(data: dict, path: tuple) -> dict:
+    if data.get("distro_requires") is None:  # its host installs it from a tree: it needs one
+        raise PathError(path + ("distro_requires",), "a guest recipe needs distro requirements (distroRequires):"
+                                                     " its host installs it from a distro tree")
+    return {**_recipe(data, path), "guestname": data.get("guestname"), "guestargs": data["guestargs"]}
+
+
+def all_recipes(job: dict):
+    """Every recipe of a normalised job, each host followed by its guests."""
+    for recipe_set in job["recipe_sets"]:
+        for recipe in recipe_set["recipes"]:
+            yield recipe
+            yield from recipe.get("guests", ())
 
 
 def _recipe(data: dict, path: tuple) -> dict:
@@ -269,18 +292,17 @@ def referenced_names(job: dict) -> dict:
     distro filter trees; systems: the fqdns given as force=.
     """
     pools, keys, systems, distros = set(), set(), set(), []
-    for recipe_set in job["recipe_sets"]:
-        for recipe in recipe_set["recipes"]:
-            pools.update(recipe["autopick"]["pools"])
-            if recipe["force"] is not None:
-                systems.add(recipe["force"])
-            for leaf in _leaves(recipe["host_requires"]):
-                if leaf["field"] == "pool" and leaf["value"] != "":
-                    pools.add(leaf["value"])
-                elif leaf["field"] == "key_value":
-                    keys.add(leaf["key"])
-            if recipe["distro_requires"] is not None and recipe["distro_requires"] not in distros:
-                distros.append(recipe["distro_requires"])
+    for recipe in all_recipes(job):
+        pools.update(recipe["autopick"]["pools"])
+        if recipe["force"] is not None:
+            systems.add(recipe["force"])
+        for leaf in _leaves(recipe["host_requires"]):
+            if leaf["field"] == "pool" and leaf["value"] != "":
+                pools.add(leaf["value"])
+            elif leaf["field"] == "key_value":
+                keys.add(leaf["key"])
+        if recipe["distro_requires"] is not None and recipe["distro_requires"] not in distros:
+            distros.append(recipe["distro_requires"])
     return {"pools": pools, "attribute_keys": keys, "distros": distros, "systems": systems}
 
 

@@ -68,6 +68,15 @@ def _recipe(element, recipe: dict) -> None:
     _kickstart_parts(element, recipe)
     for task in recipe["tasks"]:
         _task(etree.SubElement(element, "task", name=task["name"], role=task["role"]), task)
+    for guest in recipe.get("guests", ()):
+        _guest(etree.SubElement(element, "guestrecipe"), guest)
+
+
+def _guest(element, guest: dict) -> None:
+    if guest["guestname"] is not None:
+        element.set("guestname", guest["guestname"])
+    element.set("guestargs", guest["guestargs"])
+    _recipe(element, guest)
 
 
 def _kickstart_parts(element, recipe: dict) -> None:

@@ -154,6 +154,12 @@ RECIPE = {
     },
 }
 
+# A guest recipe (docs/jobs.md, "Guest recipes") holds what a recipe holds, whatever that grows to, and says
+# how its host starts it; a recipe lists its guests, a guest has none.
+GUEST_RECIPE = {**RECIPE, "required": ["guestargs"], "properties": {
+    **RECIPE["properties"], "guestname": {**NAME, "type": ["string", "null"], "maxLength": 200}, "guestargs": TEXT}}
+RECIPE["properties"]["guests"] = {"type": "array", "items": {"$ref": "#/$defs/guest_recipe"}}
+
 JOB_SCHEMA = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
     "$id": "https://lablease.invalid/schemas/job.json",
@@ -182,6 +188,7 @@ JOB_SCHEMA = {
             },
         },
         "recipe": RECIPE,
+        "guest_recipe": GUEST_RECIPE,
         "reservesys": {
             "type": "object",
             "additionalProperties": False,
@@ -215,7 +222,13 @@ JOB_SCHEMA = {
 
 # The same, with the rule _recipe in normalise.py checks (it names the force field, which a schema
 # cannot): the API description's "Job".
-JOB_DESCRIPTION = {**JOB_SCHEMA, "$defs": {**JOB_SCHEMA["$defs"], "recipe": {
-    **RECIPE, "not": {"required": ["force", "host_requires"],
-                      "properties": {"force": {"type": "string"}, "host_requires": {"type": "object"}}},
-    "description": "force= names exactly one system; it cannot be combined with host requirements"}}}
+_ONE_OF_FORCE_OR_HOST = {
+    "not": {"required": ["force", "host_requires"],
+            "properties": {"force": {"type": "string"}, "host_requires": {"type": "object"}}},
+    "description": "force= names exactly one system; it cannot be combined with host requirements"}
+# And _guest's: a guest needs distro requirements (its host installs it from a tree).
+_GUEST_DESCRIPTION = {**GUEST_RECIPE, **_ONE_OF_FORCE_OR_HOST, "required": ["guestargs", "distro_requires"],
+                      "properties": {**GUEST_RECIPE["properties"],
+                                     "distro_requires": {"$ref": "#/$defs/distro_filter"}}}
+JOB_DESCRIPTION = {**JOB_SCHEMA, "$defs": {**JOB_SCHEMA["$defs"], "recipe": {**RECIPE, **_ONE_OF_FORCE_OR_HOST},
+                                           "guest_recipe": _GUEST_DESCRIPTION}}

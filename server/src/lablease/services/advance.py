@@ -209,7 +209,8 @@ def choose_systems(session, window: Window, hosts: list[str], tree: dict | None,
     ruled_out: dict[str, int] = {}
     busy = []
     eligible = []
-    query = select(System).order_by(System.memory_mb.nulls_first(), System.cpus.nulls_first(), System.fqdn)
+    query = (select(System).where(System.guest.is_(False))  # a guest recipe's virtual machine is its alone
+             .order_by(System.memory_mb.nulls_first(), System.cpus.nulls_first(), System.fqdn))
     if hosts:
         query = query.where(System.fqdn.in_([h.lower() for h in hosts]))
         missing = sorted({h.lower() for h in hosts} - set(session.execute(

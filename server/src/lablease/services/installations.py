@@ -31,6 +31,7 @@ from ..domain.permissions import Actor, may_see_installation
 from ..domain.times import format_human
 from ..domain.variables import masked_ks_meta, masked_text, secret_values
 from ..domain.boot_text import check_options, merge_kernel_options, merge_ks_meta
+from ..domain.guests import guest_mac
 from ..provision.kickstart import KickstartError, KickstartRenderer
 from ..provision.netboot import BootImage
 from ..store.secrets import site_key
@@ -188,8 +189,10 @@ def _check_installable(system: System) -> None:
 def start(session, settings, system: System, tree: DistroTree, now: datetime, *, user_id: int | None,
           reservation_id: int | None, recipe: Recipe | None = None, ks_meta: str = "",
           kernel_options: str = "") -> Installation:
-    """Create the installation, render and store its kickstart, and queue netboot + reboot."""
-    _check_installable(system)
+    """Create the installation, render and store its kickstart, and queue netboot + reboot (a guest recipe's
+    virtual machine has neither: its host's harness boots it with the kickstart URL, services/guests.py)."""
+    if not system.guest:
+        _check_installable(system)
     netboot = system.netboot or {}
     meta = _merged(merge_ks_meta, "ks_meta", (("ks_meta", ks_meta), ("netboot.ks_meta", netboot.get("ks_meta")),
                                                (f"distro tree {tree.id} ks_meta", tree.ks_meta)))
@@ -216,8 +219,9 @@ def start(session, settings, system: System, tree: DistroTree, now: datetime, *,
         raise Invalid("kickstart", str(error)) from None
     installation.kickstart = rendered.replace(token, TOKEN_MARK)
     _check_boot_image(session, settings, installation)
-    commands.enqueue(session, system, "netboot_install", now, user_id, installation.id)
-    commands.enqueue(session, system, "reboot", now, user_id, installation.id)
+    if not system.guest:
+        commands.enqueue(session, system, "netboot_install", now, user_id, installation.id)
+        commands.enqueue(session, system, "reboot", now, user_id, installation.id)
     wake_worker(session)
     return installation
 
@@ -293,7 +297,7 @@ def _context(settings, system: System, installation: Installation, recipe: Recip
     return {
         "system": {"fqdn": system.fqdn, "arch": system.arch, "lab": system.lab, "cpus": system.cpus,
                    "memory_mb": system.memory_mb, "attributes": dict(system.attributes or {}),
-                   "mac": (system.netboot or {}).get("mac")},
+                   "mac": guest_mac(system.id) if system.guest else (system.netboot or {}).get("mac")},
         "distro": dict(installation.distro),
         "recipe": _recipe_context(recipe) if recipe else None,
         "installation": {"id": installation.id},

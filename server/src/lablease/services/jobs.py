@@ -4,8 +4,10 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from sqlalchemy import select
+from sqlalchemy.orm import object_session, selectinload
 
 from ..domain import advance as advance_rules
+from ..domain import guests as guest_rules
 from ..domain import recipes as rules
 from ..domain.errors import Forbidden, Invalid, NotFound
 from ..domain.permissions import LENT_TO_ANOTHER, Actor, decide_schedule
@@ -22,7 +24,7 @@ from ..store.tables import (AdvanceReservation, Booking, Group, GroupMember, Job
 from ..store.uow import emit, wake_worker
 from ..domain.times import format_time
 from ..timeparse import format_duration
-from . import activity, advance_work, distros, due, placement, scheduling, usage
+from . import activity, advance_work, distros, due, guests, placement, scheduling, usage
 from . import systems as system_service
 from .endings import close_reservation
 from .reservations import loan_end_of
@@ -125,6 +127,8 @@ def submit(uow, actor: Actor, now: datetime, job: dict, request_id: str | None =
         session.add(recipe_set)
         session.flush()
         for spec in spec_set["recipes"]:
+            guest_specs = spec.get("guests", [])
+            spec = {key: value for key, value in spec.items() if key != "guests"}  # they are recipes of their own
             trees = distros.matching(session, spec["distro_requires"]) if spec.get("distro_requires") else []
             spec = _with_distro_arches(spec, trees)
             bound = recipe_set.ar_id is not None  # an AR's work is placed on its systems, not from a class queue
@@ -134,6 +138,11 @@ def submit(uow, actor: Actor, now: datetime, job: dict, request_id: str | None =
             if spec.get("distro_requires"):
                 recipe.distro_tree_id = trees[0].id
             session.add(recipe)
+            session.flush()
+            for guest_spec in guest_specs:  # never queued on their own: placed with their host
+                session.add(Recipe(recipe_set_id=recipe_set.id, job_id=row.id, spec=guest_spec, status="queued",
+                                   priority=priority, queued_at=now, host_recipe_id=recipe.id,
+                                   distro_tree_id=distros.matching(session, guest_spec["distro_requires"])[0].id))
         session.flush()
         emit(session, "recipe_set_new", (recipe_set.id, now))
     activity.record(session, actor, now, "job", row.id, "submitted")
@@ -163,11 +172,18 @@ def visible_job(session, actor: Actor, job_id: int) -> Job:
 
 
 def recipe_dict(recipe: Recipe) -> dict:
-    return {"id": recipe.id, "status": recipe.status, "result": recipe.result,
-            "system": recipe.system.fqdn if recipe.system else None,
-            "whiteboard": recipe.spec.get("whiteboard", ""), "started_at": format_time(recipe.started_at),
-            "finished_at": format_time(recipe.finished_at), "distro_tree": recipe.distro_tree_id,
-            "reservation": recipe.reservation_id}
+    """A recipe; a host recipe lists its guests with what its harness needs to start them."""
+    out = {"id": recipe.id, "status": recipe.status, "result": recipe.result,
+           "system": recipe.system.fqdn if recipe.system else None,
+           "whiteboard": recipe.spec.get("whiteboard", ""), "started_at": format_time(recipe.started_at),
+           "finished_at": format_time(recipe.finished_at), "distro_tree": recipe.distro_tree_id,
+           "reservation": recipe.reservation_id}
+    session = object_session(recipe)
+    if recipe.host_recipe_id is not None:
+        return out | {"host": recipe.host_recipe_id} | guests.guest_dict(session, recipe)
+    if recipe.guests:
+        out["guests"] = [recipe_dict(guest) for guest in recipe.guests]
+    return out
 
 
 def job_dict(job: Job) -> dict:
@@ -187,7 +203,8 @@ def show(uow, actor: Actor, now: datetime, job_id: int) -> dict:
 
 def listing(uow, actor: Actor, mine: bool = True, status: str | None = None, limit: int = 200,
             request_id: str | None = None) -> list[dict]:
-    query = select(Job).order_by(Job.id.desc()).limit(limit)
+    query = (select(Job).order_by(Job.id.desc()).limit(limit)  # the hosts' guests in one query, not one each
+             .options(selectinload(Job.recipe_sets).selectinload(RecipeSet.recipes).selectinload(Recipe.guests)))
     if request_id:
         query = query.where(Job.request_id == request_id)
     if mine or not actor.is_admin:
@@ -214,8 +231,16 @@ def show_recipe(uow, actor: Actor, now: datetime, recipe_id: int) -> dict:
         "tasks": recipe.task_results or [],
     }
     if recipe.status in placement.WAITING:
-        body["why"] = why_waiting(session, recipe, now)
+        body["why"] = _why_guest_waits(session, recipe, now) if recipe.host_recipe_id else why_waiting(
+            session, recipe, now)
     return body
+
+
+def _why_guest_waits(session, guest: Recipe, now: datetime) -> dict:
+    """A guest is placed with its host: its host's reasons are its own."""
+    host = session.get(Recipe, guest.host_recipe_id)
+    why = why_waiting(session, host, now)
+    return why | {"message": f"placed with its host recipe {host.id}, which waits: {why['message']}"}
 
 
 def _shown_spec(spec: dict, settings) -> dict:
@@ -317,17 +342,22 @@ def finish(session, recipe: Recipe, status: str, now: datetime, actor: Actor | N
     was = recipe.status
     recipe.status, recipe.finished_at, recipe.watchdog_at = status, now, None
     activity.record(session, actor, now, "recipe", recipe.id, status, "status", was, status)
+    for guest in recipe.guests:  # nothing runs a guest once its host has ended
+        if guest.status not in rules.FINISHED:
+            finish(session, guest, guest_rules.ending_for_guest(status), now, actor, settings)
     if recipe.reservation_id is None:
         return
     reservation = session.get(Reservation, recipe.reservation_id)
     system = session.get(System, recipe.system_id)
     usage.set_usage(session, system, "idle", now)
     reservesys = recipe.spec.get("reservesys")
-    if was != "assigned" and rules.keeps_system(reservesys, status, recipe.result):
+    if was != "assigned" and not system.guest and rules.keeps_system(reservesys, status, recipe.result):
         _keep_for_owner(session, reservation, system, now, timedelta(seconds=reservesys.get("duration", 86400)),
                         settings)
     else:
         close_reservation(session, reservation, now, "recipe_finished", actor, settings)
+    if system.guest:
+        guests.retire(session, system, now)
 
 
 def _keep_for_owner(session, reservation: Reservation, system: System, now: datetime, asked: timedelta,

@@ -12,7 +12,7 @@ from ..domain.permissions import Actor
 from ..domain.recipes import FINISHED
 from ..store.tables import Loan, Recipe, Reservation, System, User
 from ..domain.times import format_time
-from . import activity, due, endings, notices
+from . import activity, due, endings, guests, notices
 from .jobs import finish
 from .placement import refresh_rollups, release
 from . import systems as system_service
@@ -75,6 +75,7 @@ def grant(uow, actor: Actor, now: datetime, fqdn: str, recipient: str, duration:
     (then those reservations are returned and their holders told)."""
     session = uow.session
     system = system_service.find(session, fqdn, actor)
+    guests.refuse(system, "lent")
     user = session.execute(select(User).where(User.name == recipient)).scalar_one_or_none()
     if user is None:
         raise Invalid("recipient", f"no user named {recipient}")

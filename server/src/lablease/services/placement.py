@@ -12,7 +12,7 @@ from ..domain.windows import Window
 from ..store import calendar
 from ..store.tables import Booking, Recipe, RecipeSet, Reservation, System
 from ..store.uow import settings_of, wake_worker
-from . import installations, notices, usage
+from . import activity, guests, installations, notices, usage
 from .endings import close_reservation
 
 WAITING = ("queued", "assigned")
@@ -102,6 +102,7 @@ def start(session, recipe_set: RecipeSet, plan: dict[int, int], now: datetime, r
         system = session.get(System, recipe.system_id)
         rules.check_transition(recipe.status, "scheduled")
         recipe.status = "scheduled"
+        _place_guests(session, recipe, system, now)
         if recipe.spec.get("distro_requires"):
             recipe.status = "waiting"  # provisioning takes it from here
             usage.set_usage(session, system, "waiting", now)
@@ -109,6 +110,26 @@ def start(session, recipe_set: RecipeSet, plan: dict[int, int], now: datetime, r
         else:
             begin_running(session, recipe, now)
     refresh_rollups(session, recipe_set, now)
+
+
+def _place_guests(session, host: Recipe, host_system: System, now: datetime) -> None:
+    """A host's guest recipes start with it, in the same transaction (all or nothing): each gets a guest
+    system of its own, booked for it; its installation waits until the host runs (begin_running)."""
+    for guest in host.guests:
+        if guest.status != "queued":
+            continue
+        system = guests.new_system(session, guest, host_system, now)
+        if system is None:
+            from .jobs import finish  # (jobs starts sets through this module)
+
+            finish(session, guest, "aborted", now, None, settings_of(session))
+            activity.record(session, None, now, "recipe", guest.id, "aborted", "reason", None,
+                            f"no distro tree matching its distroRequires in lab {host_system.lab or '(none)'}")
+            continue
+        _book(session, guest, system, now, None, host.recipe_set.job.owner_id, system.resource_id)
+        rules.check_transition(guest.status, "scheduled")
+        guest.status = "scheduled"
+        usage.set_usage(session, system, "scheduled", now)
 
 
 def begin_running(session, recipe: Recipe, now: datetime) -> None:
@@ -127,6 +148,7 @@ def begin_running(session, recipe: Recipe, now: datetime) -> None:
             reservation.end_at = end
     if recipe.watchdog_at is not None:
         wake_worker(session)
+    guests.start_installs(session, recipe, now)
 
 
 def hold(session, recipe_set: RecipeSet, plan: dict[int, int], now: datetime) -> None:
@@ -147,9 +169,9 @@ def release(session, recipe_set: RecipeSet, now: datetime) -> None:
 
 
 def refresh_rollups(session, recipe_set: RecipeSet, now: datetime) -> None:
-    states = [r.status for r in recipe_set.recipes]
-    recipe_set.status = rules.rollup_status(states)
-    recipe_set.result = rules.worst_result(r.result for r in recipe_set.recipes)
+    recipes = recipe_set.every_recipe()  # a guest's result counts as its host's does
+    recipe_set.status = rules.rollup_status(r.status for r in recipes)
+    recipe_set.result = rules.worst_result(r.result for r in recipes)
     job = recipe_set.job
     job.status = rules.rollup_status(rs.status for rs in job.recipe_sets)
     job.result = rules.worst_result(rs.result for rs in job.recipe_sets)

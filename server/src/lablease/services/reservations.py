@@ -15,7 +15,7 @@ from ..domain.windows import Window
 from ..store import calendar
 from ..store.tables import Booking, Loan, Reservation, User
 from ..domain.times import format_time
-from . import activity, advance_work, due, endings, notices
+from . import activity, advance_work, due, endings, guests, notices
 from . import systems as system_service
 
 
@@ -74,6 +74,7 @@ def reserve(uow, actor: Actor, now: datetime, policy: rules.ReservationPolicy, s
     if previous is not None:
         return _retried(previous, asked, now), False
     target = system_service.find(session, system, actor)
+    guests.refuse(target, "reserved")
     loan = system_service.active_loan(session, target)
     if advance_reservation is None:
         system_service.require(session, actor, Permission.RESERVE, target, loan)

@@ -90,7 +90,9 @@ def compute_candidates(session, cls: RequirementClass, systems: list[System], on
 
 
 def schedulable_systems(session) -> list[System]:
-    return list(session.execute(select(System).where(System.condition != "removed")).unique().scalars())
+    """Systems the scheduler may give out: not removed, and no guest recipe's virtual machine."""
+    query = select(System).where(System.condition != "removed", System.guest.is_(False))
+    return list(session.execute(query).unique().scalars())
 
 
 # --- the calendar, as the planner sees it -------------------------------------------------

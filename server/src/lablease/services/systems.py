@@ -108,6 +108,7 @@ def as_dict(system: System, current: Reservation | None = None, loan: Loan | Non
         "advance_reservations": held_by or [],  # active ARs holding it (their windows)
         "pools": [pool.name for pool in system.pools],
         "policy_pool": system.policy_pool.name if system.policy_pool else None,
+        "guest": system.guest,
         "created_at": format_time(system.created_at),
     }
 

@@ -137,6 +137,9 @@ class System(Base):
         ForeignKey("distro_trees.id", ondelete="SET NULL"))
     # When set, the system is governed by this pool's access policy instead of its own rules.
     policy_pool_id: Mapped[int | None] = mapped_column(ForeignKey("pools.id", ondelete="SET NULL"))
+    # A guest recipe's virtual machine (services/guests.py): its host's harness starts it; never scheduled,
+    # reserved or lent on its own.
+    guest: Mapped[bool] = mapped_column(Boolean, default=False)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime)
     # Loaded when used: a reserve needs the rules and the resource, a listing also owner and pools.
     owner: Mapped[User | None] = relationship(lazy="select")
@@ -364,7 +367,13 @@ class RecipeSet(Base):
     queued_at: Mapped[datetime] = mapped_column(UTCDateTime)
     multi: Mapped[bool] = mapped_column(Boolean, default=False)  # more than one recipe
     job: Mapped[Job] = relationship(lazy="joined", back_populates="recipe_sets")
-    recipes: Mapped[list[Recipe]] = relationship(lazy="selectin", order_by="Recipe.id", back_populates="recipe_set")
+    # The set's own recipes; guest recipes are their hosts' `guests` (each host with its guests: every_recipe).
+    recipes: Mapped[list[Recipe]] = relationship(
+        lazy="selectin", order_by="Recipe.id", viewonly=True,
+        primaryjoin="and_(RecipeSet.id == Recipe.recipe_set_id, Recipe.host_recipe_id.is_(None))")
+
+    def every_recipe(self) -> list[Recipe]:
+        return [r for host in self.recipes for r in (host, *host.guests)]
     __table_args__ = (Index("ix_recipe_sets_queue", "multi", "status", "priority", "queued_at"),)
 
 
@@ -388,7 +397,12 @@ class Recipe(Base):
     started_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     watchdog_at: Mapped[datetime | None] = mapped_column(UTCDateTime, index=True)
-    recipe_set: Mapped[RecipeSet] = relationship(lazy="joined", back_populates="recipes")
+    # A guest recipe's host recipe (in the same recipe set); None for a recipe of the set itself.
+    host_recipe_id: Mapped[int | None] = mapped_column(ForeignKey("recipes.id", ondelete="CASCADE"), index=True)
+    recipe_set: Mapped[RecipeSet] = relationship(lazy="joined")
+    # Loaded when used (placing, finishing, answers): the scheduler's hot paths read recipes without them.
+    guests: Mapped[list[Recipe]] = relationship(lazy="select", order_by="Recipe.id", viewonly=True,
+                                                primaryjoin="Recipe.id == foreign(Recipe.host_recipe_id)")
     system: Mapped[System | None] = relationship(lazy="joined")
     __table_args__ = (Index("ix_recipes_class_queue", "class_id", "status", "priority", "queued_at", "id"),
                       Index("ix_recipes_status", "status"))

@@ -1,13 +1,13 @@
 """guest recipes: a recipe's host recipe, and guest systems
 
 Revision ID: 0016
-Revises: 0010
+Revises: 0015
 """
 from alembic import op
 import sqlalchemy as sa
 
 revision = '0016'
-down_revision = '0010'
+down_revision = '0015'
 branch_labels = None
 depends_on = None
 

@@ -22,10 +22,10 @@ TREE = {"name": "Fedora-40", "family": "Fedora40", "arch": "x86_64", "variant": 
 
 
 def site(lab: Lab) -> Lab:
-    """Two installable systems in lab-a on a 10G network, and a released Fedora 40 tree there."""
+    """Two installable systems in lab-a on a 10G network, able to run guests (HVM), and a released Fedora 40 tree there."""
     for n in (1, 2):
         lab.system(f"n{n}.lab.test", condition="automated", lab="lab-a", memory_mb=4096,
-                   attributes={"NETWORK": "10G"}, power={"driver": "virtual"},
+                   attributes={"NETWORK": "10G", "HVM": "1"}, power={"driver": "virtual"},
                    netboot={"mac": f"52:54:00:00:01:0{n}"})
     status, tree = lab.admin.post("/distro-trees", TREE)
     assert status == 201, tree

@@ -78,3 +78,18 @@ def test_the_corpus_of_guest_recipe_jobs_is_accepted_and_survives_a_round_trip(p
     parsed = parse_job_xml(path.read_bytes())
     assert any(recipe.get("guests") for rs in parsed["recipe_sets"] for recipe in rs["recipes"])
     assert parse_job_xml(render_job_xml(parsed)) == parsed
+
+
+def test_what_a_guest_says_about_where_it_runs_is_a_warning_naming_its_path():
+    from lablease.jobxml.warnings import job_warnings
+    parsed = parse_job_xml(job(f'''
+      <guestrecipe guestargs="" role="CLIENTS">
+        <autopick><pool>p</pool></autopick>{DISTRO}
+        <hostRequires force="box1"/><reservesys/>
+      </guestrecipe>''', DISTRO))
+    found = {w["path"]: w["message"] for w in job_warnings(parsed)}
+    guest = "/job/recipeSet[1]/recipe[1]/guestrecipe[1]"
+    assert {f"{guest}/@role", f"{guest}/autopick", f"{guest}/hostRequires/@force", f"{guest}/reservesys"} <= set(found)
+    assert "host recipe's system" in found[f"{guest}/autopick"]
+    assert not any(path.startswith(guest) for path in
+                   (w["path"] for w in job_warnings(parse_job_xml(job(f'<guestrecipe guestargs="">{DISTRO}</guestrecipe>', DISTRO)))))

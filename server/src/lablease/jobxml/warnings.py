@@ -23,7 +23,31 @@ def job_warnings(job: dict) -> list[dict]:
     for i, recipe_set in enumerate(job["recipe_sets"], 1):
         for j, recipe in enumerate(recipe_set["recipes"], 1):
             found += _recipe_warnings(recipe, _RECIPE.format(i, j))
+            for k, guest in enumerate(recipe.get("guests") or [], 1):
+                guest_path = f"{_RECIPE.format(i, j)}/guestrecipe[{k}]"
+                found += _recipe_warnings(guest, guest_path) + _guest_warnings(guest, guest_path)
     return found
+
+
+_GUEST_PLACED = {
+    "host_requires": ("hostRequires", "checked; a guest runs on its host recipe's system"),
+    "autopick": ("autopick", "checked; a guest runs on its host recipe's system"),
+    "force": ("hostRequires/@force", "checked; a guest runs on its host recipe's system"),
+    "reservesys": ("reservesys", "kept; a guest system ends with its guest (its host's <reservesys> keeps the host)"),
+}
+
+
+def _guest_warnings(guest: dict, path: str) -> list[dict]:
+    """What a guest recipe says about where it runs: its host decides that."""
+    return [{"path": f"{path}/{element}", "message": message}
+            for key, (element, message) in _GUEST_PLACED.items() if _said(guest.get(key))]
+
+
+def _said(value) -> bool:
+    """Whether the submitter wrote the part (the normalised form has defaults: no autopick is no pools)."""
+    if isinstance(value, dict) and set(value) == {"random", "pools"}:
+        return value["random"] or bool(value["pools"])
+    return value is not None
 
 
 def _recipe_warnings(recipe: dict, path: str) -> list[dict]:

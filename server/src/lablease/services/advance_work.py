@@ -45,7 +45,7 @@ def place_bound(session, ar: AdvanceReservation, now: datetime) -> None:
                            .order_by(RecipeSet.priority.desc(), RecipeSet.queued_at, RecipeSet.id)).unique().scalars()
     for recipe_set in list(sets):
         needs = [Need(r.id, tuple(sid for sid, h in by_system.items()
-                                  if verdict(r.spec.get("host_requires"), host(h.system))[0]), runtime_of(r))
+                                  if verdict(r.spec.get("host_requires"), host(h.system, r.spec.get("host_requires")))[0]), runtime_of(r))
                  for r in recipe_set.recipes if r.status == "queued"]
 
         def is_free(system_id: int, runtime) -> bool:
@@ -78,7 +78,7 @@ def check_bound_set(session, actor: Actor, ar_id: int, recipes: list[dict], offs
                                               timedelta(seconds=limit) if limit else None)
         if problem:
             raise Invalid(f"{where}.recipes[{index}].runtime_limit", problem)
-        if not any(verdict(recipe.get("host_requires"), host(h.system))[0] for h in ar.systems):
+        if not any(verdict(recipe.get("host_requires"), host(h.system, recipe.get("host_requires")))[0] for h in ar.systems):
             raise Invalid(f"{where}.recipes[{index}].host_requires",
                           f"no system of advance reservation {ar_id} matches")
 

@@ -1,4 +1,6 @@
 """A system's inventory through the API, and hostRequires filters over it choosing where recipes run."""
+from pathlib import Path
+
 import pytest
 
 from .conftest import Lab
@@ -16,7 +18,7 @@ DELL = {
                  "description": "Ethernet Controller X710"}],
 }
 VM = {"vendor": "QEMU", "hypervisor": "KVM", "cpu": {"vendor": "AuthenticAMD", "flags": ["svm"]},
-      "disks": [{"size": 21474836480, "sector_size": 512}], "devices": [{"bus": "virtio", "driver": "virtio_net"}]}
+      "disks": [{"size": 21474836480, "sector_size": 512}], "devices": [{"bus": "virtio", "driver": "virtio_net", "description": "Virtio network device"}]}
 PROTO = {"system_type": "Prototype"}
 
 
@@ -81,10 +83,17 @@ PLACEMENTS = [
 ]
 
 
+def three_systems(lab):
+    lab.system("dell.lab.test", condition="automated", memory_mb=65536, lab="brno", inventory=DELL,
+               power={"driver": "ipmitool", "address": "bmc-dell.lab.test", "user": "root", "password": "pw"})
+    lab.system("vm.lab.test", condition="automated", memory_mb=4096, inventory=VM)
+    lab.system("proto.lab.test", condition="automated", memory_mb=8192, inventory=PROTO)
+    assert lab.admin.post("/pools", {"name": "big"})[0] == 201
+    assert lab.admin.post("/pools/big/systems", {"fqdn": "dell.lab.test"})[0] in (200, 201, 204)
+
+
 def test_recipes_run_on_the_systems_their_inventory_filters_choose(lab):
-    for fqdn, memory, inventory in (("dell.lab.test", 65536, DELL), ("vm.lab.test", 4096, VM),
-                                    ("proto.lab.test", 8192, PROTO)):
-        lab.system(fqdn, condition="automated", memory_mb=memory, inventory=inventory)
+    three_systems(lab)
     got = []
     for requires, _ in PLACEMENTS:
         status, submitted = post_xml(lab, "alice", job(requires))
@@ -111,3 +120,18 @@ def test_the_waiting_recipe_says_which_inventory_filter_ruled_systems_out(lab):
 def test_unknown_or_unsupported_filters_are_refused_with_the_line(lab, requires, message):
     status, problem = post_xml(lab, "alice", job(requires))
     assert status == 422 and message in problem["detail"], problem
+
+
+CORPUS = sorted((Path(__file__).parents[1] / "jobxml" / "corpus").glob("inventory-*.xml"))
+
+
+def test_the_inventory_corpus_is_accepted_and_scheduled_where_each_whiteboard_says(lab):
+    """Each recipe of these Beaker-style documents names in its whiteboard the system it must get."""
+    three_systems(lab)
+    assert len(CORPUS) >= 3
+    for path in CORPUS:
+        status, submitted = post_xml(lab, "alice", path.read_bytes())
+        assert status == 201, (path.name, submitted)
+        recipes = [r for rs in submitted["recipe_sets"] for r in rs["recipes"]]
+        assert [r["system"] for r in recipes] == [r["whiteboard"] for r in recipes], path.name
+        assert lab.alice.post(f"/jobs/{submitted['id']}/cancel")[0] == 200

@@ -3,7 +3,6 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import Lab
 from .test_jobs_api import post_xml
 
 DELL = {
@@ -18,7 +17,8 @@ DELL = {
                  "description": "Ethernet Controller X710"}],
 }
 VM = {"vendor": "QEMU", "hypervisor": "KVM", "cpu": {"vendor": "AuthenticAMD", "flags": ["svm"]},
-      "disks": [{"size": 21474836480, "sector_size": 512}], "devices": [{"bus": "virtio", "driver": "virtio_net", "description": "Virtio network device"}]}
+      "disks": [{"size": 21474836480, "sector_size": 512}],
+      "devices": [{"bus": "virtio", "driver": "virtio_net", "description": "Virtio network device"}]}
 PROTO = {"system_type": "Prototype"}
 
 

@@ -19,7 +19,9 @@ description:
   - "Host variables: C(lablease_fqdn), C(lablease_arch), C(lablease_cpus), C(lablease_memory_mb), C(lablease_lab),
     C(lablease_owner), C(lablease_condition), C(lablease_usage), C(lablease_attributes) (key -> list of values),
     C(lablease_pools) (names; empty until the server reports pools), C(lablease_reservation) (C(id), C(user), C(start),
-    C(end), or null), C(lablease_reserved_by) and C(lablease_reservation_end) (null when free)."
+    C(end), or null), C(lablease_reserved_by), C(lablease_reservation_end) (null when free) and C(lablease_inventory)
+    (vendor, model, system type, hypervisor, CPU, NUMA nodes, last inventoried; disks and devices are on each
+    system's own page of the API, not in the listing)."
 author:
   - lablease developers (@lablease)
 extends_documentation_fragment:
@@ -108,6 +110,7 @@ def host_vars(system):
         "lablease_reservation": reservation,
         "lablease_reserved_by": reservation.get("user") if reservation else None,
         "lablease_reservation_end": reservation.get("end") if reservation else None,
+        "lablease_inventory": system.get("inventory") or {},
     }
 
 

@@ -89,6 +89,18 @@ options:
       - "Netboot settings as the server accepts them, for example V({mac: 52:54:00:12:34:56, loader: grub2})."
       - Keys are compared one by one; keys not given keep their value.
     type: dict
+  inventory:
+    description:
+      - "Beaker's inventory of the system, as the server accepts it (see the server's docs/api.md, System inventory):
+        V(vendor), V(model), V(serial), V(location), V(lender), V(system_type) (V(Machine), V(Prototype), V(Laptop),
+        V(Resource)), V(hypervisor) (V(null) for bare metal), V(numa_nodes), V(last_inventoried) (RFC 3339, for
+        example V(2026-01-10T08:00:00Z)), V(cpu) (V(vendor), V(model_name), V(family), V(model), V(stepping), V(speed)
+        in MHz, V(processors), V(cores), V(sockets), V(hyper), V(flags)), V(disks) (a list of V(size),
+        V(sector_size), V(phys_sector_size) in bytes and V(model)) and V(devices) (a list of V(bus), V(type),
+        V(vendor_id), V(device_id), V(subsys_vendor_id), V(subsys_device_id), V(driver), V(description))."
+      - Only the keys given are compared and changed; V(cpu), V(disks) and V(devices) are each replaced whole.
+      - Job C(hostRequires) filters select systems by it.
+    type: dict
   force:
     description:
       - With O(state=absent), remove the system even while it is reserved; its reservations are returned.
@@ -124,6 +136,28 @@ EXAMPLES = r"""
     netboot:
       mac: "52:54:00:12:34:56"
       loaders: [ipxe, grub2]
+
+- name: Record its inventory, for jobs that ask for a CPU flag, a disk or a device
+  lablease.lab.system:
+    fqdn: s3.lab.test
+    inventory:
+      vendor: Dell Inc.
+      model: PowerEdge R740
+      system_type: Machine
+      hypervisor: null
+      numa_nodes: 2
+      last_inventoried: "2026-01-10T08:00:00Z"
+      cpu:
+        vendor: GenuineIntel
+        model_name: Intel(R) Xeon(R) Gold 6130
+        processors: 32
+        cores: 16
+        sockets: 2
+        flags: [vmx, avx2]
+      disks:
+        - {size: 480000000000, sector_size: 512, model: SSD 480}
+      devices:
+        - {bus: pci, type: NIC, vendor_id: "8086", device_id: "1572", driver: i40e}
 
 - name: Take it out of service
   lablease.lab.system:
@@ -182,6 +216,10 @@ system:
     reservation:
       description: The current reservation (C(id), C(user), C(start), C(end)), or null.
       type: dict
+    inventory:
+      description: The inventory (vendor, model, type, hypervisor, CPU, disks, devices...); V(cpu.processors) is O(cpus).
+      type: dict
+      sample: {"vendor": "Dell Inc.", "system_type": "Machine", "hypervisor": null, "cpu": {"flags": ["vmx"]}}
 """
 
 from ansible.module_utils.basic import AnsibleModule
@@ -211,6 +249,9 @@ def wanted_changes(params, current):
         attributes = normal_attributes(params["attributes"])
         if current is None or (current.get("attributes") or {}) != attributes:
             changes["attributes"] = attributes
+    inventory = inventory_changes(params["inventory"], current)
+    if inventory:
+        changes["inventory"] = inventory
     for key in ("power", "netboot"):
         given = dict(params[key] or {})
         if key == "power" and params["power_password"] is not None and (
@@ -228,11 +269,33 @@ def wanted_changes(params, current):
     return changes
 
 
+def _without_none(value):
+    return dict((k, v) for k, v in value.items() if v is not None) if isinstance(value, dict) else value
+
+
+def inventory_changes(given, current):
+    """The inventory keys given that differ from the server's; the cpu is compared as the server keeps it
+    (unset keys dropped, processors being cpus: compared only when given)."""
+    if not given:
+        return {}
+    have = (current or {}).get("inventory") or {}
+    changes = {}
+    for key, value in given.items():
+        now = have.get(key)
+        if key == "cpu" and isinstance(value, dict):
+            value, now = _without_none(value), _without_none(now or {})
+            if "processors" not in value:
+                now.pop("processors", None)
+        if current is None or now != value:
+            changes[key] = given[key]
+    return changes
+
+
 def shown(system):
     """What the diff compares."""
     if not system:
         return {}
-    keys = SCALARS + ("attributes", "power", "netboot")
+    keys = SCALARS + ("attributes", "power", "netboot", "inventory")
     return dict((k, system.get(k)) for k in keys)
 
 
@@ -265,6 +328,8 @@ class System(Resource):
     def predict(self, current, plan):
         predicted = dict(current or {"fqdn": self.fqdn, "condition": "manual", "attributes": {}, "power": {}, "netboot": {}})
         predicted.update(plan)
+        if "inventory" in plan:  # the keys given replace the server's
+            predicted["inventory"] = dict((current or {}).get("inventory") or {}, **plan["inventory"])
         for key in ("power", "netboot"):
             if key in predicted:
                 predicted[key] = dict((k, v) for k, v in (predicted[key] or {}).items() if k.lower() not in SECRET_KEYS)
@@ -295,6 +360,7 @@ def main():
             power_password=dict(type="str", no_log=True),
             update_password=dict(type="str", default="on_create", choices=["always", "on_create"], no_log=False),
             netboot=dict(type="dict"),
+            inventory=dict(type="dict"),
             force=dict(type="bool", default=False),
         ),
         supports_check_mode=True,

@@ -25,9 +25,11 @@ def test_the_schema_compiles_with_libxml2():
 def test_host_filter_elements_match_the_field_table():
     branches = set(fields.BRANCHES)
     assert children_of("recipeSet", "recipe", "hostRequires") == \
-        branches | set(fields.HOST_ELEMENTS) | set(fields.HOST_WRAPPERS)
-    assert children_of("recipeSet", "recipe", "hostRequires", "system") == branches | set(fields.SYSTEM_ELEMENTS)
+        branches | set(fields.HOST_ELEMENTS) | set(fields.HOST_WRAPPERS) | {fields.DISK}
+    assert children_of("recipeSet", "recipe", "hostRequires", "system") == \
+        branches | set(fields.SYSTEM_ELEMENTS) | set(fields.UNSUPPORTED_SYSTEM_ELEMENTS)
     assert children_of("recipeSet", "recipe", "hostRequires", "cpu") == branches | set(fields.CPU_ELEMENTS)
+    assert children_of("recipeSet", "recipe", "hostRequires", "disk") == branches | set(fields.DISK_ELEMENTS)
     assert children_of("recipeSet", "recipe", "hostRequires", "and") == children_of("recipeSet", "recipe", "hostRequires")
 
 
@@ -56,7 +58,7 @@ def test_every_element_and_attribute_of_the_schema_is_documented():
 
 def test_every_filter_field_and_op_is_documented():
     text = DOCS.read_text()
-    for field in fields.HOST_FIELDS + fields.DISTRO_FIELDS:
+    for field in fields.HOST_FIELDS + fields.DISK_FIELDS + fields.DISTRO_FIELDS:
         assert f"`{field}`" in text, field
     for op in fields.ALL_OPS:
         assert f"`{op}`" in text, op

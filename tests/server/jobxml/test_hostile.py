@@ -135,9 +135,15 @@ def test_broken_documents(document, expected):
 
 
 @pytest.mark.parametrize("document, expected", [
-    (host(b'<system_type value="Machine"/>'),
-     "line 4: <system_type> is not allowed inside <hostRequires> (allowed here: and, arch, cpu, cpu_count,"),
-    (host(b'<system><vendor value="Dell"/></system>'), "<vendor> is not allowed inside <system>"),
+    (host(b'<colour value="red"/>'),
+     "line 4: <colour> is not allowed inside <hostRequires> (allowed here: and, arch, auto_prov, cpu, cpu_count,"),
+    (host(b'<system><flag value="vmx"/></system>'), "<flag> is not allowed inside <system>"),
+    (host(b'<system><user value="jdoe"/></system>'), "line 4: <user>: not supported: the system's current user"),
+    (host(b'<device op="="/>'), "line 4: <device> value: needs at least one of: type, bus, driver, vendor_id"),
+    (host(b'<disk><size op="&gt;" value="1" units="PB"/></disk>'), "units='PB' is not allowed; use one of: bytes,"),
+    (host(b'<system><last_inventoried op="&gt;" value="last week"/></system>'),
+     "<last_inventoried> value: 'last week' is not a date (YYYY-MM-DD"),
+    (host(b'<cpu><hyper value="maybe"/></cpu>'), "<hyper> value: 'maybe' is not of type 'boolean'"),
     (host(b'<memory op="~" value="1"/>'), "line 4: <memory> op='~' is not allowed; use one of: =, ==, !=, <,"),
     (host(b'<arch op="&lt;" value="x"/>'), "<arch> op='<' is not allowed; use one of: =, ==, !=, like"),
     (host(b'<pool op="like" value="p%"/>'), "<pool> op='like' is not allowed"),

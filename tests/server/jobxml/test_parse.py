@@ -78,7 +78,9 @@ def test_text_leaves_and_their_beaker_spellings(xml, field):
     (b'<system><memory op="&gt;" value="2048"/></system>', "memory"),
     (b'<cpu_count op="&gt;" value="2048"/>', "cpu_count"),
     (b'<cpu><processors op="&gt;" value="2048"/></cpu>', "cpu_count"),
-    (b'<cpu><cores op="&gt;" value="2048"/></cpu>', "cpu_count"),
+    (b'<cpu><cores op="&gt;" value="2048"/></cpu>', "cpu_cores"),
+    (b'<numa_node_count op="&gt;" value="2048"/>', "numa_nodes"),
+    (b'<system><numanodes op="&gt;" value="2048"/></system>', "numa_nodes"),
 ])
 def test_numeric_leaves_get_int_values(xml, field):
     assert recipe_of(parse_job_xml(host(xml)))["host_requires"] == {"field": field, "op": ">", "value": 2048}

@@ -28,12 +28,12 @@ def leaves(field_ops: dict):
     def leaf(field: str):
         ops = field_ops[field]
         op = st.sampled_from(ops + (("==",) if "=" in ops else ()))
-        if field in fields.NUMERIC_FIELDS:
-            value = numbers
-        elif field == "key_value":
-            value = xml_text | numbers
-        else:
-            value = xml_text
+        value = {
+            "number": numbers, "bytes": numbers, "key_value": xml_text | numbers, "boolean": st.booleans(),
+            "real": numbers | st.floats(0, 10**6, allow_nan=False).map(lambda x: round(x, 3)),
+            "date": st.dates().map(lambda day: f"{day:%Y-%m-%d}").filter(lambda text: len(text) == 10) | st.just(""),
+            "device": st.dictionaries(st.sampled_from(fields.DEVICE_KEYS), xml_text, min_size=1, max_size=3),
+        }.get(fields.VALUE_KINDS.get(field), xml_text)
         base = st.fixed_dictionaries({"field": st.just(field), "op": op, "value": value})
         if field == "key_value":
             return st.builds(lambda leaf, key: {**leaf, "key": key}, base, names)
@@ -42,9 +42,9 @@ def leaves(field_ops: dict):
     return st.sampled_from(sorted(field_ops)).flatmap(leaf)
 
 
-def trees(field_ops: dict):
+def trees(field_ops: dict, base=None):
     return st.recursive(
-        leaves(field_ops),
+        leaves(field_ops) if base is None else base,
         lambda children: st.one_of(
             st.lists(children, max_size=4).map(lambda items: {"and": items}),
             st.lists(children, max_size=4).map(lambda items: {"or": items}),
@@ -54,7 +54,8 @@ def trees(field_ops: dict):
     )
 
 
-host_trees = trees(fields.HOST_FIELD_OPS)
+disk_trees = trees(fields.DISK_FIELD_OPS)
+host_trees = trees(fields.HOST_FIELD_OPS, leaves(fields.HOST_FIELD_OPS) | disk_trees.map(lambda t: {"disk": t}))
 distro_trees = trees(fields.DISTRO_FIELD_OPS)
 
 recipes = st.fixed_dictionaries(

@@ -159,7 +159,11 @@ class FakeApi:
             if system is None:
                 self.problem(url, 404, "Not found", "no system named %s" % match.group(1))
             if method == "PATCH":
+                body = dict(body)
+                inventory = body.pop("inventory", None)
                 system.update(body)
+                if inventory is not None:  # the keys given replace the server's, as the server does
+                    system["inventory"] = dict(system.get("inventory") or {}, **inventory)
             elif method == "DELETE":
                 system["condition"] = "removed"
                 return 204, None

@@ -5,6 +5,7 @@ for what a schema cannot say (a name that names nobody, a start in the past, a b
 """
 from __future__ import annotations
 
+from ..domain.inventory import INVENTORY_SCHEMA
 from ..domain.systems import ARCHES, FQDN_MAX, FQDN_PATTERN
 from ..services.users import NAME_PATTERN
 from ..domain.limits import MAX_INT
@@ -66,6 +67,7 @@ SYSTEM_FIELDS = {
                        "description": "what happens when a reservation of the system ends"},
     "reprovision_distro_tree": {**ID, "type": ["integer", "null"],
                                 "description": "distro tree id installed by the reprovision release action"},
+    "inventory": INVENTORY_SCHEMA,
 }
 
 SYSTEM_CREATE = {

@@ -1,4 +1,4 @@
-"""Handlers of `lablease systems`, `reserve`, `extend`, `return`, `heartbeat`, `reservations`, `whoami`.
+"""Handlers of `lablease systems`, `system show`, `reserve`, `extend`, `return`, `heartbeat`, `reservations`, `whoami`.
 
 A handler takes the API and the parsed arguments, makes its calls, and
 returns an Outcome; it never prints. Durations and times go to the server
@@ -47,6 +47,10 @@ def systems(api: Api, args) -> Outcome:
               "free_from": args.free_from, "free_until": args.free_until,
               "reserved_by": "me" if args.mine else None}
     return Outcome(api.get("/systems", params), SYSTEM)
+
+
+def system_show(api: Api, args) -> Outcome:
+    return Outcome(api.get(f"/systems/{segment(args.system)}"), SYSTEM)
 
 
 def reserve(api: Api, args) -> Outcome:

@@ -92,6 +92,11 @@ def add_system_commands(commands, common) -> None:
     p.add_argument("--free-until", metavar="TIME", help="... until TIME")
     p.add_argument("--mine", action="store_true", help="only systems I hold a reservation on now")
     p.set_defaults(handler=c.systems)
+    system = commands.add_parser("system", help="one system", parents=[common])
+    sub = system.add_subparsers(dest="action", metavar="ACTION", required=True)
+    p = sub.add_parser("show", help="a system with its reservation, loan and inventory", parents=[common])
+    p.add_argument("system", metavar="FQDN")
+    p.set_defaults(handler=c.system_show)
 
 
 def add_reservation_commands(commands, common) -> None:

@@ -43,7 +43,25 @@ def _system_details(s: dict) -> list:
     reservation = s.get("reservation") or {}
     return [("fqdn", s.get("fqdn")), ("arch", s.get("arch")), ("lab", s.get("lab")),
             ("condition", s.get("condition")), ("usage", s.get("usage")), ("owner", s.get("owner")),
-            ("reserved by", reservation.get("user")), ("until", _held(s, "end"))]
+            ("reserved by", reservation.get("user")), ("until", _held(s, "end")),
+            *_inventory_details(s.get("inventory") or {})]
+
+
+def _inventory_details(inv: dict) -> list:
+    """The inventory's filled-in fields, one line each (disks and devices summed up)."""
+    cpu = inv.get("cpu") or {}
+    cpu_text = " ".join(str(cpu[k]) for k in ("vendor", "model_name") if cpu.get(k))
+    counts = ", ".join(f"{cpu[k]} {k}" for k in ("processors", "cores", "sockets") if cpu.get(k) is not None)
+    pairs = [("vendor", inv.get("vendor")), ("model", inv.get("model")), ("serial", inv.get("serial")),
+             ("location", inv.get("location")), ("type", inv.get("system_type")),
+             ("hypervisor", inv.get("hypervisor") or ("bare metal" if inv.get("system_type") else None)),
+             ("cpu", "; ".join(t for t in (cpu_text, counts) if t) or None),
+             ("cpu flags", " ".join(cpu.get("flags") or []) or None), ("numa nodes", inv.get("numa_nodes")),
+             ("disks", ", ".join(f"{d.get('model') or 'disk'} {d.get('size')} B" for d in inv.get("disks") or [])
+              or None),
+             ("devices", len(inv["devices"]) if inv.get("devices") else None),
+             ("last inventoried", format_time(inv["last_inventoried"]) if inv.get("last_inventoried") else None)]
+    return [(name, value) for name, value in pairs if value is not None]
 
 
 SYSTEM = Shape("system", "systems", [

@@ -18,7 +18,10 @@ _WHOLE_NUMBER = re.compile(r"\s*(\d+)\s*")
 _TOO_LARGE = 2**63
 _TRUE = {"true", "1", "TRUE"}
 
-HOST = {"leaves": fields.HOST_ELEMENTS, "wrappers": fields.HOST_WRAPPERS}
+_REAL = re.compile(r"\s*(\d{1,19}(\.\d{1,9})?)\s*")
+
+DISK = {"leaves": fields.DISK_ELEMENTS, "wrappers": {}}
+HOST = {"leaves": fields.HOST_ELEMENTS, "wrappers": fields.HOST_WRAPPERS, fields.DISK: DISK}
 DISTRO = {"leaves": fields.DISTRO_ELEMENTS, "wrappers": fields.DISTRO_WRAPPERS}
 
 
@@ -193,16 +196,36 @@ def _filter(element, context: dict, path: tuple, lines: Lines) -> dict:
     if tag in context["wrappers"]:
         inner = {"leaves": context["wrappers"][tag], "wrappers": {}}
         return _requires(element, inner, path, lines, empty={"and": []})
+    if tag == fields.DISK and fields.DISK in context:  # one of the system's disks matches the whole subtree
+        return {fields.DISK: _requires(element, context[fields.DISK], path + (fields.DISK,), lines,
+                                       empty={"and": []})}
     field = context["leaves"].get(tag)
+    if field is None and tag in fields.UNSUPPORTED_SYSTEM_ELEMENTS:
+        raise PathError(path, f"not supported: {fields.UNSUPPORTED_SYSTEM_ELEMENTS[tag]}")
     if field is None:  # the grammar and fields.py disagree: a bug, but say so plainly
         raise PathError(path, f"<{tag}> is not a known filter here")
-    value = element.get("value")
-    if field in fields.NUMERIC_FIELDS:
-        value = _number(value)
-    leaf = {"field": field, "op": element.get("op", "="), "value": value}
+    leaf = {"field": field, "op": element.get("op", "=")}
+    if field == "device":
+        leaf["value"] = {key: element.get(key) for key in fields.DEVICE_KEYS if key in element.attrib}
+    else:
+        leaf["value"] = _value(fields.VALUE_KINDS.get(field, "text"), element.get("value"))
     if field == "key_value":
         leaf["key"] = element.get("key")
+    _copy(element, leaf, "units")
     return leaf
+
+
+def _value(kind: str, text: str):
+    """The value as its kind wants it; text that does not fit is left as it is, for the schema to refuse."""
+    if kind in ("number", "bytes"):
+        return _number(text)
+    if kind == "real":
+        match = _REAL.fullmatch(text) if isinstance(text, str) else None
+        return (float(match[1]) if match[2] else int(match[1])) if match else text
+    if kind == "boolean":
+        word = text.strip().lower() if isinstance(text, str) else text
+        return True if word in ("true", "1") else False if word in ("false", "0") else text
+    return text
 
 
 def _number(text: str):

@@ -18,7 +18,8 @@ from ..timeparse import DURATION_PATTERN, parse_duration
 from . import fields
 from .errors import PathError
 from ..domain.windows import MAX_SECONDS
-from .schema import JOB_SCHEMA, MAIL_PATTERN, POST_OPTIONS_PATTERN, REPO_NAME_PATTERN, URL_PATTERN, WORD_PATTERN
+from .schema import (DATE, JOB_SCHEMA, MAIL_PATTERN, POST_OPTIONS_PATTERN, REPO_NAME_PATTERN, URL_PATTERN,
+                     WORD_PATTERN)
 from .safexml import MAX_DEPTH, MAX_ELEMENTS
 
 # Each XML level is at most two JSON levels (an object and its list). Filter
@@ -159,14 +160,19 @@ def _filter(tree: dict | None) -> dict | None:
             key = "and" if "and" in node else "or"
             out[key] = [{} for _ in node[key]]
             stack.extend(zip(node[key], out[key]))
-        elif "not" in node:
-            out["not"] = {}
-            stack.append((node["not"], out["not"]))
+        elif "not" in node or fields.DISK in node:
+            key = "not" if "not" in node else fields.DISK
+            out[key] = {}
+            stack.append((node[key], out[key]))
         else:
             op = node.get("op", "=")
             out.update(field=node["field"], op=fields.OP_ALIASES.get(op, op), value=node["value"])
             if node["field"] == "key_value":
                 out["key"], out["value"] = node["key"], str(node["value"])
+            elif "units" in node:  # sizes are kept in bytes
+                out["value"] = node["value"] * fields.BYTE_UNITS[node["units"]]
+            elif node["field"] == "device":
+                out["value"] = dict(node["value"])
     return result
 
 
@@ -229,7 +235,7 @@ def _check_size(data, root: tuple) -> None:
         if count > MAX_JSON_NODES:
             raise PathError((), f"too large (at most {MAX_JSON_NODES} values)")
         items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
-        stack.extend((child, path + (key,), depth + 1, filters + (key in fields.BRANCHES)) for key, child in items)
+        stack.extend((child, path + (key,), depth + 1, filters + (key in fields.BRANCHES or key == fields.DISK)) for key, child in items)
 
 
 @cache
@@ -263,12 +269,16 @@ def _message(error) -> str:
         return _duration_reason(value)
     if error.validator == "pattern" and error.validator_value in _PATTERN_REASONS:
         return f"{value!r} {_PATTERN_REASONS[error.validator_value]}"
+    if error.validator == "pattern" and error.validator_value == DATE:
+        return f"{value!r} is not a date (YYYY-MM-DD, or \"\" for never)"
     if error.validator == "pattern":
         return "contains a control character, which XML cannot carry"
     if error.validator == "maximum":  # the value itself may be thousands of digits long: not repeated
         return f"is too large (at most {error.validator_value})"
     if error.validator == "minimum":
         return f"{value!r} is too small (at least {error.validator_value})"
+    if error.validator == "minProperties":  # <device> with none of its attributes
+        return "needs at least one of: " + ", ".join(fields.DEVICE_KEYS)
     if error.validator == "minItems":
         return "needs at least one item"
     if error.validator in ("not", "anyOf") and "description" in error.schema:  # a rule that says itself (reservesys)
@@ -313,5 +323,6 @@ def _leaves(tree: dict | None):
         if "field" in node:
             yield node
         else:
-            children = node.get("and", node.get("or", [node["not"]] if "not" in node else []))
+            single = node.get("not", node.get(fields.DISK))
+            children = node.get("and", node.get("or", [single] if single is not None else []))
             stack.extend(children)

@@ -128,8 +128,9 @@ def _filter(parent, tree: dict) -> None:
                 stack.extend((element, child) for child in reversed(node[branch]))
                 break
         else:
-            if "not" in node:
-                stack.append((etree.SubElement(into, "not"), node["not"]))
+            if "not" in node or fields.DISK in node:
+                key = "not" if "not" in node else fields.DISK
+                stack.append((etree.SubElement(into, key), node[key]))
             else:
                 _leaf(into, node)
 
@@ -138,7 +139,15 @@ def _leaf(into, leaf: dict) -> None:
     if leaf["field"] in LEAF_WRITERS:
         LEAF_WRITERS[leaf["field"]](into, leaf)
         return
-    element = etree.SubElement(into, fields.ELEMENT_FOR_FIELD.get(leaf["field"], leaf["field"]))
-    for key, value in leaf.items():
-        if key != "field" and value is not None:
-            element.set(key, str(value))
+    wrapper, name = fields.ELEMENT_FOR_FIELD[leaf["field"]]
+    element = etree.SubElement(etree.SubElement(into, wrapper) if wrapper else into, name)
+    if leaf["field"] == "key_value":
+        element.set("key", leaf["key"])
+    element.set("op", leaf["op"])
+    if leaf["field"] == "device":
+        for key, value in leaf["value"].items():
+            element.set(key, value)
+    elif isinstance(leaf["value"], bool):
+        element.set("value", "true" if leaf["value"] else "false")
+    else:
+        element.set("value", str(leaf["value"]))

@@ -37,28 +37,29 @@ def _ops(ops: tuple) -> dict:
     return {"enum": list(ops) + (["=="] if "=" in ops else [])}
 
 
+DATE = r"^([0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01]))?$"
 _VALUES = {
     "number": {"type": "integer", "minimum": 0, "maximum": MAX_INT},
+    "bytes": {"type": "integer", "minimum": 0, "maximum": MAX_INT},
+    "real": {"type": "number", "minimum": 0, "maximum": MAX_INT},
+    "date": {"type": "string", "pattern": DATE, "description": "YYYY-MM-DD, or \"\" for never"},
+    "boolean": {"type": "boolean"},
+    "device": {"type": "object", "minProperties": 1, "additionalProperties": False,
+               "properties": {key: TEXT for key in fields.DEVICE_KEYS}},
     "key_value": {"type": ["string", "integer"], "pattern": XML_SAFE},
     "text": TEXT,
 }
 
 
-def _value_kind(field: str) -> str:
-    if field in fields.NUMERIC_FIELDS:
-        return "number"
-    return "key_value" if field == "key_value" else "text"
-
-
-def _leaf(field_ops: dict) -> dict:
-    """A leaf; fields that share operators and value type share one branch of an if/else chain.
+def _leaf(field_kinds: dict) -> dict:
+    """A leaf; fields that share operators and value kind share one branch of an if/else chain.
 
     A chain, not an allOf of one `if` per field: jsonschema then evaluates a
     couple of conditions per leaf, not one per field (big jobs stay fast).
     """
     groups: dict[tuple, list[str]] = {}
-    for field, ops in field_ops.items():
-        groups.setdefault((ops, _value_kind(field)), []).append(field)
+    for field, (kind, ops) in field_kinds.items():
+        groups.setdefault((ops, kind), []).append(field)
     chain: dict = {}
     for (ops, kind), names in reversed(list(groups.items())):
         rules = {"properties": {"op": _ops(ops), "value": _VALUES[kind]}}
@@ -66,6 +67,8 @@ def _leaf(field_ops: dict) -> dict:
             rules["required"] = ["key"]
         else:
             rules["properties"]["key"] = False
+        if kind != "bytes":
+            rules["properties"]["units"] = False
         if not chain:
             chain = rules
         else:
@@ -74,14 +77,15 @@ def _leaf(field_ops: dict) -> dict:
     return {
         "type": "object",
         "required": ["field", "value"],
-        "properties": {"field": {"enum": list(field_ops)}, "op": _ops(fields.ALL_OPS), "value": {}, "key": NAME},
+        "properties": {"field": {"enum": list(field_kinds)}, "op": _ops(fields.ALL_OPS), "value": {}, "key": NAME,
+                       "units": {"enum": list(fields.BYTE_UNITS)}},
         "additionalProperties": False,
         "allOf": [chain],
     }
 
 
-def _tree(name: str, leaf: str) -> dict:
-    """Leaf / and / or / not, told apart by their key so errors point at the right place."""
+def _tree(name: str, leaf: str, disk: bool = False) -> dict:
+    """Leaf / and / or / not (/ disk), told apart by their key so errors point at the right place."""
     me = {"$ref": f"#/$defs/{name}"}
 
     def branch(key: str, schema: dict) -> dict:
@@ -96,7 +100,9 @@ def _tree(name: str, leaf: str) -> dict:
                 "if": {"required": ["or"]}, "then": branch("or", {"type": "array", "items": me}),
                 "else": {
                     "if": {"required": ["not"]}, "then": branch("not", me),
-                    "else": {"$ref": f"#/$defs/{leaf}"},
+                    "else": {"if": {"required": [fields.DISK]},
+                             "then": branch(fields.DISK, {"$ref": "#/$defs/disk_filter"}),
+                             "else": {"$ref": f"#/$defs/{leaf}"}} if disk else {"$ref": f"#/$defs/{leaf}"},
                 },
             },
         },
@@ -213,10 +219,12 @@ JOB_SCHEMA = {
                 "params": {"type": "object", "propertyNames": NAME, "additionalProperties": TEXT},
             },
         },
-        "host_filter": _tree("host_filter", "host_leaf"),
-        "host_leaf": _leaf(fields.HOST_FIELD_OPS),
+        "host_filter": _tree("host_filter", "host_leaf", disk=True),
+        "host_leaf": _leaf(fields.HOST_FIELD_KINDS),
+        "disk_filter": _tree("disk_filter", "disk_leaf"),
+        "disk_leaf": _leaf(fields.DISK_FIELD_KINDS),
         "distro_filter": _tree("distro_filter", "distro_leaf"),
-        "distro_leaf": _leaf(fields.DISTRO_FIELD_OPS),
+        "distro_leaf": _leaf({field: ("text", ops) for field, ops in fields.DISTRO_FIELD_OPS.items()}),
     },
 }
 

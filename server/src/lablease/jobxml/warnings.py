@@ -67,7 +67,7 @@ def _recipe_warnings(recipe: dict, path: str) -> list[dict]:
                      set(fields.UNACTED_DISTRO_FIELDS))
     for field in unacted:
         found.append({"path": f"{path}/distroRequires",
-                      "message": f"<{fields.ELEMENT_FOR_FIELD.get(field, field)}> kept; every distro tree matches it "
+                      "message": f"<{fields.ELEMENT_FOR_FIELD[field][1]}> kept; every distro tree matches it "
                                  "(lablease installs every tree over its URL and has no virt trees)"})
     return found
 

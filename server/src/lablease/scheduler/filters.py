@@ -10,14 +10,19 @@ from __future__ import annotations
 import operator
 import re
 from dataclasses import dataclass, field
+from datetime import date
 
 OPS = {"=": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le, ">": operator.gt,
        ">=": operator.ge}
+DISK = "disk"  # the node {"disk": tree}: one of the host's disks matches the whole tree
+_DATES = frozenset({"added", "last_inventoried"})
+_CPU = "cpu_"  # cpu_vendor -> host.cpu["vendor"] (cpu_count is the system's cpus)
+_DISK_FIELD = "disk_"  # disk_size -> disk["size"]
 
 
 @dataclass(frozen=True)
 class Host:
-    """What filters can see of a system."""
+    """What filters can see of a system: its record and its inventory (docs/jobs.md, "hostRequires")."""
 
     id: int
     fqdn: str
@@ -27,9 +32,27 @@ class Host:
     lab: str | None = None
     attributes: dict = field(default_factory=dict, hash=False)
     pools: frozenset = frozenset()
+    vendor: str | None = None
+    model: str | None = None
+    serial: str | None = None
+    location: str | None = None
+    lender: str | None = None
+    system_type: str | None = None
+    hypervisor: str | None = None  # None: bare metal
+    status: str | None = None
+    owner: str | None = None
+    powertype: str | None = None
+    numa_nodes: int | None = None
+    added: date | None = None
+    last_inventoried: date | None = None
+    cpu: dict = field(default_factory=dict, hash=False)
+    disks: tuple = ()  # only loaded when a filter needs them (needs_hardware)
+    devices: tuple = ()
 
 
 def describe(leaf: dict) -> str:
+    if leaf["field"] == "device":
+        return f"device {leaf['op']} " + ", ".join(f"{k}={v}" for k, v in leaf["value"].items())
     key = f"[{leaf['key']}]" if "key" in leaf else ""
     value = leaf["value"] if leaf["value"] != "" else '""'
     return f"{leaf['field']}{key} {leaf['op']} {value}"
@@ -43,6 +66,8 @@ def _like(pattern: str, value: str) -> bool:
 def compare(op: str, actual, wanted) -> bool:
     if op == "like":
         return _like(wanted, "" if actual is None else str(actual))
+    if wanted == "" and op in ("=", "!="):  # "" asks whether the field is unset (no hypervisor: bare metal)
+        return (actual is None or actual == "") == (op == "=")
     if actual is None:
         return op == "!="
     try:
@@ -51,22 +76,41 @@ def compare(op: str, actual, wanted) -> bool:
         return False
 
 
+def _any_of(op: str, actuals, wanted) -> bool:
+    """One of several values (pools, flags, attribute values): != means none is equal."""
+    if op == "!=":
+        return not any(compare("=", actual, wanted) for actual in actuals)
+    return any(compare(op, actual, wanted) for actual in actuals)
+
+
 def _leaf(leaf: dict, host: Host) -> bool:
     name, op, value = leaf["field"], leaf["op"], leaf["value"]
     if name == "pool":
         if value == "":
             return (not host.pools) if op == "=" else bool(host.pools)
-        if op == "like":
-            return any(_like(value, pool) for pool in host.pools)
-        return (value in host.pools) == (op == "=")
+        return _any_of(op, host.pools, value)
     if name == "key_value":
-        values = host.attributes.get(leaf["key"], [])
+        pairs = [_comparable(v, value) for v in host.attributes.get(leaf["key"], [])]
         if op == "!=":  # no value equal to it, compared as `=` compares (so "10" and 10 are equal)
-            return not any(compare("=", *_comparable(v, value)) for v in values)
-        return any(compare(op, *_comparable(v, value)) for v in values)
+            return not any(compare("=", *pair) for pair in pairs)
+        return any(compare(op, *pair) for pair in pairs)
+    if name == "device":
+        return _device(op, value, host.devices)
+    if name == "cpu_flag":
+        return _any_of(op, host.cpu.get("flags") or (), value)
+    if name == "auto_prov":
+        return (bool(host.powertype) == value) == (op == "=")
+    if name in _DATES:
+        return _on_day(op, getattr(host, name), value)
+    return compare(op, _actual(name, host), value)
+
+
+def _actual(name: str, host: Host):
     if name == "hostname":
-        return compare(op, host.fqdn, value)
-    return compare(op, getattr(host, name), value)
+        return host.fqdn
+    if hasattr(host, name):
+        return getattr(host, name)
+    return host.cpu.get(name.removeprefix(_CPU))  # cpu_vendor: the cpu's vendor
 
 
 def _comparable(actual: str, wanted) -> tuple:
@@ -77,28 +121,62 @@ def _comparable(actual: str, wanted) -> tuple:
         return actual, str(wanted)
 
 
+def _on_day(op: str, actual: date | None, wanted: str) -> bool:
+    """Dates compare by day, as Beaker's do: > 2024-01-31 is from February 1st; "" means never."""
+    if wanted == "" or actual is None:
+        return compare(op, actual, wanted) if wanted == "" else op == "!="
+    try:
+        return OPS[op](actual, date.fromisoformat(wanted))
+    except ValueError:  # a well-formed but impossible date (2024-02-31): no day is it
+        return op == "!="
+
+
+def _device(op: str, wanted: dict, devices) -> bool:
+    """= and like: a device matches every given attribute; !=: no device matches them (as with =)."""
+    test = "like" if op == "like" else "="
+
+    def fits(device: dict) -> bool:
+        return all(compare(test, str(device.get(key) or "").lower() or None, str(value).lower())
+                   for key, value in wanted.items())
+
+    found = any(fits(device) for device in devices)
+    return not found if op == "!=" else found
+
+
+def _disk_leaf(leaf: dict, disk: dict) -> bool:
+    return compare(leaf["op"], disk.get(leaf["field"][len(_DISK_FIELD):]), leaf["value"])
+
+
 def verdict(tree: dict | None, host: Host) -> tuple[bool, str | None]:
     """(True, None) when host matches; otherwise (False, the reason)."""
+    return _verdict(tree, host, _leaf)
+
+
+def _verdict(tree: dict | None, subject, leaf_test) -> tuple[bool, str | None]:
     if not tree:
         return True, None
     if "and" in tree:
         for child in tree["and"]:
-            matches, reason = verdict(child, host)
+            matches, reason = _verdict(child, subject, leaf_test)
             if not matches:
                 return False, reason
         return True, None
     if "or" in tree:
         reasons = []
         for child in tree["or"]:
-            matches, reason = verdict(child, host)
+            matches, reason = _verdict(child, subject, leaf_test)
             if matches:
                 return True, None
             reasons.append(reason)
         return False, " or ".join(r for r in reasons if r) or "none of the alternatives"
     if "not" in tree:
-        matches, _ = verdict(tree["not"], host)
+        matches, _ = _verdict(tree["not"], subject, leaf_test)
         return (False, f"not ({_summary(tree['not'])})") if matches else (True, None)
-    return (True, None) if _leaf(tree, host) else (False, describe(tree))
+    if DISK in tree:
+        if any(_verdict(tree[DISK], disk, _disk_leaf)[0] for disk in subject.disks):
+            return True, None
+        return False, f"no disk with {_summary(tree[DISK])}"
+    return (True, None) if leaf_test(tree, subject) else (False, describe(tree))
 
 
 def _summary(tree: dict) -> str:
@@ -108,6 +186,8 @@ def _summary(tree: dict) -> str:
         return " or ".join(_summary(t) for t in tree["or"])
     if "not" in tree:
         return f"not ({_summary(tree['not'])})"
+    if DISK in tree:
+        return f"disk ({_summary(tree[DISK])})"
     return describe(tree)
 
 
@@ -124,10 +204,22 @@ def leaves(tree: dict | None):
             for child in tree[kind]:
                 yield from leaves(child)
             return
-    if "not" in tree:
-        yield from leaves(tree["not"])
-        return
+    for single in ("not", DISK):
+        if single in tree:
+            yield from leaves(tree[single])
+            return
     yield tree
 
 
-__all__ = ["Host", "verdict", "matches", "leaves", "describe"]
+def needs_hardware(tree: dict | None) -> bool:
+    """Whether the tree looks at disks or devices (only then are they loaded)."""
+    stack = [tree] if tree else []
+    while stack:
+        node = stack.pop()
+        if DISK in node or node.get("field") == "device":
+            return True
+        stack.extend(node.get("and", node.get("or", [node["not"]] if "not" in node else [])))
+    return False
+
+
+__all__ = ["Host", "verdict", "matches", "leaves", "describe", "needs_hardware"]

@@ -241,7 +241,7 @@ def facts(session, system: System, members: list[Actor], granted_lab: str | None
 
 
 def _unsuitable(session, system: System, tree, pools, members, host) -> str | None:
-    return rules.ineligible(facts(session, system, members), verdict(tree, host(system)), pools)
+    return rules.ineligible(facts(session, system, members), verdict(tree, host(system, tree)), pools)
 
 
 def _refusal(count: int, chosen: list, reasons: dict) -> str:

@@ -33,7 +33,6 @@ def place_bound(session, ar: AdvanceReservation, now: datetime) -> None:
     """Start the AR's queued recipe sets, by priority then age, each all or nothing on the AR's systems."""
     from ..scheduler.planner import Need, place
     from .placement import runtime_of, start
-    from .scheduling import host
 
     held = usable_systems(ar) if ar.start_at <= now < ar.end_at else []
     if not held:
@@ -44,8 +43,7 @@ def place_bound(session, ar: AdvanceReservation, now: datetime) -> None:
     sets = session.execute(select(RecipeSet).where(RecipeSet.ar_id == ar.id, RecipeSet.status == "queued")
                            .order_by(RecipeSet.priority.desc(), RecipeSet.queued_at, RecipeSet.id)).unique().scalars()
     for recipe_set in list(sets):
-        needs = [Need(r.id, tuple(sid for sid, h in by_system.items()
-                                  if verdict(r.spec.get("host_requires"), host(h.system))[0]), runtime_of(r))
+        needs = [Need(r.id, tuple(sid for sid, h in by_system.items() if _suits(r.spec, h.system)), runtime_of(r))
                  for r in recipe_set.recipes if r.status == "queued"]
 
         def is_free(system_id: int, runtime) -> bool:
@@ -63,7 +61,6 @@ def place_bound(session, ar: AdvanceReservation, now: datetime) -> None:
 def check_bound_set(session, actor: Actor, ar_id: int, recipes: list[dict], offset: timedelta, now: datetime,
                     where: str) -> None:
     """Submit-time checks of a recipe set bound to an AR (recipes in the job's JSON form)."""
-    from .scheduling import host
 
     ar = session.get(AdvanceReservation, ar_id)
     if ar is None or ar.state in rules.FINAL:
@@ -78,7 +75,7 @@ def check_bound_set(session, actor: Actor, ar_id: int, recipes: list[dict], offs
                                               timedelta(seconds=limit) if limit else None)
         if problem:
             raise Invalid(f"{where}.recipes[{index}].runtime_limit", problem)
-        if not any(verdict(recipe.get("host_requires"), host(h.system))[0] for h in ar.systems):
+        if not any(_suits(recipe, h.system) for h in ar.systems):
             raise Invalid(f"{where}.recipes[{index}].host_requires",
                           f"no system of advance reservation {ar_id} matches")
 
@@ -113,3 +110,11 @@ def check_end_inside(session, ar_id: int, end: datetime, field: str) -> None:
 def window_end(session, ar_id: int) -> datetime | None:
     ar = session.get(AdvanceReservation, ar_id)
     return ar.end_at if ar is not None else None
+
+
+def _suits(recipe: dict, system) -> bool:
+    """Whether the recipe's host requirements accept the system."""
+    from .scheduling import host
+
+    tree = recipe.get("host_requires")
+    return verdict(tree, host(system, tree))[0]

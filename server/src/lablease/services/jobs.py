@@ -277,7 +277,8 @@ def why_waiting(session, recipe: Recipe, now: datetime, snapshot: tuple | None =
             return False
         return max((b.end_at for b in blocking), default=None) if all(b.end_at for b in blocking) else None
 
-    result = explain(recipe.spec.get("host_requires"), [scheduling.host(s) for s in systems], usable, busy_until,
+    tree = recipe.spec.get("host_requires")
+    result = explain(tree, [scheduling.host(s, tree) for s in systems], usable, busy_until,
                      recipe.spec.get("force"))
     ar = session.get(AdvanceReservation, recipe.recipe_set.ar_id) if recipe.recipe_set.ar_id else None
     waits_for_ar = ar and advance_rules.bound_wait(ar.id, ar.state, ar.start_at, ar.error_handling)

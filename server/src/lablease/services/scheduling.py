@@ -20,10 +20,11 @@ import hashlib
 import json
 
 from sqlalchemy import and_, delete, func, or_, select
+from sqlalchemy.orm import undefer_group
 
 from ..domain.permissions import decide_schedule
 from ..observe import metrics
-from ..scheduler.filters import Host
+from ..scheduler.filters import Host, needs_hardware
 from ..scheduler.planner import (Need, candidates, offer_order, place, place_partial, queue_key, run_window,
                                  shuffled_within_tiers, tier)
 from ..store import calendar
@@ -33,9 +34,19 @@ from . import systems as system_service
 from .placement import WAITING, held_by, hold, release, runtime_of, start
 from .users import actor_for
 
-def host(system: System) -> Host:
+def host(system: System, tree: dict | None = None) -> Host:
+    """What filters see of a system; its disks and devices only when `tree` looks at them."""
+    hardware = needs_hardware(tree)
     return Host(system.id, system.fqdn, system.arch, system.memory_mb, system.cpus, system.lab,
-                system.attributes or {}, frozenset(p.name for p in system.pools))
+                system.attributes or {}, frozenset(p.name for p in system.pools),
+                vendor=system.vendor, model=system.model, serial=system.serial, location=system.location,
+                lender=system.lender, system_type=system.system_type, hypervisor=system.hypervisor,
+                status=system.condition.capitalize(), owner=system.owner.name if system.owner else None,
+                powertype=(system.power or {}).get("driver"), numa_nodes=system.numa_nodes,
+                added=system.created_at.date(),
+                last_inventoried=system.last_inventoried.date() if system.last_inventoried else None,
+                cpu=system.cpu or {}, disks=tuple(system.disks or ()) if hardware else (),
+                devices=tuple(system.devices or ()) if hardware else ())
 
 
 def _static_access(system: System):
@@ -69,7 +80,7 @@ def requirement_class(session, owner_id: int, spec: dict, now: datetime) -> Requ
         "pools": (spec.get("autopick") or {}).get("pools", [])})
     session.add(cls)
     session.flush()
-    compute_candidates(session, cls, schedulable_systems(session))
+    compute_candidates(session, cls, schedulable_systems(session, needs_hardware(cls.spec.get("host_requires"))))
     return cls
 
 
@@ -78,7 +89,8 @@ def compute_candidates(session, cls: RequirementClass, systems: list[System], on
     owner = actor_for(session, session.get(User, cls.owner_id))
     by_id = {s.id: s for s in systems}
     check = usable_by(owner)
-    found = candidates(cls.spec.get("host_requires"), [host(s) for s in systems], lambda h: check(h, by_id),
+    tree = cls.spec.get("host_requires")
+    found = candidates(tree, [host(s, tree) for s in systems], lambda h: check(h, by_id),
                        cls.spec.get("force"))
     pools = cls.spec.get("pools", [])
     ranks = {h.id: tier(h, pools) for h in found}
@@ -89,9 +101,12 @@ def compute_candidates(session, cls: RequirementClass, systems: list[System], on
     session.add_all(ClassCandidate(class_id=cls.id, system_id=h.id, rank=ranks[h.id]) for h in found)
 
 
-def schedulable_systems(session) -> list[System]:
-    """Systems the scheduler may give out: not removed, and no guest recipe's virtual machine."""
+def schedulable_systems(session, hardware: bool = False) -> list[System]:
+    """Systems the scheduler may give out: not removed, and no guest recipe's virtual machine; with
+    `hardware`, their disks and devices in the same query."""
     query = select(System).where(System.condition != "removed", System.guest.is_(False))
+    if hardware:
+        query = query.options(undefer_group("hardware"))
     return list(session.execute(query).unique().scalars())
 
 

@@ -29,10 +29,11 @@ from ..store.secrets import SECRET_KEYS
 from ..store.tables import AccessRule, DistroTree, Installation, Loan, Pool, Reservation, Resource, System, User
 from ..domain.times import format_time
 from . import activity, usage
+from .inventory import check_inventory, inventory_of
 from ..store.uow import emit, settings_of
 
 EDITABLE = ("arch", "cpus", "memory_mb", "lab", "attributes", "condition", "owner", "power", "netboot",
-            "release_action", "reprovision_distro_tree")
+            "release_action", "reprovision_distro_tree", "inventory")
 
 
 def access_of(system: System, loan: Loan | None = None) -> SystemAccess:
@@ -86,7 +87,8 @@ def _patterns(session) -> tuple[str, ...]:
 
 
 def as_dict(system: System, current: Reservation | None = None, loan: Loan | None = None,
-            installation: dict | None = None, held_by: list | None = None, patterns: tuple[str, ...] = ()) -> dict:
+            installation: dict | None = None, held_by: list | None = None, patterns: tuple[str, ...] = (),
+            hardware: bool = True) -> dict:
     return {
         "fqdn": system.fqdn,
         "arch": system.arch,
@@ -110,6 +112,7 @@ def as_dict(system: System, current: Reservation | None = None, loan: Loan | Non
         "policy_pool": system.policy_pool.name if system.policy_pool else None,
         "guest": system.guest,
         "created_at": format_time(system.created_at),
+        "inventory": inventory_of(system, hardware),
     }
 
 
@@ -174,6 +177,8 @@ def _clean(session, data: dict) -> dict:
         if tree is not None and session.get(DistroTree, tree) is None:
             raise Invalid("reprovision_distro_tree", f"no distro tree {tree}")
         out["reprovision_distro_tree_id"] = tree
+    if "inventory" in data:
+        out.update(check_inventory(data["inventory"]))
     return out
 
 
@@ -290,6 +295,8 @@ def _apply(session, system: System, values: dict) -> dict[str, tuple]:
             changes["owner"] = (system.owner.name if system.owner else None, session.get(User, new).name if new else None)
         elif key in ("power", "netboot"):
             changes[key] = (public_settings(old, _patterns(session)), public_settings(new, _patterns(session)))
+        elif key in ("disks", "devices"):  # the log says how many, not every one
+            changes[key] = tuple(None if v is None else f"{len(v)} {key}" for v in (old, new))
         else:
             changes[key] = (old, new)
         setattr(system, key, new)
@@ -365,8 +372,8 @@ def describe_many(session, systems: list[System], now: datetime) -> list[dict]:
 
     held = summaries_for(session, ids)
     patterns = _patterns(session)
-    return [as_dict(s, current.get(s.id), loans.get(s.id), installed.get(s.id), held.get(s.id), patterns)
-            for s in systems]
+    return [as_dict(s, current.get(s.id), loans.get(s.id), installed.get(s.id), held.get(s.id), patterns,
+                    hardware=False) for s in systems]  # disks and devices: on each system's own page
 
 
 def _free_window(now: datetime, filters: dict) -> Window:

@@ -141,6 +141,20 @@ class System(Base):
     # reserved or lent on its own.
     guest: Mapped[bool] = mapped_column(Boolean, default=False)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    # The inventory, as Beaker keeps it (services/inventory.py; docs/jobs.md, "hostRequires").
+    vendor: Mapped[str | None] = mapped_column(String(255))
+    model: Mapped[str | None] = mapped_column(String(255))
+    serial: Mapped[str | None] = mapped_column(String(255))
+    location: Mapped[str | None] = mapped_column(String(255))
+    lender: Mapped[str | None] = mapped_column(String(255))
+    system_type: Mapped[str] = mapped_column(String(16), default="Machine", server_default="Machine")
+    hypervisor: Mapped[str | None] = mapped_column(String(32))  # NULL: bare metal
+    numa_nodes: Mapped[int | None] = mapped_column(Integer)
+    last_inventoried: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    cpu: Mapped[dict | None] = mapped_column(Json)
+    # Lists that may be long: loaded only when asked for (a filter on disks or devices, a system's page).
+    disks: Mapped[list | None] = mapped_column(Json, deferred=True, deferred_group="hardware")
+    devices: Mapped[list | None] = mapped_column(Json, deferred=True, deferred_group="hardware")
     # Loaded when used: a reserve needs the rules and the resource, a listing also owner and pools.
     owner: Mapped[User | None] = relationship(lazy="select")
     resource: Mapped[Resource] = relationship(lazy="joined")

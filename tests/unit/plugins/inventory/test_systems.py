@@ -32,6 +32,7 @@ def plugin():
 
 SYSTEMS = [
     {"fqdn": "s1.lab.test", "arch": "x86_64", "attributes": {"gpu": ["a100"]}, "condition": "manual",
+     "inventory": {"vendor": "Dell Inc.", "hypervisor": None, "cpu": {"flags": ["vmx"]}},
      "reservation": {"id": 4, "user": "alice", "start": "2026-11-22T10:00:00Z", "end": "2026-11-22T14:00:00Z"}},
     {"fqdn": "s2.lab.test", "arch": "aarch64", "attributes": {}, "condition": "manual", "reservation": None},
 ]
@@ -42,7 +43,9 @@ def test_host_vars():
     assert variables["lablease_reserved_by"] == "alice"
     assert variables["lablease_reservation_end"] == "2026-11-22T14:00:00Z"
     assert variables["lablease_pools"] == []
+    assert variables["lablease_inventory"]["cpu"]["flags"] == ["vmx"]
     assert host_vars(SYSTEMS[1])["lablease_reservation_end"] is None
+    assert host_vars(SYSTEMS[1])["lablease_inventory"] == {}
 
 
 def test_populate_groups_and_compose(plugin):

@@ -27,6 +27,28 @@ def test_change_only_what_differs(api, run):
     assert result["diff"]["before"]["cpus"] == 4 and result["diff"]["after"]["cpus"] == 8
 
 
+INVENTORY = {"vendor": "Dell Inc.", "hypervisor": None, "cpu": {"vendor": "GenuineIntel", "cores": 16, "flags": ["vmx"]},
+             "devices": [{"bus": "pci", "vendor_id": "8086"}]}
+
+
+def test_inventory_keys_given_are_compared_and_sent(api, run):
+    api.add_system("s3.lab.test", cpus=32, inventory={
+        "vendor": "Dell Inc.", "model": "R740", "hypervisor": None, "system_type": "Machine",
+        "cpu": {"vendor": "GenuineIntel", "cores": 16, "flags": ["vmx"], "processors": 32},  # as the server shows it
+        "devices": [{"bus": "pci", "vendor_id": "8086"}]})
+    result, failed = run(system.main, {"fqdn": "s3.lab.test", "inventory": INVENTORY})
+    assert not failed and not result["changed"] and api.writes == []  # processors is cpus, not compared unless given
+    changed = dict(INVENTORY, hypervisor="KVM", cpu={"vendor": "GenuineIntel", "cores": 16, "flags": ["vmx", "svm"]})
+    result, failed = run(system.main, {"fqdn": "s3.lab.test", "inventory": changed}, check=True, diff=True)
+    assert result["changed"] and api.writes == []
+    assert result["diff"]["after"]["inventory"]["hypervisor"] == "KVM"
+    assert result["diff"]["after"]["inventory"]["model"] == "R740"  # kept: not given
+    result, failed = run(system.main, {"fqdn": "s3.lab.test", "inventory": changed})
+    assert api.writes == [("PATCH", "/systems/s3.lab.test",
+                           {"inventory": {"hypervisor": "KVM", "cpu": changed["cpu"]}})]
+    assert result["system"]["inventory"]["model"] == "R740"
+
+
 def test_password_is_sent_only_on_create(api, run):
     api.add_system("s3.lab.test", power={"driver": "ipmitool"})
     result, failed = run(system.main, {"fqdn": "s3.lab.test", "power_password": "pw"})

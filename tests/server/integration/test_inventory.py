@@ -1,0 +1,137 @@
+"""A system's inventory through the API, and hostRequires filters over it choosing where recipes run."""
+from pathlib import Path
+
+import pytest
+
+from .test_jobs_api import post_xml
+
+DELL = {
+    "vendor": "Dell Inc.", "model": "PowerEdge R740", "serial": "CZ12345", "system_type": "Machine",
+    "numa_nodes": 2, "last_inventoried": "2026-01-10T08:00:00Z",
+    "cpu": {"vendor": "GenuineIntel", "model_name": "Intel(R) Xeon(R) Gold 6130", "family": 6, "model": 85,
+            "stepping": 4, "speed": 2100.0, "processors": 32, "cores": 16, "sockets": 2, "hyper": True,
+            "flags": ["vmx", "avx2"]},
+    "disks": [{"size": 480000000000, "sector_size": 512, "phys_sector_size": 512, "model": "SSD 480"},
+              {"size": 4000000000000, "sector_size": 512, "phys_sector_size": 4096, "model": "HDD 4T"}],
+    "devices": [{"bus": "pci", "type": "NIC", "vendor_id": "8086", "device_id": "1572", "driver": "i40e",
+                 "description": "Ethernet Controller X710"}],
+}
+VM = {"vendor": "QEMU", "hypervisor": "KVM", "cpu": {"vendor": "AuthenticAMD", "flags": ["svm"]},
+      "disks": [{"size": 21474836480, "sector_size": 512}],
+      "devices": [{"bus": "virtio", "driver": "virtio_net", "description": "Virtio network device"}]}
+PROTO = {"system_type": "Prototype"}
+
+
+def test_the_inventory_is_set_changed_and_shown(lab):
+    lab.system("dell.lab.test", memory_mb=65536, inventory=DELL)
+    status, shown = lab.admin.get("/systems/dell.lab.test")
+    assert status == 200
+    inventory = shown["inventory"]
+    assert (inventory["vendor"], inventory["hypervisor"], inventory["numa_nodes"]) == ("Dell Inc.", None, 2)
+    assert inventory["cpu"]["flags"] == ["vmx", "avx2"] and inventory["cpu"]["processors"] == 32
+    assert shown["cpus"] == 32  # processors is the system's cpus
+    assert inventory["disks"] == DELL["disks"] and inventory["devices"] == DELL["devices"]
+    assert inventory["last_inventoried"] == "2026-01-10T08:00:00Z"
+    # A PATCH replaces what it gives and keeps the rest.
+    status, changed = lab.admin.patch("/systems/dell.lab.test", {"inventory": {"hypervisor": "KVM", "disks": []}})
+    assert status == 200, changed
+    assert (changed["inventory"]["hypervisor"], changed["inventory"]["disks"]) == ("KVM", [])
+    assert changed["inventory"]["devices"] == DELL["devices"] and changed["inventory"]["model"] == "PowerEdge R740"
+    # The listing leaves the long lists out (each system's page has them).
+    _, listed = lab.admin.get("/systems")
+    assert listed[0]["inventory"]["vendor"] == "Dell Inc." and "devices" not in listed[0]["inventory"]
+
+
+@pytest.mark.parametrize("inventory, field, reason", [
+    ({"system_type": "Server"}, "inventory.system_type", "is not one of"),
+    ({"disks": [{"size": -1}]}, "inventory.disks.0.size", "less than the minimum"),
+    ({"cpu": {"flags": ["vmx", "vmx"]}}, "inventory.cpu.flags", "non-unique"),
+    ({"colour": "red"}, "inventory.colour", "unknown field"),
+])
+def test_a_wrong_inventory_is_refused_naming_the_field(lab, inventory, field, reason):
+    lab.system("s.lab.test")
+    status, problem = lab.admin.patch("/systems/s.lab.test", {"inventory": inventory})
+    assert status == 422 and field in problem["detail"] and reason in problem["detail"], problem
+    assert lab.admin.get("/systems/s.lab.test")[1]["inventory"]["system_type"] == "Machine"  # nothing written
+
+
+def job(requires: str) -> bytes:
+    return (f'<job><recipeSet><recipe><hostRequires>{requires}</hostRequires>'
+            f'<task name="/distribution/check-install"/></recipe></recipeSet></job>').encode()
+
+
+# hostRequires -> the system its recipe gets (None: it waits), on three systems that are all free.
+PLACEMENTS = [
+    ('<system><vendor op="like" value="dell%"/></system>', "dell.lab.test"),
+    ('<hypervisor value=""/><system_type value="Machine"/>', "dell.lab.test"),
+    ('<system><hypervisor op="!=" value=""/></system>', "vm.lab.test"),
+    ('<system_type value="Prototype"/>', "proto.lab.test"),
+    ('<cpu><flag value="svm"/></cpu>', "vm.lab.test"),
+    ('<cpu><and><cores op="&gt;=" value="16"/><hyper value="true"/><speed op="&gt;" value="2000.5"/></and></cpu>',
+     "dell.lab.test"),
+    ('<device op="=" bus="pci" vendor_id="8086"/>', "dell.lab.test"),
+    ('<not><device op="=" driver="virtio_net"/></not><system><vendor op="!=" value=""/></system>', "dell.lab.test"),
+    ('<disk><size op="&gt;=" value="2" units="TB"/><phys_sector_size value="4" units="KiB"/></disk>',
+     "dell.lab.test"),
+    ('<disk><and><size op="&lt;" value="100" units="GiB"/><sector_size value="512"/></and></disk>', "vm.lab.test"),
+    ('<or><system><numanodes op="&gt;" value="1"/></system><cpu><flag value="svm"/></cpu></or>'
+     '<arch value="x86_64"/><system><status value="Automated"/></system>', "dell.lab.test"),
+    ('<last_inventoried value=""/><system><memory op="&lt;" value="8192"/></system>', "vm.lab.test"),
+    ('<system><last_inventoried op="&gt;" value="2026-01-09"/></system>', "dell.lab.test"),
+    ('<system><location value="rack 4"/></system>', None),  # no system says where it is: nothing matches
+    ('<disk><size op="&gt;" value="10" units="TiB"/></disk>', None),
+]
+
+
+def three_systems(lab):
+    lab.system("dell.lab.test", condition="automated", memory_mb=65536, lab="brno", inventory=DELL,
+               power={"driver": "ipmitool", "address": "bmc-dell.lab.test", "user": "root", "password": "pw"})
+    lab.system("vm.lab.test", condition="automated", memory_mb=4096, inventory=VM)
+    lab.system("proto.lab.test", condition="automated", memory_mb=8192, inventory=PROTO)
+    assert lab.admin.post("/pools", {"name": "big"})[0] == 201
+    assert lab.admin.post("/pools/big/systems", {"fqdn": "dell.lab.test"})[0] in (200, 201, 204)
+
+
+def test_recipes_run_on_the_systems_their_inventory_filters_choose(lab):
+    three_systems(lab)
+    got = []
+    for requires, _ in PLACEMENTS:
+        status, submitted = post_xml(lab, "alice", job(requires))
+        assert status == 201, (requires, submitted)
+        [recipe] = submitted["recipe_sets"][0]["recipes"]
+        got.append(recipe["system"])
+        assert lab.alice.post(f"/jobs/{submitted['id']}/cancel")[0] == 200  # the system is free for the next
+    assert got == [expected for _, expected in PLACEMENTS]
+
+
+def test_the_waiting_recipe_says_which_inventory_filter_ruled_systems_out(lab):
+    lab.system("vm.lab.test", condition="automated", inventory=VM)
+    status, submitted = post_xml(lab, "alice", job('<cpu><flag value="vmx"/></cpu>'))
+    assert status == 201, submitted
+    [recipe] = submitted["recipe_sets"][0]["recipes"]
+    assert lab.alice.get(f"/recipes/{recipe['id']}")[1]["why"]["ruled_out"] == {"cpu_flag = vmx": 1}
+
+
+@pytest.mark.parametrize("requires, message", [
+    ('<system><colour value="red"/></system>', "line 1: <colour> is not allowed inside <system>"),
+    ('<system><loaned value="bob"/></system>', "line 1: <loaned>: not supported: loans change"),
+    ('<disk><size op="&gt;" value="big"/></disk>', "line 1: <size> value: 'big' is not a whole number"),
+])
+def test_unknown_or_unsupported_filters_are_refused_with_the_line(lab, requires, message):
+    status, problem = post_xml(lab, "alice", job(requires))
+    assert status == 422 and message in problem["detail"], problem
+
+
+CORPUS = sorted((Path(__file__).parents[1] / "jobxml" / "corpus").glob("inventory-*.xml"))
+
+
+def test_the_inventory_corpus_is_accepted_and_scheduled_where_each_whiteboard_says(lab):
+    """Each recipe of these Beaker-style documents names in its whiteboard the system it must get."""
+    three_systems(lab)
+    assert len(CORPUS) >= 3
+    for path in CORPUS:
+        status, submitted = post_xml(lab, "alice", path.read_bytes())
+        assert status == 201, (path.name, submitted)
+        recipes = [r for rs in submitted["recipe_sets"] for r in rs["recipes"]]
+        assert [r["system"] for r in recipes] == [r["whiteboard"] for r in recipes], path.name
+        assert lab.alice.post(f"/jobs/{submitted['id']}/cancel")[0] == 200

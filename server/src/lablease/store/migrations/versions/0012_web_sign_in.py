@@ -1,13 +1,13 @@
 """web sign-in: a user's password hash (argon2id) and the secret of their calendar feed
 
 Revision ID: 0012
-Revises: 0010
+Revises: 0011
 """
 from alembic import op
 import sqlalchemy as sa
 
 revision = '0012'
-down_revision = '0010'
+down_revision = '0011'
 branch_labels = None
 depends_on = None
 

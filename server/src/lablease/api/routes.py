@@ -249,6 +249,12 @@ ROUTES: list[Route] = [
           "Time in each usage state and share busy, per system and in total", "systems",
           query={"from": ("time", "start (default 7 days ago)"), "until": ("time", "end (default now)"),
                  "pool": ("str", "only systems of this pool")}, response={"type": "object"}),
+    Route("GET", BASE + "/reports/utilisation/series", jobs.utilisation_series,
+          "Recipe, manual, idle and broken seconds per day or hour, from the hours the worker aggregated",
+          "systems", query={"from": ("time", "start (default 7 days ago)"), "until": ("time", "end (default now)"),
+                            "pool": ("str", "only systems of this pool (default: every system)"),
+                            "per": ("str", "day (default) or hour")},
+          response=s.UTILISATION_SERIES),
     # advance reservations (Grid Engine's qrsub, qrstat, qralter, qrdel)
     Route("POST", BASE + "/advance-reservations", advance.create,
           "Create an advance reservation (qrsub; admins and arusers): 201 granted; validate_only: 200, nothing made",

@@ -15,7 +15,8 @@ from datetime import datetime, timedelta, timezone
 from typing import Callable
 
 from ..config import Settings
-from ..services import advance_states, commands, due, installations, jobs, loans, outbox, reservations, unit_of_work
+from ..services import (advance_states, commands, due, installations, jobs, loans, outbox, reservations, unit_of_work,
+                        utilisation)
 from ..store.db import Database
 from ..store.secrets import SecretBox, use_secrets
 from ..store.uow import UnitOfWork
@@ -136,6 +137,7 @@ class Worker:
         self.senders = senders(settings)
         self.commands = CommandRunner(settings, db, clock)
         self.next_repair: datetime | None = None
+        self.next_aggregate: datetime | None = None  # when the next hour of utilisation closes
         self.parent_pid = parent_pid  # under `serve`: stop when the server that started us is gone
         self.stopping = threading.Event()
         self.passes = 0  # passes completed: a worker that finished one is asleep or about to be
@@ -171,7 +173,8 @@ class Worker:
         """Do what is due; returns how long to sleep. Each part goes on when another fails (its items
         are isolated already: what fails here is the database itself), and a failed part retries soon."""
         parts = (lambda: run_due(self.db, self.clock(), self.settings), self.commands.start_due,
-                 lambda: deliver_due(self.db, self.clock(), self.settings, self.senders), self.repair_if_due)
+                 lambda: deliver_due(self.db, self.clock(), self.settings, self.senders), self.repair_if_due,
+                 self.aggregate_due)
         pause = None
         for part in parts:
             try:
@@ -182,7 +185,8 @@ class Worker:
         if pause is not None:
             return pause
         try:
-            due_at = min(filter(None, (next_due(self.db, self.clock()), self.next_repair)), default=None)
+            due_at = min(filter(None, (next_due(self.db, self.clock()), self.next_repair, self.next_aggregate)),
+                         default=None)
         except Exception:
             log.exception("worker pass failed; retrying in 1 s")
             return 1.0
@@ -203,6 +207,17 @@ class Worker:
                 failed(self.db, self.settings, jobs.REPAIR, recipe_id, error,
                        lambda uow: due.park(uow, jobs.REPAIR, recipe_id, now, describe(error), "recipe"))
         self.next_repair = now + REPAIR_EVERY
+
+    def aggregate_due(self) -> None:
+        """Utilisation of the hours closed since the last pass (a batch at a time: next_due says when more)."""
+        now = self.clock()
+        if self.next_aggregate is not None and now < self.next_aggregate:
+            return
+        hours = alone(self.db, self.settings, lambda uow: utilisation.aggregate(uow, now))
+        if hours:
+            log.info("aggregated utilisation of %s hour(s)", hours)
+        with unit_of_work(self.db, self.settings, write=False) as uow:
+            self.next_aggregate = utilisation.next_hour(uow.session, now)
 
     def _sleep(self, listener: WakeListener, pause: float) -> None:
         """Sleep for pause seconds, or less when woken; in 1 s slices so stop() is prompt."""

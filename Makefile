@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: venv demo demo-qemu test unit test-server test-collection postgresql qemu bench clean \
+.PHONY: venv demo demo-qemu test unit test-server test-collection postgresql qemu chromium bench clean \
 	collection-link shellcheck sanity units lint molecule playbooks
 
 venv: $(STAMP)
@@ -23,6 +23,10 @@ postgresql:
 qemu:
 	scripts/ensure-qemu.sh
 
+# Debian's chromium for the browser tests of the web pages (tests/e2e/web, Playwright drives it; no browser download).
+chromium:
+	scripts/ensure-chromium.sh
+
 demo: venv collection-link
 	$(BIN)/python scripts/demo.py
 
@@ -31,7 +35,7 @@ demo: venv collection-link
 demo-qemu: venv collection-link qemu
 	$(BIN)/python scripts/demo_qemu.py
 
-test: venv postgresql qemu test-server test-collection
+test: venv postgresql qemu chromium test-server test-collection
 
 # Tests run in parallel processes (pytest-xdist), a file's tests together so its module-scoped
 # servers start once; most of them wait on real servers, VMs and playbooks rather than compute.

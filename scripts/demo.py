@@ -7,13 +7,16 @@
    installs Fedora-40 on it (netboot config, power cycle, kickstart, installer callbacks), waits until
    the installed system has booted, runs a task, and returns it;
 4. show what happened (the machine's console, its usage history, the power and netboot commands) and
-   check over the API that the system was returned and powered off; stop the server whatever happens.
+   check over the API that the system was returned and powered off;
+5. print the web pages' address and the demo user's password; on a terminal, keep the server up until
+   Enter or Ctrl-C (not on a terminal, as in CI, end at once); stop the server whatever happens.
 """
 from __future__ import annotations
 
 import contextlib
 import json
 import os
+import secrets
 import shutil
 import signal
 import socket
@@ -32,6 +35,7 @@ DISTRO = {"name": "Fedora-40", "family": "Fedora40", "arch": "x86_64", "variant"
           "url": "http://mirror.lab.test/fedora/40/Server/x86_64/os/", "kernel": "images/pxeboot/vmlinuz",
           "initrd": "images/pxeboot/initrd.img", "kernel_options": "console=ttyS0,115200"}
 
+DEMO_PASSWORD = secrets.token_urlsafe(9)  # the demo user's web sign-in, new each run (the demo is on loopback)
 
 def step(text: str) -> None:
     print(f"\n==> {text}", flush=True)
@@ -43,8 +47,9 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def admin(env: dict, *args: str) -> str:
-    result = subprocess.run([str(BIN / "lablease-server"), *args], env=env, capture_output=True, text=True, check=False)
+def admin(env: dict, *args: str, stdin: str | None = None) -> str:
+    result = subprocess.run([str(BIN / "lablease-server"), *args], env=env, capture_output=True, text=True, check=False,
+                            input=stdin)
     if result.returncode != 0:
         raise SystemExit(f"lablease-server {' '.join(args)} failed:\n{result.stderr}")
     return result.stdout.strip()
@@ -158,7 +163,20 @@ def create_database_and_users(env: dict, data: Path, systems: Path | None = None
     token = admin(env, "user", "add", "demo")
     admin_token = admin(env, "user", "add", "labadmin", "--admin")
     print("tokens created (shown once, kept in this process only)")
+    admin(env, "user", "passwd", "demo", stdin=DEMO_PASSWORD + "\n")  # for the web pages
     return token, admin_token
+
+
+def show_the_pages(url: str) -> None:
+    """Where the web pages are, and who can sign in; on a terminal the server stays up until Enter or Ctrl-C."""
+    step("The web pages")
+    print(f"open {url}/ and sign in as user 'demo' with password {DEMO_PASSWORD!r}")
+    if not sys.stdin.isatty():
+        return  # CI: nobody to click; the demo ends on its own
+    try:
+        input("the server stays up for you to click around: press Enter (or Ctrl-C) to stop it ")
+    except (KeyboardInterrupt, EOFError):
+        print()
 
 
 @contextlib.contextmanager
@@ -221,6 +239,7 @@ def main() -> int:
         if not show_what_happened(url, token, SYSTEM, DATA / "virtual" / SYSTEM / "console.log"):
             return 1
         step("Demo finished: the system was leased, installed, used and returned")
+        show_the_pages(url)
         return 0
 
 

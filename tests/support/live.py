@@ -77,10 +77,10 @@ class LiveServer:
         self.tokens: dict[str, str] = {}
         self._apis: list[Api] = []
 
-    def admin_cli(self, *args: str) -> str:
+    def admin_cli(self, *args: str, stdin: str | None = None) -> str:
         """Run `lablease-server ARGS` against this server's database; returns stdout."""
         result = subprocess.run([str(BIN / "lablease-server"), *args], env=self.env, capture_output=True,
-                                text=True, timeout=60)
+                                text=True, timeout=60, input=stdin)
         if result.returncode != 0:
             raise RuntimeError(f"lablease-server {' '.join(args)} failed: {result.stderr}")
         return result.stdout

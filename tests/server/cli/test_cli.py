@@ -10,6 +10,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
+import requests
 
 from lablease.cli import client_commands
 from lablease.cli.client_status import ExitStatus
@@ -293,3 +294,16 @@ def test_the_installed_console_script(server):
     env["LABLEASE_TOKEN"] = "nope"
     refused = subprocess.run([str(script), "whoami"], env=env, capture_output=True, text=True, timeout=60)
     assert refused.returncode == 4 and refused.stderr.startswith("lablease: ") and refused.stdout == ""
+
+
+def test_calendar_url_makes_and_replaces_the_feed_address(cli, server):
+    assert cli.ok("calendar-url", user="bob").out.strip() == \
+        "no calendar address yet: make one with lablease calendar-url --new"
+    first = cli.ok("calendar-url", "--new", user="bob").out.strip()
+    assert first.startswith(server.url + "/calendar/bob/cal_") and first.endswith(".ics")
+    assert cli.ok("calendar-url", user="bob").out.strip() == first
+    feed = requests.get(first, timeout=30)
+    assert feed.status_code == 200 and feed.headers["Content-Type"].startswith("text/calendar")
+    assert b"BEGIN:VCALENDAR" in feed.content
+    second = cli.ok("calendar-url", "--new", "--json", user="bob").out
+    assert json.loads(second)["url"] != first and requests.get(first, timeout=30).status_code == 401

@@ -43,6 +43,9 @@ class LabLeaseApp:
         self.routes = {route.endpoint: route for route in ROUTES}
         self.url_map = Map([Rule(r.path, endpoint=r.endpoint, methods=[r.method]) for r in ROUTES],
                            strict_slashes=False, converters=CONVERTERS)
+        from ..web.app import WebPages  # here: web/ uses api's converters, errors and parsers
+
+        self.web = WebPages(self)  # the HTML pages (web/), asked first; API paths are never pages
 
     def __call__(self, environ, start_response):
         request = Request(environ)
@@ -50,6 +53,9 @@ class LabLeaseApp:
         return self.handle(request)(environ, start_response)
 
     def handle(self, request: Request) -> Response:
+        page = self.web.handle(request)
+        if page is not None:
+            return page
         try:
             endpoint, args = self.url_map.bind_to_environ(request.environ).match()
             return self.run(self.routes[endpoint], request, args)

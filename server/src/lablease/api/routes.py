@@ -104,6 +104,11 @@ ROUTES: list[Route] = [
     Route("GET", BASE + "/openapi.json", meta.openapi, "This API description (OpenAPI 3.1)", "meta",
           response={"type": "object"}, auth=False),
     Route("GET", BASE + "/me", meta.me, "Who the token belongs to", "meta", response=s.ME),
+    Route("GET", BASE + "/me/calendar", meta.calendar_show,
+          "The address of the caller's iCalendar feed (reservations and loans)", "meta", response=s.CALENDAR),
+    Route("POST", BASE + "/me/calendar", meta.calendar_rotate,
+          "Make a new address for the caller's calendar feed (the old one stops working)", "meta",
+          response=s.CALENDAR),
     # systems
     Route("POST", BASE + "/systems", systems.create, "Add a system (admins)", "systems",
           body=s.SYSTEM_CREATE, response=s.SYSTEM, status=201, statuses=(403, 409)),

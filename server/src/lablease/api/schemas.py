@@ -208,6 +208,10 @@ ACTIVITY = {
 ME = {"type": "object", "properties": {"name": {"type": "string"}, "admin": {"type": "boolean"},
                                         "groups": {"type": "array", "items": {"type": "string"}},
                                         "site": {"type": "object", "description": "the site's reservation rules"}}}
+CALENDAR = {"type": "object", "required": ["url"], "properties": {
+    "url": {"type": ["string", "null"],
+            "description": "the caller's iCalendar feed of reservations and loans (its secret is the key); null "
+                           "until one is made with POST"}}}
 HEALTH = {"type": "object", "properties": {"status": {"const": "ok"}}}
 PROBLEM = {
     "type": "object",

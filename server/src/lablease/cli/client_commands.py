@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from .client_http import Api, ClientError, segment
 from .client_status import ExitStatus
-from .client_views import RESERVATION, SYSTEM, USER, Shape, end_time
+from .client_views import CALENDAR, RESERVATION, SYSTEM, USER, Shape, end_time
 
 
 @dataclass
@@ -83,6 +83,13 @@ def reservations(api: Api, args) -> Outcome:
 
 def whoami(api: Api, args) -> Outcome:
     return Outcome(api.get("/me"), USER)
+
+
+def calendar_url(api: Api, args) -> Outcome:
+    """The address of my calendar feed (--new: a new one; the old one stops working)."""
+    answer = api.post("/me/calendar") if args.new else api.get("/me/calendar")
+    url = answer["url"]
+    return Outcome(answer, CALENDAR, message=url or "no calendar address yet: make one with lablease calendar-url --new")
 
 
 def system_path(fqdn: str, rest: str = "") -> str:

@@ -75,6 +75,10 @@ def build_parser() -> argparse.ArgumentParser:
     ar.add_ar_commands(commands, common)
     whoami = commands.add_parser("whoami", help="who the token belongs to", parents=[common])
     whoami.set_defaults(handler=c.whoami)
+    calendar = commands.add_parser("calendar-url", help="the address of my iCalendar feed of reservations and loans",
+                                   parents=[common])
+    calendar.add_argument("--new", action="store_true", help="make a new address; the old one stops working")
+    calendar.set_defaults(handler=c.calendar_url)
     return parser
 
 

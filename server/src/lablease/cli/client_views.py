@@ -132,6 +132,7 @@ POLICY = Shape("access-policy", "access-policies", RULE.columns,
                lambda p: [("system", p.get("system")), ("use pool policy", p.get("use_pool_policy"))],
                _policy_human)
 
+CALENDAR = Shape("calendar", "calendars", [("URL", lambda c: c.get("url"))], lambda c: [("url", c.get("url"))])
 USER = Shape("user", "users", [("NAME", lambda u: u.get("name")), ("ADMIN", lambda u: u.get("admin")),
                                ("GROUPS", lambda u: u.get("groups"))],
              lambda u: [("name", u.get("name")), ("admin", u.get("admin")), ("groups", u.get("groups"))])

@@ -71,6 +71,28 @@ def cmd_user_add(settings: Settings, args) -> None:
           file=sys.stderr)
 
 
+def read_password(name: str) -> str:
+    """From the terminal (asked twice, not echoed), or the first line of standard input (scripts)."""
+    if not sys.stdin.isatty():
+        return sys.stdin.readline().rstrip("\r\n")
+    import getpass
+
+    first = getpass.getpass(f"new password for {name}: ")
+    if getpass.getpass("again: ") != first:
+        raise SystemExit("the two passwords differ; nothing changed")
+    return first
+
+
+def cmd_user_passwd(settings: Settings, args) -> None:
+    from ..services import signin
+
+    password = read_password(args.name)
+    with unit_of_work(_db(settings), settings) as uow:
+        signin.set_password(uow, now(), args.name, password)
+        uow.commit()
+    print(f"password of {args.name} set: they can sign in to the web pages", file=sys.stderr)
+
+
 def cmd_group_add(settings: Settings, args) -> None:
     from ..services import groups
 
@@ -193,6 +215,9 @@ def parser() -> argparse.ArgumentParser:
     add.add_argument("--group", action="append", help="add to this group (repeatable; created if new)")
     add.add_argument("--email")
     add.set_defaults(func=cmd_user_add)
+    passwd = user.add_parser("passwd", help="set a user's web sign-in password (stdin when not a terminal)")
+    passwd.add_argument("name")
+    passwd.set_defaults(func=cmd_user_passwd)
 
     group = sub.add_parser("group", help="groups").add_subparsers(dest="action", required=True)
     gadd = group.add_parser("add", help="create a group")

@@ -136,6 +136,11 @@ class Settings:
         "10s", "wait after the first failed attempt; doubled after each further one")
     command_workers: int = setting(4, (
         "commands (of different systems and power addresses) the worker runs at once"), unit="commands")
+    web_session_lifetime: timedelta = setting("12h", (
+        "a web sign-in lasts this long, then the person signs in again ([web](web.md#signing-in))"))
+    web_trust_remote_user: bool = setting(False, (
+        "take the user a front proxy names in `REMOTE_USER` as signed in to the web pages (single sign-on); "
+        "only behind a proxy that always sets or strips it ([web](web.md#single-sign-on-remote_user))"))
 
     def __post_init__(self):
         for spec in specs():  # every value typed and checked now, whoever made this object

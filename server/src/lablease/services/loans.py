@@ -10,7 +10,7 @@ from ..domain.errors import Conflict, Forbidden, Invalid, NotFound
 from ..domain.notices import warn_at
 from ..domain.permissions import Actor
 from ..domain.recipes import FINISHED
-from ..store.tables import Loan, Recipe, Reservation, User
+from ..store.tables import Loan, Recipe, Reservation, System, User
 from ..domain.times import format_time
 from . import activity, due, endings, notices
 from .jobs import finish
@@ -133,6 +133,14 @@ def give_back(uow, actor: Actor, now: datetime, fqdn: str) -> None:
     _check(rules.may_return_loan(actor, loan.recipient_id, system_service.access_of(system, loan)), system.fqdn)
     reason = "returned" if actor.id == loan.recipient_id else "taken_back"
     endings.close_loan(session, loan, now, reason, actor, uow.settings)
+
+
+def lent_to(uow, actor: Actor, now: datetime) -> list[dict]:
+    """The loans the actor holds now (their page, their calendar feed)."""
+    query = (select(Loan, System.fqdn).join(System, System.id == Loan.system_id)
+             .where(Loan.recipient_id == actor.id, Loan.returned_at.is_(None), Loan.start_at <= now)
+             .order_by(Loan.start_at))
+    return [as_dict(loan, fqdn) for loan, fqdn in uow.session.execute(query).unique()]
 
 
 def history(uow, actor: Actor, fqdn: str) -> list[dict]:

@@ -322,6 +322,13 @@ def get_system(uow, actor: Actor, now: datetime, fqdn: str) -> dict:
 
 def list_systems(uow, actor: Actor, now: datetime, filters: dict) -> list[dict]:
     session = uow.session
+    systems = visible_systems(session, actor, filtered(session, actor, now, filters))
+    return describe_many(session, systems, now)
+
+
+def filtered(session, actor: Actor, now: datetime, filters: dict):
+    """The systems matching the listing's filters (arch, condition, lab, pool, owner, free_from/until,
+    reserved_by), as a query; the API's list and the web's systems page share it."""
     query = select(System).order_by(System.fqdn)
     for key in ("arch", "condition", "lab"):
         if filters.get(key):
@@ -341,8 +348,15 @@ def list_systems(uow, actor: Actor, now: datetime, filters: dict) -> list[dict]:
         query = query.where(exists().where(
             Reservation.system_id == System.id, Reservation.returned_at.is_(None),
             Reservation.start_at <= now, Reservation.user_id == _user_id(session, name)))
+    return query
+
+
+def visible_systems(session, actor: Actor, query) -> list[System]:
     query = query.options(selectinload(System.pools), selectinload(System.owner), selectinload(System.policy_pool))
-    systems = [s for s in session.execute(query).unique().scalars() if decide(actor, Permission.VIEW, access_of(s))]
+    return [s for s in session.execute(query).unique().scalars() if decide(actor, Permission.VIEW, access_of(s))]
+
+
+def describe_many(session, systems: list[System], now: datetime) -> list[dict]:
     ids = [s.id for s in systems]
     current, loans = current_reservations(session, ids, now), active_loans(session, ids)
     installed = latest_installations(session, ids)

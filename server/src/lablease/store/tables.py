@@ -67,6 +67,15 @@ class Token(Base):
     revoked_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
 
 
+class WebLogin(Base):
+    """A user's web sign-in secrets (services/signin.py): a row once a password or a calendar address is set."""
+
+    __tablename__ = "web_logins"
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), primary_key=True)
+    password_hash: Mapped[str | None] = mapped_column(String(255))  # argon2id
+    calendar_token: Mapped[str | None] = mapped_column(SecretText)  # the secret in their iCalendar feed's URL
+
+
 class Resource(Base):
     """Anything the calendar books: a system, or a resource of a schedule subject."""
 

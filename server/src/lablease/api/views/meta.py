@@ -1,5 +1,5 @@
 """Health and identity."""
-from ...services import users
+from ...services import signin, users
 from ...timeparse import format_duration
 from .context import Context
 
@@ -21,3 +21,15 @@ def openapi(ctx: Context) -> dict:
     from ..openapi import build_spec  # the spec is built from the route table, which imports this module
 
     return build_spec(ctx.settings.base_url)
+
+
+def calendar_url(ctx: Context, token: str | None) -> dict:
+    return {"url": f"{ctx.settings.base_url}/calendar/{ctx.actor.name}/{token}.ics" if token else None}
+
+
+def calendar_show(ctx: Context) -> dict:
+    return calendar_url(ctx, signin.calendar_token_of(ctx.uow.session, ctx.actor))
+
+
+def calendar_rotate(ctx: Context) -> dict:
+    return calendar_url(ctx, signin.calendar_token(ctx.uow, ctx.actor, rotate=True))

@@ -1,0 +1,112 @@
+"""Web sign-in: passwords (argon2id), web sessions, trusted REMOTE_USER, and each user's calendar-feed secret.
+
+A web session is an API token of the user (tokens table, name `web session`) with an expiry: signing out
+revokes it, `lablease-server token revoke USER` ends every session too, and a disabled user is refused by the
+same check as for the API (users.authenticate). Server-side rather than a signed cookie, so that a
+sign-out or a revocation takes effect at once.
+"""
+from __future__ import annotations
+
+import secrets
+from datetime import datetime, timedelta
+
+from argon2 import PasswordHasher
+from argon2.exceptions import InvalidHashError, VerificationError
+from sqlalchemy import select
+
+from ..domain.errors import Unauthenticated
+from ..domain.permissions import Actor
+from ..domain.signin import check_new_password
+from ..store.tables import Token, User, WebLogin
+from . import activity
+from .users import actor_for, authenticate, create_token, find_user, hash_token
+
+SESSION_TOKEN = "web session"
+_HASHER = PasswordHasher()  # argon2id with the library's current defaults (RFC 9106's second recommendation)
+_DUMMY = _HASHER.hash("not a password of anybody")  # an unknown name costs as much time as a wrong password
+
+
+def _login(session, user_id: int) -> WebLogin:
+    login = session.get(WebLogin, user_id)
+    if login is None:
+        login = WebLogin(user_id=user_id)
+        session.add(login)
+    return login
+
+
+def set_password(uow, now: datetime, name: str, password: str) -> None:
+    user = find_user(uow.session, name)
+    _login(uow.session, user.id).password_hash = _HASHER.hash(check_new_password(password))
+    activity.record(uow.session, None, now, "user", name, "changed", "password", None, "set")
+
+
+def check_password(session, name: str, password: str) -> User:
+    """The user if the password is theirs; Unauthenticated with one message for every failure."""
+    user = session.execute(select(User).where(User.name == name)).scalar_one_or_none()
+    login = session.get(WebLogin, user.id) if user is not None else None
+    stored = login.password_hash if login is not None else None
+    try:
+        _HASHER.verify(stored or _DUMMY, password)
+    except (VerificationError, InvalidHashError):
+        stored = None
+    if user is None or stored is None or user.disabled:
+        raise Unauthenticated("unknown user name or wrong password")
+    if _HASHER.check_needs_rehash(stored):  # the library's defaults grew: upgrade on the next success
+        login.password_hash = _HASHER.hash(password)
+    return user
+
+
+def sign_in(uow, now: datetime, name: str, password: str, lifetime: timedelta) -> str:
+    """Check the password and open a web session; returns the session's secret (the cookie's value)."""
+    user = check_password(uow.session, name, password)
+    return create_token(uow, now, user.name, SESSION_TOKEN, now + lifetime)
+
+
+def session_actor(session, secret: str | None, now: datetime) -> Actor | None:
+    """The signed-in user of a session cookie, or None (unknown, expired, revoked, disabled)."""
+    if not secret:
+        return None
+    try:
+        return authenticate(session, "Bearer " + secret, now)
+    except Unauthenticated:
+        return None
+
+
+def sign_out(uow, now: datetime, secret: str | None) -> None:
+    if not secret:
+        return
+    token = uow.session.execute(select(Token).where(Token.token_hash == hash_token(secret))).scalar_one_or_none()
+    if token is not None and token.name == SESSION_TOKEN and token.revoked_at is None:
+        token.revoked_at = now
+
+
+def remote_actor(session, name: str) -> Actor | None:
+    """The user a trusted front proxy names (REMOTE_USER); None when lablease does not know them."""
+    user = session.execute(select(User).where(User.name == name)).scalar_one_or_none()
+    if user is None or user.disabled:
+        return None
+    return actor_for(session, user)
+
+
+def calendar_token(uow, actor: Actor, rotate: bool = False) -> str:
+    """The secret in the actor's calendar feed URL: made on first use, replaced (old URL dead) on rotation."""
+    login = _login(uow.session, actor.id)
+    if rotate or not login.calendar_token:
+        login.calendar_token = "cal_" + secrets.token_urlsafe(24)
+    return login.calendar_token
+
+
+def calendar_owner(session, user_name: str, token: str) -> Actor:
+    """Whose feed a calendar URL opens (its user name and secret must both match); NotFound-like otherwise."""
+    user = session.execute(select(User).where(User.name == user_name)).scalar_one_or_none()
+    login = session.get(WebLogin, user.id) if user is not None else None
+    if user is None or user.disabled or login is None or not login.calendar_token or not secrets.compare_digest(
+            login.calendar_token.encode(), token.encode()):
+        raise Unauthenticated("this calendar address is not (or no longer) valid")
+    return actor_for(session, user)
+
+
+def calendar_token_of(session, actor: Actor) -> str | None:
+    """The actor's calendar secret if they made one (reading never makes one: that is a POST)."""
+    login = session.get(WebLogin, actor.id)
+    return login.calendar_token if login is not None else None

@@ -1,0 +1,146 @@
+"""The pages' half of the WSGI application: match a page, find who is signed in, check CSRF, run the view.
+
+api/app.py LabLeaseApp asks `WebPages.handle` first; it answers None for every path that is not a page,
+so the API's paths and answers stay exactly as they were.
+"""
+from __future__ import annotations
+
+import logging
+import mimetypes
+import secrets as random
+from pathlib import Path
+from urllib.parse import quote
+
+from werkzeug.datastructures import MultiDict
+from werkzeug.exceptions import HTTPException, NotFound
+from werkzeug.utils import safe_join
+from werkzeug.wrappers import Request, Response
+
+from ..api.errors import ERROR_STATUS
+from ..domain.errors import DomainError
+from ..domain.signin import safe_next
+from ..services import signin, unit_of_work
+from ..store.secrets import site_key
+from . import security
+from .context import PageContext, Redirect, Render
+from .pages import NAV, PAGES, url_map
+from .render import environment
+
+log = logging.getLogger("lablease.web")
+STATIC = Path(__file__).parent / "static"
+
+
+class WebPages:
+    def __init__(self, app):
+        self.app = app  # the LabLeaseApp: its settings, database, clock and waker
+        self.pages = {page.endpoint: page for page in PAGES}
+        self.map = url_map(PAGES)
+        self.keys = security.Keys(site_key(app.settings))
+
+    def handle(self, request: Request) -> Response | None:
+        try:
+            endpoint, args = self.map.bind_to_environ(request.environ).match()
+        except NotFound:
+            return None  # not a page: the API answers (a JSON 404 for unknown paths)
+        except HTTPException as error:  # e.g. 405 on a page's path
+            return security.protect(self.error_page(request, None, error.code or 400, error.description))
+        if endpoint == "static":
+            return static_file(request, args.get("name", "favicon.svg"))
+        try:
+            response = self.run(self.pages[endpoint], request, args)
+        except Exception:  # noqa: BLE001 - a bug: a plain page with an error id, the traceback in the log
+            error_id = random.token_hex(6)
+            log.exception("error %s: unexpected exception answering %s %s", error_id, request.method, request.path)
+            response = self.error_page(request, None, 500, f"An unexpected error occurred (error {error_id} in the "
+                                                           "server log).")
+        return security.protect(response, private=not request.path.endswith(".ics"))
+
+    def run(self, page, request: Request, args: dict) -> Response:
+        settings = self.app.settings
+        session_secret = request.cookies.get(security.SESSION_COOKIE)
+        writes = page.method == "POST"
+        with unit_of_work(self.app.db, settings, self.app.waker, write=writes) as uow:
+            now = self.app.clock()
+            actor = self.signed_in(uow, request, session_secret, now)
+            if page.auth and actor is None:
+                if writes:
+                    return self.redirect(request, "/login", "Please sign in again.", "error")
+                return self.redirect(request, "/login?next=" + quote(full_path(request), safe="/"))
+            seed = session_secret if actor is not None and session_secret else request.cookies.get(
+                security.PRESESSION_COOKIE)
+            form = request.form if writes else MultiDict()
+            if writes and not self.keys.csrf_ok(seed, form.get("csrf")):
+                return self.error_page(request, actor, 403, "This form has expired or was not sent from "
+                                                            "lablease's own page. Reload the page and try again.")
+            ctx = PageContext(uow, actor, now, settings, args, request.args, form, full_path(request), session_secret,
+                              (settings.public_url or request.host_url).rstrip("/"))
+            try:
+                result = page.view(ctx)
+                if writes:
+                    uow.commit()
+            except DomainError as error:
+                status = next(code for kind, code in ERROR_STATUS.items() if isinstance(error, kind))
+                if not writes:
+                    return self.error_page(request, actor, status, error.detail)
+                # The refused action changed nothing (rolled back): back to the form's page, saying why.
+                result = Redirect(safe_next(form.get("back"), "/systems"), error.detail, "error")
+        if isinstance(result, Redirect):
+            return self.redirect(request, result.location, result.message, result.category, result)
+        if isinstance(result, Response):  # e.g. the calendar feed, a sign-in that sets a cookie
+            return result
+        return self.render(request, actor, result, seed)
+
+    def signed_in(self, uow, request: Request, session_secret: str | None, now):
+        remote = request.environ.get("REMOTE_USER")
+        if self.app.settings.web_trust_remote_user and remote:
+            return signin.remote_actor(uow.session, remote)
+        return signin.session_actor(uow.session, session_secret, now)
+
+    def render(self, request: Request, actor, result: Render, seed: str | None) -> Response:
+        response = Response(mimetype="text/html")
+        if seed is None:  # first visit: a pre-session nonce the sign-in form's CSRF token is made from
+            seed = security.new_nonce()
+            self.cookie(response, request, security.PRESESSION_COOKIE, seed)
+        flashes = self.keys.unpack_flash(request.cookies.get(security.FLASH_COOKIE))
+        if flashes:
+            security.clear_cookie(response, request, self.app.settings.public_url, security.FLASH_COOKIE)
+        values = {"actor": actor, "csrf": self.keys.csrf(seed), "flashes": flashes, "nav": NAV,
+                  "here": request.path, "now": self.app.clock(), **result.values}
+        response.set_data(environment().get_template(result.template).render(values))
+        response.status_code = result.status
+        return response
+
+    def error_page(self, request: Request, actor, status: int, detail: str) -> Response:
+        seed = request.cookies.get(security.SESSION_COOKIE) or request.cookies.get(security.PRESESSION_COOKIE)
+        return self.render(request, actor, Render("error.html", {"status": status, "detail": detail}, status), seed)
+
+    def redirect(self, request: Request, location: str, message: str | None = None,
+                 category: str = "info", result: Redirect | None = None) -> Response:
+        response = Response(status=303, headers={"Location": location})
+        if result is not None and result.session:
+            self.cookie(response, request, security.SESSION_COOKIE, result.session)
+        if result is not None and result.end_session:
+            self.forget(response, request, security.SESSION_COOKIE)
+        if message:
+            self.cookie(response, request, security.FLASH_COOKIE, self.keys.pack_flash([(category, message)]))
+        return response
+
+    def cookie(self, response: Response, request: Request, name: str, value: str, max_age: int | None = None):
+        security.set_cookie(response, request, self.app.settings.public_url, name, value, max_age)
+
+    def forget(self, response: Response, request: Request, name: str) -> None:
+        security.clear_cookie(response, request, self.app.settings.public_url, name)
+
+
+def full_path(request: Request) -> str:
+    query = request.query_string.decode("latin-1")
+    return request.path + ("?" + query if query else "")
+
+
+def static_file(request: Request, name: str) -> Response:
+    path = safe_join(str(STATIC), name if request.path != "/favicon.ico" else "favicon.svg")
+    if path is None or not Path(path).is_file():
+        return security.protect(Response("not found", status=404, mimetype="text/plain"), private=False)
+    response = Response(Path(path).read_bytes(), mimetype=mimetypes.guess_type(path)[0] or "application/octet-stream")
+    response.headers["Cache-Control"] = "public, max-age=3600"
+    return security.protect(response, private=False)

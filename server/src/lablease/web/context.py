@@ -1,0 +1,48 @@
+"""What a page's view gets (PageContext) and what it answers (Render, Redirect)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from werkzeug.datastructures import MultiDict
+
+from ..config import Settings
+from ..domain.permissions import Actor
+from ..store.uow import UnitOfWork
+
+
+@dataclass
+class Render:
+    """Render `template` with `values` (plus what every page gets: see app.WebPages.render)."""
+
+    template: str
+    values: dict = field(default_factory=dict)
+    status: int = 200
+
+
+@dataclass
+class Redirect:
+    """303 See Other to `location` (post/redirect/get), with an optional flash message for the next page."""
+
+    location: str
+    message: str | None = None
+    category: str = "info"  # info | error
+    session: str | None = None  # sign-in: the new session's secret, for the session cookie
+    end_session: bool = False  # sign-out: the session cookie is cleared
+
+
+@dataclass
+class PageContext:
+    uow: UnitOfWork
+    actor: Actor | None
+    now: datetime
+    settings: Settings
+    args: dict  # from the path
+    query: MultiDict  # the query string
+    form: MultiDict  # a POST's fields (CSRF already checked)
+    path: str  # this page's path with its query string, for links back to it
+    session_secret: str | None = None  # the session cookie's value (sign-out revokes it)
+    base_url: str = ""  # how the browser reached us (`public_url` when set), for addresses shown to copy
+
+    def render(self, template: str, status: int = 200, **values) -> Render:
+        return Render(template, values, status)

@@ -1,0 +1,30 @@
+"""Signing in and out."""
+from ...domain.errors import Unauthenticated
+from ...domain.signin import safe_next
+from ...services import signin
+from ..context import PageContext, Redirect
+
+
+def home(ctx: PageContext) -> Redirect:
+    return Redirect("/systems")
+
+
+def login_form(ctx: PageContext):
+    if ctx.actor is not None:
+        return Redirect(safe_next(ctx.query.get("next")))
+    return ctx.render("login.html", next=safe_next(ctx.query.get("next")), username="")
+
+
+def login(ctx: PageContext):
+    target = safe_next(ctx.form.get("next"))
+    name, password = ctx.form.get("username", "").strip(), ctx.form.get("password", "")
+    try:
+        secret = signin.sign_in(ctx.uow, ctx.now, name, password, ctx.settings.web_session_lifetime)
+    except Unauthenticated as error:
+        return ctx.render("login.html", status=401, next=target, username=name, error=error.detail)
+    return Redirect(target, session=secret)
+
+
+def logout(ctx: PageContext) -> Redirect:
+    signin.sign_out(ctx.uow, ctx.now, ctx.session_secret)
+    return Redirect("/login", "You are signed out.", end_session=True)

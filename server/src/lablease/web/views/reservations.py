@@ -1,0 +1,32 @@
+"""/reservations: mine, with Extend, Return, heartbeat status, a Take form and the calendar feed's address."""
+from ...domain.actions import EXTEND_STEPS
+from ...domain.signin import safe_next
+from ...services import loans, reservations, signin
+from ..context import PageContext, Redirect
+from . import forms
+
+
+def mine(ctx: PageContext):
+    held = reservations.list_reservations(ctx.uow, ctx.actor, ctx.now, user="me", active=True)
+    token = signin.calendar_token_of(ctx.uow.session, ctx.actor)
+    return ctx.render("reservations.html", reservations=held, loans=loans.lent_to(ctx.uow, ctx.actor, ctx.now),
+                      durations=forms.DURATIONS, extend_steps=EXTEND_STEPS,
+                      calendar_url=f"{ctx.base_url}/calendar/{ctx.actor.name}/{token}.ics" if token else None)
+
+
+def take(ctx: PageContext) -> Redirect:
+    made, _ = reservations.reserve(ctx.uow, ctx.actor, ctx.now, ctx.settings.reservation_policy,
+                                   forms.text(ctx.form, "system") or "", duration=forms.duration(ctx.form, "duration"))
+    return Redirect("/reservations", f"You hold {made['system']} until {made['end'] or 'you return it'}.")
+
+
+def extend(ctx: PageContext) -> Redirect:
+    done = reservations.extend(ctx.uow, ctx.actor, ctx.now, ctx.settings.reservation_policy, ctx.args["id"],
+                               extend_by=forms.duration(ctx.form, "by"))
+    return Redirect(safe_next(ctx.form.get("back"), "/reservations"),
+                    f"Reservation {done['id']} of {done['system']} now ends {done['end']}.")
+
+
+def give_back(ctx: PageContext) -> Redirect:
+    done = reservations.return_reservation(ctx.uow, ctx.actor, ctx.now, ctx.args["id"])
+    return Redirect(safe_next(ctx.form.get("back"), "/reservations"), f"{done['system']} is returned.")

@@ -1,0 +1,131 @@
+"""The systems list, a system's page with its one action, my reservations and the calendar feed."""
+import re
+
+from icalendar import Calendar
+
+
+def rows(html: str) -> list[str]:
+    return re.findall(r'<tr data-fqdn="([^"]+)"', html)
+
+
+def header(html: str) -> str:
+    return re.search(r'<p class="pressure[^"]*"[^>]*>\s*(.*?)</p>', html, re.S).group(1).strip()
+
+
+def test_the_systems_list_counts_filters_groups_and_pages(web, person):
+    for n in range(3):
+        web.system(f"s{n}.lab.test", lab="brno" if n else "boston")
+    web.system("broken.lab.test", condition="broken")
+    web.bob.post("/reservations", {"system": "s1.lab.test", "duration": "2h"})
+    alice = person("alice")
+    html = alice.page("/systems")
+    assert rows(html) == ["broken.lab.test", "s0.lab.test", "s1.lab.test", "s2.lab.test"]
+    assert header(html) == "2 of 4 available · 0 queued" and 'class="pressure"' in html
+    assert "bob" in html and "since" in html
+    assert rows(alice.page("/systems?lab=brno")) == ["s1.lab.test", "s2.lab.test"]
+    assert rows(alice.page("/systems?condition=broken")) == ["broken.lab.test"]
+    assert rows(alice.page("/systems?free_until=2026-11-22T13:00")) == ["broken.lab.test", "s0.lab.test",
+                                                                            "s2.lab.test"]
+    grouped = alice.page("/systems?group=holder")
+    assert re.findall(r'scope="rowgroup">([^<]+)<', grouped) == ["(free)", "bob"]
+    assert rows(grouped) == ["broken.lab.test", "s0.lab.test", "s2.lab.test", "s1.lab.test"]
+    # a job nothing can run (no Automated system): more queued than available turns the header red
+    assert web.alice.post("/jobs", {"recipe_sets": [{"recipes": [{}]}]})[0] == 201
+    web.admin.patch("/systems/s0.lab.test", {"condition": "broken"})
+    web.admin.patch("/systems/s2.lab.test", {"condition": "broken"})
+    html = alice.page("/systems")
+    assert header(html) == "0 of 4 available · 1 queued" and 'class="pressure over"' in html
+    bad = alice.get("/systems?free_until=tomorrowish")
+    assert bad.status_code == 422 and "free_until" in bad.get_data(as_text=True)
+
+
+def test_the_list_is_paged(web, person):
+    for n in range(101):
+        web.system(f"p{n:03}.lab.test")
+    alice = person("alice")
+    first = alice.page("/systems")
+    assert len(rows(first)) == 100 and "Page 1 of 2" in first and 'rel="next"' in first
+    second = alice.page("/systems?page=2")
+    assert rows(second) == ["p100.lab.test"] and 'rel="prev"' in second
+
+
+def action(html: str) -> tuple[str, str]:
+    found = re.search(r'data-action="(\w+)" data-enabled="(\w+)"', html)
+    return found.group(1), found.group(2)
+
+
+def test_take_extend_and_return_from_the_system_page(web, person):
+    web.system("s1.lab.test")
+    alice = person("alice")
+    html = alice.page("/systems/s1.lab.test")
+    assert action(html) == ("take", "yes") and "0 queued recipes could use it" in html
+    html = alice.follow(alice.post("/systems/s1.lab.test/take", {"duration": "4h", "back": "/systems/s1.lab.test"}))
+    assert action(html) == ("extend", "yes") and "You hold s1.lab.test until 2026-11-22T16:00:00Z" in html
+    (mine,) = web.alice.get("/reservations", user="me")[1]
+    html = alice.follow(alice.post(f"/reservations/{mine['id']}/extend", {"by": "1h", "back": "/systems/s1.lab.test"}))
+    assert "now ends 2026-11-22T17:00:00Z" in html and web.alice.get(f"/reservations/{mine['id']}")[1]["end"] == \
+        "2026-11-22T17:00:00Z"
+    html = alice.follow(alice.post(f"/reservations/{mine['id']}/return", {"back": "/systems/s1.lab.test"}))
+    assert "s1.lab.test is returned" in html and action(html) == ("take", "yes")
+    assert web.alice.get(f"/reservations/{mine['id']}")[1]["state"] == "returned"
+
+
+def test_a_disabled_action_says_why(web, person):
+    web.system("held.lab.test")
+    web.system("broken.lab.test", condition="broken")
+    web.bob.post("/reservations", {"system": "held.lab.test", "duration": "2h"})
+    alice = person("alice")
+    html = alice.page("/systems/held.lab.test")
+    assert action(html) == ("take", "no") and "reserved by bob until 2026-11-22T14:00:00Z" in html
+    assert "<button type=\"button\" disabled" in html
+    html = alice.page("/systems/broken.lab.test")
+    assert action(html) == ("take", "no") and "the system is broken" in html
+
+
+def test_borrow_and_return_a_loan(web, person):
+    web.system("auto.lab.test", condition="automated")
+    web.admin.post("/systems/auto.lab.test/access-policy/rules", {"permission": "loan_self", "user": "alice"})
+    alice = person("alice")
+    assert action(alice.page("/systems/auto.lab.test")) == ("borrow", "yes")
+    html = alice.follow(alice.post("/systems/auto.lab.test/borrow", {"back": "/systems/auto.lab.test"}))
+    assert "is lent to you until 2026-11-29T12:00:00Z" in html and action(html) == ("take", "yes")
+    assert "Return loan" in alice.page("/reservations")
+    html = alice.follow(alice.post("/systems/auto.lab.test/return-loan", {"back": "/systems/auto.lab.test"}))
+    assert "The loan is returned." in html and web.admin.get("/systems/auto.lab.test/loan")[0] == 404
+
+
+def test_my_reservations_shows_mine_only_and_refuses_acting_on_anothers(web, person):
+    web.system("a.lab.test")
+    web.system("b.lab.test")
+    _, bobs = web.bob.post("/reservations", {"system": "b.lab.test", "duration": "2h", "heartbeat": "10m"})
+    alice = person("alice")
+    html = alice.follow(alice.post("/reservations", {"system": "a.lab.test", "duration": "1h"}))
+    assert re.findall(r'data-system="([^"]+)"', html) == ["a.lab.test"]
+    assert "b.lab.test" not in html
+    bob_page = person("bob").page("/reservations")
+    assert "every 10m; last" in bob_page
+    refused = alice.follow(alice.post(f"/reservations/{bobs['id']}/return", {"back": "/reservations"}))
+    assert "belongs to another user" in refused
+    assert web.bob.get(f"/reservations/{bobs['id']}")[1]["state"] == "active"
+    html = alice.page("/systems/b.lab.test")
+    assert action(html) == ("take", "no") and f"/reservations/{bobs['id']}/" not in html
+    assert alice.get("/systems/nothing.lab.test").status_code == 404
+
+
+def test_the_calendar_feed_at_a_secret_rotatable_address(web, person):
+    web.system("a.lab.test")
+    alice = person("alice")
+    alice.post("/reservations", {"system": "a.lab.test", "duration": "4h"})
+    assert "You have no calendar address yet." in alice.page("/reservations")
+    html = alice.follow(alice.post("/calendar/rotate"))
+    url = re.search(r'class="calendar-url" href="([^"]+)"', html).group(1)
+    assert url.startswith("http://localhost/calendar/alice/cal_")
+    path = url.removeprefix("http://localhost")
+    feed = person("bob", signed_in=False).get(path)  # no sign-in needed: the address is the key
+    assert feed.status_code == 200 and feed.mimetype == "text/calendar"
+    (event,) = Calendar.from_ical(feed.data).walk("VEVENT")
+    assert str(event["SUMMARY"]) == "Reserved a.lab.test" and event.decoded("DTEND").isoformat() == \
+        "2026-11-22T16:00:00+00:00"
+    alice.follow(alice.post("/calendar/rotate"))
+    assert alice.get(path).status_code == 401  # the old address opens nothing
+    assert alice.get(path.replace("/alice/", "/bob/")).status_code == 401

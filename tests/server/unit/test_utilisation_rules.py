@@ -42,3 +42,13 @@ def test_periods_are_checked():
     with pytest.raises(Invalid, match="at most 93 days"):
         u.check_period(T0, T0 + timedelta(days=100), "hour")
     assert u.bucket_start(T0 + 5 * u.HOUR, "day") == T0.replace(hour=0)
+
+
+def test_stacked_columns_share_one_scale_and_stack_from_the_bottom():
+    buckets = [{"at": "d1", "recipe": 50, "manual": 0, "idle": 50, "broken": 0},
+               {"at": "d2", "recipe": 25, "manual": 25, "idle": 0, "broken": 0}]
+    first, second = u.stacked(buckets, 200, 100)
+    assert [(s.category, s.y, s.height) for s in first.segments] == [("recipe", 50, 50), ("idle", 0, 50)]
+    assert [(s.category, s.y, s.height) for s in second.segments] == [("recipe", 75, 25), ("manual", 50, 25)]
+    assert (first.x, first.width, second.x) == (10, 80, 110)
+    assert u.stacked([], 100, 100) == []

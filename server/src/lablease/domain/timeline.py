@@ -51,6 +51,7 @@ class Bar:
     width: float
     height: float
     title: str
+    label: str
     href: str | None
     start: str
     end: str | None
@@ -118,7 +119,7 @@ def bar(span: Span, y: float, start: datetime, end: datetime) -> Bar | None:
                width=round(max(right - left, MIN_BAR), 2),
                height=LOAN_BAND if loan else ROW_HEIGHT - LOAN_BAND - 6,
                title=f"{KIND_LABELS[span.kind]}: {span.label}, {format_time(span.start)} to {until}",
-               href=span.href, start=format_time(span.start), end=format_time(span.end),
+               label=span.label, href=span.href, start=format_time(span.start), end=format_time(span.end),
                cut_left=span.start < start, cut_right=span.end is None or span.end > end)
 
 

@@ -95,3 +95,39 @@ def figures(total: dict[str, float]) -> dict[str, float]:
     return {"busy": share(total.get("recipe", 0.0) + total.get("manual", 0.0)),
             "recipe": share(total.get("recipe", 0.0)), "broken": share(total.get("broken", 0.0)),
             "system_hours": round(counted / 3600, 1)}
+
+
+@dataclass(frozen=True)
+class Segment:
+    category: str
+    y: float
+    height: float
+    seconds: float
+
+
+@dataclass(frozen=True)
+class Column:
+    at: str
+    x: float
+    width: float
+    segments: tuple[Segment, ...]
+
+
+def stacked(buckets: list[dict], width: float, height: float) -> list[Column]:
+    """One column per bucket, its categories stacked from the bottom in CATEGORIES order, all columns
+    on one scale (the fullest bucket fills the height), with a gap of a fifth of a column between."""
+    if not buckets:
+        return []
+    fullest = max(sum(b[c] for c in CATEGORIES) for b in buckets) or 1.0
+    step = width / len(buckets)
+    columns = []
+    for index, bucket in enumerate(buckets):
+        top, segments = height, []
+        for category in CATEGORIES:
+            size = height * bucket[category] / fullest
+            top -= size
+            if size > 0:
+                segments.append(Segment(category, round(top, 2), round(size, 2), bucket[category]))
+        columns.append(Column(bucket["at"], round(index * step + step * 0.1, 2), round(step * 0.8, 2),
+                              tuple(segments)))
+    return columns

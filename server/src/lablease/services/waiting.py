@@ -82,8 +82,9 @@ def sets_ahead(session, recipe_set: RecipeSet) -> int:
         RecipeSet.status.in_(placement.WAITING), before)).scalar_one()
 
 
-def queue(uow, actor: Actor, now: datetime, limit: int = 100) -> list[dict]:
-    """Waiting recipes in scheduling order, each with why it waits."""
+def queue(uow, actor: Actor, now: datetime, limit: int = 100, details: bool = False) -> list[dict]:
+    """Waiting recipes in scheduling order, each with why it waits (details: the whole explanation too,
+    as GET /recipes/{id} gives it: the web's queue page shows it per candidate on expanding)."""
     session = uow.session
     sets = session.execute(scheduling.queue_order(select(RecipeSet).where(
         RecipeSet.status.in_(placement.WAITING))).limit(limit)).unique().scalars()
@@ -98,7 +99,8 @@ def queue(uow, actor: Actor, now: datetime, limit: int = 100) -> list[dict]:
                             "queued_at": format_time(recipe_set.queued_at), "position": position,
                             "waiting": round((now - recipe_set.queued_at).total_seconds()),
                             "wants": _wants(recipe.spec), "why": why["message"],
-                            "reason": {k: why[k] for k in ("category", "sentence", "action")}})
+                            "reason": {k: why[k] for k in ("category", "sentence", "action")}}
+                           | ({"explanation": why} if details else {}))
     return out
 
 

@@ -1,14 +1,14 @@
 """utilisation hours: per pool and closed hour, seconds in recipe, manual, idle and broken (worker-aggregated)
 
 Revision ID: 0013
-Revises: 0010
+Revises: 0012
 """
 from alembic import op
 import sqlalchemy as sa
 import lablease.store.types
 
 revision = '0013'
-down_revision = '0010'
+down_revision = '0012'
 branch_labels = None
 depends_on = None
 

@@ -341,6 +341,13 @@ UTILISATION_SERIES = {"type": "object", "required": ["buckets", "total", "figure
     "total": {"type": "object", "properties": _SECONDS},
     "figures": {"type": "object", "properties": {k: {"type": "number"} for k in
                                                  ("busy", "recipe", "broken", "system_hours")}}}}
+TIMELINE = {"type": "object", "required": ["start", "end", "systems"], "properties": {
+    "start": TIME, "end": TIME, "pool": {"type": "string"}, "page": {"type": "integer"}, "pages": {"type": "integer"},
+    "systems": {"type": "array", "items": {"type": "object", "properties": {
+        "system": {"type": "string"}, "bookings": {"type": "array", "items": {"type": "object", "properties": {
+            "kind": {"enum": ["reservation", "loan", "ar", "recipe"]}, "what": {"type": "string"},
+            "start": TIME, "end": NULLABLE_TIME, "link": {"type": ["string", "null"],
+                                                          "description": "the web page of what it is"}}}}}}}}}
 WAIT_REASON = {"type": "object", "description": "why it waits, in words (docs/scheduling.md)",
                "required": ["category", "sentence", "action"], "properties": {
                    "category": {"enum": ["advance-reservation", "holding", "no-match", "broken", "lent", "busy",

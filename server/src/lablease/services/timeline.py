@@ -14,6 +14,7 @@ from urllib.parse import quote
 from sqlalchemy import or_, select
 
 from ..domain import timeline as rules
+from ..domain.times import format_time
 from ..store.advance_tables import ArSystem
 from ..store.tables import Booking, Loan, Recipe, Reservation, System
 from . import pools as pool_service
@@ -86,3 +87,11 @@ def for_pool(uow, actor, now: datetime, name: str, start: datetime, end: datetim
              "owner_group": pool.owner_group.name if pool.owner_group else None}
     return {"pool": about, "page": page, "pages": pages,
             "chart": chart(session, shown, start, end, now)}
+
+
+def as_dict(chart: rules.Chart) -> dict:
+    """The chart's data without its geometry: what GET /api/v1/.../timeline answers."""
+    return {"start": format_time(chart.start), "end": format_time(chart.end),
+            "systems": [{"system": row.name, "bookings": [
+                {"kind": b.kind, "what": b.label, "start": b.start, "end": b.end, "link": b.href} for b in row.bars]}
+                for row in chart.rows]}

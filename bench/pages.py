@@ -69,20 +69,25 @@ def main() -> int:
     parser.add_argument("--bookings-per-system", type=int, default=100)
     parser.add_argument("--repeat", type=int, default=10)
     parser.add_argument("--only", help="only the pages whose path contains this text (e.g. /pools)")
+    parser.add_argument("--keep", metavar="DIR", help="build the database in DIR and reuse it when run again")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        settings = Settings(data_dir=tmp, database_url=f"sqlite:///{tmp}/bench.db")
+        where = Path(args.keep or tmp)
+        where.mkdir(parents=True, exist_ok=True)
+        fresh = not (where / "bench.db").exists()
+        settings = Settings(data_dir=str(where), database_url=f"sqlite:///{where}/bench.db")
         db = Database(settings.database)
         use_secrets(db, SecretBox(settings))
-        upgrade(db)
-        began = time.perf_counter()
-        populate(db, args.systems, args.bookings_per_system)
-        print(f"{args.systems} systems, {args.systems * args.bookings_per_system} bookings inserted in "
-              f"{time.perf_counter() - began:.1f} s (SQLite)")
-        with UnitOfWork(db) as uow:
-            signin.set_password(uow, settings_now(), "alice", PASSWORD)
-            uow.commit()
-        add_pools_queue_and_hours(db, settings, args.systems)
+        if fresh:
+            upgrade(db)
+            began = time.perf_counter()
+            populate(db, args.systems, args.bookings_per_system)
+            print(f"{args.systems} systems, {args.systems * args.bookings_per_system} bookings inserted in "
+                  f"{time.perf_counter() - began:.1f} s (SQLite)")
+            with UnitOfWork(db) as uow:
+                signin.set_password(uow, settings_now(), "alice", PASSWORD)
+                uow.commit()
+            add_pools_queue_and_hours(db, settings, args.systems)
         client = signed_in(create_app(settings, db))
         worst = 0.0
         for label, path in PAGES:

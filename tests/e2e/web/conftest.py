@@ -49,11 +49,12 @@ def browser():
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
-    """One server for the module, with users alice and bob (passwords set with `lablease-server user passwd`)."""
-    server = LiveServer(tmp_path_factory.mktemp("web"), run_worker=False, workers=1).start()
-    for name in ("alice", "bob"):
-        server.add_user(name)
-        server.admin_cli("user", "passwd", name, stdin=PASSWORD + "\n")
+    """One server for the module, with users alice (her password set with `lablease-server user passwd`) and bob."""
+    server = LiveServer(tmp_path_factory.mktemp("web"), run_worker=False, workers=1,
+                        settings={"web_trust_remote_user": "true"}).start()  # headers must still name nobody
+    server.add_user("alice")
+    server.admin_cli("user", "passwd", "alice", stdin=PASSWORD + "\n")
+    server.add_user("bob")
     try:
         yield server
     finally:

@@ -111,12 +111,21 @@ def test_a_forged_post_is_refused(visit, site):
 def test_the_pages_work_with_javascript_off(visit, site):
     fqdn = add_system(site, "nojs.lab.test")
     person = visit(javascript=False)
-    page = person.sign_in("bob", PASSWORD)
+    page = person.sign_in("alice", PASSWORD)
     expect(page).to_have_url(site.url + "/systems")
     page = person.go(f"/systems/{fqdn}")
     page.get_by_role("button", name="Take").click()
-    expect(page.locator("[data-holder]")).to_have_text("bob")
+    expect(page.locator("[data-holder]")).to_have_text("alice")
     page.get_by_role("button", name="Return").click()
     expect(page.locator("[data-holder]")).to_have_text("nobody: free")
     page = person.go("/systems?group=condition")
     expect(page.locator("th[scope='rowgroup']").first).to_have_text("manual")
+
+
+def test_a_request_header_never_names_the_user_even_with_remote_user_trusted(site):
+    """REMOTE_USER is a WSGI variable a front server sets; a client's header (REMOTE_USER, Remote-User) is not it."""
+    import requests
+
+    for header in ("REMOTE_USER", "Remote-User"):
+        page = requests.get(site.url + "/reservations", headers={header: "alice"}, allow_redirects=False, timeout=30)
+        assert page.status_code == 303 and page.headers["Location"].startswith("/login"), header

@@ -64,6 +64,17 @@ def test_views_reach_the_database_only_through_use_cases():
     assert len(views) >= 5 and offending == []
 
 
+def test_web_pages_reach_the_database_only_through_use_cases():
+    """The web's views and its request handling, like the API's views: no table, no SQLAlchemy, no rule."""
+    import lablease.web
+
+    modules = _modules(lablease.web)
+    offending = [f"{m}:{line} imports {name}" for m in modules for name, line in _imported(m)
+                 if name.split(".")[0] == "sqlalchemy"
+                 or name.startswith("lablease.store") and name not in ("lablease.store.uow", "lablease.store.secrets")]
+    assert len(modules) >= 8 and offending == []
+
+
 def test_importing_domain_and_scheduler_loads_no_third_party_library():
     """The import graph above, confirmed by what a fresh interpreter actually loads."""
     modules = [m for package in PURE_PACKAGES for m in _modules(package)]

@@ -60,10 +60,10 @@ def test_take_extend_and_return_from_the_system_page(web, person):
     html = alice.page("/systems/s1.lab.test")
     assert action(html) == ("take", "yes") and "0 queued recipes could use it" in html
     html = alice.follow(alice.post("/systems/s1.lab.test/take", {"duration": "4h", "back": "/systems/s1.lab.test"}))
-    assert action(html) == ("extend", "yes") and "You hold s1.lab.test until 2026-11-22T16:00:00Z" in html
+    assert action(html) == ("extend", "yes") and "You hold s1.lab.test until 2026-11-22 16:00 UTC" in html
     (mine,) = web.alice.get("/reservations", user="me")[1]
     html = alice.follow(alice.post(f"/reservations/{mine['id']}/extend", {"by": "1h", "back": "/systems/s1.lab.test"}))
-    assert "now ends 2026-11-22T17:00:00Z" in html and web.alice.get(f"/reservations/{mine['id']}")[1]["end"] == \
+    assert "now ends 2026-11-22 17:00 UTC" in html and web.alice.get(f"/reservations/{mine['id']}")[1]["end"] == \
         "2026-11-22T17:00:00Z"
     html = alice.follow(alice.post(f"/reservations/{mine['id']}/return", {"back": "/systems/s1.lab.test"}))
     assert "s1.lab.test is returned" in html and action(html) == ("take", "yes")
@@ -88,7 +88,7 @@ def test_borrow_and_return_a_loan(web, person):
     alice = person("alice")
     assert action(alice.page("/systems/auto.lab.test")) == ("borrow", "yes")
     html = alice.follow(alice.post("/systems/auto.lab.test/borrow", {"back": "/systems/auto.lab.test"}))
-    assert "is lent to you until 2026-11-29T12:00:00Z" in html and action(html) == ("take", "yes")
+    assert "is lent to you until 2026-11-29 12:00 UTC" in html and action(html) == ("take", "yes")
     assert "Return loan" in alice.page("/reservations")
     html = alice.follow(alice.post("/systems/auto.lab.test/return-loan", {"back": "/systems/auto.lab.test"}))
     assert "The loan is returned." in html and web.admin.get("/systems/auto.lab.test/loan")[0] == 404
@@ -129,3 +129,27 @@ def test_the_calendar_feed_at_a_secret_rotatable_address(web, person):
     alice.follow(alice.post("/calendar/rotate"))
     assert alice.get(path).status_code == 401  # the old address opens nothing
     assert alice.get(path.replace("/alice/", "/bob/")).status_code == 401
+
+
+def test_a_system_the_person_may_not_view_is_neither_listed_nor_shown(web, person):
+    web.system("open.lab.test")
+    web.system("secret.lab.test")
+    assert web.admin.put("/systems/secret.lab.test/access-policy", {"rules": []})[0] == 200
+    alice = person("alice")
+    assert rows(alice.page("/systems")) == ["open.lab.test"]
+    assert header(alice.page("/systems")) == "1 of 1 available · 0 queued"
+    assert alice.get("/systems/secret.lab.test").status_code == 404
+    assert rows(person("admin").page("/systems")) == ["open.lab.test", "secret.lab.test"]
+
+
+def test_a_system_page_counts_the_queued_recipes_that_could_use_it(web, person):
+    web.system("auto.lab.test", condition="automated")
+    web.system("arm.lab.test", condition="automated", arch="aarch64")
+    for fqdn in ("auto.lab.test", "arm.lab.test"):  # both busy: the recipes below wait
+        assert web.admin.post("/reservations", {"system": fqdn, "duration": "2h"})[0] == 201
+    x86 = {"host_requires": {"field": "arch", "op": "=", "value": "x86_64"}}
+    for recipe in (x86, x86, {}):
+        assert web.alice.post("/jobs", {"recipe_sets": [{"recipes": [recipe]}]})[0] == 201
+    alice = person("alice")
+    assert "3 queued recipes could use it" in alice.page("/systems/auto.lab.test")
+    assert "1 queued recipe could use it" in alice.page("/systems/arm.lab.test")

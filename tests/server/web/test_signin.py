@@ -4,6 +4,7 @@ import re
 import sys
 
 import pytest
+from sqlalchemy import select
 from werkzeug.test import Client
 
 from lablease.api import create_app
@@ -11,6 +12,7 @@ from lablease.config import Settings
 from lablease.domain.errors import Invalid
 from lablease.services import signin
 from lablease.cli import server as server_cli
+from lablease.store.tables import Token, User
 from lablease.store.uow import UnitOfWork
 from tests.server.web.conftest import PASSWORD, Person, give_password
 
@@ -117,3 +119,18 @@ def test_cookies_are_secure_under_https(web, person):
     response = alice.client.post("/login", base_url="https://lab.example",
                                  data={"username": "alice", "password": PASSWORD, "csrf": token})
     assert response.status_code == 303 and "Secure" in response.headers["Set-Cookie"]
+
+
+def test_ended_sessions_are_cleared_at_the_next_sign_in(web, person):
+    alice = person("alice")
+    person("alice")  # a second browser: a session left open
+    alice.post("/logout")  # the first one is revoked
+    web.clock.advance(hours=13)  # past web_session_lifetime: the open one has expired
+    person("alice")
+    person("alice")
+    with UnitOfWork(web.db) as uow:
+        names = uow.session.execute(select(Token.name, Token.revoked_at, Token.expires_at).join(User).where(
+            User.name == "alice")).all()
+    sessions = [row for row in names if row.name == signin.SESSION_TOKEN]
+    assert len(sessions) == 2 and all(row.revoked_at is None for row in sessions)
+    assert [row.name for row in names if row.name != signin.SESSION_TOKEN] == ["default"]  # the API token stays

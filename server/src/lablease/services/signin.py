@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
-from sqlalchemy import select
+from sqlalchemy import delete, or_, select
 
 from ..domain.errors import Unauthenticated
 from ..domain.permissions import Actor
@@ -59,6 +59,9 @@ def check_password(session, name: str, password: str) -> User:
 def sign_in(uow, now: datetime, name: str, password: str, lifetime: timedelta) -> str:
     """Check the password and open a web session; returns the session's secret (the cookie's value)."""
     user = check_password(uow.session, name, password)
+    # The user's ended sessions go (each sign-in adds one; the tokens table must not grow without end)
+    uow.session.execute(delete(Token).where(Token.user_id == user.id, Token.name == SESSION_TOKEN,
+                                            or_(Token.expires_at <= now, Token.revoked_at.is_not(None))))
     return create_token(uow, now, user.name, SESSION_TOKEN, now + lifetime)
 
 

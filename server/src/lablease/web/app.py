@@ -48,6 +48,8 @@ class WebPages:
             return static_file(request, args.get("name", "favicon.svg"))
         try:
             response = self.run(self.pages[endpoint], request, args)
+        except HTTPException as error:  # e.g. a form past max_body_bytes (413)
+            response = self.error_page(request, None, error.code or 400, error.description or error.name)
         except Exception:  # noqa: BLE001 - a bug: a plain page with an error id, the traceback in the log
             error_id = random.token_hex(6)
             log.exception("error %s: unexpected exception answering %s %s", error_id, request.method, request.path)

@@ -6,6 +6,7 @@ import re
 from werkzeug.datastructures import MultiDict
 
 from ...api.inputs import duration_field, query_value
+from ..render import when
 
 DURATIONS = ("1h", "4h", "1d", "3d", "1w")  # the Take form's choices; "" = the site's default
 
@@ -36,3 +37,8 @@ def utc(raw: str) -> str:
 def whole(query: MultiDict, name: str, default: int = 1) -> int:
     raw = text(query, name)
     return int(raw) if raw and raw.isdigit() and len(raw) < 7 else default
+
+
+def holding(made: dict) -> str:
+    """The message after a Take: what is held until when."""
+    return f"You hold {made['system']} until {when(made['end']) if made['end'] else 'you return it'}."

@@ -3,6 +3,7 @@ from ...domain.actions import EXTEND_STEPS
 from ...domain.signin import safe_next
 from ...services import loans, reservations, signin
 from ..context import PageContext, Redirect
+from ..render import when
 from . import forms
 
 
@@ -17,14 +18,14 @@ def mine(ctx: PageContext):
 def take(ctx: PageContext) -> Redirect:
     made, _ = reservations.reserve(ctx.uow, ctx.actor, ctx.now, ctx.settings.reservation_policy,
                                    forms.text(ctx.form, "system") or "", duration=forms.duration(ctx.form, "duration"))
-    return Redirect("/reservations", f"You hold {made['system']} until {made['end'] or 'you return it'}.")
+    return Redirect("/reservations", forms.holding(made))
 
 
 def extend(ctx: PageContext) -> Redirect:
     done = reservations.extend(ctx.uow, ctx.actor, ctx.now, ctx.settings.reservation_policy, ctx.args["id"],
                                extend_by=forms.duration(ctx.form, "by"))
     return Redirect(safe_next(ctx.form.get("back"), "/reservations"),
-                    f"Reservation {done['id']} of {done['system']} now ends {done['end']}.")
+                    f"Reservation {done['id']} of {done['system']} now ends {when(done['end'])}.")
 
 
 def give_back(ctx: PageContext) -> Redirect:

@@ -4,6 +4,7 @@ from urllib.parse import quote, urlencode
 from ...domain.actions import EXTEND_STEPS
 from ...services import loans, overview, reservations
 from ..context import PageContext, Redirect
+from ..render import when
 from ..timeline import system_timeline
 from . import forms
 
@@ -16,7 +17,7 @@ def listing(ctx: PageContext):
     group = forms.text(ctx.query, "group")
     data = overview.systems_page(ctx.uow, ctx.actor, ctx.now, chosen, group, forms.whole(ctx.query, "page"), PER_PAGE)
     shown = {name: ctx.query.get(name, "") for name in (*FILTERS, "group")}
-    return ctx.render("systems.html", filters=shown, group=group, groups=list(overview.GROUPS),
+    return ctx.render("systems.html", filters=shown, group=group, groups=overview.GROUPS,
                       pager_query=urlencode({name: value for name, value in shown.items() if value}), **data)
 
 
@@ -33,12 +34,12 @@ def page_of(fqdn: str) -> str:
 def take(ctx: PageContext) -> Redirect:
     made, _ = reservations.reserve(ctx.uow, ctx.actor, ctx.now, ctx.settings.reservation_policy, ctx.args["fqdn"],
                                    duration=forms.duration(ctx.form, "duration"))
-    return Redirect(page_of(made["system"]), f"You hold {made['system']} until {made['end'] or 'you return it'}.")
+    return Redirect(page_of(made["system"]), forms.holding(made))
 
 
 def borrow(ctx: PageContext) -> Redirect:
     loan = loans.grant(ctx.uow, ctx.actor, ctx.now, ctx.args["fqdn"], ctx.actor.name, limited=True)
-    return Redirect(page_of(loan["system"]), f"{loan['system']} is lent to you until {loan['end']}.")
+    return Redirect(page_of(loan["system"]), f"{loan['system']} is lent to you until {when(loan['end'])}.")
 
 
 def return_loan(ctx: PageContext) -> Redirect:

@@ -17,6 +17,7 @@ from ..domain import timeline as rules
 from ..domain.times import format_time
 from ..store.advance_tables import ArSystem
 from ..store.tables import Booking, Loan, Recipe, Reservation, System
+from . import overview
 from . import pools as pool_service
 from . import systems as system_service
 
@@ -75,17 +76,17 @@ def for_system(uow, actor, now: datetime, fqdn: str, start: datetime, end: datet
 
 
 def for_pool(uow, actor, now: datetime, name: str, start: datetime, end: datetime, page: int) -> dict:
-    """One page of a pool's timeline: its systems the actor may view, by name."""
+    """One page of a pool's timeline: its systems the actor may view, by name (visibility decided from plain
+    rows, as the systems list does: a pool of 10,000 systems builds ORM objects only for the page shown)."""
     session = uow.session
-    pool = pool_service.find(session, name)
-    visible = system_service.visible_systems(session, actor, system_service.filtered(session, actor, now,
-                                                                                       {"pool": name}))
-    pages = max(1, -(-len(visible) // PER_PAGE))
+    about = pool_service.summary(session, name)
+    rows = overview.visible_rows(session, actor, system_service.filtered(session, actor, now, {"pool": name}))
+    pages = max(1, -(-len(rows) // PER_PAGE))
     page = min(max(page, 1), pages)
-    shown = visible[(page - 1) * PER_PAGE:page * PER_PAGE]
-    about = {"name": pool.name, "description": pool.description, "systems": len(visible),
-             "owner_group": pool.owner_group.name if pool.owner_group else None}
-    return {"pool": about, "page": page, "pages": pages,
+    ids = [row.id for row in rows[(page - 1) * PER_PAGE:page * PER_PAGE]]
+    shown = sorted(session.execute(select(System).where(System.id.in_(ids))).unique().scalars(),
+                   key=lambda s: s.fqdn)
+    return {"pool": about | {"systems": len(rows)}, "page": page, "pages": pages,
             "chart": chart(session, shown, start, end, now)}
 
 

@@ -34,7 +34,7 @@ def show(ctx: PageContext):
     report, asked = _report(ctx)
     columns = rules.stacked(report["buckets"], *CHART)
     return ctx.render("utilisation.html", report=report, asked=asked, columns=columns, chart=CHART,
-                      categories=rules.CATEGORIES, periods=list(PERIODS), pools=pools.listing(ctx.uow),
+                      categories=rules.CATEGORIES, periods=list(PERIODS), pools=pools.summaries(ctx.uow.session),
                       csv_query=ctx.path.partition("?")[2])
 
 

@@ -42,7 +42,7 @@ def test_busy_behind_and_no_match_each_say_what_to_do(lab):
     queue = reasons(lab)
     assert running["id"] not in queue  # it runs
     assert queue[busy["id"]]["reason"] == {
-        "category": "busy", "sentence": "All 1 candidate system(s) are busy; the first frees up at further notice.",
+        "category": "busy", "sentence": "All 1 candidate system(s) are busy; none has an end set.",
         "action": "Wait, or widen the host requirements so that more systems qualify."}
     assert queue[busy["id"]]["position"] == 1 and queue[busy["id"]]["waiting"] == 7200
     assert "hostname" in queue[busy["id"]]["wants"] and queue[busy["id"]]["owner"] == "alice"

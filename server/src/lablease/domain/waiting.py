@@ -41,10 +41,6 @@ class Facts:
     ar_wait: str | None = None               # advance_rules.bound_wait's sentence, if its AR holds it back
 
 
-def _until(moment: datetime | None) -> str:
-    return format_time(moment) if moment else "further notice"
-
-
 def reason(facts: Facts) -> Reason:
     if facts.ar_wait:
         return Reason("advance-reservation", facts.ar_wait[0].upper() + facts.ar_wait[1:] + ".",
@@ -56,9 +52,9 @@ def reason(facts: Facts) -> Reason:
         return _never(facts.ruled_out)
     free = facts.candidates - len(facts.busy)
     if not free:
-        first = next((until for _, until in facts.busy if until), None)
-        return Reason("busy", f"All {facts.candidates} candidate system(s) are busy; the first frees up at "
-                              f"{_until(first)}.",
+        first = min((until for _, until in facts.busy if until), default=None)
+        when = f"the first frees up at {format_time(first)}" if first else "none has an end set"
+        return Reason("busy", f"All {facts.candidates} candidate system(s) are busy; {when}.",
                       "Wait, or widen the host requirements so that more systems qualify.")
     if facts.ahead:
         return Reason("behind", f"{facts.ahead} recipe set(s) ahead of it in the queue come first; "

@@ -134,10 +134,10 @@ def add_pools_queue_and_hours(db, settings, systems: int) -> None:
                              "manual": 1200.0 * count, "idle": 1300.0 * count, "broken": 200.0 * count})
             hour += timedelta(hours=1)
         conn.execute(insert(UtilisationHour), rows)
-    admin = Actor(1, "admin", True, frozenset())
+    alice = Actor(2, "alice")  # her jobs: the job page is hers to see
     for n in range(QUEUED):
         with unit_of_work(db, settings) as uow:
-            jobs.submit(uow, admin, now, normalise_job({"recipe_sets": [{"recipes": [{"host_requires": {
+            jobs.submit(uow, alice, now, normalise_job({"recipe_sets": [{"recipes": [{"host_requires": {
                 "field": "hostname", "op": "=", "value": f"s{n + 1:05d}.lab.test"}}]}]}))
             uow.commit()
     began = time.perf_counter()

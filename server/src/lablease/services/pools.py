@@ -62,7 +62,8 @@ def summaries(session) -> list[dict]:
     counts = dict(session.execute(select(PoolSystem.pool_id, func.count()).group_by(PoolSystem.pool_id)).all())
     rows = session.execute(select(Pool.id, Pool.name, Pool.description, Group.name)
                            .outerjoin(Group, Group.id == Pool.owner_group_id).order_by(Pool.name))
-    return [{"name": name, "description": description, "owner_group": group, "systems": counts.get(pool_id, 0)}
+    return [{"id": pool_id, "name": name, "description": description, "owner_group": group,
+             "systems": counts.get(pool_id, 0)}
             for pool_id, name, description, group in rows]
 
 

@@ -16,7 +16,7 @@ from sqlalchemy import or_, select
 from ..domain import timeline as rules
 from ..domain.times import format_time
 from ..store.advance_tables import ArSystem
-from ..store.tables import Booking, Loan, Recipe, Reservation, System
+from ..store.tables import Booking, Loan, PoolSystem, Recipe, Reservation, System
 from . import overview
 from . import pools as pool_service
 from . import systems as system_service
@@ -80,7 +80,9 @@ def for_pool(uow, actor, now: datetime, name: str, start: datetime, end: datetim
     rows, as the systems list does: a pool of 10,000 systems builds ORM objects only for the page shown)."""
     session = uow.session
     about = pool_service.summary(session, name)
-    rows = overview.visible_rows(session, actor, system_service.filtered(session, actor, now, {"pool": name}))
+    # not systems.filtered: loading the Pool object would load its every system (Pool.systems is eager)
+    members = select(System).where(System.id.in_(select(PoolSystem.system_id).where(PoolSystem.pool_id == about["id"])))
+    rows = overview.visible_rows(session, actor, members)
     pages = max(1, -(-len(rows) // PER_PAGE))
     page = min(max(page, 1), pages)
     ids = [row.id for row in rows[(page - 1) * PER_PAGE:page * PER_PAGE]]

@@ -5,6 +5,7 @@ import json
 from datetime import datetime
 
 from sqlalchemy import and_, func, or_, select
+from sqlalchemy.orm import selectinload
 
 from ..domain import advance as advance_rules
 from ..domain import recipes as rules
@@ -20,10 +21,12 @@ from . import systems as system_service
 from .users import actor_for
 
 
-def _snapshot(session) -> tuple[list[System], dict]:
-    """The systems and their active loans, as why_waiting judges them (read once per request)."""
-    systems = scheduling.schedulable_systems(session)
-    return systems, system_service.active_loans(session, [s.id for s in systems])
+def _snapshot(session) -> tuple[list[System], dict, list]:
+    """The systems, their active loans and their hosts as the filters see them, as why_waiting judges
+    them (read and built once per request, whatever the number of recipes explained)."""
+    systems = list(session.execute(select(System).where(System.condition != "removed").options(
+        selectinload(System.pools))).unique().scalars())  # hosts name their pools: one query, not one each
+    return systems, system_service.active_loans(session, [s.id for s in systems]), [scheduling.host(s) for s in systems]
 
 
 def why_waiting(session, recipe: Recipe, now: datetime, snapshot: tuple | None = None,
@@ -31,7 +34,7 @@ def why_waiting(session, recipe: Recipe, now: datetime, snapshot: tuple | None =
     """The scheduler's explanation and its reason in words (domain/waiting.py); `ahead` (the recipe
     sets before it in the queue) is counted when not given."""
     owner = actor_for(session, recipe.recipe_set.job.owner)
-    systems, loans = snapshot or _snapshot(session)
+    systems, loans, hosts = snapshot or _snapshot(session)
     by_id = {s.id: s for s in systems}
 
     def usable(h):
@@ -50,7 +53,7 @@ def why_waiting(session, recipe: Recipe, now: datetime, snapshot: tuple | None =
             return False
         return max((b.end_at for b in blocking), default=None) if all(b.end_at for b in blocking) else None
 
-    result = explain(recipe.spec.get("host_requires"), [scheduling.host(s) for s in systems], usable, busy_until,
+    result = explain(recipe.spec.get("host_requires"), hosts, usable, busy_until,
                      recipe.spec.get("force"))
     ar = session.get(AdvanceReservation, recipe.recipe_set.ar_id) if recipe.recipe_set.ar_id else None
     waits_for_ar = ar and advance_rules.bound_wait(ar.id, ar.state, ar.start_at, ar.error_handling)

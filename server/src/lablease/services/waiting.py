@@ -2,45 +2,84 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from datetime import datetime
 
 from sqlalchemy import and_, func, or_, select
-from sqlalchemy.orm import selectinload
 
 from ..domain import advance as advance_rules
 from ..domain import recipes as rules
 from ..domain import waiting as waiting_rules
-from ..domain.permissions import LENT_TO_ANOTHER, Actor, decide_schedule
+from ..domain.permissions import LENT_TO_ANOTHER, Actor, Permission, Rule, SystemAccess, decide_schedule
 from ..domain.times import format_time
 from ..domain.windows import Window
 from ..scheduler.planner import explain
 from ..store import calendar
-from ..store.tables import AdvanceReservation, Recipe, RecipeSet, System
+from ..scheduler.filters import Host
+from ..store.tables import AccessRule, AdvanceReservation, Pool, PoolAccessRule, PoolSystem, Recipe, RecipeSet, System
 from . import placement, scheduling
 from . import systems as system_service
 from .users import actor_for
 
 
-def _snapshot(session) -> tuple[list[System], dict, list]:
-    """The systems, their active loans and their hosts as the filters see them, as why_waiting judges
-    them (read and built once per request, whatever the number of recipes explained)."""
-    systems = list(session.execute(select(System).where(System.condition != "removed").options(
-        selectinload(System.pools))).unique().scalars())  # hosts name their pools: one query, not one each
-    return systems, system_service.active_loans(session, [s.id for s in systems]), [scheduling.host(s) for s in systems]
+@dataclass
+class Snapshot:
+    """The systems as why_waiting judges them, read once per request from plain rows (10,000 ORM objects
+    take a second to build): hosts as the filters see them, each system's access rules and calendar."""
+
+    hosts: list[Host]
+    rows: dict[int, object]  # id -> (owner_id, condition, policy_pool_id, resource_id)
+    own_rules: dict[int, tuple]
+    pool_rules: dict[int, tuple]
+    loans: dict[int, object]
+
+    def access(self, system_id: int, with_loan: bool = True) -> SystemAccess:
+        row = self.rows[system_id]
+        rules_ = self.pool_rules.get(row.policy_pool_id, ()) if row.policy_pool_id is not None \
+            else self.own_rules.get(system_id, ())
+        loan = self.loans.get(system_id) if with_loan else None
+        return SystemAccess(owner_id=row.owner_id, condition=row.condition, rules=rules_,
+                            loan_recipient_id=loan.recipient_id if loan is not None else None)
 
 
-def why_waiting(session, recipe: Recipe, now: datetime, snapshot: tuple | None = None,
+def _rules(rows) -> dict[int, tuple]:
+    found: dict[int, list] = {}
+    for key, permission, user_id, group_id in rows:
+        found.setdefault(key, []).append(Rule(Permission(permission), user_id, group_id))
+    return {key: tuple(value) for key, value in found.items()}
+
+
+def _snapshot(session) -> Snapshot:
+    connection = session.connection()
+    rows = connection.execute(select(
+        System.id, System.fqdn, System.arch, System.memory_mb, System.cpus, System.lab, System.attributes,
+        System.owner_id, System.condition, System.policy_pool_id, System.resource_id)
+        .where(System.condition != "removed").order_by(System.id)).all()
+    pools: dict[int, set] = {}
+    for system_id, name in connection.execute(select(PoolSystem.system_id, Pool.name).join(
+            Pool, Pool.id == PoolSystem.pool_id)):
+        pools.setdefault(system_id, set()).add(name)
+    hosts = [Host(r.id, r.fqdn, r.arch, r.memory_mb, r.cpus, r.lab, r.attributes or {},
+                  frozenset(pools.get(r.id, ()))) for r in rows]
+    return Snapshot(hosts, {r.id: r for r in rows},
+                    _rules(connection.execute(select(AccessRule.system_id, AccessRule.permission,
+                                                     AccessRule.user_id, AccessRule.group_id))),
+                    _rules(connection.execute(select(PoolAccessRule.pool_id, PoolAccessRule.permission,
+                                                     PoolAccessRule.user_id, PoolAccessRule.group_id))),
+                    system_service.active_loans(session, [r.id for r in rows]))
+
+
+def why_waiting(session, recipe: Recipe, now: datetime, snapshot: Snapshot | None = None,
                 ahead: int | None = None) -> dict:
     """The scheduler's explanation and its reason in words (domain/waiting.py); `ahead` (the recipe
     sets before it in the queue) is counted when not given."""
     owner = actor_for(session, recipe.recipe_set.job.owner)
-    systems, loans, hosts = snapshot or _snapshot(session)
-    by_id = {s.id: s for s in systems}
+    seen = snapshot or _snapshot(session)
 
     def usable(h):
-        decision = decide_schedule(owner, system_service.access_of(by_id[h.id], loans.get(h.id)))
+        decision = decide_schedule(owner, seen.access(h.id))
         if decision.reason == LENT_TO_ANOTHER:  # name the loan only when it alone is in the way (it passes)
-            lasting = decide_schedule(owner, system_service.access_of(by_id[h.id], None))
+            lasting = decide_schedule(owner, seen.access(h.id, with_loan=False))
             decision = decision if lasting.allowed else lasting
         return decision.allowed, None if decision.allowed else decision.reason
 
@@ -48,12 +87,12 @@ def why_waiting(session, recipe: Recipe, now: datetime, snapshot: tuple | None =
     window = Window(now, now + runtime if runtime else None)
 
     def busy_until(system_id: int):
-        blocking = calendar.touching(session, by_id[system_id].resource_id, window)
+        blocking = calendar.touching(session, seen.rows[system_id].resource_id, window)
         if not blocking:
             return False
         return max((b.end_at for b in blocking), default=None) if all(b.end_at for b in blocking) else None
 
-    result = explain(recipe.spec.get("host_requires"), hosts, usable, busy_until,
+    result = explain(recipe.spec.get("host_requires"), seen.hosts, usable, busy_until,
                      recipe.spec.get("force"))
     ar = session.get(AdvanceReservation, recipe.recipe_set.ar_id) if recipe.recipe_set.ar_id else None
     waits_for_ar = ar and advance_rules.bound_wait(ar.id, ar.state, ar.start_at, ar.error_handling)

@@ -389,6 +389,7 @@ def test_recipe_show_says_why_it_waits(cli, automated, submit):
     assert fields["why"][0].endswith("1 candidate(s) busy: jy1.lab.test until further notice")
     assert fields["candidates"] == ["1"] and int(fields["systems"][0]) > 1
     assert fields["busy"] == ["jy1.lab.test until further notice"]
+    assert fields["reason"] == ["busy"] and fields["action"][0].startswith("Wait, or widen the host requirements")
     ruled_out = fields["ruled out"]
     assert ruled_out and all(" system(s): " in line for line in ruled_out)
     assert "hostname = jy1.lab.test" in [line.partition(": ")[2] for line in ruled_out]
@@ -431,10 +432,11 @@ def test_queue_lists_waiting_recipes_with_why(cli, automated, submit):
     recipe_id = str(recipes(job)[0]["id"])
     result = cli.ok("queue")
     header = result.lines[0]
-    assert header.split() == ["RECIPE", "JOB", "OWNER", "PRIORITY", "STATUS", "QUEUED", "WHY"]
+    assert header.split() == ["RECIPE", "JOB", "OWNER", "PRIORITY", "STATUS", "QUEUED", "#", "REASON", "WHY"]
     row = next(line for line in result.lines[1:] if line.split()[0] == recipe_id)
     assert row.split()[1:6] == [str(job["id"]), "admin", "Normal", "queued", job["submitted_at"]]
     assert row[header.index("WHY"):].endswith("; 1 candidate(s) busy: jq1.lab.test until further notice")
+    assert row[header.index("REASON"):].split()[0] == "busy"
     entries = json.loads(cli.ok("queue", "--json").out)
     assert {"recipe": int(recipe_id), "job": job["id"]}.items() <= next(
         e for e in entries if e["recipe"] == int(recipe_id)).items()

@@ -14,7 +14,7 @@ from werkzeug.routing import IntegerConverter, UnicodeConverter
 from ..domain.limits import MAX_INT
 from . import schemas as s
 from ..services.installations import EVENTS
-from .views import access, advance, jobs, meta, provisioning, reservations, schedules, systems
+from .views import access, advance, jobs, meta, provisioning, reservations, schedules, systems, timelines
 
 BASE = "/api/v1"
 EVENT = "<any(" + ", ".join(EVENTS) + "):event>"  # an installer callback's name
@@ -89,6 +89,8 @@ SYSTEM_FILTERS = {
 }
 TOKEN = {"token": ("str", "the installation's secret token, from its kickstart")}
 FORCE_AR = {"force": ("bool", "do it even if it breaks an advance reservation, which then goes into error")}
+TIMELINE_WINDOW = {"span": ("str", "1d, 7d (default) or 30d, from a seventh of it before now"),
+                   "start": ("time", "explicit window start"), "end": ("time", "explicit window end (at most 92 days)")}
 LIMIT = {"limit": ("int", "at most this many entries (default 200)")}
 SCHEDULE_FILTERS = {
     "resource_id": ("str", "only this resource"),
@@ -182,6 +184,13 @@ ROUTES: list[Route] = [
           "pools", body=s.POOL_CREATE, response=s.POOL, status=201, statuses=(403, 409)),
     Route("GET", BASE + "/pools", access.pool_list, "Pools with their systems", "pools", response=s.list_of(s.POOL)),
     Route("GET", BASE + "/pools/<name>", access.pool_show, "A pool", "pools", response=s.POOL, statuses=(404,)),
+    Route("GET", BASE + "/pools/<name>/timeline", timelines.pool,
+          "Bookings and loans of the pool's systems over a window (the web's timeline), 50 systems a page",
+          "pools", query=TIMELINE_WINDOW | {"page": ("int", "page of 50 systems, from 1")},
+          response=s.TIMELINE, statuses=(404,)),
+    Route("GET", BASE + "/systems/<fqdn>/timeline", timelines.system,
+          "The system's bookings and loans over a window (the web's timeline)", "systems", query=TIMELINE_WINDOW,
+          response=s.TIMELINE, statuses=(404,)),
     Route("PATCH", BASE + "/pools/<name>", access.pool_update, "Change description or owning group", "pools",
           body=s.POOL_UPDATE, response=s.POOL, statuses=(403, 404)),
     Route("DELETE", BASE + "/pools/<name>", access.pool_delete, "Delete a pool", "pools", status=204,
@@ -260,6 +269,12 @@ ROUTES: list[Route] = [
           "Time in each usage state and share busy, per system and in total", "systems",
           query={"from": ("time", "start (default 7 days ago)"), "until": ("time", "end (default now)"),
                  "pool": ("str", "only systems of this pool")}, response={"type": "object"}),
+    Route("GET", BASE + "/reports/utilisation/series", jobs.utilisation_series,
+          "Recipe, manual, idle and broken seconds per day or hour, from the hours the worker aggregated",
+          "systems", query={"from": ("time", "start (default 7 days ago)"), "until": ("time", "end (default now)"),
+                            "pool": ("str", "only systems of this pool (default: every system)"),
+                            "per": ("str", "day (default) or hour")},
+          response=s.UTILISATION_SERIES),
     # advance reservations (Grid Engine's qrsub, qrstat, qralter, qrdel)
     Route("POST", BASE + "/advance-reservations", advance.create,
           "Create an advance reservation (qrsub; admins and arusers): 201 granted; validate_only: 200, nothing made",

@@ -357,6 +357,28 @@ JOB = {"type": "object", "properties": {
         "id": {"type": "integer"}, "priority": {"enum": ["Low", "Medium", "Normal", "High", "Urgent"]},
         "status": {"type": "string"}, "result": {"type": "string"}, "ar": {"type": ["integer", "null"]},
         "recipes": {"type": "array", "items": RECIPE_BRIEF}}}}}}
+_SECONDS = {c: {"type": "number"} for c in ("recipe", "manual", "idle", "broken")}
+UTILISATION_SERIES = {"type": "object", "required": ["buckets", "total", "figures"], "properties": {
+    "pool": {"type": ["string", "null"]}, "from": TIME, "until": TIME, "per": {"enum": ["day", "hour"]},
+    "aggregated_until": NULLABLE_TIME,
+    "buckets": {"type": "array", "items": {"type": "object", "properties": {
+        "at": TIME, "systems": {"type": "integer"}, **_SECONDS}}},
+    "total": {"type": "object", "properties": _SECONDS},
+    "figures": {"type": "object", "properties": {k: {"type": "number"} for k in
+                                                 ("busy", "recipe", "broken", "system_hours")}}}}
+TIMELINE = {"type": "object", "required": ["start", "end", "systems"], "properties": {
+    "start": TIME, "end": TIME, "pool": {"type": "string"}, "page": {"type": "integer"}, "pages": {"type": "integer"},
+    "systems": {"type": "array", "items": {"type": "object", "properties": {
+        "system": {"type": "string"}, "bookings": {"type": "array", "items": {"type": "object", "properties": {
+            "kind": {"enum": ["reservation", "loan", "ar", "recipe"]}, "what": {"type": "string"},
+            "start": TIME, "end": NULLABLE_TIME, "link": {"type": ["string", "null"],
+                                                          "description": "the web page of what it is"}}}}}}}}}
+WAIT_REASON = {"type": "object", "description": "why it waits, in words (docs/scheduling.md)",
+               "required": ["category", "sentence", "action"], "properties": {
+                   "category": {"enum": ["advance-reservation", "holding", "no-match", "broken", "lent", "busy",
+                                         "behind", "peers"]},
+                   "sentence": {"type": "string"}, "action": {"type": "string",
+                                                              "description": "what its owner can do"}}}
 RECIPE = {"type": "object", "properties": {
     **GUEST_RECIPE["properties"], **RECIPE_BRIEF["properties"], "job": {"type": "integer"}, "recipe_set": {"type": "integer"},
     "reservation": {"type": ["integer", "null"]}, "watchdog": NULLABLE_TIME, "spec": {"type": "object"},
@@ -365,7 +387,10 @@ RESULT = {"enum": ["pass", "warn", "fail"]}
 QUEUE_ENTRY = {"type": "object", "properties": {
     "recipe": {"type": "integer"}, "job": {"type": "integer"}, "owner": {"type": "string"},
     "priority": {"enum": ["Low", "Medium", "Normal", "High", "Urgent"]}, "status": {"enum": ["queued", "assigned"]},
-    "queued_at": TIME, "why": {"type": "string"}}}
+    "queued_at": TIME, "position": {"type": "integer", "description": "its recipe set's place in the queue, from 1"},
+    "waiting": {"type": "integer", "description": "seconds since its recipe set was queued"},
+    "wants": {"type": "string", "description": "what it asks for: forced system, host and distro requirements"},
+    "why": {"type": "string"}, "reason": WAIT_REASON}}
 RECIPE_UPDATE = {
     "type": "object",
     "properties": {

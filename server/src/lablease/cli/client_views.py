@@ -225,7 +225,8 @@ def busy_text(busy: dict) -> str:
 
 
 def _why_details(why: dict) -> list:
-    pairs = [("why", why.get("message")), ("systems", why.get("systems")), ("candidates", why.get("candidates"))]
+    pairs = [("why", why.get("message")), ("reason", why.get("category")), ("in words", why.get("sentence")),
+             ("action", why.get("action")), ("systems", why.get("systems")), ("candidates", why.get("candidates"))]
     for reason, count in sorted((why.get("ruled_out") or {}).items(), key=lambda item: -item[1]):
         pairs.append(("ruled out", f"{count} system(s): {reason}"))
     pairs += [("busy", busy_text(b)) for b in why.get("busy") or []]
@@ -261,8 +262,11 @@ QUEUE = Shape("queued-recipe", "queue", [
     ("PRIORITY", lambda q: q.get("priority")),
     ("STATUS", lambda q: q.get("status")),
     ("QUEUED", lambda q: format_time(q.get("queued_at"))),
+    ("#", lambda q: q.get("position")),
+    ("REASON", lambda q: (q.get("reason") or {}).get("category")),
     ("WHY", lambda q: q.get("why")),
-], lambda q: [(k, q.get(k)) for k in ("recipe", "job", "owner", "priority", "status", "queued_at", "why")])
+], lambda q: [(k, q.get(k)) for k in ("recipe", "job", "owner", "priority", "status", "queued_at", "position",
+                                      "why")] + [("action", (q.get("reason") or {}).get("action"))])
 
 DISTRO = Shape("distro-tree", "distro-trees", [
     ("ID", lambda d: d.get("id")),

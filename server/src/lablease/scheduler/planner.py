@@ -145,6 +145,7 @@ class Explanation:
     ruled_out: dict[str, int] = field(default_factory=dict)
     candidates: int = 0
     busy: list[tuple[str, datetime | None]] = field(default_factory=list)
+    free: list[str] = field(default_factory=list)  # candidates free now
 
     def message(self) -> str:
         parts = [f"{count} system(s) ruled out: {reason}" for reason, count in
@@ -179,5 +180,7 @@ def explain(tree: dict | None, hosts: Iterable[Host], usable: Usable, busy_until
         state = busy_until(host.id)
         if state is not False:
             result.busy.append((host.fqdn, state))
+        else:
+            result.free.append(host.fqdn)
     result.busy.sort(key=lambda item: (item[1] is None, item[1].timestamp() if item[1] else 0))
     return result

@@ -6,29 +6,24 @@ from datetime import datetime, timedelta
 from sqlalchemy import select
 from sqlalchemy.orm import object_session, selectinload
 
-from ..domain import advance as advance_rules
 from ..domain import guests as guest_rules
 from ..domain import recipes as rules
 from ..domain.errors import Forbidden, Invalid, NotFound
-from ..domain.permissions import LENT_TO_ANOTHER, Actor, decide_schedule
+from ..domain.permissions import Actor
 from ..domain import reservations as reservation_rules
 from ..domain import retries
 from ..domain.reservations import due_at
 from ..domain.variables import masked_ks_meta
-from ..domain.windows import Window
 from ..jobxml import referenced_names
-from ..scheduler.planner import explain
 from ..store import calendar
-from ..store.tables import (AdvanceReservation, Booking, Group, GroupMember, Job, Pool, Recipe, RecipeSet,
+from ..store.tables import (Booking, Group, GroupMember, Job, Pool, Recipe, RecipeSet,
                             Reservation, System)
 from ..store.uow import emit, wake_worker
 from ..domain.times import format_time
 from ..timeparse import format_duration
-from . import activity, advance_work, distros, due, guests, placement, scheduling, usage
-from . import systems as system_service
+from . import activity, advance_work, distros, due, guests, placement, scheduling, usage, waiting
 from .endings import close_reservation
 from .reservations import loan_end_of
-from .users import actor_for
 
 
 def _check_bound_sets(session, actor: Actor, job: dict, now: datetime, settings) -> None:
@@ -231,7 +226,7 @@ def show_recipe(uow, actor: Actor, now: datetime, recipe_id: int) -> dict:
         "tasks": recipe.task_results or [],
     }
     if recipe.status in placement.WAITING:
-        body["why"] = _why_guest_waits(session, recipe, now) if recipe.host_recipe_id else why_waiting(
+        body["why"] = _why_guest_waits(session, recipe, now) if recipe.host_recipe_id else waiting.why_waiting(
             session, recipe, now)
     return body
 
@@ -239,7 +234,7 @@ def show_recipe(uow, actor: Actor, now: datetime, recipe_id: int) -> dict:
 def _why_guest_waits(session, guest: Recipe, now: datetime) -> dict:
     """A guest is placed with its host: its host's reasons are its own."""
     host = session.get(Recipe, guest.host_recipe_id)
-    why = why_waiting(session, host, now)
+    why = waiting.why_waiting(session, host, now)
     return why | {"message": f"placed with its host recipe {host.id}, which waits: {why['message']}"}
 
 
@@ -248,64 +243,6 @@ def _shown_spec(spec: dict, settings) -> dict:
     if not spec.get("ks_meta"):
         return spec
     return {**spec, "ks_meta": masked_ks_meta(spec["ks_meta"], getattr(settings, "secret_variables", ()))}
-
-
-def _snapshot(session) -> tuple[list[System], dict]:
-    """The systems and their active loans, as why_waiting judges them (read once per request)."""
-    systems = scheduling.schedulable_systems(session)
-    return systems, system_service.active_loans(session, [s.id for s in systems])
-
-
-def why_waiting(session, recipe: Recipe, now: datetime, snapshot: tuple | None = None) -> dict:
-    owner = actor_for(session, recipe.recipe_set.job.owner)
-    systems, loans = snapshot or _snapshot(session)
-    by_id = {s.id: s for s in systems}
-
-    def usable(h):
-        decision = decide_schedule(owner, system_service.access_of(by_id[h.id], loans.get(h.id)))
-        if decision.reason == LENT_TO_ANOTHER:  # name the loan only when it alone is in the way (it passes)
-            lasting = decide_schedule(owner, system_service.access_of(by_id[h.id], None))
-            decision = decision if lasting.allowed else lasting
-        return decision.allowed, None if decision.allowed else decision.reason
-
-    runtime = placement.runtime_of(recipe)
-    window = Window(now, now + runtime if runtime else None)
-
-    def busy_until(system_id: int):
-        blocking = calendar.touching(session, by_id[system_id].resource_id, window)
-        if not blocking:
-            return False
-        return max((b.end_at for b in blocking), default=None) if all(b.end_at for b in blocking) else None
-
-    tree = recipe.spec.get("host_requires")
-    result = explain(tree, [scheduling.host(s, tree) for s in systems], usable, busy_until,
-                     recipe.spec.get("force"))
-    ar = session.get(AdvanceReservation, recipe.recipe_set.ar_id) if recipe.recipe_set.ar_id else None
-    waits_for_ar = ar and advance_rules.bound_wait(ar.id, ar.state, ar.start_at, ar.error_handling)
-    if recipe.status == "assigned":
-        message = f"holding {recipe.system.fqdn} until the rest of its recipe set can start"
-    else:
-        message = waits_for_ar or result.message() or "waiting for its recipe set's other recipes"
-    return {"message": message, "systems": result.total, "candidates": result.candidates,
-            "ruled_out": result.ruled_out,
-            "busy": [{"system": fqdn, "until": format_time(until)} for fqdn, until in result.busy]}
-
-
-def queue(uow, actor: Actor, now: datetime, limit: int = 100) -> list[dict]:
-    """Waiting recipes in scheduling order, each with why it waits."""
-    session = uow.session
-    sets = session.execute(scheduling.queue_order(select(RecipeSet).where(
-        RecipeSet.status.in_(placement.WAITING))).limit(limit)).unique().scalars()
-    snapshot = _snapshot(session)
-    out = []
-    for recipe_set in sets:
-        for recipe in recipe_set.recipes:
-            if recipe.status in placement.WAITING:
-                out.append({"recipe": recipe.id, "job": recipe.job_id, "owner": recipe_set.job.owner.name,
-                            "priority": rules.PRIORITIES[recipe_set.priority], "status": recipe.status,
-                            "queued_at": format_time(recipe_set.queued_at),
-                            "why": why_waiting(session, recipe, now, snapshot)["message"]})
-    return out
 
 
 def _may_report(session, actor: Actor, recipe: Recipe) -> None:

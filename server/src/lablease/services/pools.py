@@ -3,11 +3,11 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 
 from ..domain.errors import Conflict, Forbidden, Invalid, NotFound
 from ..domain.permissions import Actor, may_manage_pool
-from ..store.tables import Pool, System
+from ..store.tables import Group, Pool, PoolSystem, System
 from . import activity
 from ..store.uow import emit
 from . import systems as system_service
@@ -55,6 +55,23 @@ def create(uow, actor: Actor, now: datetime, name: str, description: str | None 
 
 def listing(uow) -> list[dict]:
     return [as_dict(pool) for pool in uow.session.execute(select(Pool).order_by(Pool.name)).unique().scalars()]
+
+
+def summaries(session) -> list[dict]:
+    """Every pool with its number of systems, without loading them (Pool.systems is eager)."""
+    counts = dict(session.execute(select(PoolSystem.pool_id, func.count()).group_by(PoolSystem.pool_id)).all())
+    rows = session.execute(select(Pool.id, Pool.name, Pool.description, Group.name)
+                           .outerjoin(Group, Group.id == Pool.owner_group_id).order_by(Pool.name))
+    return [{"id": pool_id, "name": name, "description": description, "owner_group": group,
+             "systems": counts.get(pool_id, 0)}
+            for pool_id, name, description, group in rows]
+
+
+def summary(session, name: str) -> dict:
+    found = [p for p in summaries(session) if p["name"] == name]
+    if not found:
+        raise NotFound(f"no pool named {name}")
+    return found[0]
 
 
 def show(uow, name: str) -> dict:

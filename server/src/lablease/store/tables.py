@@ -462,6 +462,7 @@ class UsageChange(Base):
 from .advance_tables import AdvanceReservation, ArSystem  # noqa: E402,F401 - one metadata, split for size
 from .provision_tables import Command, Installation  # noqa: E402,F401
 from .worker_tables import WorkerFailure, WorkerHeartbeat  # noqa: E402,F401
+from .report_tables import UtilisationHour  # noqa: E402,F401
 
 
 def _never_reuse_ids(metadata: MetaData) -> None:

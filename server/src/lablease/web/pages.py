@@ -12,7 +12,7 @@ from typing import Callable
 from werkzeug.routing import Map, Rule
 
 from ..api.routes import CONVERTERS
-from .views import account, calendar, reservations, systems
+from .views import account, advance, calendar, jobs, pools, reservations, systems, utilisation
 
 
 @dataclass(frozen=True)
@@ -42,6 +42,19 @@ PAGES = [
     Page("POST", "/reservations/<int:id>/extend", reservations.extend),
     Page("POST", "/reservations/<int:id>/return", reservations.give_back),
     Page("POST", "/calendar/rotate", calendar.rotate),
+    Page("GET", "/pools", pools.listing),
+    Page("GET", "/pools/<name>", pools.show),
+    Page("GET", "/queue", jobs.queue),
+    Page("GET", "/jobs", jobs.listing),
+    Page("GET", "/jobs/<int:id>", jobs.show),
+    Page("POST", "/jobs/<int:id>/cancel", jobs.cancel),
+    Page("GET", "/advance-reservations", advance.listing),
+    Page("POST", "/advance-reservations", advance.create),
+    Page("GET", "/advance-reservations/<ident>", advance.show),
+    Page("POST", "/advance-reservations/<ident>/modify", advance.modify),
+    Page("POST", "/advance-reservations/<ident>/delete", advance.delete),
+    Page("GET", "/utilisation", utilisation.show),
+    Page("GET", "/utilisation.csv", utilisation.csv),
     Page("GET", "/calendar/<user>/<token>.ics", calendar.feed, auth=False),
 ]
 

@@ -23,7 +23,7 @@ from typing import Callable
 from ..config import Settings
 from ..observe import metrics
 from ..services import (advance_states, commands, due, installations, jobs, loans, monitoring, outbox, reservations,
-                        unit_of_work)
+                        unit_of_work, utilisation)
 from ..store.db import Database
 from ..store.outage import outage, reason
 from ..store.secrets import SecretBox, use_secrets
@@ -152,6 +152,7 @@ class Worker:
         self.senders = senders(settings)
         self.commands = CommandRunner(settings, db, clock)
         self.next_repair: datetime | None = None
+        self.next_aggregate: datetime | None = None  # when the next hour of utilisation closes
         self.parent_pid = parent_pid  # under `serve`: stop when the server that started us is gone
         self.stopping = threading.Event()
         self.passes = 0  # passes completed: a worker that finished one is asleep or about to be
@@ -223,7 +224,8 @@ class Worker:
             except Exception as error:  # nothing else before it: on SQLite it would fail our own commands
                 return self._failed(error)
         parts = (lambda: run_due(self.db, self.clock(), self.settings), self.commands.start_due,
-                 lambda: deliver_due(self.db, self.clock(), self.settings, self.senders), self.repair_if_due)
+                 lambda: deliver_due(self.db, self.clock(), self.settings, self.senders), self.repair_if_due,
+                 self.aggregate_due)
         errors = []
         for part in parts:
             try:
@@ -231,7 +233,8 @@ class Worker:
             except Exception as error:  # a failing pass must not kill the worker
                 errors.append(error)
         try:
-            due_at = min(filter(None, (next_due(self.db, self.clock()), self.next_repair)), default=None)
+            due_at = min(filter(None, (next_due(self.db, self.clock()), self.next_repair, self.next_aggregate)),
+                         default=None)
         except Exception as error:
             errors.append(error)
         if errors:
@@ -272,6 +275,17 @@ class Worker:
                 failed(self.db, self.settings, jobs.REPAIR, recipe_id, error,
                        lambda uow: due.park(uow, jobs.REPAIR, recipe_id, now, describe(error), "recipe"))
         self.next_repair = now + REPAIR_EVERY
+
+    def aggregate_due(self) -> None:
+        """Utilisation of the hours closed since the last pass (a batch at a time: next_due says when more)."""
+        now = self.clock()
+        if self.next_aggregate is not None and now < self.next_aggregate:
+            return
+        hours = alone(self.db, self.settings, lambda uow: utilisation.aggregate(uow, now))
+        if hours:
+            log.info("aggregated utilisation of %s hour(s)", hours)
+        with unit_of_work(self.db, self.settings, write=False) as uow:
+            self.next_aggregate = utilisation.next_hour(uow.session, now)
 
     def _sleep(self, listener: WakeListener, pause: float) -> None:
         """Sleep for pause seconds, or less when woken; in 1 s slices so stop() is prompt."""

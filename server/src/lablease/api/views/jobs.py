@@ -4,7 +4,7 @@ from datetime import timedelta
 from werkzeug.exceptions import UnsupportedMediaType
 from werkzeug.wrappers import Response
 
-from ...services import job_export, jobs, usage
+from ...services import job_export, jobs, usage, utilisation as utilisation_service, waiting
 from ...services import systems as system_service
 from ..inputs import read_json
 from .context import Context, Reply
@@ -56,7 +56,7 @@ def update_recipe(ctx: Context) -> dict:
 
 
 def queue(ctx: Context) -> list:
-    return jobs.queue(ctx.uow, ctx.actor, ctx.now)
+    return waiting.queue(ctx.uow, ctx.actor, ctx.now)
 
 
 def _period(ctx: Context):
@@ -74,3 +74,9 @@ def usage_history(ctx: Context) -> dict:
 def utilisation(ctx: Context) -> dict:
     start, end = _period(ctx)
     return usage.utilisation(ctx.uow.session, start, end, ctx.query.get("pool"))
+
+
+def utilisation_series(ctx: Context) -> dict:
+    """Pre-aggregated hours (services/utilisation.py) added up per hour or day."""
+    start, end = _period(ctx)
+    return utilisation_service.report(ctx.uow, ctx.query.get("pool"), start, end, ctx.query.get("per") or "day")

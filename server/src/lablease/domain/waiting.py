@@ -1,0 +1,79 @@
+"""Why a recipe waits, in words: a category, a sentence, and what its owner can do about it.
+
+The scheduler's explanation (scheduler/planner.py `explain`) counts the systems each filter
+ruled out and names the busy candidates; this turns it into the one reason a person acts
+on. The order of the checks is the order in which the obstacles have to go: an advance
+reservation that has not started blocks everything; a set holding part of its systems
+waits for the rest; with no candidate at all nothing will ever free up; otherwise it waits
+for busy candidates or for the recipes ahead of it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from .permissions import LENT_TO_ANOTHER
+from .times import format_time
+
+BROKEN = "the system is broken, not automated"
+CATEGORIES = ("advance-reservation", "holding", "no-match", "broken", "lent", "busy", "behind", "peers")
+
+
+@dataclass(frozen=True)
+class Reason:
+    category: str
+    sentence: str
+    action: str
+
+    def as_dict(self) -> dict:
+        return {"category": self.category, "sentence": self.sentence, "action": self.action}
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What is known about one waiting recipe (all counts over the systems the server has)."""
+
+    candidates: int                          # systems it may run on, busy or not
+    ruled_out: dict[str, int]                # reason -> systems ruled out for it
+    busy: list[tuple[str, datetime | None]]  # candidates booked now: fqdn, until (None: open-ended)
+    ahead: int = 0                           # waiting recipe sets before it in the queue
+    holding: str | None = None               # the system it holds while its set waits
+    ar_wait: str | None = None               # advance_rules.bound_wait's sentence, if its AR holds it back
+
+
+def reason(facts: Facts) -> Reason:
+    if facts.ar_wait:
+        return Reason("advance-reservation", facts.ar_wait[0].upper() + facts.ar_wait[1:] + ".",
+                      "Wait for the advance reservation to start, or resubmit the job without it.")
+    if facts.holding:
+        return Reason("holding", f"Holds {facts.holding} until the other recipes of its set get systems.",
+                      "Nothing to do: it starts as soon as its multi-host peers have systems.")
+    if not facts.candidates:
+        return _never(facts.ruled_out)
+    free = facts.candidates - len(facts.busy)
+    if not free:
+        first = min((until for _, until in facts.busy if until), default=None)
+        when = f"the first frees up at {format_time(first)}" if first else "none has an end set"
+        return Reason("busy", f"All {facts.candidates} candidate system(s) are busy; {when}.",
+                      "Wait, or widen the host requirements so that more systems qualify.")
+    if facts.ahead:
+        return Reason("behind", f"{facts.ahead} recipe set(s) ahead of it in the queue come first; "
+                                f"{free} candidate system(s) are free.",
+                      "Wait, or submit with a higher priority.")
+    return Reason("peers", f"{free} candidate system(s) are free; it waits for the other recipes of its set.",
+                  "Wait: the set starts when every recipe in it has a system.")
+
+
+def _never(ruled_out: dict[str, int]) -> Reason:
+    """No candidate at all: say which obstacle stands in the way."""
+    if ruled_out.get(BROKEN):
+        return Reason("broken", f"Every system that matches is broken ({ruled_out[BROKEN]} system(s)).",
+                      "Ask an administrator to repair one, or widen the host requirements.")
+    if ruled_out.get(LENT_TO_ANOTHER):
+        return Reason("lent", f"The systems that could run it are lent to someone else "
+                              f"({ruled_out[LENT_TO_ANOTHER]} system(s)).",
+                      "Wait for the loan to end, or ask its holder to return it.")
+    top = sorted(ruled_out.items(), key=lambda item: (-item[1], item[0]))[:3]
+    said = "; ".join(f"{count} system(s): {why}" for why, count in top) or "the server has no systems"
+    return Reason("no-match", f"No system can ever run it ({said}).",
+                  "Change the host requirements (or ask for access to matching systems), or cancel the job.")

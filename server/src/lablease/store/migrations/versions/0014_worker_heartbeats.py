@@ -1,14 +1,14 @@
 """worker heartbeats (each running worker's last sign of life, for readiness); open reservations indexed
 
 Revision ID: 0014
-Revises: 0012
+Revises: 0013
 """
 from alembic import op
 import sqlalchemy as sa
 import lablease.store.types
 
 revision = '0014'
-down_revision = '0012'
+down_revision = '0013'
 branch_labels = None
 depends_on = None
 

@@ -53,7 +53,9 @@ def kickstart_of(lab, fqdn="n1.lab.test") -> str:
 
 
 def test_every_document_of_the_corpus_is_accepted_and_scheduled(lab):
-    for path in sorted(CORPUS.glob("*.xml")):
+    # inventory-*.xml ask for hardware these two systems lack: test_inventory.py schedules them on systems
+    # with the inventory each recipe names
+    for path in sorted(p for p in CORPUS.glob("*.xml") if not p.name.startswith("inventory-")):
         status, job = post_xml(lab, "admin", path.read_bytes())
         assert status == 201, (path.name, job)
         assert all(r["status"] in SCHEDULED for r in recipes(job)), (path.name, recipes(job))

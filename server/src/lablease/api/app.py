@@ -132,4 +132,4 @@ def create_app(settings: Settings | None = None, db: Database | None = None,
     configure_mappers()  # once, now, rather than by whichever request thread comes first
     settings = settings or Settings()
     db = db or Database(settings.database)
-    return Observed(LabLeaseApp(settings, db, clock), settings, db, clock)
+    return Observed(LabLeaseApp(settings, db, clock))

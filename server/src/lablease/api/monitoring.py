@@ -38,13 +38,16 @@ def request_id(sent: str | None) -> str:
 class Observed:
     """WSGI middleware: wrap(app) answers as app does, observed."""
 
-    def __init__(self, app, settings: Settings, db, clock):
-        self.app, self.settings, self.db, self.clock = app, settings, db, clock
+    def __init__(self, app):
+        object.__setattr__(self, "app", app)  # settings, db and clock are the application's own
 
     def __getattr__(self, name):  # the wrapped application's attributes (routes, url_map...) stay reachable
         if name == "app":  # not set yet (e.g. while copying): never recurse
             raise AttributeError(name)
         return getattr(self.app, name)
+
+    def __setattr__(self, name, value):  # one set of settings: a change (tests, a reload) reaches the application
+        setattr(self.app, name, value)
 
     def __call__(self, environ, start_response):
         ident = request_id(environ.get("HTTP_X_REQUEST_ID"))

@@ -113,3 +113,11 @@ def test_requests_are_counted_by_route_rule_and_answer_their_request_id(lab):
         answered = lab.client.get("/api/v1/health", headers={"X-Request-Id": insane}).headers["X-Request-Id"]
         assert answered != insane and len(answered) == 32  # replaced by one of ours
     assert lab.client.get("/api/v1/nowhere").headers["X-Request-Id"]  # every answer carries one
+
+
+def test_pages_are_counted_by_their_rule_too(lab):
+    key = ("lablease_http_requests_total",
+           frozenset({("route", "/systems/<fqdn>"), ("method", "GET"), ("status", "303")}))
+    before = scrape(lab).get(key, 0)
+    assert lab.client.get("/systems/r1.lab.test").status_code == 303  # to the sign-in page
+    assert scrape(lab)[key] == before + 1

@@ -17,6 +17,7 @@ from werkzeug.utils import safe_join
 from werkzeug.wrappers import Request, Response
 
 from ..api.errors import ERROR_STATUS
+from ..api.monitoring import ROUTE_KEY
 from ..domain.errors import DomainError
 from ..domain.signin import safe_next
 from ..services import signin, unit_of_work
@@ -39,11 +40,13 @@ class WebPages:
 
     def handle(self, request: Request) -> Response | None:
         try:
-            endpoint, args = self.map.bind_to_environ(request.environ).match()
+            rule, args = self.map.bind_to_environ(request.environ).match(return_rule=True)
         except NotFound:
             return None  # not a page: the API answers (a JSON 404 for unknown paths)
         except HTTPException as error:  # e.g. 405 on a page's path
             return security.protect(self.error_page(request, None, error.code or 400, error.description))
+        endpoint = rule.endpoint
+        request.environ[ROUTE_KEY] = rule.rule  # counted by rule in the metrics, as API requests are
         if endpoint == "static":
             return static_file(request, args.get("name", "favicon.svg"))
         try:

@@ -27,6 +27,9 @@ from . import systems as system_service
 from .endings import close_reservation
 from .reservations import loan_end_of
 from .users import actor_for
+from ..domain.paging import Page, PageRequest
+from ..store import paging
+from ..store.paging import Order
 
 
 def _check_bound_sets(session, actor: Actor, job: dict, now: datetime, settings) -> None:
@@ -172,16 +175,17 @@ def show(uow, actor: Actor, now: datetime, job_id: int) -> dict:
     return job_dict(_visible_job(uow.session, actor, job_id))
 
 
-def listing(uow, actor: Actor, mine: bool = True, status: str | None = None, limit: int = 200,
-            request_id: str | None = None) -> list[dict]:
-    query = select(Job).order_by(Job.id.desc()).limit(limit)
+def listing(uow, actor: Actor, mine: bool = True, status: str | None = None, request_id: str | None = None,
+            page: PageRequest = PageRequest()) -> Page:
+    query = select(Job)
     if request_id:
         query = query.where(Job.request_id == request_id)
     if mine or not actor.is_admin:
         query = query.where(Job.owner_id == actor.id)
     if status:
         query = query.where(Job.status == status)
-    return [job_dict(job) for job in uow.session.execute(query).unique().scalars()]
+    found = paging.fetch(uow, "jobs", query, [Order(Job.id, descending=True)], page)
+    return Page([job_dict(job) for job in found.items], found.next_after)
 
 
 def _recipe(session, actor: Actor, recipe_id: int) -> Recipe:
@@ -252,21 +256,26 @@ def why_waiting(session, recipe: Recipe, now: datetime, snapshot: tuple | None =
             "busy": [{"system": fqdn, "until": format_time(until)} for fqdn, until in result.busy]}
 
 
-def queue(uow, actor: Actor, now: datetime, limit: int = 100) -> list[dict]:
+# The queue's order (scheduling.queue_order), then each set's recipes by id
+QUEUE_ORDER = (Order(RecipeSet.priority, descending=True), Order(RecipeSet.queued_at), Order(RecipeSet.id),
+               Order(Recipe.id))
+
+
+def queue(uow, actor: Actor, now: datetime, page: PageRequest = PageRequest()) -> Page:
     """Waiting recipes in scheduling order, each with why it waits."""
     session = uow.session
-    sets = session.execute(scheduling.queue_order(select(RecipeSet).where(
-        RecipeSet.status.in_(placement.WAITING))).limit(limit)).unique().scalars()
+    query = select(Recipe).join(RecipeSet, RecipeSet.id == Recipe.recipe_set_id).where(
+        RecipeSet.status.in_(placement.WAITING), Recipe.status.in_(placement.WAITING))
+    found = paging.fetch(uow, "queue", query, QUEUE_ORDER, page)
     snapshot = _snapshot(session)
     out = []
-    for recipe_set in sets:
-        for recipe in recipe_set.recipes:
-            if recipe.status in placement.WAITING:
-                out.append({"recipe": recipe.id, "job": recipe.job_id, "owner": recipe_set.job.owner.name,
-                            "priority": rules.PRIORITIES[recipe_set.priority], "status": recipe.status,
-                            "queued_at": format_time(recipe_set.queued_at),
-                            "why": why_waiting(session, recipe, now, snapshot)["message"]})
-    return out
+    for recipe in found.items:
+        recipe_set = recipe.recipe_set
+        out.append({"recipe": recipe.id, "job": recipe.job_id, "owner": recipe_set.job.owner.name,
+                    "priority": rules.PRIORITIES[recipe_set.priority], "status": recipe.status,
+                    "queued_at": format_time(recipe_set.queued_at),
+                    "why": why_waiting(session, recipe, now, snapshot)["message"]})
+    return Page(out, found.next_after)
 
 
 def _may_report(session, actor: Actor, recipe: Recipe) -> None:

@@ -16,6 +16,9 @@ from . import activity, due, endings, notices
 from .jobs import finish
 from .placement import refresh_rollups, release
 from . import systems as system_service
+from ..domain.paging import Page, PageRequest
+from ..store import paging
+from ..store.paging import Order
 
 
 def as_dict(loan: Loan, fqdn: str) -> dict:
@@ -135,11 +138,11 @@ def give_back(uow, actor: Actor, now: datetime, fqdn: str) -> None:
     endings.close_loan(session, loan, now, reason, actor, uow.settings)
 
 
-def history(uow, actor: Actor, fqdn: str) -> list[dict]:
+def history(uow, actor: Actor, fqdn: str, page: PageRequest) -> Page:
     system = system_service.find(uow.session, fqdn, actor)
-    loans = uow.session.execute(select(Loan).where(Loan.system_id == system.id)
-                                .order_by(Loan.start_at.desc())).unique().scalars()
-    return [as_dict(loan, system.fqdn) for loan in loans]
+    found = paging.fetch(uow, "loans", select(Loan).where(Loan.system_id == system.id),
+                         [Order(Loan.start_at, descending=True), Order(Loan.id, descending=True)], page)
+    return Page([as_dict(loan, system.fqdn) for loan in found.items], found.next_after)
 
 
 def _expire(uow, loan: Loan, now: datetime) -> None:

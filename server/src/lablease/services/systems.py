@@ -22,7 +22,9 @@ from ..domain.permissions import (
 )
 from ..domain.variables import masked_ks_meta
 from ..domain.windows import Window, window_between
-from ..store import calendar
+from ..domain.paging import Page, PageRequest
+from ..store import calendar, paging
+from ..store.paging import Order
 from ..power import registry as power_registry
 from ..provision.netboot import LOADERS, normalise_mac
 from ..store.secrets import SECRET_KEYS
@@ -320,9 +322,9 @@ def get_system(uow, actor: Actor, now: datetime, fqdn: str) -> dict:
     return describe(uow.session, find(uow.session, fqdn, actor), now)
 
 
-def list_systems(uow, actor: Actor, now: datetime, filters: dict) -> list[dict]:
+def list_systems(uow, actor: Actor, now: datetime, filters: dict, page: PageRequest = PageRequest()) -> Page:
     session = uow.session
-    query = select(System).order_by(System.fqdn)
+    query = select(System)
     for key in ("arch", "condition", "lab"):
         if filters.get(key):
             query = query.where(getattr(System, key) == filters[key])
@@ -342,7 +344,9 @@ def list_systems(uow, actor: Actor, now: datetime, filters: dict) -> list[dict]:
             Reservation.system_id == System.id, Reservation.returned_at.is_(None),
             Reservation.start_at <= now, Reservation.user_id == _user_id(session, name)))
     query = query.options(selectinload(System.pools), selectinload(System.owner), selectinload(System.policy_pool))
-    systems = [s for s in session.execute(query).unique().scalars() if decide(actor, Permission.VIEW, access_of(s))]
+    found = paging.fetch(uow, "systems", query, [Order(System.fqdn)], page,
+                         keep=lambda s: decide(actor, Permission.VIEW, access_of(s)))
+    systems = found.items
     ids = [s.id for s in systems]
     current, loans = current_reservations(session, ids, now), active_loans(session, ids)
     installed = latest_installations(session, ids)
@@ -350,8 +354,8 @@ def list_systems(uow, actor: Actor, now: datetime, filters: dict) -> list[dict]:
 
     held = summaries_for(session, ids)
     patterns = _patterns(session)
-    return [as_dict(s, current.get(s.id), loans.get(s.id), installed.get(s.id), held.get(s.id), patterns)
-            for s in systems]
+    return Page([as_dict(s, current.get(s.id), loans.get(s.id), installed.get(s.id), held.get(s.id), patterns)
+                 for s in systems], found.next_after)
 
 
 def _free_window(now: datetime, filters: dict) -> Window:

@@ -208,3 +208,16 @@ def test_the_next_link_keeps_the_filters(lab):
         lab.system(f"f{n}.lab.test", arch="aarch64" if n % 2 else "x86_64")
     rows, pages = walk(lab.alice, "/systems", limit=1, arch="aarch64")
     assert [s["fqdn"] for s in rows] == ["f1.lab.test", "f3.lab.test"] and pages == 2
+
+
+def test_following_every_next_link_lists_each_free_system_once(lab):
+    """Systems free in a window, two a page: each exactly once, booked ones never (bench/free_systems.py at scale)."""
+    for n in range(7):
+        lab.system(f"w{n}.lab.test")
+    window = {"free_from": at(START + timedelta(hours=2)), "free_until": at(START + timedelta(hours=4))}
+    for n, hours in ((1, 3), (4, 1), (5, 5)):  # w4's booking ends before the window: it stays free
+        status, _ = lab.alice.post("/reservations", {"system": f"w{n}.lab.test", "duration": f"{hours}h"})
+        assert status == 201
+    rows, pages = walk(lab.alice, "/systems", **window)
+    assert [s["fqdn"] for s in rows] == ["w0.lab.test", "w2.lab.test", "w3.lab.test", "w4.lab.test", "w6.lab.test"]
+    assert pages == 3

@@ -4,7 +4,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from sqlalchemy import exists, func, select
-from sqlalchemy.orm import selectinload
+from sqlalchemy.orm import lazyload, selectinload
 
 from ..domain import systems as rules
 from ..domain.boot_text import check_options, first_unfit
@@ -343,7 +343,9 @@ def list_systems(uow, actor: Actor, now: datetime, filters: dict, page: PageRequ
         query = query.where(exists().where(
             Reservation.system_id == System.id, Reservation.returned_at.is_(None),
             Reservation.start_at <= now, Reservation.user_id == _user_id(session, name)))
-    query = query.options(selectinload(System.pools), selectinload(System.owner), selectinload(System.policy_pool))
+    # a list never needs the calendar resource (joined by default): not loading it saves a join per row
+    query = query.options(selectinload(System.pools), selectinload(System.owner), selectinload(System.policy_pool),
+                          lazyload(System.resource))
     found = paging.fetch(uow, "systems", query, [Order(System.fqdn)], page,
                          keep=lambda s: decide(actor, Permission.VIEW, access_of(s)))
     systems = found.items

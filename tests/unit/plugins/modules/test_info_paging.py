@@ -9,8 +9,7 @@ __metaclass__ = type
 from ansible.inventory.data import InventoryData
 from ansible_collections.lablease.lab.plugins.inventory.systems import InventoryModule
 from ansible_collections.lablease.lab.plugins.module_utils.client import next_link
-from ansible_collections.lablease.lab.plugins.modules import (advance_reservation_info, reservation_info,
-                                                               system_info)
+from ansible_collections.lablease.lab.plugins.modules import advance_reservation_info, reservation_info, system_info
 
 MANY = 250
 

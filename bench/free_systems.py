@@ -10,7 +10,15 @@ times, with medians and p95 over repetitions:
   server query   the query lablease.services.systems.list_systems builds for
                  free_from/free_until (its NOT EXISTS over bookings), ids only
   list_systems   the whole service call with those filters (ORM objects,
-                 access check, current reservations and loans, dicts)
+                 access check, current reservations and loans, dicts), every
+                 free system in one call (the unpaged list, as before paging)
+  page 1 (HTTP)  GET /api/v1/systems?free_from=..&free_until=..&limit=100
+                 through the WSGI application in-process (authentication,
+                 routing, JSON: all the server does for one request), the
+                 first page
+  every page     the same, following each Link rel="next" to the end: the
+                 time of each page; the walk must return each free system
+                 exactly once, in order (asserted, and printed)
   latest-before  the "last booking before T2 ends after T1" shape of the same
                  question (one index probe per system), for comparison
   is X free      lablease.store.calendar.latest_before + the domain rule
@@ -22,12 +30,13 @@ times, with medians and p95 over repetitions:
   range GiST     PostgreSQL only: a GiST on tstzrange(start_at, end_at) and
                  the NOT EXISTS written with && so that it can use it
 
-Aims: "which are free" < 50 ms, "is X free" < 1 ms.
+Aims: "which are free" < 50 ms, a page of them < 50 ms, "is X free" < 1 ms.
 """
 from __future__ import annotations
 
 import argparse
 import os
+import re
 import random
 import shutil
 import statistics
@@ -42,11 +51,17 @@ sys.path.insert(0, str(ROOT))
 
 from sqlalchemy import insert, select, text  # noqa: E402
 
+from werkzeug.test import Client  # noqa: E402
+
+from lablease.api import create_app  # noqa: E402
+from lablease.config import Settings  # noqa: E402
 from lablease.domain.calendar import Booking as DomainBooking  # noqa: E402
 from lablease.domain.calendar import exclusive_conflict  # noqa: E402
+from lablease.domain.paging import PageRequest  # noqa: E402
 from lablease.domain.permissions import Actor  # noqa: E402
 from lablease.domain.windows import Window  # noqa: E402
 from lablease.services import systems as system_service  # noqa: E402
+from lablease.services import users  # noqa: E402
 from lablease.store import calendar  # noqa: E402
 from lablease.store.db import Database  # noqa: E402
 from lablease.store.migrate import upgrade  # noqa: E402
@@ -77,8 +92,9 @@ def populate(db: Database, systems: int, per_system: int) -> tuple[int, int]:
     now = datetime.now(timezone.utc)
     with db.writer.begin() as conn:
         conn.execute(insert(User), [
-            {"id": 1, "name": "admin", "is_admin": True, "disabled": False, "created_at": now},
-            {"id": 2, "name": "alice", "is_admin": False, "disabled": False, "created_at": now},
+            # ids from the table's sequence (1 and 2 on the fresh database), so later users get the next ones
+            {"name": "admin", "is_admin": True, "disabled": False, "created_at": now},
+            {"name": "alice", "is_admin": False, "disabled": False, "created_at": now},
         ])
         conn.execute(insert(Resource), [{"id": i, "kind": "system", "name": f"s{i:05d}.lab.test", "capacity": 1}
                                         for i in range(1, systems + 1)])
@@ -180,9 +196,43 @@ def range_overlap_ids(db: Database):
         return set(uow.session.execute(text(RANGE_OVERLAP), {"t1": T1, "t2": T2}).scalars())
 
 
-def list_free(db: Database, actor: Actor):
+def list_free(db: Database, actor: Actor, systems: int):
+    """Every free system in one call: one page as long as the whole list (what the service did before paging)."""
     with UnitOfWork(db, write=False) as uow:
-        return system_service.list_systems(uow, actor, T0, {"free_from": T1, "free_until": T2})
+        return system_service.list_systems(uow, actor, T0, {"free_from": T1, "free_until": T2},
+                                           PageRequest(limit=systems + 1)).items
+
+
+class Pager:
+    """GET /api/v1/systems for the free window through the WSGI app in-process, page by page."""
+
+    FIRST = f"/api/v1/systems?free_from={T1:%Y-%m-%dT%H:%M:%SZ}&free_until={T2:%Y-%m-%dT%H:%M:%SZ}&limit=100"
+
+    def __init__(self, db: Database, data_dir: Path):
+        with UnitOfWork(db) as uow:
+            _, token = users.add_user(uow, datetime.now(timezone.utc), "pager", False)
+            uow.commit()
+        self.client = Client(create_app(Settings(data_dir=str(data_dir)), db))
+        self.headers = {"Authorization": f"Bearer {token}"}
+
+    def page(self, url: str) -> tuple[list, str | None]:
+        response = self.client.get(url, headers=self.headers)
+        assert response.status_code == 200, response.get_data(as_text=True)
+        following = re.fullmatch(r'<([^>]+)>; rel="next"', response.headers.get("Link", ""))
+        return response.get_json(), following.group(1) if following else None
+
+    def first(self) -> list:
+        return self.page(self.FIRST)[0]
+
+    def walk(self) -> tuple[list[float], list[str]]:
+        """(each page's time in ms, every fqdn in the order the pages gave them)."""
+        times, fqdns, url = [], [], self.FIRST
+        while url:
+            began = time.perf_counter()
+            body, url = self.page(url)
+            times.append((time.perf_counter() - began) * 1000)
+            fqdns += [system["fqdn"] for system in body]
+        return times, fqdns
 
 
 def is_free_checker(db: Database, systems: int, rng: random.Random):
@@ -212,8 +262,16 @@ def bench(kind: str, url: str, args) -> dict:
         results["server query"], free_ids = timed(lambda: server_query_ids(db), args.repeat)
         results["latest-before"], other_ids = timed(lambda: latest_before_ids(db), args.repeat)
         assert free_ids == other_ids, "the two query shapes disagree"
-        results["list_systems"], listed = timed(lambda: list_free(db, actor), max(3, args.repeat // 4))
-        assert {s["fqdn"] for s in listed} == {f"s{i:05d}.lab.test" for i in free_ids}
+        results["list_systems"], listed = timed(lambda: list_free(db, actor, args.systems), max(3, args.repeat // 4))
+        free_fqdns = sorted(f"s{i:05d}.lab.test" for i in free_ids)
+        assert sorted(s["fqdn"] for s in listed) == free_fqdns
+        pager = Pager(db, args.workdir / kind)
+        pager.first()  # warm
+        results["page 1 (HTTP)"], first = timed(pager.first, args.repeat)
+        assert [s["fqdn"] for s in first] == free_fqdns[:100]
+        results["every page (HTTP)"], walked = pager.walk()
+        assert walked == free_fqdns, "following every next link must give each free system exactly once, in order"
+        results["walk"] = f"{len(results['every page (HTTP)'])} pages, {len(walked)} systems, each exactly once"
         uow, is_free = is_free_checker(db, args.systems, random.Random(1))
         try:
             timed(is_free, 100)
@@ -255,6 +313,7 @@ def main() -> int:
     print(f"machine: {os.cpu_count()} cores, Python {sys.version.split()[0]}; load average before: "
           + " ".join(f"{x:.2f}" for x in os.getloadavg()), flush=True)
     workdir = Path(tempfile.mkdtemp(prefix="lablease-bench-free-"))
+    args.workdir = workdir
     postgres = ThrowawayPostgres().start()
     table = {}
     try:
@@ -267,8 +326,9 @@ def main() -> int:
     print(f"\nwindow [{T1:%Y-%m-%d %H:%M}, {T2:%Y-%m-%d %H:%M}) UTC; {args.systems} systems, "
           f"{args.systems * args.bookings_per_system} bookings")
     for kind, results in table.items():
-        print(f"\n{kind}: {results['free']} of {args.systems} systems free in the window")
+        print(f"\n{kind}: {results['free']} of {args.systems} systems free in the window; paged: {results['walk']}")
         for case, aim in (("server query", AIM_LIST_MS), ("latest-before", AIM_LIST_MS), ("list_systems", AIM_LIST_MS),
+                          ("page 1 (HTTP)", AIM_LIST_MS), ("every page (HTTP)", AIM_LIST_MS),
                           ("is X free", AIM_ONE_MS), ("covering: server query", AIM_LIST_MS),
                           ("covering: latest-before", AIM_LIST_MS), ("range GiST: && query", AIM_LIST_MS)):
             if case not in results:

@@ -141,7 +141,7 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
     def fetch(self):
         client = self.client()
         try:
-            systems = client.get("/systems", self.query(client))
+            systems = client.get_all("/systems", self.query(client))
         except LableaseError as error:
             raise AnsibleError("lablease.lab.systems: %s" % error.message)
         if not self.get_option("include_removed") and not self.get_option("condition"):

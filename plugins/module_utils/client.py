@@ -13,10 +13,11 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import json
+import re
 import socket
 import time
 from urllib.error import HTTPError, URLError
-from urllib.parse import quote, urlencode
+from urllib.parse import quote, urlencode, urljoin
 
 from ansible.module_utils.basic import env_fallback
 from ansible.module_utils.common.text.converters import to_native, to_text
@@ -25,6 +26,7 @@ from ansible.module_utils.urls import open_url
 API_PREFIX = "/api/v1"
 RETRY_STATUSES = (502, 503, 504)
 IDEMPOTENT_METHODS = ("GET", "HEAD", "PUT", "DELETE", "OPTIONS")
+LINK = re.compile(r'<([^>]*)>[^,]*?;\s*rel="?([^",;]*)"?')  # one entry of a Link header: <url>; rel="next"
 
 # The connection options every module accepts (documented once in doc_fragments/api.py).
 API_ARGUMENT_SPEC = dict(
@@ -34,6 +36,14 @@ API_ARGUMENT_SPEC = dict(
     timeout=dict(type="int", default=30),
     retries=dict(type="int", default=3),
 )
+
+
+def next_link(header):
+    """The URL of an RFC 8288 Link header's rel="next" entry, or None."""
+    for match in LINK.finditer(header or ""):
+        if "next" in match.group(2).split():
+            return match.group(1)
+    return None
 
 
 def api_argument_spec(**specific):
@@ -125,7 +135,11 @@ class Client:
         method = method.upper()
         if idempotent is None:
             idempotent = method in IDEMPOTENT_METHODS
-        target = self.endpoint(path, query)
+        response, answer = self.exchange(method, self.endpoint(path, query), body, idempotent, raw, content_type)
+        return response.getcode(), answer
+
+    def exchange(self, method, target, body=None, idempotent=True, raw=None, content_type=None):
+        """(response, decoded JSON or None): the server's answer to target (retried as request() says)."""
         headers = {"Authorization": "Bearer %s" % self.token, "Accept": "application/json"}
         data = None
         if raw is not None:
@@ -141,7 +155,7 @@ class Client:
                 response = self.open(target, method=method, data=data, headers=headers,
                                      validate_certs=self.validate_certs, timeout=self.timeout,
                                      http_agent=self.user_agent, follow_redirects="safe")
-                return response.getcode(), self._decode(response.read())
+                return response, self._decode(response.read())
             except HTTPError as error:
                 status = error.code
                 if status in RETRY_STATUSES and not last:
@@ -193,6 +207,16 @@ class Client:
     # -- helpers every module uses ------------------------------------------
     def get(self, path, query=None):
         return self.request("GET", path, query=query)[1]
+
+    def get_all(self, path, query=None):
+        """Every entry of a list: its pages, following each answer's Link rel="next" to the end."""
+        entries, target = [], self.endpoint(path, query)
+        while target:
+            response, page = self.exchange("GET", target)
+            entries.extend(page or [])
+            following = next_link(response.headers.get("Link"))
+            target = urljoin(target, following) if following else None
+        return entries
 
     def get_or_none(self, path, query=None):
         """The object, or None on 404."""

@@ -130,7 +130,7 @@ def main():
                 user = None  # the server's default: the caller's own
             elif user == "all":
                 user = "*"
-            ars = client.get("/advance-reservations", {"user": user}) or []
+            ars = client.get_all("/advance-reservations", {"user": user})
             if params["name"] is not None:
                 ars = [ar for ar in ars if ar.get("name") == params["name"].strip()]
             if params["state"]:

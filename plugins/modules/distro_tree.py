@@ -224,7 +224,7 @@ class DistroTree(Resource):
 
     def read(self):
         """The tree with exactly this name, arch and variant (None: the tree without a variant), or None."""
-        found = [t for t in self.client.get("/distro-trees", {"name": self.name, "arch": self.arch, "variant": self.variant})
+        found = [t for t in self.client.get_all("/distro-trees", {"name": self.name, "arch": self.arch, "variant": self.variant})
                  if t.get("name") == self.name and t.get("arch") == self.arch and (t.get("variant") or None) == self.variant]
         return found[0] if found else None
 

@@ -303,7 +303,7 @@ def submit(module, client, body, xml):
     """(job, changed): the job with the request id, submitted unless it exists (201 new, 200 found)."""
     query = {"request_id": module.params["request_id"] or derived_request_id(body, xml)}
     if module.check_mode:
-        running = [j for j in client.get("/jobs", query) if not j.get("finished_at")]
+        running = [j for j in client.get_all("/jobs", query) if not j.get("finished_at")]
         if not running:
             answer(module, True, None, [])
         return running[0], False

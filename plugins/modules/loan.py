@@ -183,7 +183,7 @@ def wanted_end(params, loan, now):
 
 def refuse_over_reservations(module, client, fqdn, recipient):
     """Check mode: fail as the server would when other users' reservations are in the loan's way."""
-    others = [r for r in client.get("/reservations", {"system": fqdn, "active": True}) if r["user"] != recipient]
+    others = [r for r in client.get_all("/reservations", {"system": fqdn, "active": True}) if r["user"] != recipient]
     if others:
         first = min(others, key=lambda r: (r["start"], r["id"]))
         module.fail_json(msg="%s is reserved by %s until %s (reservation %s), so %s could not use the loan; "

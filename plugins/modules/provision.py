@@ -310,7 +310,7 @@ def check_tree(module, client, system):
     """In check mode: the tree the server would pick, failing the task as the server would."""
     params = module.params
     name, arch, variant = params["distro"], params["arch"] or system.get("arch"), params["variant"]
-    trees = [t for t in client.get("/distro-trees", {"name": name, "arch": arch, "variant": variant})
+    trees = [t for t in client.get_all("/distro-trees", {"name": name, "arch": arch, "variant": variant})
              if t.get("name") == name and t.get("arch") == arch and variant in (None, t.get("variant"))]
     if not trees:
         module.fail_json(msg="no distro tree named %s for %s%s" % (name, arch, " (variant %s)" % variant if variant else ""))

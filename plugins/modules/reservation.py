@@ -271,7 +271,7 @@ class Reservations:
                     return []
                 self.fail("no reservation %s on %s" % (self.params["id"], self.system))
             return [one] if one.get("returned_at") is None else []
-        found = self.client.get("/reservations", {"system": self.system, "active": True, "user": "me"})
+        found = self.client.get_all("/reservations", {"system": self.system, "active": True, "user": "me"})
         if self.start is not None:
             found = [r for r in found if parse_time(r["start"]) == self.start]
         return found
@@ -335,7 +335,7 @@ class Reservations:
             self.exit(True, None, self.predict(system), returned=[])
         request_id = self.params["request_id"]
         if not request_id:
-            ended = self.client.get("/reservations", {"system": self.system, "active": False, "user": "me"})
+            ended = self.client.get_all("/reservations", {"system": self.system, "active": False, "user": "me"})
             last = max([r["id"] for r in ended] or [0])
             request_id = derive_request_id(self.system, self.params["start"], last)
         for dummy in range(MAX_REQUEST_ID_GENERATIONS):

@@ -117,7 +117,7 @@ def main():
             elif user == "all":
                 user = None
             query = {"system": params["system"], "user": user, "active": params["active"]}
-            reservations = client.get("/reservations", query)
+            reservations = client.get_all("/reservations", query)
     except LableaseError as error:
         module.fail_json(msg=error.message, status=error.status)
     module.exit_json(changed=False, reservations=reservations)

@@ -176,7 +176,7 @@ def main():
         else:
             query = dict((key, params[key]) for key in FILTERS)
             query["free_from"], query["free_until"] = window(params)
-            systems = client.get("/systems", query)
+            systems = client.get_all("/systems", query)
     except LableaseError as error:
         module.fail_json(msg=error.message, status=error.status)
     module.exit_json(changed=False, systems=systems)

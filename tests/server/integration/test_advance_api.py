@@ -3,6 +3,7 @@ from datetime import timedelta
 
 import pytest
 
+from lablease.domain.paging import PageRequest
 from lablease.config import Settings
 from lablease.services import users
 from lablease.store.tables import Outbox
@@ -191,7 +192,7 @@ def test_changes_that_would_break_a_granted_reservation_are_refused_unless_force
     with UnitOfWork(lab.db, write=False) as uow:
         from lablease.services import activity
 
-        forced = [e for e in activity.entries(uow.session, "advance_reservation", granted["id"]) if e["action"] == "forced"]
+        forced = [e for e in activity.entries(uow, "advance_reservation", granted["id"], PageRequest()).items if e["action"] == "forced"]
     assert forced and "pool" in forced[0]["new"]
 
 

@@ -1,4 +1,5 @@
 """Installations are for their people; secret kickstart variables are never answered nor logged."""
+from lablease.domain.paging import PageRequest
 from lablease.config import Settings
 from lablease.services import activity
 from lablease.store.uow import UnitOfWork
@@ -59,7 +60,7 @@ def test_secret_variables_are_masked_in_every_answer_and_the_activity_log(db, tm
         "/distro-trees/1", "/systems/p1.lab.test", "/systems", f"/recipes/{recipe}",
         "/systems/p1.lab.test/activity")]
     with UnitOfWork(lab.db, write=False) as uow:
-        answers.append(activity.entries(uow.session, "distro_tree", 1))
+        answers.append(activity.entries(uow, "distro_tree", 1, PageRequest()).items)
     for answer in answers:
         for secret in (*SECRETS, "r3cipe-pw", "tr33-pw"):
             assert secret not in str(answer), (secret, answer)

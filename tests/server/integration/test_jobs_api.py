@@ -1,6 +1,7 @@
 """Jobs over the API: XML and JSON submission, references checked, results rolled up."""
 from datetime import timedelta
 
+from lablease.domain.paging import PageRequest
 from lablease.services import activity
 from lablease.store.uow import UnitOfWork
 
@@ -122,7 +123,7 @@ def test_a_recipe_that_cannot_be_installed_is_aborted_saying_why(lab):
     recipe = job["recipe_sets"][0]["recipes"][0]
     assert recipe["status"] == "aborted"
     with UnitOfWork(lab.db, write=False) as uow:
-        reasons = [e["new"] for e in activity.entries(uow.session, "recipe", recipe["id"]) if e["field"] == "reason"]
+        reasons = [e["new"] for e in activity.entries(uow, "recipe", recipe["id"], PageRequest()).items if e["field"] == "reason"]
     assert reasons == ["cannot provision bare.lab.test: bare.lab.test has no power driver configured, "
                        "so it cannot be provisioned"]
 

@@ -3,6 +3,7 @@ import re
 from datetime import timedelta
 from urllib.parse import urlsplit
 
+from lablease.domain.paging import PageRequest
 from lablease.config import Settings
 from lablease.services import activity
 from lablease.services.installations import boot_image
@@ -271,7 +272,7 @@ def test_install_fail_aborts_the_recipe_and_frees_the_system(lab):
     # its config would boot an installer whose token is dead: cleared
     assert "netboot_clear" in [c["action"] for c in lab.admin.get("/systems/p1.lab.test/commands")[1]]
     with UnitOfWork(lab.db, write=False) as uow:
-        reasons = [e["new"] for e in activity.entries(uow.session, "recipe", recipe["id"]) if e["field"] == "reason"]
+        reasons = [e["new"] for e in activity.entries(uow, "recipe", recipe["id"], PageRequest()).items if e["field"] == "reason"]
     assert any("install_fail" in reason for reason in reasons)
 
 

@@ -17,7 +17,7 @@ import json
 import re
 from datetime import datetime, timedelta, timezone
 from urllib.error import HTTPError
-from urllib.parse import parse_qs, urlparse
+from urllib.parse import parse_qs, urlencode, urlparse
 
 from ansible_collections.lablease.lab.tests.unit.plugins.openapi_check import load_copy
 
@@ -31,9 +31,10 @@ def iso(moment):
 
 
 class Answer:
-    def __init__(self, status, body):
+    def __init__(self, status, body, headers=None):
         self.status = status
         self.body = b"" if body is None else json.dumps(body).encode()
+        self.headers = headers or {}
 
     def getcode(self):
         return self.status
@@ -67,6 +68,7 @@ class FakeApi:
         self.bound_detail = "advance reservation %d has bound work (job 3); delete with force=true to abort it first"
         self.calls = []  # (method, path, body)
         self.queries = []  # (method, path, query) of each call with a query string
+        self.pages = []  # (path, after) of each list asked for
         self.fail_next = []  # statuses or exceptions to raise before answering
 
     # -- setup ------------------------------------------------------------------------
@@ -117,7 +119,22 @@ class FakeApi:
             CONTRACT.check_answer(method, path, error.code, error.payload, problem=True)
             raise
         CONTRACT.check_answer(method, path, status, answer)
+        if method == "GET" and isinstance(answer, list):
+            return self.page(path, query, answer)
         return Answer(status, answer)
+
+    def page(self, path, query, entries):
+        """Like the server: `limit` entries (default 100) after the cursor, and a Link to the next page.
+
+        The fake's cursor is a position (the server's is a signed sort key; clients only follow it).
+        """
+        self.pages.append((path, query.get("after")))
+        start, limit = int(query.get("after", 0)), int(query.get("limit", 100))
+        headers = {}
+        if start + limit < len(entries):
+            following = urlencode(sorted(dict(query, after=str(start + limit)).items()))
+            headers["Link"] = '</api/v1%s?%s>; rel="next"' % (path, following)
+        return Answer(200, entries[start:start + limit], headers)
 
     @staticmethod
     def problem(url, status, title, detail, **extra):

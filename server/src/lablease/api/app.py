@@ -21,8 +21,9 @@ from ..store.outage import outage, reason
 from ..services import unit_of_work
 from ..store.wakeup import Waker
 from . import errors
+from ..domain.paging import Page
+from .inputs import check_body, merge_force, next_link, page_request, query_value, read_body, read_json
 from .monitoring import ROUTE_KEY, Observed
-from .inputs import check_body, merge_force, query_value, read_body, read_json
 from .routes import CONVERTERS, ROUTES, Route
 from .views.context import Context, Reply
 
@@ -85,8 +86,9 @@ class LabLeaseApp:
             now = self.clock()
             # Who is asking comes first: an anonymous caller learns nothing about its input.
             actor = authenticate(uow.session, request.headers.get("Authorization"), now) if route.auth else None
-            ctx = Context(uow, actor, now, self.settings, args, self.body(route, request, data),
-                          self.query(route, request), raw=data, mimetype=request.mimetype)
+            query = self.query(route, request)
+            ctx = Context(uow, actor, now, self.settings, args, self.body(route, request, data), query,
+                          raw=data, mimetype=request.mimetype, page=page_request(query))
             # force=true: do it even though it breaks an advance reservation (which goes into error);
             # in the query string or the JSON body
             uow.session.info["force"] = merge_force(ctx.query, ctx.body)
@@ -99,7 +101,7 @@ class LabLeaseApp:
                 log.info("integrity error on %s: %s", route.endpoint, error.orig)
                 return errors.problem(409, "Conflict", "the request conflicts with a concurrent change; retry it",
                                       "conflict")
-        return self.reply(route, result)
+        return self.reply(route, result, request)
 
     @staticmethod
     def body(route: Route, request: Request, data: bytes) -> dict:
@@ -115,10 +117,13 @@ class LabLeaseApp:
                 if name in request.args and (kind != "str" or request.args[name] != "")}
 
     @staticmethod
-    def reply(route: Route, result) -> Response:
+    def reply(route: Route, result, request: Request) -> Response:
         status = route.status
         if isinstance(result, Response):  # e.g. a kickstart, as text
             return result
+        if isinstance(result, Page):  # a list: the body stays a list, the next page is in the Link header
+            headers = {"Link": next_link(request, result.next_after)} if result.next_after else {}
+            return Response(json.dumps(result.items), status=status, mimetype="application/json", headers=headers)
         if isinstance(result, Reply):
             result, status = result.body, result.status
         if status == 204:

@@ -4,13 +4,16 @@ from __future__ import annotations
 import difflib
 import json
 import re
+from urllib.parse import urlencode
 
 from jsonschema import Draft202012Validator, FormatChecker
 from jsonschema.exceptions import best_match
+from werkzeug.datastructures import MultiDict
 from werkzeug.exceptions import BadRequest, LengthRequired, RequestEntityTooLarge, UnsupportedMediaType
 
 from ..domain.errors import Invalid, UnknownField
 from ..domain.limits import MAX_INT
+from ..domain.paging import DEFAULT_LIMIT, PageRequest
 from ..timeparse import DURATION_PATTERN, parse_duration, parse_time
 from .schemas import QUERY_KINDS, TIME
 
@@ -218,8 +221,8 @@ def query_value(kind: str, name: str, raw: str):
         if raw.lower() in ("0", "false", "no"):
             return False
         raise Invalid(name, "must be true or false")
-    if kind == "int":
-        bounds = QUERY_KINDS["int"]
+    if kind in ("limit", "int"):
+        bounds = QUERY_KINDS[kind]
         # ASCII digits only (int() also takes "+5", " 5", "1_000" and other scripts' digits)
         if not re.fullmatch("[0-9]+", raw):
             raise Invalid(name, "must be a whole number")
@@ -230,6 +233,19 @@ def query_value(kind: str, name: str, raw: str):
             raise Invalid(name, f"must be at least {bounds['minimum']}")
         return number
     return raw
+
+
+def page_request(query: dict) -> PageRequest:
+    """A list's page from its query (routes.PAGING), taken out of the filters the view reads."""
+    return PageRequest(query.pop("limit", DEFAULT_LIMIT), query.pop("after", None))
+
+
+def next_link(request, after: str) -> str:
+    """RFC 8288: the same request from the cursor on, as a reference relative to the server's root
+    (clients resolve it against the URL they asked, so it holds behind any host name)."""
+    args = MultiDict(request.args)
+    args["after"] = after
+    return f'<{request.script_root}{request.path}?{urlencode(list(args.items(multi=True)))}>; rel="next"'
 
 
 def time_field(body: dict, name: str):

@@ -20,6 +20,11 @@ _REASONS = {400: "Malformed request", 401: "Missing, unknown, revoked or expired
             422: "Invalid input (names the field)", 429: "Limit reached",
             503: ("The database is unavailable, out of disk space, out of connections or busy: "
                   "retry after Retry-After seconds")}
+# Every list's answer: the body is one page (a JSON array); the next page's URL, if any, is here.
+NEXT_LINK = {"description": 'RFC 8288: <URL>; rel="next" while more entries follow (absent on the last page). '
+                            "The URL is relative to the server (resolve it against the request's URL) and "
+                            "carries the same filters and limit with an opaque after= cursor.",
+             "schema": {"type": "string"}}
 
 
 def openapi_path(path: str) -> str:
@@ -67,6 +72,8 @@ def _success(route: Route, status: int) -> dict:
     ok = {"description": description}
     if schema is not None and status != 204:
         ok["content"] = {route.media: {"schema": schema}}
+    if route.paged:
+        ok["headers"] = {"Link": NEXT_LINK}
     return ok
 
 

@@ -76,6 +76,11 @@ class Route:
     def writes(self) -> bool:
         return self.method != "GET"
 
+    @property
+    def paged(self) -> bool:
+        """A list: it answers one page at a time (PAGING), the next page's URL in its Link header."""
+        return self.method == "GET" and (self.response or {}).get("type") == "array"
+
 
 SYSTEM_FILTERS = {
     "arch": ("str", "only this architecture"),
@@ -91,7 +96,12 @@ TOKEN = {"token": ("str", "the installation's secret token, from its kickstart")
 FORCE_AR = {"force": ("bool", "do it even if it breaks an advance reservation, which then goes into error")}
 TIMELINE_WINDOW = {"span": ("str", "1d, 7d (default) or 30d, from a seventh of it before now"),
                    "start": ("time", "explicit window start"), "end": ("time", "explicit window end (at most 92 days)")}
-LIMIT = {"limit": ("int", "at most this many entries (default 200)")}
+# Every list takes these (added by _paged below); the next page's URL is in the answer's Link header.
+PAGING = {
+    "limit": ("limit", "at most this many entries on a page (default 100, at most 1000)"),
+    "after": ("str", "where the page starts: the cursor from the previous page's Link: <...>; rel=\"next\" "
+                     "header (opaque; follow that URL rather than building one)"),
+}
 SCHEDULE_FILTERS = {
     "resource_id": ("str", "only this resource"),
     "user": ("str", "only this user's bookings"),
@@ -128,7 +138,7 @@ ROUTES: list[Route] = [
           "systems", query={"force": ("bool", "return open reservations first")}, status=204,
           statuses=(403, 404, 409)),
     Route("GET", BASE + "/systems/<fqdn>/activity", systems.history, "The system's activity log, newest first",
-          "systems", query=LIMIT, response=s.list_of(s.ACTIVITY), statuses=(404,)),
+          "systems", response=s.list_of(s.ACTIVITY), statuses=(404,)),
     # loans
     Route("POST", BASE + "/systems/<fqdn>/loan", access.loan_grant,
           "Lend the system (owner, admins, loan_any to anyone; loan_self to oneself); refused (409) while another "
@@ -231,7 +241,7 @@ ROUTES: list[Route] = [
           "Renew a heartbeat reservation's deadline", "reservations", response=s.RESERVATION,
           statuses=(403, 404, 409)),
     Route("GET", BASE + "/reservations/<int:id>/activity", reservations.history,
-          "The reservation's activity log (extensions, return)", "reservations", query=LIMIT,
+          "The reservation's activity log (extensions, return)", "reservations",
           response=s.list_of(s.ACTIVITY), statuses=(404,)),
     # jobs and the scheduler
     Route("POST", BASE + "/jobs", jobs.submit,
@@ -315,7 +325,7 @@ ROUTES: list[Route] = [
           "provisioning", body=s.PROVISION, response=s.INSTALLATION, status=202, statuses=(403, 404, 409)),
     Route("GET", BASE + "/systems/<fqdn>/installations", provisioning.installation_list,
           "The system's installations the caller may see (its requester, the reservation's holder, the system's "
-          "owner, admins), newest first; secret variables masked", "provisioning", query=LIMIT,
+          "owner, admins), newest first; secret variables masked", "provisioning",
           response=s.list_of(s.INSTALLATION), statuses=(404,)),
     Route("GET", BASE + "/installations/<int:id>", provisioning.installation_show,
           "An installation with its kickstart, secret variables masked: for its requester, the reservation's holder, "
@@ -325,7 +335,7 @@ ROUTES: list[Route] = [
           "Queue a power action: on, off or reboot (control_system, or the current holder)", "provisioning",
           body=s.POWER, response=s.COMMAND, status=202, statuses=(403, 404, 409)),
     Route("GET", BASE + "/systems/<fqdn>/commands", provisioning.command_list,
-          "The system's power and netboot commands, newest first", "provisioning", query=LIMIT,
+          "The system's power and netboot commands, newest first", "provisioning",
           response=s.list_of(s.COMMAND), statuses=(404,)),
     Route("GET", BASE + "/commands/<int:id>", provisioning.command_show, "A command", "provisioning",
           response=s.COMMAND, statuses=(404,)),
@@ -379,4 +389,8 @@ def _force_in_body_too(route: Route) -> Route:
     return replace(route, body={**body, "properties": {**body["properties"], "force": force}})
 
 
-ROUTES = [_force_in_body_too(route) for route in ROUTES]
+def _paged(route: Route) -> Route:
+    return replace(route, query={**route.query, **PAGING}) if route.paged else route
+
+
+ROUTES = [_paged(_force_in_body_too(route)) for route in ROUTES]

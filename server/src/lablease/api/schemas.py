@@ -9,6 +9,7 @@ from ..domain.inventory import INVENTORY_SCHEMA
 from ..domain.systems import ARCHES, FQDN_MAX, FQDN_PATTERN
 from ..services.users import NAME_PATTERN
 from ..domain.limits import MAX_INT
+from ..domain.paging import DEFAULT_LIMIT, MAX_LIMIT
 from ..domain.windows import MAX_SECONDS  # the longest duration (about 68 years): stored as seconds
 from ..timeparse import DURATION_PATTERN
 
@@ -30,11 +31,12 @@ ARCH = {"enum": list(ARCHES)}
 # Ids and counts are integer columns: 32 bits on PostgreSQL, so no id or count passes MAX_INT.
 ID = {"type": "integer", "format": "int32", "minimum": 1, "maximum": MAX_INT}
 COUNT = {"type": "integer", "minimum": 1, "maximum": MAX_INT}
-LIMIT_MAX = 10000
 # Query parameters by kind (routes.py); inputs.query_value reads them. An empty value is the same as none
-# only for strings: a time, a boolean or a number must be one.
+# only for strings: a time, a boolean or a number must be one. The one number is a list's page size.
 QUERY_KINDS = {"time": TIME, "bool": {"type": "boolean"},
-               "int": {"type": "integer", "minimum": 1, "maximum": LIMIT_MAX}, "str": {"type": "string"}}
+               "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT},
+               "int": {"type": "integer", "minimum": 1, "maximum": MAX_INT},  # e.g. a timeline's page number
+               "str": {"type": "string"}}
 # Path parameters by name (routes.py)
 PATH_PARAMETERS = {
     "fqdn": FQDN, "name": ENTITY, "user": ENTITY, "subject": ENTITY,

@@ -473,7 +473,7 @@ def listing(api: Api, args) -> Outcome:
     if args.ar_id is not None:
         args.ref = args.ar_id
         return show(api, args)
-    return Outcome(api.get(PATH, {"user": args.user}), AR)
+    return Outcome(api.get_all(PATH, {"user": args.user}), AR)
 
 
 def show(api: Api, args) -> Outcome:

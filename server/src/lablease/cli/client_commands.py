@@ -46,7 +46,7 @@ def systems(api: Api, args) -> Outcome:
     params = {"arch": args.arch, "lab": args.lab, "pool": args.pool, "condition": args.condition,
               "free_from": args.free_from, "free_until": args.free_until,
               "reserved_by": "me" if args.mine else None}
-    return Outcome(api.get("/systems", params), SYSTEM)
+    return Outcome(api.get_all("/systems", params), SYSTEM)
 
 
 def system_show(api: Api, args) -> Outcome:
@@ -82,7 +82,7 @@ def heartbeat(api: Api, args) -> Outcome:
 def reservations(api: Api, args) -> Outcome:
     user = args.user or (None if args.all else "me")
     params = {"user": user, "system": args.system, "active": "true" if args.active else None}
-    return Outcome(api.get("/reservations", params), RESERVATION)
+    return Outcome(api.get_all("/reservations", params), RESERVATION)
 
 
 def whoami(api: Api, args) -> Outcome:

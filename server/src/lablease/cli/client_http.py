@@ -10,7 +10,7 @@ import os
 import sys
 from dataclasses import dataclass, field
 from typing import IO, Mapping
-from urllib.parse import quote
+from urllib.parse import quote, urljoin
 
 import requests
 
@@ -80,17 +80,26 @@ class Api:
     def delete(self, path: str, params: dict | None = None):
         return self.request("DELETE", path, params=params)
 
+    def get_all(self, path: str, params: dict | None = None) -> list:
+        """Every entry of a list, following its pages (the Link header's rel="next") to the end."""
+        entries, response = [], self.send("GET", self.url + API + path, params=params)
+        while True:
+            entries += decode(response)
+            following = response.links.get("next", {}).get("url")
+            if not following:
+                return entries
+            response = self.send("GET", urljoin(response.url, following))
+
     def request(self, method: str, path: str, **kwargs):
         """The decoded JSON answer (None for 204), or ClientError."""
-        return decode(self.send(method, path, **kwargs))
+        return decode(self.send(method, self.url + API + path, **kwargs))
 
     def get_text(self, path: str) -> str:
         """A GET whose answer is not JSON (a job's XML), as text; or ClientError."""
-        return self.send("GET", path).text
+        return self.send("GET", self.url + API + path).text
 
-    def send(self, method: str, path: str, **kwargs):
-        """The response, or ClientError for no answer or an error status."""
-        target = self.url + API + path
+    def send(self, method: str, target: str, **kwargs):
+        """The answer to one request, or ClientError for a failure."""
         if kwargs.get("params"):
             kwargs["params"] = {k: v for k, v in kwargs["params"].items() if v is not None}
         try:

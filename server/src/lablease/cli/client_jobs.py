@@ -187,7 +187,7 @@ def now_text() -> str:
 
 def jobs(api: Api, args) -> Outcome:
     params = {"mine": "false" if args.all else None, "status": args.status}
-    return Outcome(api.get("/jobs", params), JOB)
+    return Outcome(api.get_all("/jobs", params), JOB)
 
 
 # --- recipes, the queue, distro trees ------------------------------------------------------------
@@ -204,9 +204,9 @@ def recipe_finish(api: Api, args) -> Outcome:
 
 
 def queue(api: Api, args) -> Outcome:
-    return Outcome(api.get("/queue"), QUEUE)
+    return Outcome(api.get_all("/queue"), QUEUE)
 
 
 def distros(api: Api, args) -> Outcome:
     params = {"name": args.name, "family": args.family, "arch": args.arch, "variant": args.variant}
-    return Outcome(api.get("/distro-trees", params), DISTRO)
+    return Outcome(api.get_all("/distro-trees", params), DISTRO)

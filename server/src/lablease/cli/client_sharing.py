@@ -32,7 +32,7 @@ def pool_path(name: str, rest: str = "") -> str:
 
 
 def pools(api: Api, args) -> Outcome:
-    return Outcome(api.get("/pools"), POOL)
+    return Outcome(api.get_all("/pools"), POOL)
 
 
 def pool_show(api: Api, args) -> Outcome:

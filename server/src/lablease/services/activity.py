@@ -8,6 +8,9 @@ from sqlalchemy import select
 from ..domain.permissions import Actor
 from ..store.tables import Activity
 from ..domain.times import format_time
+from ..domain.paging import Page, PageRequest
+from ..store import paging
+from ..store.paging import Order
 
 
 def _text(value) -> str | None:
@@ -39,14 +42,11 @@ def record_changes(session, actor, now, object_type, object_id, changes: dict[st
         record(session, actor, now, object_type, object_id, "changed", field, old, new)
 
 
-def entries(session, object_type: str, object_id, limit: int = 200) -> list[dict]:
-    query = (
-        select(Activity)
-        .where(Activity.object_type == object_type, Activity.object_id == str(object_id))
-        .order_by(Activity.id.desc())
-        .limit(limit)
-    )
-    return [as_dict(row) for row in session.execute(query).scalars()]
+def entries(uow, object_type: str, object_id, page: PageRequest) -> Page:
+    """An object's activity log, newest first."""
+    query = select(Activity).where(Activity.object_type == object_type, Activity.object_id == str(object_id))
+    found = paging.fetch(uow, f"activity/{object_type}", query, [Order(Activity.id, descending=True)], page)
+    return Page([as_dict(row) for row in found.items], found.next_after)
 
 
 def as_dict(row: Activity) -> dict:

@@ -31,6 +31,9 @@ from ..timeparse import parse_duration, parse_time
 from . import activity, advance_states
 from .systems import access_of, active_loan
 from .users import ARUSERS, actor_for
+from ..domain.paging import Page, PageRequest
+from ..store import paging
+from ..store.paging import Order
 
 USABLE_CONDITIONS = rules.USABLE_CONDITIONS
 
@@ -74,14 +77,16 @@ def in_acl(session, actor: Actor, ar: AdvanceReservation) -> bool:
     return rules.in_acl(actor.name, groups, ar.acl or [])
 
 
-def listing(uow, actor: Actor, user: str | None = None) -> list[dict]:
+def listing(uow, actor: Actor, user: str | None, page: PageRequest) -> Page:
     """qrstat: the caller's ARs by default; `*` everybody's (that the caller may see), or one user's."""
-    query = select(AdvanceReservation).order_by(AdvanceReservation.id)
+    query = select(AdvanceReservation)
     if user != "*":
         name = actor.name if user in (None, "", "me") else user
         query = query.join(User, User.id == AdvanceReservation.owner_id).where(User.name == name)
     session = uow.session
-    return [as_dict(ar) for ar in session.execute(query).unique().scalars() if may_see(session, actor, ar)]
+    found = paging.fetch(uow, "advance-reservations", query, [Order(AdvanceReservation.id)], page,
+                         keep=lambda ar: may_see(session, actor, ar))
+    return Page([as_dict(ar) for ar in found.items], found.next_after)
 
 
 def get(uow, actor: Actor, ident, explain: bool = False) -> dict:

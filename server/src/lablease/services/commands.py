@@ -25,6 +25,9 @@ from ..store.uow import emit, wake_worker
 from ..domain.times import format_time
 from . import activity, due, notices, usage
 from .systems import access_of, active_loan, current_reservations, find
+from ..domain.paging import Page, PageRequest
+from ..store import paging
+from ..store.paging import Order
 
 POWER_ACTIONS = ("on", "off", "reboot")
 # What a completed action says about the power state.
@@ -85,10 +88,11 @@ def request_power(uow, actor: Actor, now: datetime, fqdn: str, action: str) -> d
     return as_dict(command)
 
 
-def listing(uow, actor: Actor, fqdn: str, limit: int = 50) -> list[dict]:
+def listing(uow, actor: Actor, fqdn: str, page: PageRequest) -> Page:
     system = find(uow.session, fqdn, actor)
-    query = select(Command).where(Command.system_id == system.id).order_by(Command.id.desc()).limit(limit)
-    return [as_dict(c) for c in uow.session.execute(query).unique().scalars()]
+    found = paging.fetch(uow, "commands", select(Command).where(Command.system_id == system.id),
+                         [Order(Command.id, descending=True)], page)
+    return Page([as_dict(c) for c in found.items], found.next_after)
 
 
 def get(uow, actor: Actor, command_id: int) -> dict:

@@ -16,6 +16,9 @@ from ..store.tables import DistroTree
 from ..store.uow import emit
 from ..domain.times import format_time
 from . import activity
+from ..domain.paging import Page, PageRequest
+from ..store import paging
+from ..store.paging import Order
 
 FIELDS = {"distro_name": "name", "distro_family": "family", "distro_arch": "arch", "distro_variant": "variant"}
 
@@ -62,12 +65,14 @@ def add(uow, actor: Actor, now: datetime, data: dict) -> dict:
     return as_dict(tree, uow.settings.secret_variables)
 
 
-def listing(uow, filters: dict) -> list[dict]:
-    query = select(DistroTree).order_by(DistroTree.name, DistroTree.arch)
+def listing(uow, filters: dict, page: PageRequest) -> Page:
+    query = select(DistroTree)
     for key in ("name", "family", "arch", "variant"):
         if filters.get(key):
             query = query.where(getattr(DistroTree, key) == filters[key])
-    return [as_dict(t, uow.settings.secret_variables) for t in uow.session.execute(query).scalars()]
+    found = paging.fetch(uow, "distro-trees", query,
+                         [Order(DistroTree.name), Order(DistroTree.arch), Order(DistroTree.id)], page)
+    return Page([as_dict(t, uow.settings.secret_variables) for t in found.items], found.next_after)
 
 
 def get(uow, tree_id: int) -> dict:

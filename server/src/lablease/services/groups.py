@@ -10,6 +10,9 @@ from ..domain.permissions import Actor
 from ..store.tables import Group, GroupMember, User
 from . import activity, destinations
 from .users import check_name, find_user
+from ..domain.paging import Page, PageRequest
+from ..store import paging
+from ..store.paging import Order
 
 
 def _find(session, name: str) -> Group:
@@ -86,9 +89,9 @@ def find_user_field(session, name: str, field: str = "user") -> User:
     return user
 
 
-def listing(uow, actor: Actor) -> list[dict]:
-    groups = uow.session.execute(select(Group).order_by(Group.name)).scalars()
-    return [as_dict(uow.session, group, actor) for group in groups]
+def listing(uow, actor: Actor, page: PageRequest) -> Page:
+    found = paging.fetch(uow, "groups", select(Group), [Order(Group.name)], page)
+    return Page([as_dict(uow.session, group, actor) for group in found.items], found.next_after)
 
 
 def show(uow, actor: Actor, name: str) -> dict:

@@ -40,6 +40,9 @@ from ..store.uow import wake_worker
 from ..domain.times import format_time
 from . import activity, commands, distros, due, notices, usage
 from .systems import current_reservations, find
+from ..domain.paging import Page, PageRequest
+from ..store import paging
+from ..store.paging import Order
 
 EVENTS = ("install_start", "install_done", "postinstall_done", "install_fail")
 UNFINISHED = ("queued", "installing", "installed")
@@ -121,15 +124,15 @@ def get(uow, actor: Actor, installation_id: int) -> dict:
     return as_dict(installation, uow.settings.secret_variables, with_kickstart=True)
 
 
-def listing(uow, actor: Actor, fqdn: str, limit: int = 20) -> list[dict]:
-    """A system's installations the caller may see (others' are left out, not masked)."""
+def listing(uow, actor: Actor, fqdn: str, page: PageRequest) -> Page:
+    """A system's installations the caller may see (others' are left out, not masked), newest first."""
     system = find(uow.session, fqdn, actor)
-    query = (select(Installation).where(Installation.system_id == system.id)
-             .order_by(Installation.id.desc()).limit(limit))
+    query = select(Installation).where(Installation.system_id == system.id)
     if not may_see_installation(actor, system.owner_id, ()):  # then only those for the caller
         query = query.outerjoin(Reservation, Reservation.id == Installation.reservation_id).where(
             or_(Installation.user_id == actor.id, Reservation.user_id == actor.id))
-    return [as_dict(i, uow.settings.secret_variables) for i in uow.session.execute(query).unique().scalars()]
+    found = paging.fetch(uow, "installations", query, [Order(Installation.id, descending=True)], page)
+    return Page([as_dict(i, uow.settings.secret_variables) for i in found.items], found.next_after)
 
 
 # --- starting -------------------------------------------------------------------------------------

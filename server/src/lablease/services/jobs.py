@@ -24,6 +24,9 @@ from ..timeparse import format_duration
 from . import activity, advance_work, distros, due, guests, placement, scheduling, usage, waiting
 from .endings import close_reservation
 from .reservations import loan_end_of
+from ..domain.paging import Page, PageRequest
+from ..store import paging
+from ..store.paging import Order
 
 
 def _check_bound_sets(session, actor: Actor, job: dict, now: datetime, settings) -> None:
@@ -196,17 +199,18 @@ def show(uow, actor: Actor, now: datetime, job_id: int) -> dict:
     return job_dict(visible_job(uow.session, actor, job_id))
 
 
-def listing(uow, actor: Actor, mine: bool = True, status: str | None = None, limit: int = 200,
-            request_id: str | None = None) -> list[dict]:
-    query = (select(Job).order_by(Job.id.desc()).limit(limit)  # the hosts' guests in one query, not one each
-             .options(selectinload(Job.recipe_sets).selectinload(RecipeSet.recipes).selectinload(Recipe.guests)))
+def listing(uow, actor: Actor, mine: bool = True, status: str | None = None, request_id: str | None = None,
+            page: PageRequest = PageRequest()) -> Page:
+    query = select(Job).options(  # the hosts' guests in one query, not one each
+        selectinload(Job.recipe_sets).selectinload(RecipeSet.recipes).selectinload(Recipe.guests))
     if request_id:
         query = query.where(Job.request_id == request_id)
     if mine or not actor.is_admin:
         query = query.where(Job.owner_id == actor.id)
     if status:
         query = query.where(Job.status == status)
-    return [job_dict(job) for job in uow.session.execute(query).unique().scalars()]
+    found = paging.fetch(uow, "jobs", query, [Order(Job.id, descending=True)], page)
+    return Page([job_dict(job) for job in found.items], found.next_after)
 
 
 def _recipe(session, actor: Actor, recipe_id: int) -> Recipe:

@@ -16,6 +16,9 @@ from . import activity, due, endings, guests, notices
 from .jobs import finish
 from .placement import refresh_rollups, release
 from . import systems as system_service
+from ..domain.paging import Page, PageRequest
+from ..store import paging
+from ..store.paging import Order
 
 
 def as_dict(loan: Loan, fqdn: str) -> dict:
@@ -144,11 +147,11 @@ def lent_to(uow, actor: Actor, now: datetime) -> list[dict]:
     return [as_dict(loan, fqdn) for loan, fqdn in uow.session.execute(query).unique()]
 
 
-def history(uow, actor: Actor, fqdn: str) -> list[dict]:
+def history(uow, actor: Actor, fqdn: str, page: PageRequest) -> Page:
     system = system_service.find(uow.session, fqdn, actor)
-    loans = uow.session.execute(select(Loan).where(Loan.system_id == system.id)
-                                .order_by(Loan.start_at.desc())).unique().scalars()
-    return [as_dict(loan, system.fqdn) for loan in loans]
+    found = paging.fetch(uow, "loans", select(Loan).where(Loan.system_id == system.id),
+                         [Order(Loan.start_at, descending=True), Order(Loan.id, descending=True)], page)
+    return Page([as_dict(loan, system.fqdn) for loan in found.items], found.next_after)
 
 
 def _expire(uow, loan: Loan, now: datetime) -> None:

@@ -13,6 +13,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import selectinload
 
 from ..domain.actions import Holding, aborted_share, primary_action
+from ..domain.paging import PageRequest
 from ..domain.permissions import Actor, Permission, Rule, SystemAccess, decide, decide_schedule
 from ..scheduler.filters import matches
 from ..store.tables import (AccessRule, Pool, PoolAccessRule, PoolSystem, Recipe, Reservation, System, UsageChange,
@@ -24,6 +25,7 @@ from .users import actor_for
 GROUPS = ("pool", "condition", "holder")
 USABLE = ("automated", "manual")
 RECENT_RECIPES = 20  # a system's health: the share of its last recipes that were aborted
+HISTORY_SHOWN = 50  # a system page's history: its newest activity entries
 QUEUE_LOOKED_AT = 500  # "N queued recipes could use it" looks at the oldest this many
 
 
@@ -158,7 +160,7 @@ def system_page(uow, actor: Actor, now: datetime, fqdn: str) -> dict:
         "my_loan": loan is not None and loan.recipient_id == actor.id,
         "queued_could_use": queued_could_use(session, system, loan),
         "aborted_share": aborted_share(list(statuses)),
-        "history": activity.entries(session, "system", system.fqdn, 50),
+        "history": activity.entries(uow, "system", system.fqdn, PageRequest(HISTORY_SHOWN)).items,
     }
 
 

@@ -13,6 +13,9 @@ from ..store.uow import emit
 from . import systems as system_service
 from .groups import find_group
 from .users import check_name
+from ..domain.paging import Page, PageRequest
+from ..store import paging
+from ..store.paging import Order
 
 
 def as_dict(pool: Pool) -> dict:
@@ -53,8 +56,9 @@ def create(uow, actor: Actor, now: datetime, name: str, description: str | None 
     return as_dict(pool)
 
 
-def listing(uow) -> list[dict]:
-    return [as_dict(pool) for pool in uow.session.execute(select(Pool).order_by(Pool.name)).unique().scalars()]
+def listing(uow, page: PageRequest) -> Page:
+    found = paging.fetch(uow, "pools", select(Pool), [Order(Pool.name)], page)
+    return Page([as_dict(pool) for pool in found.items], found.next_after)
 
 
 def summaries(session) -> list[dict]:

@@ -17,6 +17,9 @@ from ..store.tables import Booking, Loan, Reservation, User
 from ..domain.times import format_time
 from . import activity, advance_work, due, endings, guests, notices
 from . import systems as system_service
+from ..domain.paging import Page, PageRequest
+from ..store import paging
+from ..store.paging import Order
 
 
 def as_dict(reservation: Reservation, now: datetime) -> dict:
@@ -141,9 +144,9 @@ def get(uow, actor: Actor, now: datetime, reservation_id: int) -> dict:
 
 
 def list_reservations(uow, actor: Actor, now: datetime, user: str | None = None, system: str | None = None,
-                      active: bool | None = None, limit: int = 500) -> list[dict]:
+                      active: bool | None = None, page: PageRequest = PageRequest()) -> Page:
     session = uow.session
-    query = select(Reservation).order_by(Reservation.start_at.desc(), Reservation.id.desc())
+    query = select(Reservation)
     if user:
         name = actor.name if user == "me" else user
         owner = session.execute(select(User).where(User.name == name)).scalar_one_or_none()
@@ -158,9 +161,10 @@ def list_reservations(uow, actor: Actor, now: datetime, user: str | None = None,
         query = query.where(Reservation.returned_at.is_(None))
     elif active is False:
         query = query.where(Reservation.returned_at.is_not(None))
-    rows = session.execute(query.limit(limit)).unique().scalars()
-    return [as_dict(r, now) for r in rows
-            if may_see_reservation(actor, r.user_id, system_service.access_of(r.system))]
+    found = paging.fetch(uow, "reservations", query,
+                         [Order(Reservation.start_at, descending=True), Order(Reservation.id, descending=True)], page,
+                         keep=lambda r: may_see_reservation(actor, r.user_id, system_service.access_of(r.system)))
+    return Page([as_dict(r, now) for r in found.items], found.next_after)
 
 
 def _open(reservation: Reservation) -> None:

@@ -23,6 +23,9 @@ from ..domain.times import format_time
 from ..timeparse import format_duration
 from . import activity
 from .users import check_name
+from ..domain.paging import Page, PageRequest
+from ..store import paging
+from ..store.paging import Order
 
 
 def _admin(actor: Actor) -> None:
@@ -72,9 +75,9 @@ def put_subject(uow, actor: Actor, now: datetime, name: str, default_duration: t
     return subject_dict(session, subject), created
 
 
-def list_subjects(uow) -> list[dict]:
-    subjects = uow.session.execute(select(ScheduleSubject).order_by(ScheduleSubject.name)).scalars()
-    return [subject_dict(uow.session, s) for s in subjects]
+def list_subjects(uow, page: PageRequest) -> Page:
+    found = paging.fetch(uow, "schedules", select(ScheduleSubject), [Order(ScheduleSubject.name)], page)
+    return Page([subject_dict(uow.session, s) for s in found.items], found.next_after)
 
 
 def get_subject(uow, name: str) -> dict:
@@ -174,7 +177,7 @@ def reserve(uow, actor: Actor, now: datetime, subject_name: str, data: dict) -> 
     return as_dict(row, subject.name)
 
 
-def find(uow, now: datetime, subject_name: str, filters: dict) -> list[dict]:
+def find(uow, now: datetime, subject_name: str, filters: dict, page: PageRequest) -> Page:
     """Every live booking of the subject matching the filters and touching [start, end)."""
     session = uow.session
     subject = _subject(session, subject_name)
@@ -192,8 +195,9 @@ def find(uow, now: datetime, subject_name: str, filters: dict) -> list[dict]:
         query = query.where(or_(ScheduleReservation.end_at.is_(None), ScheduleReservation.end_at > window.start))
         if window.end is not None:
             query = query.where(and_(ScheduleReservation.start_at < window.end))
-    rows = session.execute(query.order_by(ScheduleReservation.start_at, ScheduleReservation.id)).unique().scalars()
-    return [as_dict(row, subject.name) for row in rows]
+    found = paging.fetch(uow, f"schedule/{subject.name}", query,
+                         [Order(ScheduleReservation.start_at), Order(ScheduleReservation.id)], page)
+    return Page([as_dict(row, subject.name) for row in found.items], found.next_after)
 
 
 def _owned(session, actor: Actor, subject: ScheduleSubject, booking_id: int) -> ScheduleReservation:

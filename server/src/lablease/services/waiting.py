@@ -14,11 +14,13 @@ from ..domain.permissions import LENT_TO_ANOTHER, Actor, Permission, Rule, Syste
 from ..domain.times import format_time
 from ..domain.windows import Window
 from ..scheduler.planner import explain
-from ..store import calendar
+from ..domain.paging import Page, PageRequest
+from ..store import calendar, paging
+from ..store.paging import Order
 from ..scheduler.filters import Host, needs_hardware
 from ..store.tables import (AccessRule, AdvanceReservation, Pool, PoolAccessRule, PoolSystem, Recipe, RecipeSet, System,
                             User)
-from . import placement, scheduling
+from . import placement
 from . import systems as system_service
 from .users import actor_for
 
@@ -151,26 +153,36 @@ def sets_ahead(session, recipe_set: RecipeSet) -> int:
         RecipeSet.status.in_(placement.WAITING), before)).scalar_one()
 
 
-def queue(uow, actor: Actor, now: datetime, limit: int = 100, details: bool = False) -> list[dict]:
-    """Waiting recipes in scheduling order, each with why it waits (details: the whole explanation too,
-    as GET /recipes/{id} gives it: the web's queue page shows it per candidate on expanding)."""
+# The queue's order (scheduling.queue_order), then each set's recipes by id
+QUEUE_ORDER = (Order(RecipeSet.priority, descending=True), Order(RecipeSet.queued_at), Order(RecipeSet.id),
+               Order(Recipe.id))
+
+
+def queue(uow, actor: Actor, now: datetime, page: PageRequest = PageRequest(), details: bool = False) -> Page:
+    """Waiting recipes in scheduling order, a page of them, each with why it waits (details: the whole
+    explanation too, as GET /recipes/{id} gives it: the web's queue page shows it per candidate on expanding)."""
     session = uow.session
-    sets = session.execute(scheduling.queue_order(select(RecipeSet).where(
-        RecipeSet.status.in_(placement.WAITING))).limit(limit)).unique().scalars()
-    snapshot = _snapshot(session)
-    out = []
-    for position, recipe_set in enumerate(sets, start=1):
-        for recipe in recipe_set.recipes:
-            if recipe.status in placement.WAITING:
-                why = why_waiting(session, recipe, now, snapshot, ahead=position - 1)
-                out.append({"recipe": recipe.id, "job": recipe.job_id, "owner": recipe_set.job.owner.name,
-                            "priority": rules.PRIORITIES[recipe_set.priority], "status": recipe.status,
-                            "queued_at": format_time(recipe_set.queued_at), "position": position,
-                            "waiting": round((now - recipe_set.queued_at).total_seconds()),
-                            "wants": _wants(recipe.spec), "why": why["message"],
-                            "reason": {k: why[k] for k in ("category", "sentence", "action")}}
-                           | ({"explanation": why} if details else {}))
-    return out
+    query = select(Recipe).join(RecipeSet, RecipeSet.id == Recipe.recipe_set_id).where(
+        RecipeSet.status.in_(placement.WAITING), Recipe.status.in_(placement.WAITING))
+    found = paging.fetch(uow, "queue", query, QUEUE_ORDER, page)
+    snapshot = _snapshot(session) if found.items else None
+    out, ahead, last_set = [], None, None
+    for recipe in found.items:
+        recipe_set = recipe.recipe_set
+        if ahead is None:
+            ahead = sets_ahead(session, recipe_set)  # counted once: the page's later sets follow in order
+        elif recipe_set.id != last_set:
+            ahead += 1
+        last_set = recipe_set.id
+        why = why_waiting(session, recipe, now, snapshot, ahead=ahead)
+        out.append({"recipe": recipe.id, "job": recipe.job_id, "owner": recipe_set.job.owner.name,
+                    "priority": rules.PRIORITIES[recipe_set.priority], "status": recipe.status,
+                    "queued_at": format_time(recipe_set.queued_at), "position": ahead + 1,
+                    "waiting": round((now - recipe_set.queued_at).total_seconds()),
+                    "wants": _wants(recipe.spec), "why": why["message"],
+                    "reason": {k: why[k] for k in ("category", "sentence", "action")}}
+                   | ({"explanation": why} if details else {}))
+    return Page(out, found.next_after)
 
 
 def _wants(spec: dict) -> str:

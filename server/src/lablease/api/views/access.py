@@ -1,5 +1,6 @@
 """/systems/{fqdn}/loan, /groups, /pools, access policies, /me settings."""
 from ...services import groups, loans, policies, pools
+from ...domain.paging import Page
 from ..inputs import duration_field, time_field
 from .context import Context, Reply
 
@@ -24,8 +25,8 @@ def loan_return(ctx: Context) -> None:
     loans.give_back(ctx.uow, ctx.actor, ctx.now, ctx.args["fqdn"])
 
 
-def loan_history(ctx: Context) -> list:
-    return loans.history(ctx.uow, ctx.actor, ctx.args["fqdn"])
+def loan_history(ctx: Context) -> Page:
+    return loans.history(ctx.uow, ctx.actor, ctx.args["fqdn"], ctx.page)
 
 
 def group_create(ctx: Context) -> dict:
@@ -34,8 +35,8 @@ def group_create(ctx: Context) -> dict:
                          b.get("owners", []))
 
 
-def group_list(ctx: Context) -> list:
-    return groups.listing(ctx.uow, ctx.actor)
+def group_list(ctx: Context) -> Page:
+    return groups.listing(ctx.uow, ctx.actor, ctx.page)
 
 
 def group_show(ctx: Context) -> dict:
@@ -68,8 +69,8 @@ def pool_create(ctx: Context) -> Reply:
     return Reply(pools.create(ctx.uow, ctx.actor, ctx.now, b["name"], b.get("description"), b.get("owner_group")), 201)
 
 
-def pool_list(ctx: Context) -> list:
-    return pools.listing(ctx.uow)
+def pool_list(ctx: Context) -> Page:
+    return pools.listing(ctx.uow, ctx.page)
 
 
 def pool_show(ctx: Context) -> dict:

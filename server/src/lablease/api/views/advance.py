@@ -1,4 +1,5 @@
 """/advance-reservations: qrsub, qrstat, qralter, qrdel, and accounting."""
+from ...domain.paging import Page
 from ...services import advance, advance_reports
 from .context import Context, Reply
 
@@ -8,8 +9,8 @@ def create(ctx: Context) -> Reply:
     return Reply(body, status)
 
 
-def listing(ctx: Context) -> list:
-    return advance.listing(ctx.uow, ctx.actor, ctx.query.get("user"))
+def listing(ctx: Context) -> Page:
+    return advance.listing(ctx.uow, ctx.actor, ctx.query.get("user"), ctx.page)
 
 
 def show(ctx: Context) -> dict:

@@ -5,6 +5,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from ...config import Settings
+from ...domain.paging import PageRequest
 from ...domain.permissions import Actor
 from ...store.uow import UnitOfWork
 
@@ -20,6 +21,7 @@ class Context:
     query: dict = field(default_factory=dict)
     raw: bytes = b""
     mimetype: str = ""
+    page: PageRequest = field(default_factory=PageRequest)  # a list's page (routes.PAGING)
 
 
 @dataclass

@@ -4,6 +4,7 @@ from datetime import timedelta
 from werkzeug.exceptions import UnsupportedMediaType
 from werkzeug.wrappers import Response
 
+from ...domain.paging import Page
 from ...services import job_export, jobs, usage, utilisation as utilisation_service, waiting
 from ...services import systems as system_service
 from ..inputs import read_json
@@ -30,9 +31,9 @@ def submit(ctx: Context) -> Reply:
     return Reply(job, 201 if created else 200)
 
 
-def listing(ctx: Context) -> list:
+def listing(ctx: Context) -> Page:
     return jobs.listing(ctx.uow, ctx.actor, ctx.query.get("mine", True), ctx.query.get("status"),
-                        request_id=ctx.query.get("request_id"))
+                        request_id=ctx.query.get("request_id"), page=ctx.page)
 
 
 def show(ctx: Context) -> dict:
@@ -55,8 +56,8 @@ def update_recipe(ctx: Context) -> dict:
     return jobs.update_recipe(ctx.uow, ctx.actor, ctx.now, ctx.args["id"], ctx.body)
 
 
-def queue(ctx: Context) -> list:
-    return waiting.queue(ctx.uow, ctx.actor, ctx.now)
+def queue(ctx: Context) -> Page:
+    return waiting.queue(ctx.uow, ctx.actor, ctx.now, ctx.page)
 
 
 def _period(ctx: Context):

@@ -2,6 +2,7 @@
 from werkzeug.wrappers import Response
 
 from ...domain.errors import NotFound
+from ...domain.paging import Page
 from ...services import commands, distros, installations, installer
 from .context import Context
 
@@ -10,8 +11,8 @@ def distro_add(ctx: Context) -> dict:
     return distros.add(ctx.uow, ctx.actor, ctx.now, ctx.body)
 
 
-def distro_list(ctx: Context) -> list:
-    return distros.listing(ctx.uow, ctx.query)
+def distro_list(ctx: Context) -> Page:
+    return distros.listing(ctx.uow, ctx.query, ctx.page)
 
 
 def distro_show(ctx: Context) -> dict:
@@ -30,8 +31,8 @@ def provision(ctx: Context) -> dict:
     return installations.provision(ctx.uow, ctx.actor, ctx.now, ctx.args["fqdn"], ctx.body)
 
 
-def installation_list(ctx: Context) -> list:
-    return installations.listing(ctx.uow, ctx.actor, ctx.args["fqdn"], ctx.query.get("limit") or 20)
+def installation_list(ctx: Context) -> Page:
+    return installations.listing(ctx.uow, ctx.actor, ctx.args["fqdn"], ctx.page)
 
 
 def installation_show(ctx: Context) -> dict:
@@ -42,8 +43,8 @@ def power(ctx: Context) -> dict:
     return commands.request_power(ctx.uow, ctx.actor, ctx.now, ctx.args["fqdn"], ctx.body["action"])
 
 
-def command_list(ctx: Context) -> list:
-    return commands.listing(ctx.uow, ctx.actor, ctx.args["fqdn"], ctx.query.get("limit") or 50)
+def command_list(ctx: Context) -> Page:
+    return commands.listing(ctx.uow, ctx.actor, ctx.args["fqdn"], ctx.page)
 
 
 def command_show(ctx: Context) -> dict:

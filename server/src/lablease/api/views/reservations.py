@@ -1,6 +1,7 @@
 """/reservations"""
 from ...services import activity, reservations
 from ..inputs import duration_field, time_field
+from ...domain.paging import Page
 from .context import Context, Reply
 from ...domain.errors import Invalid
 
@@ -17,9 +18,10 @@ def create(ctx: Context) -> Reply:
     return Reply(reservation, 201 if created else 200)
 
 
-def listing(ctx: Context) -> list:
+def listing(ctx: Context) -> Page:
     q = ctx.query
-    return reservations.list_reservations(ctx.uow, ctx.actor, ctx.now, q.get("user"), q.get("system"), q.get("active"))
+    return reservations.list_reservations(ctx.uow, ctx.actor, ctx.now, q.get("user"), q.get("system"), q.get("active"),
+                                          ctx.page)
 
 
 def show(ctx: Context) -> dict:
@@ -48,6 +50,6 @@ def heartbeat(ctx: Context) -> dict:
     return reservations.heartbeat(ctx.uow, ctx.actor, ctx.now, ctx.args["id"])
 
 
-def history(ctx: Context) -> list:
+def history(ctx: Context) -> Page:
     reservations.get(ctx.uow, ctx.actor, ctx.now, ctx.args["id"])  # 404 unless visible
-    return activity.entries(ctx.uow.session, "reservation", ctx.args["id"], ctx.query.get("limit") or 200)
+    return activity.entries(ctx.uow, "reservation", ctx.args["id"], ctx.page)

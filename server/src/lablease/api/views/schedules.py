@@ -1,4 +1,5 @@
 """/schedules"""
+from ...domain.paging import Page
 from ...services import schedules
 from ..inputs import duration_field, time_field
 from .context import Context, Reply
@@ -14,8 +15,8 @@ def _window(body: dict) -> dict:
     return out
 
 
-def subjects(ctx: Context) -> list:
-    return schedules.list_subjects(ctx.uow)
+def subjects(ctx: Context) -> Page:
+    return schedules.list_subjects(ctx.uow, ctx.page)
 
 
 def subject(ctx: Context) -> dict:
@@ -37,8 +38,8 @@ def create(ctx: Context) -> dict:
     return schedules.reserve(ctx.uow, ctx.actor, ctx.now, ctx.args["subject"], _window(ctx.body))
 
 
-def find(ctx: Context) -> list:
-    return schedules.find(ctx.uow, ctx.now, ctx.args["subject"], ctx.query)
+def find(ctx: Context) -> Page:
+    return schedules.find(ctx.uow, ctx.now, ctx.args["subject"], ctx.query, ctx.page)
 
 
 def show(ctx: Context) -> dict:

@@ -1,5 +1,6 @@
 """/systems"""
 from ...services import activity, endings, systems
+from ...domain.paging import Page
 from .context import Context
 
 
@@ -7,8 +8,8 @@ def create(ctx: Context) -> dict:
     return systems.add_system(ctx.uow, ctx.actor, ctx.now, ctx.body)
 
 
-def listing(ctx: Context) -> list:
-    return systems.list_systems(ctx.uow, ctx.actor, ctx.now, ctx.query)
+def listing(ctx: Context) -> Page:
+    return systems.list_systems(ctx.uow, ctx.actor, ctx.now, ctx.query, ctx.page)
 
 
 def show(ctx: Context) -> dict:
@@ -28,6 +29,6 @@ def remove(ctx: Context) -> None:
     systems.remove_system(ctx.uow, ctx.actor, ctx.now, ctx.args["fqdn"], bool(ctx.query.get("force")), give_back)
 
 
-def history(ctx: Context) -> list:
+def history(ctx: Context) -> Page:
     system = systems.find(ctx.uow.session, ctx.args["fqdn"], ctx.actor)
-    return activity.entries(ctx.uow.session, "system", system.fqdn, ctx.query.get("limit") or 200)
+    return activity.entries(ctx.uow, "system", system.fqdn, ctx.page)

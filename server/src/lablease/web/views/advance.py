@@ -3,6 +3,7 @@ create (with validate-only), modify and delete through the API's use cases (serv
 from urllib.parse import quote
 
 from ...domain.errors import Invalid
+from ...domain.paging import MAX_LIMIT, PageRequest
 from ...services import advance, advance_reports
 from ..context import PageContext, Redirect
 from . import forms
@@ -17,7 +18,7 @@ def _names(values, name: str) -> list[str]:
 
 def listing(ctx: PageContext):
     everybody = ctx.query.get("user") == "*"
-    found = advance.listing(ctx.uow, ctx.actor, "*" if everybody else None)
+    found = advance.listing(ctx.uow, ctx.actor, "*" if everybody else None, PageRequest(MAX_LIMIT)).items
     return ctx.render("advance_list.html", ars=found, everybody=everybody, states=STATE_NAMES,
                       form={k: ctx.query.get(k, "") for k in ("name", "account", "start", "end", "duration", "hosts",
                                                               "pools", "count", "acl")})

@@ -1,6 +1,7 @@
 """The iCalendar feed of a person's reservations and loans, at a secret per-user URL."""
 from werkzeug.wrappers import Response
 
+from ...domain.paging import MAX_LIMIT, PageRequest
 from ...services import loans, reservations, signin
 from ..context import PageContext, Redirect
 from ..ical import feed as build_feed
@@ -13,7 +14,8 @@ def rotate(ctx: PageContext) -> Redirect:
 
 def feed(ctx: PageContext) -> Response:
     owner = signin.calendar_owner(ctx.uow.session, ctx.args["user"], ctx.args["token"])
-    held = reservations.list_reservations(ctx.uow, owner, ctx.now, user="me", active=True)
+    held = reservations.list_reservations(ctx.uow, owner, ctx.now, user="me", active=True,
+                                         page=PageRequest(MAX_LIMIT)).items  # a person holds far fewer
     lent = loans.lent_to(ctx.uow, owner, ctx.now)
     body = build_feed(owner.name, held, lent, ctx.now)
     return Response(body, mimetype="text/calendar", headers={"Content-Disposition": "inline; filename=lablease.ics"})

@@ -1,4 +1,5 @@
 """/queue, /jobs and /jobs/<id>: what waits and why (services/waiting.py, as GET /api/v1/queue), jobs, cancel."""
+from ...domain.paging import PageRequest
 from ...services import jobs, waiting
 from ..context import PageContext, Redirect
 from . import forms
@@ -8,7 +9,7 @@ STATUSES = ("queued", "scheduled", "waiting", "installing", "running", "complete
 
 
 def queue(ctx: PageContext):
-    entries = waiting.queue(ctx.uow, ctx.actor, ctx.now, limit=QUEUE_SHOWN, details=True)
+    entries = waiting.queue(ctx.uow, ctx.actor, ctx.now, PageRequest(QUEUE_SHOWN), details=True).items
     oldest = max(entries, key=lambda e: e["waiting"], default=None)
     return ctx.render("queue.html", entries=entries, oldest=oldest)
 
@@ -16,7 +17,7 @@ def queue(ctx: PageContext):
 def listing(ctx: PageContext):
     mine = ctx.query.get("mine", "true") != "false"
     status = forms.text(ctx.query, "status")
-    found = jobs.listing(ctx.uow, ctx.actor, mine=mine, status=status if status in STATUSES else None)
+    found = jobs.listing(ctx.uow, ctx.actor, mine=mine, status=status if status in STATUSES else None).items
     return ctx.render("jobs.html", jobs=found, mine=mine, chosen=status or "", statuses=STATUSES)
 
 

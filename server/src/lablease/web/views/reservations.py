@@ -1,6 +1,7 @@
 """/reservations: mine, with Extend, Return, heartbeat status, a Take form and the calendar feed's address."""
 from ...domain.actions import EXTEND_STEPS
 from ...domain.signin import safe_next
+from ...domain.paging import MAX_LIMIT, PageRequest
 from ...services import loans, reservations, signin
 from ..context import PageContext, Redirect
 from ..render import when
@@ -8,7 +9,8 @@ from . import forms
 
 
 def mine(ctx: PageContext):
-    held = reservations.list_reservations(ctx.uow, ctx.actor, ctx.now, user="me", active=True)
+    held = reservations.list_reservations(ctx.uow, ctx.actor, ctx.now, user="me", active=True,
+                                         page=PageRequest(MAX_LIMIT)).items  # a person holds far fewer
     token = signin.calendar_token_of(ctx.uow.session, ctx.actor)
     return ctx.render("reservations.html", reservations=held, loans=loans.lent_to(ctx.uow, ctx.actor, ctx.now),
                       durations=forms.DURATIONS, extend_steps=EXTEND_STEPS,

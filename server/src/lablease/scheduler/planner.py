@@ -162,15 +162,17 @@ class Explanation:
 
 
 def explain(tree: dict | None, hosts: Iterable[Host], usable: Usable, busy_until: Callable[[int], object],
-            force: str | None = None) -> Explanation:
-    """busy_until(system id) is False for a free system, else the end of what holds it (None: open-ended)."""
+            force: str | None = None, judge: Callable[[Host], tuple] | None = None) -> Explanation:
+    """busy_until(system id) is False for a free system, else the end of what holds it (None: open-ended).
+    judge(host) is verdict(tree, host), or a caller's memo of it (recipes asking alike are judged once)."""
+    judge = judge or (lambda host: verdict(tree, host))
     result = Explanation()
     for host in hosts:
         result.total += 1
         if force is not None and host.fqdn != force:
             reason = f"not the forced system {force}"
         else:
-            ok, reason = verdict(tree, host)
+            ok, reason = judge(host)
             if ok:
                 ok, reason = usable(host)
         if reason:

@@ -12,14 +12,14 @@ from ..domain import recipes as rules
 from ..domain import waiting as waiting_rules
 from ..domain.permissions import LENT_TO_ANOTHER, Actor, Permission, Rule, SystemAccess, decide_schedule
 from ..domain.times import format_time
-from ..domain.windows import Window
+from ..domain.windows import Window, overlaps
 from ..scheduler.planner import explain
 from ..domain.paging import Page, PageRequest
-from ..store import calendar, paging
+from ..store import paging
 from ..store.paging import Order
-from ..scheduler.filters import Host, needs_hardware
-from ..store.tables import (AccessRule, AdvanceReservation, Pool, PoolAccessRule, PoolSystem, Recipe, RecipeSet, System,
-                            User)
+from ..scheduler.filters import Host, needs_hardware, verdict
+from ..store.tables import (AccessRule, AdvanceReservation, Booking, Pool, PoolAccessRule, PoolSystem, Recipe,
+                            RecipeSet, System, User)
 from . import placement
 from . import systems as system_service
 from .users import actor_for
@@ -37,6 +37,36 @@ class Snapshot:
     loans: dict[int, object]
     connection: object = None
     _hardware: list[Host] | None = None
+    _verdicts: dict | None = None  # tree (as JSON) -> {system id: verdict}: recipes asking alike judged once
+    _ahead_of_now: tuple | None = None  # (since, {resource id: [Window]}): bookings not over at `since`
+
+    def judge(self, tree: dict | None):
+        """verdict(tree, host), remembered per tree for this snapshot."""
+        if self._verdicts is None:
+            self._verdicts = {}
+        seen = self._verdicts.setdefault(json.dumps(tree, sort_keys=True, default=str), {})
+
+        def judged(host: Host) -> tuple:
+            if host.id not in seen:
+                seen[host.id] = verdict(tree, host)
+            return seen[host.id]
+        return judged
+
+    def busy_until(self, system_id: int, window: Window):
+        """False when nothing booked overlaps the window, else the latest end among what does (None: one is
+        open-ended). The bookings not over at the window's start are read in one query per snapshot."""
+        if self._ahead_of_now is None or window.start < self._ahead_of_now[0]:
+            found: dict[int, list] = {}
+            for resource_id, start, end in self.connection.execute(select(
+                    Booking.resource_id, Booking.start_at, Booking.end_at).where(
+                    or_(Booking.end_at.is_(None), Booking.end_at > window.start))):
+                found.setdefault(resource_id, []).append(Window(start, end))
+            self._ahead_of_now = (window.start, found)
+        booked = self._ahead_of_now[1].get(self.rows[system_id].resource_id, ())
+        blocking = [b for b in booked if overlaps(b, window)]
+        if not blocking:
+            return False
+        return max(b.end for b in blocking) if all(b.end for b in blocking) else None
 
     def hosts_for(self, tree: dict | None) -> list[Host]:
         """The hosts, with their disks and devices (read once, on first need) when the tree looks at them."""
@@ -114,15 +144,9 @@ def why_waiting(session, recipe: Recipe, now: datetime, snapshot: Snapshot | Non
     runtime = placement.runtime_of(recipe)
     window = Window(now, now + runtime if runtime else None)
 
-    def busy_until(system_id: int):
-        blocking = calendar.touching(session, seen.rows[system_id].resource_id, window)
-        if not blocking:
-            return False
-        return max((b.end_at for b in blocking), default=None) if all(b.end_at for b in blocking) else None
-
     tree = recipe.spec.get("host_requires")
-    result = explain(tree, seen.hosts_for(tree), usable, busy_until,
-                     recipe.spec.get("force"))
+    result = explain(tree, seen.hosts_for(tree), usable, lambda system_id: seen.busy_until(system_id, window),
+                     recipe.spec.get("force"), judge=seen.judge(tree))
     ar = session.get(AdvanceReservation, recipe.recipe_set.ar_id) if recipe.recipe_set.ar_id else None
     waits_for_ar = ar and advance_rules.bound_wait(ar.id, ar.state, ar.start_at, ar.error_handling)
     holding = recipe.system.fqdn if recipe.status == "assigned" else None

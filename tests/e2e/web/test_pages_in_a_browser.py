@@ -1,6 +1,7 @@
 """The pages in Debian's chromium: sign in and out, take/extend/return, a disabled action, privacy, CSRF,
 JavaScript off; every page checked with axe-core and saved as a screenshot (tests/output/web/)."""
 import re
+from datetime import datetime, timedelta
 
 import pytest
 
@@ -14,6 +15,23 @@ def add_system(site, fqdn: str, **fields) -> str:
     response = site.admin.post("/systems", json={"fqdn": fqdn, "arch": "x86_64", "condition": "manual", **fields})
     assert response.status_code == 201, response.text
     return fqdn
+
+
+def shows_reservation_bar(page, reservation_id: int, end: str) -> float:
+    """The system page's timeline draws the reservation as one bar ending at `end` and lists it in the table
+    below; returns the bar's width."""
+    bar = page.locator("svg.chart rect[data-kind='reservation']")
+    expect(bar).to_have_count(1)
+    expect(bar).to_have_attribute("data-end", end)
+    row = page.locator("table.bookings tr[data-kind='reservation']")
+    expect(row).to_have_count(1)
+    expect(row).to_contain_text(f"reservation {reservation_id}")
+    expect(row.locator("time").last).to_have_attribute("datetime", end)
+    return float(bar.get_attribute("width"))
+
+
+def hours_between(earlier: str, later: str) -> float:
+    return (datetime.fromisoformat(later) - datetime.fromisoformat(earlier)) / timedelta(hours=1)
 
 
 def test_sign_in_and_sign_out(visit, site):
@@ -48,15 +66,20 @@ def test_take_extend_and_return_from_the_system_page(visit, site):
     expect(page.locator("[data-holder]")).to_have_text("alice")
     (mine,) = site.api("alice").get("/reservations", params={"user": "me", "active": "true"}).json()
     end = mine["end"]
+    taken = shows_reservation_bar(page, mine["id"], end)
     page.get_by_role("button", name="Extend +1h").click()
     expect(page.get_by_role("status")).to_contain_text("now ends")
     after = site.api("alice").get(f"/reservations/{mine['id']}").json()["end"]
-    assert after > end  # the API sees the hour added
+    assert hours_between(end, after) == 1  # the API sees the hour added
+    assert shows_reservation_bar(page, mine["id"], after) > taken  # and the bar grew by it
     person.check("system-held")
     page.get_by_role("button", name="Return").click()
     expect(page.get_by_role("status")).to_have_text(f"{fqdn} is returned.")
     expect(page.locator("[data-holder]")).to_have_text("nobody: free")
-    assert site.api("alice").get(f"/reservations/{mine['id']}").json()["state"] == "returned"
+    returned = site.api("alice").get(f"/reservations/{mine['id']}").json()
+    assert returned["state"] == "returned" and returned["end"] < end
+    # What is left on the timeline is the time it was held: the bar now ends at the return
+    assert shows_reservation_bar(page, mine["id"], returned["end"]) < taken
     person.only_loopback()
 
 
@@ -64,18 +87,30 @@ def test_take_extend_and_return_from_my_reservations(visit, site):
     fqdn = add_system(site, "mine.lab.test")
     person = visit()
     person.sign_in("alice")
+    system_page = person.context.new_page()  # a second tab on the system page, reloaded after each step
     page = person.go("/reservations")
     page.get_by_label("System (fully qualified name)").fill(fqdn)
     page.locator("#take-duration").select_option("1h")
     page.locator("form.take").get_by_role("button", name="Take").click()
     row = page.locator(f"tr[data-system='{fqdn}']")
     expect(row.locator("td.left")).to_have_text("1h")
+    (mine,) = site.api("alice").get("/reservations", params={"user": "me", "active": "true"}).json()
+    system_page.goto(f"{site.url}/systems/{fqdn}")
+    taken = shows_reservation_bar(system_page, mine["id"], mine["end"])
     row.get_by_role("button", name="Extend +4h").click()
     expect(page.get_by_role("status")).to_contain_text("now ends")
     expect(page.locator(f"tr[data-system='{fqdn}'] td.left")).to_have_text("5h")
+    after = site.api("alice").get(f"/reservations/{mine['id']}").json()["end"]
+    assert hours_between(mine["end"], after) == 4
+    system_page.reload()
+    assert shows_reservation_bar(system_page, mine["id"], after) > taken
     person.check("reservations")
     page.locator(f"tr[data-system='{fqdn}']").get_by_role("button", name="Return").click()
     expect(page.locator(f"tr[data-system='{fqdn}']")).to_have_count(0)
+    returned = site.api("alice").get(f"/reservations/{mine['id']}").json()
+    assert returned["state"] == "returned" and returned["end"] < mine["end"]
+    system_page.reload()
+    assert shows_reservation_bar(system_page, mine["id"], returned["end"]) < taken
     person.only_loopback()
 
 

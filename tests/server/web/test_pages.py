@@ -153,3 +153,30 @@ def test_a_system_page_counts_the_queued_recipes_that_could_use_it(web, person):
     alice = person("alice")
     assert "3 queued recipes could use it" in alice.page("/systems/auto.lab.test")
     assert "1 queued recipe could use it" in alice.page("/systems/arm.lab.test")
+
+
+def test_filters_by_pool_and_arch_group_by_pool_and_a_system_page_says_what_it_is(web, person):
+    web.system("x1.lab.test", cpus=4, memory_mb=8192)
+    web.system("arm.lab.test", arch="aarch64")
+    web.admin.post("/pools", {"name": "rack"})
+    web.admin.post("/pools/rack/systems", {"fqdn": "x1.lab.test"})
+    alice = person("alice")
+    assert rows(alice.page("/systems?pool=rack")) == ["x1.lab.test"]
+    assert rows(alice.page("/systems?arch=aarch64")) == ["arm.lab.test"]
+    grouped = alice.page("/systems?group=pool")
+    assert "rack" in re.findall(r'scope="rowgroup">([^<]+)<', grouped)
+    html = alice.page("/systems/x1.lab.test")
+    facts = dict(re.findall(r"<dt>([^<]+)</dt><dd>(.*?)</dd>", html, re.S))
+    assert facts["CPUs · memory"] == "4 · 8192 MB" and facts["Pools"] == "rack" and facts["Power control"] == "no"
+    assert facts["Recent recipes aborted"] == "no finished recipe yet" and "since" in facts["Condition"]
+
+
+def test_the_calendar_feed_holds_my_loans_too(web, person):
+    web.system("auto.lab.test", condition="automated")
+    web.admin.post("/systems/auto.lab.test/loan", {"recipient": "alice", "duration": "2d"})
+    alice = person("alice")
+    html = alice.follow(alice.post("/calendar/rotate"))
+    path = re.search(r'class="calendar-url" href="([^"]+)"', html).group(1).removeprefix("http://localhost")
+    (event,) = Calendar.from_ical(alice.get(path).data).walk("VEVENT")
+    assert str(event["SUMMARY"]) == "Loan of auto.lab.test" and event.decoded("DTEND").isoformat() == \
+        "2026-11-24T12:00:00+00:00"

@@ -4,6 +4,7 @@ import re
 import sys
 
 import pytest
+from argon2 import PasswordHasher
 from sqlalchemy import select
 from werkzeug.test import Client
 
@@ -84,6 +85,12 @@ def test_lablease_server_user_passwd_reads_a_pipe(web, person, monkeypatch, caps
     assert server_cli.main(["user", "passwd", "bob"]) in (0, None)
     web.passwords.add("bob")  # set by the command
     assert person("bob", signed_in=False).sign_in("bob's new password").status_code == 303
+    with web.db.reader.connect() as connection:  # stored as an argon2id hash (memory-hard), never the password
+        [stored] = connection.exec_driver_sql(
+            "SELECT password_hash FROM web_logins JOIN users ON users.id = web_logins.user_id "
+            "WHERE users.name = 'bob'").scalars()
+    assert stored.startswith("$argon2id$") and "new password" not in stored
+    assert PasswordHasher().verify(stored, "bob's new password")
     monkeypatch.setattr(sys, "stdin", io.StringIO("short\n"))
     assert server_cli.main(["user", "passwd", "bob"]) not in (0, None)
     assert "at least 8 characters" in capsys.readouterr().err

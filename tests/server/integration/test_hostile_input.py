@@ -201,6 +201,7 @@ def test_an_installer_token_of_the_wrong_shape_is_forbidden(lab):
     ({"field": "memory", "op": ">", "value": "lots"}, "requires.value"),
     ({"or": "arch"}, "requires.or"),
     (json.loads('{"not":' * 40 + '{"field": "arch", "value": "x"}' + "}" * 40), "requires.not.not"),
+    ({"not": {"field": "loaned", "op": "=", "value": "bob"}}, "requires: loaned and user cannot choose"),
 ])
 def test_advance_reservation_requirements_follow_the_host_filter_grammar(lab, requires, field):
     lab.system("a1.lab.test", condition="automated")

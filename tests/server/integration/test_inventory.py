@@ -114,12 +114,46 @@ def test_the_waiting_recipe_says_which_inventory_filter_ruled_systems_out(lab):
 
 @pytest.mark.parametrize("requires, message", [
     ('<system><colour value="red"/></system>', "line 1: <colour> is not allowed inside <system>"),
-    ('<system><loaned value="bob"/></system>', "line 1: <loaned>: not supported: loans change"),
+    ('<system><loaned op="&gt;" value="bob"/></system>', "line 1: <loaned> op"),
     ('<disk><size op="&gt;" value="big"/></disk>', "line 1: <size> value: 'big' is not a whole number"),
 ])
-def test_unknown_or_unsupported_filters_are_refused_with_the_line(lab, requires, message):
+def test_unknown_or_wrong_filters_are_refused_with_the_line(lab, requires, message):
     status, problem = post_xml(lab, "alice", job(requires))
     assert status == 422 and message in problem["detail"], problem
+
+
+def test_a_loaned_filter_waits_for_the_loan_and_says_why(lab):
+    """<loaned> is judged when the recipe is placed, on the loan in force then (the candidates, worked out
+    once, leave it open): the recipe waits, saying so, until a system is lent to bob, then runs there."""
+    lab.system("a.lab.test", condition="automated")
+    lab.system("b.lab.test", condition="automated")
+    status, submitted = post_xml(lab, "bob", job('<system><loaned op="=" value="bob"/></system>'))
+    assert status == 201, submitted
+    [recipe] = submitted["recipe_sets"][0]["recipes"]
+    assert recipe["system"] is None
+    why = lab.bob.get(f"/recipes/{recipe['id']}")[1]["why"]
+    assert why["ruled_out"] == {"loaned = bob": 2}, why
+    assert why["category"] == "live" and "2 system(s) may once" in why["sentence"], why  # not "never"
+    assert lab.admin.post("/systems/b.lab.test/loan", {"recipient": "bob"})[0] == 201
+    status, submitted = post_xml(lab, "bob", job('<system><loaned op="=" value="bob"/></system>'))
+    assert status == 201 and submitted["recipe_sets"][0]["recipes"][0]["system"] == "b.lab.test", submitted
+    # not lent to anybody: the other one
+    status, submitted = post_xml(lab, "bob", job('<system><loaned op="=" value=""/></system>'))
+    assert submitted["recipe_sets"][0]["recipes"][0]["system"] == "a.lab.test", submitted
+
+
+def test_a_user_filter_is_judged_on_who_holds_the_system_now(lab):
+    lab.system("a.lab.test", condition="automated")
+    lab.system("b.lab.test", condition="automated")
+    status, submitted = post_xml(lab, "alice", job(""))  # alice's recipe holds a.lab.test
+    assert submitted["recipe_sets"][0]["recipes"][0]["system"] == "a.lab.test", submitted
+    status, submitted = post_xml(lab, "bob", job('<system><user op="=" value=""/></system>'))
+    assert status == 201 and submitted["recipe_sets"][0]["recipes"][0]["system"] == "b.lab.test", submitted
+    status, submitted = post_xml(lab, "bob", job('<system><user op="=" value="alice"/></system>'))
+    [recipe] = submitted["recipe_sets"][0]["recipes"]
+    assert recipe["system"] is None  # alice's system is busy; the other is held by bob's first recipe
+    why = lab.bob.get(f"/recipes/{recipe['id']}")[1]["why"]
+    assert why["ruled_out"] == {"user = alice": 1} and why["candidates"] == 1, why
 
 
 CORPUS = sorted((Path(__file__).parents[1] / "jobxml" / "corpus").glob("inventory-*.xml"))

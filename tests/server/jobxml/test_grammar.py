@@ -27,7 +27,7 @@ def test_host_filter_elements_match_the_field_table():
     assert children_of("recipeSet", "recipe", "hostRequires") == \
         branches | set(fields.HOST_ELEMENTS) | set(fields.HOST_WRAPPERS) | {fields.DISK}
     assert children_of("recipeSet", "recipe", "hostRequires", "system") == \
-        branches | set(fields.SYSTEM_ELEMENTS) | set(fields.UNSUPPORTED_SYSTEM_ELEMENTS)
+        branches | set(fields.SYSTEM_ELEMENTS)
     assert children_of("recipeSet", "recipe", "hostRequires", "cpu") == branches | set(fields.CPU_ELEMENTS)
     assert children_of("recipeSet", "recipe", "hostRequires", "disk") == branches | set(fields.DISK_ELEMENTS)
     assert children_of("recipeSet", "recipe", "hostRequires", "and") == children_of("recipeSet", "recipe", "hostRequires")

@@ -3,13 +3,13 @@ from datetime import date
 
 import pytest
 
-from lablease.scheduler.filters import Host, needs_hardware, verdict
+from lablease.scheduler.filters import Host, is_live, needs_hardware, possible, verdict
 
 DELL = Host(
     1, "dell.lab.test", "x86_64", memory=65536, cpu_count=32, lab="brno", pools=frozenset({"big"}),
     vendor="Dell Inc.", model="PowerEdge R740", serial="ABC123", system_type="Machine", hypervisor=None,
     status="Automated", owner="ann", powertype="ipmitool", numa_nodes=2, added=date(2025, 6, 1),
-    last_inventoried=date(2026, 1, 10),
+    last_inventoried=date(2026, 1, 10), user="alice",
     cpu={"vendor": "GenuineIntel", "model_name": "Intel(R) Xeon(R) Gold 6130", "family": 6, "model": 85,
          "stepping": 4, "speed": 2100.0, "cores": 16, "sockets": 2, "hyper": True, "flags": ["vmx", "avx2", "sse4_2"]},
     disks=({"size": 480 * 10**9, "sector_size": 512, "phys_sector_size": 512, "model": "SSD 480"},
@@ -19,7 +19,7 @@ DELL = Host(
              {"bus": "pci", "type": "VIDEO", "vendor_id": "102B", "device_id": "0536", "driver": "mgag200"}),
 )
 VM = Host(2, "vm.lab.test", "x86_64", memory=4096, cpu_count=2, system_type="Machine", hypervisor="KVM",
-          status="Manual", cpu={"vendor": "AuthenticAMD", "flags": ["svm"]},
+          status="Manual", loaned="bob", cpu={"vendor": "AuthenticAMD", "flags": ["svm"]},
           disks=({"size": 20 * 2**30, "sector_size": 512},), devices=({"bus": "virtio", "driver": "virtio_net"},))
 BARE = Host(3, "proto.lab.test", "aarch64", system_type="Prototype", status="Broken")  # never inventoried
 
@@ -91,6 +91,16 @@ CASES = [
     (disk({"and": [leaf("disk_size", "<", 10**12), leaf("disk_phys_sector_size", "=", 4096)]}), set()),
     (disk(leaf("disk_model", "like", "SSD%")), {1}),
     ({"not": disk(leaf("disk_size", ">=", 0))}, {3}),  # no disk at all
+    # live: who holds the system now (DELL: alice) and who it is lent to (VM: bob); "" = nobody
+    (leaf("user", "=", "alice"), {1}),
+    (leaf("user", "=", ""), {2, 3}),
+    (leaf("user", "!=", ""), {1}),
+    (leaf("user", "!=", "alice"), {2, 3}),
+    (leaf("user", "like", "AL%"), {1}),
+    (leaf("loaned", "=", "bob"), {2}),
+    (leaf("loaned", "=", ""), {1, 3}),
+    (leaf("loaned", "!=", "bob"), {1, 3}),
+    (leaf("loaned", "like", "b%"), {2}),
     # and / or / not around inventory
     ({"and": [leaf("hypervisor", "=", ""), {"not": leaf("system_type", "=", "Prototype")}]}, {1}),
 ]
@@ -115,3 +125,23 @@ def test_disks_and_devices_are_loaded_only_for_filters_that_look_at_them():
     assert not needs_hardware({"and": [leaf("vendor", "=", "x"), {"not": leaf("cpu_flag", "=", "vmx")}]})
     assert needs_hardware({"or": [leaf("arch", "=", "x"), {"not": leaf("device", "=", {"bus": "pci"})}]})
     assert needs_hardware({"and": [disk(leaf("disk_size", ">", 1))]})
+
+
+@pytest.mark.parametrize("tree, expected", [
+    (leaf("loaned", "=", "bob"), {1, 2, 3}),  # unknown: every system may be lent to bob one day
+    ({"not": leaf("user", "=", "")}, {1, 2, 3}),  # not unknown is unknown, never "no system"
+    ({"and": [leaf("loaned", "=", "bob"), leaf("hypervisor", "=", "KVM")]}, {2}),  # the rest still rules out
+    ({"and": [leaf("user", "=", ""), {"not": leaf("hypervisor", "=", "KVM")}]}, {1, 3}),
+    ({"or": [leaf("loaned", "=", "bob"), leaf("vendor", "=", "Dell Inc.")]}, {1, 2, 3}),
+    ({"not": {"or": [leaf("user", "=", "x"), leaf("vendor", "=", "Dell Inc.")]}}, {2, 3}),  # true or ? = true
+])
+def test_candidates_treat_live_filters_as_unknown(tree, expected):
+    """The candidate list is worked out once: a live leaf must not rule a system in or out there."""
+    assert {h.id for h in (DELL, VM, BARE) if possible(tree, h)} == expected
+    assert is_live(tree)
+
+
+def test_a_tree_without_live_leaves_is_judged_alike_by_possible_and_verdict():
+    for tree, expected in CASES:
+        if not is_live(tree):
+            assert {h.id for h in (DELL, VM, BARE) if possible(tree, h)} == expected

@@ -377,7 +377,7 @@ TIMELINE = {"type": "object", "required": ["start", "end", "systems"], "properti
                                                           "description": "the web page of what it is"}}}}}}}}}
 WAIT_REASON = {"type": "object", "description": "why it waits, in words (docs/scheduling.md)",
                "required": ["category", "sentence", "action"], "properties": {
-                   "category": {"enum": ["advance-reservation", "holding", "no-match", "broken", "lent", "busy",
+                   "category": {"enum": ["advance-reservation", "holding", "no-match", "broken", "lent", "live", "busy",
                                          "behind", "peers"]},
                    "sentence": {"type": "string"}, "action": {"type": "string",
                                                               "description": "what its owner can do"}}}

@@ -16,7 +16,7 @@ from .permissions import LENT_TO_ANOTHER
 from .times import format_time
 
 BROKEN = "the system is broken, not automated"
-CATEGORIES = ("advance-reservation", "holding", "no-match", "broken", "lent", "busy", "behind", "peers")
+CATEGORIES = ("advance-reservation", "holding", "no-match", "broken", "lent", "live", "busy", "behind", "peers")
 
 
 @dataclass(frozen=True)
@@ -39,6 +39,7 @@ class Facts:
     ahead: int = 0                           # waiting recipe sets before it in the queue
     holding: str | None = None               # the system it holds while its set waits
     ar_wait: str | None = None               # advance_rules.bound_wait's sentence, if its AR holds it back
+    live: int = 0                            # systems ruled out only by who holds them or is lent them now
 
 
 def reason(facts: Facts) -> Reason:
@@ -49,7 +50,7 @@ def reason(facts: Facts) -> Reason:
         return Reason("holding", f"Holds {facts.holding} until the other recipes of its set get systems.",
                       "Nothing to do: it starts as soon as its multi-host peers have systems.")
     if not facts.candidates:
-        return _never(facts.ruled_out)
+        return _never(facts.ruled_out, facts.live)
     free = facts.candidates - len(facts.busy)
     if not free:
         first = min((until for _, until in facts.busy if until), default=None)
@@ -64,7 +65,7 @@ def reason(facts: Facts) -> Reason:
                   "Wait: the set starts when every recipe in it has a system.")
 
 
-def _never(ruled_out: dict[str, int]) -> Reason:
+def _never(ruled_out: dict[str, int], live: int = 0) -> Reason:
     """No candidate at all: say which obstacle stands in the way."""
     if ruled_out.get(BROKEN):
         return Reason("broken", f"Every system that matches is broken ({ruled_out[BROKEN]} system(s)).",
@@ -75,5 +76,9 @@ def _never(ruled_out: dict[str, int]) -> Reason:
                       "Wait for the loan to end, or ask its holder to return it.")
     top = sorted(ruled_out.items(), key=lambda item: (-item[1], item[0]))[:3]
     said = "; ".join(f"{count} system(s): {why}" for why, count in top) or "the server has no systems"
+    if live:  # <user>/<loaned> rule them out now; that changes with reservations and loans
+        return Reason("live", f"No system suits it now ({said}); {live} system(s) may once who holds "
+                              f"them or who they are lent to changes.",
+                      "Wait for that reservation or loan to change, or change the host requirements.")
     return Reason("no-match", f"No system can ever run it ({said}).",
                   "Change the host requirements (or ask for access to matching systems), or cancel the job.")

@@ -51,6 +51,9 @@ HOST_FIELD_KINDS = {
     "cpu_hyper": ("boolean", POOL_OPS),
     "cpu_flag": ("text", TEXT_OPS),  # = : has the flag; != : has no such flag
     "device": ("device", TEXT_OPS),  # = : has a matching device; != : has none
+    # live: they change while a recipe waits (scheduler/filters.py LIVE_FIELDS); "" = nobody
+    "user": ("text", TEXT_OPS),  # who holds the system now (the reservation in force)
+    "loaned": ("text", TEXT_OPS),  # who the system is lent to (the active loan)
 }
 HOST_FIELD_OPS = {field: ops for field, (_, ops) in HOST_FIELD_KINDS.items()}
 # Inside <disk>: a system matches when one of its disks matches the whole subtree.
@@ -93,7 +96,8 @@ SYSTEM_ELEMENTS = {
     "name": "hostname", "arch": "arch", "memory": "memory", "lab_controller": "lab", "vendor": "vendor",
     "model": "model", "serial": "serial", "location": "location", "lender": "lender", "type": "system_type",
     "hypervisor": "hypervisor", "status": "status", "owner": "owner", "powertype": "powertype",
-    "numanodes": "numa_nodes", "added": "added", "last_inventoried": "last_inventoried",
+    "numanodes": "numa_nodes", "added": "added", "last_inventoried": "last_inventoried", "user": "user",
+    "loaned": "loaned",
 }
 CPU_ELEMENTS = {
     "processors": "cpu_count", "cores": "cpu_cores", "sockets": "cpu_sockets", "vendor": "cpu_vendor",
@@ -109,12 +113,6 @@ HOST_ELEMENTS = {
     "auto_prov": "auto_prov", "last_inventoried": "last_inventoried", "device": "device",
 }
 HOST_WRAPPERS = {"system": SYSTEM_ELEMENTS, "cpu": CPU_ELEMENTS}
-# Beaker elements that name something lablease does not keep (who uses a system now, who it is lent to):
-# refused with this reason rather than matched wrongly.
-UNSUPPORTED_SYSTEM_ELEMENTS = {
-    "user": "the system's current user changes with every reservation; filter on owner or pool instead",
-    "loaned": "loans change while a recipe waits; filter on owner or pool instead",
-}
 DISTRO_ELEMENTS = {
     "distro_name": "distro_name", "name": "distro_name",
     "distro_family": "distro_family", "family": "distro_family",

@@ -200,8 +200,6 @@ def _filter(element, context: dict, path: tuple, lines: Lines) -> dict:
         return {fields.DISK: _requires(element, context[fields.DISK], path + (fields.DISK,), lines,
                                        empty={"and": []})}
     field = context["leaves"].get(tag)
-    if field is None and tag in fields.UNSUPPORTED_SYSTEM_ELEMENTS:
-        raise PathError(path, f"not supported: {fields.UNSUPPORTED_SYSTEM_ELEMENTS[tag]}")
     if field is None:  # the grammar and fields.py disagree: a bug, but say so plainly
         raise PathError(path, f"<{tag}> is not a known filter here")
     leaf = {"field": field, "op": element.get("op", "=")}

@@ -4,6 +4,11 @@ A tree is {"and": [...]}, {"or": [...]}, {"not": t} or a leaf
 {"field", "op", "value"[, "key"]}. `verdict(tree, host)` returns
 (matches, reason); the reason names the first leaf that ruled the host out,
 so a queued recipe can say "7 systems: arch = aarch64".
+
+`user` (who holds the system now) and `loaned` (who it is lent to) are live:
+they change while a recipe waits. `possible(tree, host)` treats them as
+unknown, for the candidate systems worked out once per requirement class;
+`verdict` judges them on a host that carries their current values.
 """
 from __future__ import annotations
 
@@ -18,6 +23,7 @@ DISK = "disk"  # the node {"disk": tree}: one of the host's disks matches the wh
 _DATES = frozenset({"added", "last_inventoried"})
 _CPU = "cpu_"  # cpu_vendor -> host.cpu["vendor"] (cpu_count is the system's cpus)
 _DISK_FIELD = "disk_"  # disk_size -> disk["size"]
+LIVE_FIELDS = frozenset({"user", "loaned"})
 
 
 @dataclass(frozen=True)
@@ -48,6 +54,9 @@ class Host:
     cpu: dict = field(default_factory=dict, hash=False)
     disks: tuple = ()  # only loaded when a filter needs them (needs_hardware)
     devices: tuple = ()
+    # Live (LIVE_FIELDS): filled in only where a tree with live leaves is judged; None: nobody.
+    user: str | None = None  # the holder of the reservation in force now
+    loaned: str | None = None  # the recipient of the active loan
 
 
 def describe(leaf: dict) -> str:
@@ -191,6 +200,32 @@ def _summary(tree: dict) -> str:
     return describe(tree)
 
 
+def possible(tree: dict | None, host: Host) -> bool:
+    """Whether the host may match, whatever the live leaves turn out to be (three-valued logic: a live leaf
+    is unknown, `not` of unknown is unknown), so a candidate list holds every system that may ever suit."""
+    return _maybe(tree, host) is not False
+
+
+def _maybe(tree: dict | None, host: Host) -> bool | None:
+    if not tree:
+        return True
+    for kind, decisive in (("and", False), ("or", True)):
+        if kind in tree:
+            found = [_maybe(child, host) for child in tree[kind]]
+            return decisive if decisive in found else None if None in found else not decisive
+    if "not" in tree:
+        inner = _maybe(tree["not"], host)
+        return None if inner is None else not inner
+    if DISK not in tree and tree["field"] in LIVE_FIELDS:
+        return None
+    return _verdict(tree, host, _leaf)[0]
+
+
+def is_live(tree: dict | None) -> bool:
+    """Whether the tree has a live leaf (then placing a recipe checks it against the system's holder and loan)."""
+    return any(leaf["field"] in LIVE_FIELDS for leaf in leaves(tree))
+
+
 def matches(tree: dict | None, host: Host) -> bool:
     return verdict(tree, host)[0]
 
@@ -222,4 +257,4 @@ def needs_hardware(tree: dict | None) -> bool:
     return False
 
 
-__all__ = ["Host", "verdict", "matches", "leaves", "describe", "needs_hardware"]
+__all__ = ["Host", "verdict", "possible", "is_live", "matches", "leaves", "describe", "needs_hardware"]

@@ -18,7 +18,7 @@ from typing import Callable, Iterable, Iterator
 from ..domain.permissions import LENT_TO_ANOTHER
 from ..domain.times import format_time
 from ..domain.windows import Window
-from .filters import Host, verdict
+from .filters import Host, possible, verdict
 
 
 @dataclass(frozen=True)
@@ -127,12 +127,13 @@ Usable = Callable[[Host], "tuple[bool, str | None]"]
 
 
 def candidates(tree: dict | None, hosts: Iterable[Host], usable: Usable, force: str | None = None) -> list[Host]:
-    """Systems a recipe could ever run on: its requirements, and the owner's right to use them."""
+    """Systems a recipe could ever run on: its requirements (live leaves unknown: they are checked when the
+    recipe is placed), and the owner's right to use them."""
     found = []
     for host in hosts:
         if force is not None and host.fqdn != force:
             continue
-        if verdict(tree, host)[0] and usable(host)[0]:
+        if possible(tree, host) and usable(host)[0]:
             found.append(host)
     return found
 
@@ -146,6 +147,7 @@ class Explanation:
     candidates: int = 0
     busy: list[tuple[str, datetime | None]] = field(default_factory=list)
     free: list[str] = field(default_factory=list)  # candidates free now
+    live: int = 0  # systems ruled out only by a live filter (who holds them, who they are lent to, now)
 
     def message(self) -> str:
         parts = [f"{count} system(s) ruled out: {reason}" for reason, count in
@@ -156,6 +158,8 @@ class Explanation:
             parts.append(f"{len(self.busy)} candidate(s) busy: {shown}")
         if not self.candidates and self.ruled_out.get(LENT_TO_ANOTHER):
             parts.append("it waits for a loan to end: the systems that could run it are lent to someone else")
+        elif not self.candidates and self.live:
+            parts.append(f"it waits for who holds or borrows {self.live} system(s) to change")
         elif not self.candidates:
             parts.append("no system can ever satisfy this recipe")
         return "; ".join(parts)

@@ -21,7 +21,7 @@ from ..domain.limits import MAX_INT
 from ..domain.permissions import Actor, Permission, decide, decide_schedule
 from ..domain.windows import Window
 from ..jobxml.normalise import normalise_host_filter
-from ..scheduler.filters import verdict
+from ..scheduler.filters import LIVE_FIELDS, is_live, verdict
 from ..store import calendar
 from ..store.tables import (AdvanceReservation, ArSystem, Booking, Group, GroupMember, Pool, RecipeSet,
                             Reservation, Resource, System, User)
@@ -119,6 +119,9 @@ def create(uow, actor: Actor, now: datetime, data: dict) -> tuple[dict, int]:
     handling = rules.check_error_handling(data.get("error_handling", "soft"))
     hosts, pools = data.get("hosts") or [], data.get("pools") or []
     tree = normalise_host_filter(data.get("requires"), "requires")
+    if is_live(tree):  # the systems are chosen now for a later window: who holds or borrows them then is unknown
+        raise Invalid("requires", f"{' and '.join(sorted(LIVE_FIELDS))} cannot choose an advance reservation's "
+                                  "systems: who holds or borrows them during it is not known when they are chosen")
     count = len(hosts) if hosts else int(data.get("count") or 1)
     if count < 1:
         raise Invalid("count", "must be at least 1")

@@ -13,7 +13,7 @@ from ..domain import advance as rules
 from ..domain.errors import Conflict, Forbidden, Invalid
 from ..domain.permissions import Actor
 from ..domain.windows import Window
-from ..scheduler.filters import verdict
+from ..scheduler.filters import is_live, possible, verdict
 from ..store import calendar
 from ..store.tables import AdvanceReservation, ArSystem, RecipeSet, Resource, System
 from ..store.uow import settings_of
@@ -43,7 +43,8 @@ def place_bound(session, ar: AdvanceReservation, now: datetime) -> None:
     sets = session.execute(select(RecipeSet).where(RecipeSet.ar_id == ar.id, RecipeSet.status == "queued")
                            .order_by(RecipeSet.priority.desc(), RecipeSet.queued_at, RecipeSet.id)).unique().scalars()
     for recipe_set in list(sets):
-        needs = [Need(r.id, tuple(sid for sid, h in by_system.items() if _suits(r.spec, h.system)), runtime_of(r))
+        needs = [Need(r.id, tuple(sid for sid, h in by_system.items() if _suits_now(session, r.spec, h.system, now)),
+                      runtime_of(r))
                  for r in recipe_set.recipes if r.status == "queued"]
 
         def is_free(system_id: int, runtime) -> bool:
@@ -113,8 +114,18 @@ def window_end(session, ar_id: int) -> datetime | None:
 
 
 def _suits(recipe: dict, system) -> bool:
-    """Whether the recipe's host requirements accept the system."""
+    """Whether the recipe's host requirements may accept the system (its live leaves, <user> and <loaned>,
+    are judged when it is placed: _suits_now)."""
     from .scheduling import host
 
     tree = recipe.get("host_requires")
-    return verdict(tree, host(system, tree))[0]
+    return possible(tree, host(system, tree))
+
+
+def _suits_now(session, recipe: dict, system, now: datetime) -> bool:
+    """Whether the recipe's host requirements accept the system, with who holds it and is lent it now."""
+    from .scheduling import host, live_hosts
+
+    tree = recipe.get("host_requires")
+    judged = host(system, tree)
+    return verdict(tree, live_hosts(session, [judged], now)[0] if is_live(tree) else judged)[0]

@@ -24,7 +24,9 @@ from sqlalchemy.orm import undefer_group
 
 from ..domain.permissions import decide_schedule
 from ..observe import metrics
-from ..scheduler.filters import Host, needs_hardware
+from dataclasses import replace
+
+from ..scheduler.filters import Host, is_live, needs_hardware, verdict
 from ..scheduler.planner import (Need, candidates, offer_order, place, place_partial, queue_key, run_window,
                                  shuffled_within_tiers, tier)
 from ..store import calendar
@@ -133,6 +135,26 @@ def free_candidates(session, recipe: Recipe, now: datetime, only: int | None = N
     return [system_id for system_id, _ in rows]
 
 
+def live_hosts(session, hosts: list[Host], now: datetime) -> list[Host]:
+    """The hosts with their live fields (scheduler/filters.py LIVE_FIELDS): the holder of the reservation in
+    force now and the recipient of the active loan, read in two queries."""
+    ids = [h.id for h in hosts]
+    holding = system_service.current_reservations(session, ids, now)
+    loans = system_service.active_loans(session, ids)
+    return [replace(h, user=holding[h.id].user.name if h.id in holding else None,
+                    loaned=loans[h.id].recipient.name if h.id in loans else None) for h in hosts]
+
+
+def _live_suited(session, recipe: Recipe, ordered: list[int], now: datetime) -> list[int]:
+    """The candidates whose holder and loan now satisfy the recipe's live leaves (only a recipe that has
+    some pays for this check: the candidate list left them unknown)."""
+    tree = recipe.spec.get("host_requires")
+    if not ordered or not is_live(tree):
+        return ordered
+    hosts = live_hosts(session, [host(session.get(System, sid), tree) for sid in ordered], now)
+    return [h.id for h in hosts if verdict(tree, h)[0]]
+
+
 def loan_check(session, owner):
     """is_free for the planner: the calendar was checked in SQL; loans are checked here."""
     def is_free(system_id: int, runtime: timedelta | None) -> bool:
@@ -154,7 +176,9 @@ def _needs(session, recipe_set: RecipeSet, now: datetime, only: int | None = Non
     for recipe in recipe_set.recipes:
         if recipe.status not in WAITING:
             continue
-        ordered = free_candidates(session, recipe, now, only if single and not held else None)
+        # the systems the set holds passed this check when it took them (their holder is now the set)
+        ordered = _live_suited(session, recipe, free_candidates(session, recipe, now,
+                                                                only if single and not held else None), now)
         if held:
             usable = set(session.execute(select(ClassCandidate.system_id).where(
                 ClassCandidate.class_id == recipe.class_id, ClassCandidate.system_id.in_(held))).scalars())

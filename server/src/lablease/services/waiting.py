@@ -17,9 +17,9 @@ from ..scheduler.planner import explain
 from ..domain.paging import Page, PageRequest
 from ..store import paging
 from ..store.paging import Order
-from ..scheduler.filters import Host, needs_hardware, verdict
+from ..scheduler.filters import Host, is_live, needs_hardware, possible, verdict
 from ..store.tables import (AccessRule, AdvanceReservation, Booking, Pool, PoolAccessRule, PoolSystem, Recipe,
-                            RecipeSet, System, User)
+                            RecipeSet, Reservation, System, User)
 from . import placement
 from . import systems as system_service
 from .users import actor_for
@@ -39,6 +39,7 @@ class Snapshot:
     _hardware: list[Host] | None = None
     _verdicts: dict | None = None  # tree (as JSON) -> {system id: verdict}: recipes asking alike judged once
     _ahead_of_now: tuple | None = None  # (since, {resource id: [Window]}): bookings not over at `since`
+    _holders: dict | None = None  # system id -> the name of who holds it now (read once, on first need)
 
     def judge(self, tree: dict | None):
         """verdict(tree, host), remembered per tree for this snapshot."""
@@ -78,6 +79,15 @@ class Snapshot:
             self._hardware = [replace(h, disks=tuple(lists[h.id].disks or ()),
                                       devices=tuple(lists[h.id].devices or ())) for h in self.hosts]
         return self._hardware
+
+    def live(self, hosts: list[Host], now: datetime) -> list[Host]:
+        """The hosts with their live fields (who holds each now, who it is lent to), for a tree that asks."""
+        if self._holders is None:
+            self._holders = {row.system_id: row.name for row in self.connection.execute(
+                select(Reservation.system_id, User.name).join(User, User.id == Reservation.user_id)
+                .where(Reservation.returned_at.is_(None), Reservation.start_at <= now))}
+        return [replace(h, user=self._holders.get(h.id),
+                        loaned=self.loans[h.id].recipient.name if h.id in self.loans else None) for h in hosts]
 
     def access(self, system_id: int, with_loan: bool = True) -> SystemAccess:
         row = self.rows[system_id]
@@ -145,8 +155,12 @@ def why_waiting(session, recipe: Recipe, now: datetime, snapshot: Snapshot | Non
     window = Window(now, now + runtime if runtime else None)
 
     tree = recipe.spec.get("host_requires")
-    result = explain(tree, seen.hosts_for(tree), usable, lambda system_id: seen.busy_until(system_id, window),
+    hosts = seen.live(seen.hosts_for(tree), now) if is_live(tree) else seen.hosts_for(tree)
+    result = explain(tree, hosts, usable, lambda system_id: seen.busy_until(system_id, window),
                      recipe.spec.get("force"), judge=seen.judge(tree))
+    if is_live(tree):  # ruled out now, but may suit once its holder or loan changes: not "never"
+        judge = seen.judge(tree)
+        result.live = sum(1 for h in hosts if not judge(h)[0] and possible(tree, h))
     ar = session.get(AdvanceReservation, recipe.recipe_set.ar_id) if recipe.recipe_set.ar_id else None
     waits_for_ar = ar and advance_rules.bound_wait(ar.id, ar.state, ar.start_at, ar.error_handling)
     holding = recipe.system.fqdn if recipe.status == "assigned" else None
@@ -157,7 +171,7 @@ def why_waiting(session, recipe: Recipe, now: datetime, snapshot: Snapshot | Non
     if ahead is None:
         ahead = sets_ahead(session, recipe.recipe_set)
     said = waiting_rules.reason(waiting_rules.Facts(result.candidates, result.ruled_out, result.busy, ahead,
-                                                    holding, waits_for_ar or None))
+                                                    holding, waits_for_ar or None, result.live))
     return {"message": message, **said.as_dict(), "ahead": ahead, "systems": result.total,
             "candidates": result.candidates, "ruled_out": result.ruled_out,
             "busy": [{"system": fqdn, "until": format_time(until)} for fqdn, until in result.busy],

@@ -56,6 +56,8 @@ MEANING = re.compile("|".join([
     r"^must be (before|after) (until|free_from|now) \(",  # the clock, or one field against another
     r"which webhooks may not reach",  # where a webhook's host name resolves to (docs/access.md)
     r"holds a control character",  # per word of ks_meta and kernel options (domain/boot_text.py)
+    r"^is not a cursor this list gave out",  # an after= that no page's Link header gave (docs/api.md)
+    r"^a (timeline shows|report covers) at most [0-9]+ days$",  # start against end (or from against until)
 ]))
 
 

@@ -220,7 +220,7 @@ def check_reservations(server: LiveServer, storm: ChaosStorm) -> None:
 
 
 def listed(api, fqdn: str) -> list[dict]:
-    response = api.get("/reservations", params={"system": fqdn, "limit": 10000})
+    response = api.get("/reservations", params={"system": fqdn, "limit": 1000})
     assert response.status_code == 200, response.text
     return response.json()
 
@@ -233,7 +233,7 @@ def check_commands(server: LiveServer, storm: ChaosStorm, dead_worker: int, call
 
     def finished():
         commands = {c["id"]: c for fqdn in POWERED for c in admin.get(
-            f"/systems/{fqdn}/commands", params={"limit": 10000}).json()}
+            f"/systems/{fqdn}/commands", params={"limit": 1000}).json()}
         return None if any(c["status"] in ("queued", "running") for c in commands.values()) else commands
     commands = wait_until("every command to finish", finished, timeout=45, step=0.5)
     assert acknowledged <= set(commands)

@@ -5,6 +5,7 @@ from pathlib import Path
 import pytest
 
 from lablease.config import Settings
+from lablease.domain.paging import MAX_LIMIT, PageRequest
 from lablease.services import activity
 from lablease.store.tables import Job
 from lablease.store.uow import UnitOfWork
@@ -155,7 +156,7 @@ def test_a_jobs_own_kickstart_is_rendered_for_admins_and_owners_only(lab):
     [recipe] = recipes(job)
     assert recipe["status"] == "aborted"
     with UnitOfWork(lab.db, write=False) as uow:
-        reasons = [e["new"] for e in activity.entries(uow.session, "recipe", recipe["id"]) if e["field"] == "reason"]
+        reasons = [e["new"] for e in activity.entries(uow, "recipe", recipe["id"], PageRequest(MAX_LIMIT)).items if e["field"] == "reason"]
     assert reasons == ["cannot provision n2.lab.test: the job's own <kickstart> is allowed only to administrators "
                        "and the system's owner (setting job_kickstarts)"]
     assert [i["recipe"] for i in lab.admin.get("/systems/n2.lab.test/installations")[1]] == [recipes(first)[0]["id"]]

@@ -94,7 +94,7 @@ SYSTEM_FILTERS = {
 }
 TOKEN = {"token": ("str", "the installation's secret token, from its kickstart")}
 FORCE_AR = {"force": ("bool", "do it even if it breaks an advance reservation, which then goes into error")}
-TIMELINE_WINDOW = {"span": ("str", "1d, 7d (default) or 30d, from a seventh of it before now"),
+TIMELINE_WINDOW = {"span": ("span", "1d, 7d (default) or 30d, from a seventh of it before now"),
                    "start": ("time", "explicit window start"), "end": ("time", "explicit window end (at most 92 days)")}
 # Every list takes these (added by _paged below); the next page's URL is in the answer's Link header.
 PAGING = {
@@ -283,7 +283,7 @@ ROUTES: list[Route] = [
           "Recipe, manual, idle and broken seconds per day or hour, from the hours the worker aggregated",
           "systems", query={"from": ("time", "start (default 7 days ago)"), "until": ("time", "end (default now)"),
                             "pool": ("str", "only systems of this pool (default: every system)"),
-                            "per": ("str", "day (default) or hour")},
+                            "per": ("per", "day (default) or hour")},
           response=s.UTILISATION_SERIES),
     # advance reservations (Grid Engine's qrsub, qrstat, qralter, qrdel)
     Route("POST", BASE + "/advance-reservations", advance.create,

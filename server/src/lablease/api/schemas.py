@@ -36,6 +36,8 @@ COUNT = {"type": "integer", "minimum": 1, "maximum": MAX_INT}
 QUERY_KINDS = {"time": TIME, "bool": {"type": "boolean"},
                "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT},
                "int": {"type": "integer", "minimum": 1, "maximum": MAX_INT},  # e.g. a timeline's page number
+               "span": {"type": "string", "enum": ["1d", "7d", "30d"]},  # a timeline's quick spans (domain/timeline)
+               "per": {"type": "string", "enum": ["day", "hour"]},  # a utilisation report's step
                "str": {"type": "string"}}
 # Path parameters by name (routes.py)
 PATH_PARAMETERS = {

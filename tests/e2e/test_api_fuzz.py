@@ -48,7 +48,7 @@ CONFIG = schemathesis.Config.from_dict({
 MEANING = re.compile("|".join([
     r"^no (user|group|pool|system|distro tree) (named )?",  # a name that names nothing (yet)
     r"^no (active )?advance reservation [0-9]+",  # an id that names nothing (yet)
-    r"is in the past", r"^must be in the future", r"must be after (start|the start)",  # the clock
+    r"is in the past", r"^must be in the future", r"must be after (start|the start|from)",  # the clock
     r"^the (reservation|loan) has no end to extend$",
     r"give two of the three, or three that agree$",  # an advance reservation's start + duration = end
     r"^unlimited reservations are not allowed on this site$", r"^cannot be unlimited",  # the site's settings
@@ -56,6 +56,7 @@ MEANING = re.compile("|".join([
     r"^must be (before|after) (until|free_from|now) \(",  # the clock, or one field against another
     r"which webhooks may not reach",  # where a webhook's host name resolves to (docs/access.md)
     r"holds a control character",  # per word of ks_meta and kernel options (domain/boot_text.py)
+    r"which XML cannot carry$",  # a job's text must export as XML: no lone surrogate or C0 control (jobxml)
     r"^is not a cursor this list gave out",  # an after= that no page's Link header gave (docs/api.md)
     r"^a (timeline shows|report covers) at most [0-9]+ days$",  # start against end (or from against until)
 ]))

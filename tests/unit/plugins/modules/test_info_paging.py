@@ -6,8 +6,6 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible.inventory.data import InventoryData
-from ansible_collections.lablease.lab.plugins.inventory.systems import InventoryModule
 from ansible_collections.lablease.lab.plugins.module_utils.client import next_link
 from ansible_collections.lablease.lab.plugins.modules import advance_reservation_info, reservation_info, system_info
 
@@ -37,16 +35,6 @@ def test_reservation_and_advance_reservation_info_see_every_page(api, run):
     assert not failed and sorted(r["id"] for r in result["reservations"]) == list(range(1, MANY + 1))
     result, failed = run(advance_reservation_info.main, {})
     assert not failed and [a["name"] for a in result["advance_reservations"]] == ["ar%03d" % n for n in range(MANY)]
-
-
-def test_the_inventory_holds_every_page_of_systems(api):
-    names = fill(api)
-    plugin = InventoryModule()
-    plugin.inventory = InventoryData()
-    options = {"url": "http://lab.test:8042", "token": "secret", "validate_certs": True, "timeout": 30, "retries": 0,
-               "systems": "all", "include_removed": False}
-    plugin.get_option = options.get
-    assert [s["fqdn"] for s in plugin.fetch()] == names
 
 
 def test_next_link_reads_rfc_8288_headers():

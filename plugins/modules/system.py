@@ -150,8 +150,8 @@ EXAMPLES = r"""
       cpu:
         vendor: GenuineIntel
         model_name: Intel(R) Xeon(R) Gold 6130
-        processors: 32
-        cores: 16
+        processors: 16  # the same as cpus above: processors is cpus
+        cores: 8
         sockets: 2
         flags: [vmx, avx2]
       disks:

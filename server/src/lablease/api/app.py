@@ -9,7 +9,7 @@ from typing import Callable
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import configure_mappers
 from werkzeug.exceptions import HTTPException
-from werkzeug.routing import Map, Rule
+from werkzeug.routing import Rule
 from werkzeug.wrappers import Request, Response
 
 from ..config import Settings
@@ -24,7 +24,7 @@ from . import errors
 from ..domain.paging import Page
 from .inputs import check_body, merge_force, next_link, page_request, query_value, read_body, read_json
 from .monitoring import ROUTE_KEY, Observed
-from .routes import CONVERTERS, ROUTES, Route
+from .routes import ROUTES, Route, shared_map
 from .views.context import Context, Reply
 
 log = logging.getLogger("lablease.api")
@@ -44,8 +44,8 @@ class LabLeaseApp:
         self.clock = clock
         self.waker = Waker(db)
         self.routes = {route.endpoint: route for route in ROUTES}
-        self.url_map = Map([Rule(r.path, endpoint=r.endpoint, methods=[r.method]) for r in ROUTES],
-                           strict_slashes=False, converters=CONVERTERS)
+        self.url_map = shared_map("api", lambda: [Rule(r.path, endpoint=r.endpoint, methods=[r.method])
+                                                 for r in ROUTES])
         from ..web.app import WebPages  # here: web/ uses api's converters, errors and parsers
 
         self.web = WebPages(self)  # the HTML pages (web/), asked first; API paths are never pages

@@ -5,11 +5,12 @@ this table, so a route cannot exist undocumented.
 """
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field, replace
 from typing import Callable
 
 from werkzeug.exceptions import NotFound
-from werkzeug.routing import IntegerConverter, UnicodeConverter
+from werkzeug.routing import IntegerConverter, Map, Rule, UnicodeConverter
 
 from ..domain.limits import MAX_INT
 from . import schemas as s
@@ -45,6 +46,23 @@ class NameConverter(UnicodeConverter):
 
 # Every rule of ROUTES is matched with these (api/app.py builds the Map with them).
 CONVERTERS = {"int": IdConverter, "default": NameConverter, "string": NameConverter}
+
+_MAPS: dict[str, Map] = {}
+_MAPS_LOCK = threading.Lock()
+
+
+def shared_map(name: str, rules: Callable[[], list[Rule]]) -> Map:
+    """The process's one Map called `name`, built on first use from `rules()`.
+
+    A Map holds no per-request state, so every application in a process shares it. Building it
+    once also keeps werkzeug's rule compiler (ast.parse) off other threads: CPython 3.11.7 keeps
+    the AST builder's recursion depth per interpreter, so two threads parsing at once can fail
+    with "AST constructor recursion depth mismatch".
+    """
+    with _MAPS_LOCK:
+        if name not in _MAPS:
+            _MAPS[name] = Map(rules(), strict_slashes=False, converters=CONVERTERS)
+        return _MAPS[name]
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from typing import Callable
 
 from werkzeug.routing import Map, Rule
 
-from ..api.routes import CONVERTERS
+from ..api.routes import shared_map
 from .views import account, advance, calendar, jobs, pools, reservations, systems, utilisation
 
 
@@ -73,6 +73,7 @@ STATIC_PATHS = ("/static/<path:name>", "/favicon.ico")
 
 
 def url_map(pages: list[Page]) -> Map:
-    rules = [Rule(p.path, endpoint=p.endpoint, methods=[p.method]) for p in pages]
-    rules += [Rule(path, endpoint="static", methods=["GET"]) for path in STATIC_PATHS]
-    return Map(rules, strict_slashes=False, converters=CONVERTERS)
+    def rules() -> list[Rule]:
+        found = [Rule(p.path, endpoint=p.endpoint, methods=[p.method]) for p in pages]
+        return found + [Rule(path, endpoint="static", methods=["GET"]) for path in STATIC_PATHS]
+    return shared_map("web", rules)

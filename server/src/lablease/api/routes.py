@@ -162,7 +162,8 @@ ROUTES: list[Route] = [
           "Lend the system (owner, admins, loan_any to anyone; loan_self to oneself); refused (409) while another "
           "user holds a reservation on it, unless force=true, which returns those reservations", "loans",
           body=s.LOAN_CREATE, query={"force": ("bool", "return other users' reservations of the system first "
-                                                        "(their holders are told)")},
+                                                        "(their holders are told); admins: lend although it "
+                                                        "takes a pool below its automation_floor")},
           response=s.LOAN, status=201, statuses=(403, 404, 409)),
     Route("GET", BASE + "/systems/<fqdn>/loan", access.loan_show, "The current loan (404 when not lent)", "loans",
           response=s.LOAN, statuses=(404,)),
@@ -241,7 +242,8 @@ ROUTES: list[Route] = [
           "Reserve a system now or in advance (200 when request_id matched an earlier reservation; 409 when "
           "the request differs from it)",
           "reservations", body=s.RESERVATION_CREATE, response=s.RESERVATION, status=201, statuses=(403, 404, 409),
-          also={200: "request_id matched an earlier reservation of the caller's: that one"}, read_first=True),
+          also={200: "request_id matched an earlier reservation of the caller's: that one"}, read_first=True,
+          query={"force": ("bool", "admins: reserve although it takes a pool below its automation_floor")}),
     Route("GET", BASE + "/reservations", reservations.listing,
           "Reservations, newest first: the caller's (admins: everybody's)", "reservations",
           query={"user": ("str", "this user's ('me' for the caller)"), "system": ("str", "of this system"),

@@ -84,7 +84,8 @@ SYSTEM_UPDATE = {"type": "object", "properties": SYSTEM_FIELDS, "additionalPrope
 
 RESERVATION_SUMMARY = {
     "type": ["object", "null"],
-    "properties": {"id": {"type": "integer"}, "user": {"type": "string"}, "start": TIME, "end": NULLABLE_TIME},
+    "properties": {"id": {"type": "integer"}, "user": {"type": "string"}, "start": TIME, "end": NULLABLE_TIME,
+                   "purpose": {"type": ["string", "null"], "description": "what the holder said it is for"}},
 }
 SYSTEM = {
     "type": "object",
@@ -108,6 +109,9 @@ SYSTEM = {
     },
 }
 
+PURPOSE = {"type": "string", "maxLength": 2000,
+           "description": "what the system is for, shown with the holder; required where the site sets "
+                          "require_purpose"}
 END_OR_DURATION = rule("give either end or duration, not both", **{"not": {"required": ["duration", "end"]}})
 RESERVATION_CREATE = {
     "type": "object",
@@ -125,6 +129,7 @@ RESERVATION_CREATE = {
                        "description": "a client-chosen id: retrying with it returns the same reservation"},
         "advance_reservation": {**ID, "description": "reserve inside this advance reservation "
                                 "(its ACL users, its systems, inside its window; default end: the AR's)"},
+        "purpose": PURPOSE,
     },
     "additionalProperties": False,
 }
@@ -159,6 +164,7 @@ RESERVATION = {
         "seconds_left": {"type": ["integer", "null"]},
         "request_id": {"type": ["string", "null"]},
         "advance_reservation": {"type": ["integer", "null"], "description": "the advance reservation it is inside"},
+        "purpose": {"type": ["string", "null"], "description": "what the holder said it is for"},
     },
 }
 
@@ -247,7 +253,9 @@ LOAN_CREATE = {
         "limited": {"type": "boolean", "description": "limit the loan to the site's default_loan_duration"},
         "comment": {"type": "string", "maxLength": 2000},
         "force": {"type": "boolean", "description": "lend even though other users hold reservations on the "
-                                                   "system: they are returned and their holders told"},
+                                                   "system: they are returned and their holders told (and, for "
+                                                   "admins, although it takes a pool below its automation_floor)"},
+        "purpose": PURPOSE,
     },
     "additionalProperties": False,
 }
@@ -262,7 +270,7 @@ LOAN = {
     "properties": {"id": {"type": "integer"}, "system": {"type": "string"}, "recipient": {"type": "string"},
                    "lender": {"type": ["string", "null"]}, "start": TIME, "end": NULLABLE_TIME,
                    "comment": {"type": ["string", "null"]}, "returned_at": NULLABLE_TIME,
-                   "return_reason": {"type": ["string", "null"]}},
+                   "return_reason": {"type": ["string", "null"]}, "purpose": {"type": ["string", "null"]}},
 }
 USER_LIST = {"type": "array", "items": ENTITY}
 GROUP_CREATE = {
@@ -290,18 +298,24 @@ MEMBER_ADD = {"type": "object", "required": ["user"], "properties": {"user": ENT
 ME_UPDATE = {"type": "object", "properties": {"email": {"type": ["string", "null"], "format": "email",
                                                         "maxLength": 254}, **WEBHOOK},
              "additionalProperties": False}
+AUTOMATION_FLOOR = {"type": "integer", "minimum": 0, "maximum": 1000000,
+                    "description": "idle Automated systems kept for the scheduler: a manual reservation or loan "
+                                   "that would leave fewer is refused (0: no floor)"}
 POOL_CREATE = {
     "type": "object",
     "required": ["name"],
     "properties": {"name": ENTITY, "description": {"type": "string"},
-                   "owner_group": {**ENTITY, "description": "group whose members manage the pool"}},
+                   "owner_group": {**ENTITY, "description": "group whose members manage the pool"},
+                   "automation_floor": AUTOMATION_FLOOR},
     "additionalProperties": False,
 }
 POOL_UPDATE = {"type": "object", "properties": {"description": {"type": ["string", "null"]},
-                                                "owner_group": {"type": ["string", "null"]}},
+                                                "owner_group": {"type": ["string", "null"]},
+                                                "automation_floor": AUTOMATION_FLOOR},
                "additionalProperties": False}
 POOL = {"type": "object", "properties": {"name": {"type": "string"}, "description": {"type": ["string", "null"]},
                                          "owner_group": {"type": ["string", "null"]},
+                                         "automation_floor": {"type": "integer"},
                                          "systems": {"type": "array", "items": {"type": "string"}}}}
 POOL_MEMBER = {"type": "object", "required": ["fqdn"], "properties": {"fqdn": FQDN}, "additionalProperties": False}
 RULE_CREATE = {

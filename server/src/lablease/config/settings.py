@@ -65,6 +65,13 @@ class Settings:
         "", "longest reservation (and extension) anybody may ask for", empty="no maximum")
     allow_unlimited_reservations: bool = setting(
         False, "whether `duration: unlimited` is accepted (never together with a maximum)")
+    require_purpose: bool = setting(False, (
+        "whether manual reservations and loans must give a `purpose` (refused with 422 naming it otherwise); "
+        "the purpose is shown with the holder ([access](access.md#purpose-and-maximum-hold))"))
+    max_hold_per_user: timedelta | None = setting("", (
+        "the most a user may hold at once: the sum of their open manual reservations' remaining time; a "
+        "reservation or extension past it is refused with 409 ([access](access.md#purpose-and-maximum-hold))"),
+        empty="no maximum")
     max_body_bytes: int = setting(1024 * 1024, "larger request bodies get 413", unit="bytes")
     gunicorn_workers: int = setting(2, "API processes under `serve`", unit="processes")
     gunicorn_worker_class: str = setting("gevent", (

@@ -12,7 +12,7 @@ from ..domain.permissions import Actor
 from ..domain.recipes import FINISHED
 from ..store.tables import Loan, Recipe, Reservation, System, User
 from ..domain.times import format_time
-from . import activity, due, endings, guests, notices
+from . import activity, due, endings, guests, holds, notices
 from .jobs import finish
 from .placement import refresh_rollups, release
 from . import systems as system_service
@@ -32,6 +32,7 @@ def as_dict(loan: Loan, fqdn: str) -> dict:
         "comment": loan.comment,
         "returned_at": format_time(loan.returned_at),
         "return_reason": loan.return_reason,
+        "purpose": loan.purpose,
     }
 
 
@@ -73,9 +74,11 @@ def _return_for_loan(session, actor: Actor, now: datetime, blocking: list[rules.
 
 
 def grant(uow, actor: Actor, now: datetime, fqdn: str, recipient: str, duration: timedelta | None = None,
-          limited: bool = False, comment: str | None = None, force: bool = False) -> dict:
+          limited: bool = False, comment: str | None = None, force: bool = False,
+          purpose: str | None = None) -> dict:
     """Lend the system; refused while another user holds a reservation on it, unless forced
-    (then those reservations are returned and their holders told)."""
+    (then those reservations are returned and their holders told), and when it would take the last
+    idle Automated systems of a pool with a floor (admins may force that)."""
     session = uow.session
     system = system_service.find(session, fqdn, actor)
     guests.refuse(system, "lent")
@@ -87,12 +90,15 @@ def grant(uow, actor: Actor, now: datetime, fqdn: str, recipient: str, duration:
     if current is not None:
         until = format_time(current.end_at) or "further notice"
         raise Conflict(f"{system.fqdn} is already lent to {current.recipient.name} until {until}")
+    purpose = holds.purpose_of(uow.settings, purpose)  # HOOK (purpose)
     blocking = rules.in_the_way(user.id, now, _held(session, system))
     if not force:
         rules.refuse_lending_over(system.fqdn, user.name, blocking)
+    holds.keep_floor(session, actor, system, now, force)  # HOOK (floor)
     default = uow.settings.default_loan_duration if uow.settings else timedelta(days=7)
     loan = Loan(system_id=system.id, recipient_id=user.id, lender_id=actor.id or None, start_at=now,
-                end_at=rules.plan_loan_end(now, duration, limited, default), comment=comment, created_at=now)
+                end_at=rules.plan_loan_end(now, duration, limited, default), comment=comment, purpose=purpose,
+                created_at=now)
     loan.warn_at = _warn_at(uow.settings, loan)
     session.add(loan)
     session.flush()

@@ -6,6 +6,7 @@ from datetime import datetime
 from sqlalchemy import func, select
 
 from ..domain.errors import Conflict, Forbidden, Invalid, NotFound
+from ..domain.holds import check_floor
 from ..domain.permissions import Actor, may_manage_pool
 from ..store.tables import Group, Pool, PoolSystem, System
 from . import activity
@@ -24,6 +25,7 @@ def as_dict(pool: Pool) -> dict:
         "description": pool.description,
         "owner_group": pool.owner_group.name if pool.owner_group else None,
         "systems": [system.fqdn for system in pool.systems],
+        "automation_floor": pool.automation_floor,
     }
 
 
@@ -41,7 +43,7 @@ def require_manager(actor: Actor, pool: Pool) -> None:
 
 
 def create(uow, actor: Actor, now: datetime, name: str, description: str | None = None,
-           owner_group: str | None = None) -> dict:
+           owner_group: str | None = None, automation_floor: int = 0) -> dict:
     session = uow.session
     check_name(name, "name")
     if session.execute(select(Pool.id).where(Pool.name == name)).first():
@@ -49,7 +51,8 @@ def create(uow, actor: Actor, now: datetime, name: str, description: str | None 
     group = find_group(session, owner_group, "owner_group") if owner_group else None
     if not actor.is_admin and (group is None or group.id not in actor.group_ids):
         raise Forbidden("a pool must be owned by a group you belong to (only admins may create pools without one)")
-    pool = Pool(name=name, description=description, owner_group_id=group.id if group else None, created_at=now)
+    pool = Pool(name=name, description=description, owner_group_id=group.id if group else None, created_at=now,
+                automation_floor=check_floor(automation_floor))
     session.add(pool)
     session.flush()
     activity.record(session, actor, now, "pool", name, "created", "owner_group", None, owner_group)
@@ -90,6 +93,10 @@ def update(uow, actor: Actor, now: datetime, name: str, data: dict) -> dict:
         activity.record(session, actor, now, "pool", name, "changed", "description", pool.description,
                         data["description"])
         pool.description = data["description"]
+    if "automation_floor" in data and data["automation_floor"] != pool.automation_floor:
+        activity.record(session, actor, now, "pool", name, "changed", "automation_floor", pool.automation_floor,
+                        data["automation_floor"])
+        pool.automation_floor = check_floor(data["automation_floor"])
     if "owner_group" in data:
         group = find_group(session, data["owner_group"], "owner_group") if data["owner_group"] else None
         old = pool.owner_group.name if pool.owner_group else None

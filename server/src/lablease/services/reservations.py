@@ -7,6 +7,7 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 
 from ..domain import reservations as rules
+from ..domain import holds as rules_holds
 from ..domain import retries
 from ..domain.errors import Conflict, Forbidden, Invalid, NotFound
 from ..domain.notices import warn_at
@@ -15,7 +16,7 @@ from ..domain.windows import Window
 from ..store import calendar
 from ..store.tables import Booking, Loan, Reservation, User
 from ..domain.times import format_time
-from . import activity, advance_work, due, endings, guests, notices
+from . import activity, advance_work, due, endings, guests, holds, notices
 from . import systems as system_service
 from ..domain.paging import Page, PageRequest
 from ..store import paging
@@ -40,6 +41,7 @@ def as_dict(reservation: Reservation, now: datetime) -> dict:
         "seconds_left": max(0, int((end - now).total_seconds())) if end and reservation.returned_at is None else None,
         "request_id": reservation.request_id,
         "advance_reservation": reservation.ar_id,
+        "purpose": reservation.purpose,
     }
 
 
@@ -64,7 +66,8 @@ def _retried(previous: Reservation, asked: retries.ReserveAsked, now: datetime) 
 def reserve(uow, actor: Actor, now: datetime, policy: rules.ReservationPolicy, system: str,
             start: datetime | None = None, end: datetime | None = None, duration=None,
             return_loan: bool = False, heartbeat: timedelta | None = None, request_id: str | None = None,
-            advance_reservation: int | None = None) -> tuple[dict, bool]:
+            advance_reservation: int | None = None, purpose: str | None = None,
+            force: bool = False) -> tuple[dict, bool]:
     """Book the system for the caller; returns (reservation, created).
 
     A request_id seen before returns that same reservation (created False),
@@ -85,6 +88,7 @@ def reserve(uow, actor: Actor, now: datetime, policy: rules.ReservationPolicy, s
     if advance_reservation is not None and end is None and duration is None:
         end = advance_work.window_end(session, advance_reservation)  # until the AR's end, not the site default
     window = rules.plan_window(now, policy, start, end, duration, loan_end=loan_end)
+    purpose = holds.purpose_of(uow.settings, purpose)  # HOOK (purpose)
     if heartbeat is not None:
         heartbeat = rules.heartbeat_interval(heartbeat)
     if advance_reservation is not None:  # the AR's ACL grants the use; it books on the AR's calendar
@@ -94,13 +98,16 @@ def reserve(uow, actor: Actor, now: datetime, policy: rules.ReservationPolicy, s
         resource = calendar.lock_resource(session, target.resource_id)
     if request_id and (previous := _by_request_id(session, actor, request_id)) is not None:
         return _retried(previous, asked, now), False  # a retry that raced its first attempt
+    if advance_reservation is None:  # HOOK (floor): inside an AR the system is the AR's, not the scheduler's
+        holds.keep_floor(session, actor, target, now, force)
+    holds.keep_max_hold(session, uow.settings, actor.id, now, rules_holds.remaining(window.start, window.end, now))
     booking = calendar.book(session, resource, window, "reservation", actor.id, now)
     reservation = Reservation(
         system_id=target.id, user_id=actor.id, booking_id=booking.id, kind="manual",
         start_at=window.start, end_at=window.end, return_loan=return_loan,
         heartbeat_seconds=int(heartbeat.total_seconds()) if heartbeat else None,
         last_heartbeat_at=window.start if heartbeat else None, request_id=request_id, created_at=now,
-        ar_id=advance_reservation,
+        ar_id=advance_reservation, purpose=purpose,
     )
     reservation.due_at = rules.due_at(window.end, heartbeat, reservation.last_heartbeat_at)
     reservation.warn_at = _warn_at(uow.settings, reservation)
@@ -184,6 +191,9 @@ def extend(uow, actor: Actor, now: datetime, policy: rules.ReservationPolicy, re
     if reservation.ar_id is not None:
         advance_work.check_end_inside(session, reservation.ar_id, new_end, "extend_by" if extend_by is not None else "end")
     resource = calendar.lock_resource(session, reservation.system.resource_id)
+    if reservation.kind == "manual" and reservation.end_at and new_end > reservation.end_at:  # HOOK (max hold): only a longer hold
+        holds.keep_max_hold(session, uow.settings, reservation.user_id, now,
+                            rules_holds.remaining(reservation.start_at, new_end, now), exclude=reservation.id)
     booking = session.get(Booking, reservation.booking_id)
     calendar.change_end(session, resource, booking, new_end)
     old_end, reservation.end_at = reservation.end_at, new_end

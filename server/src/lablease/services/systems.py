@@ -104,7 +104,8 @@ def as_dict(system: System, current: Reservation | None = None, loan: Loan | Non
         "power": public_settings(system.power),
         "netboot": public_settings(system.netboot, patterns),
         "reservation": _reservation_summary(current),
-        "loan": {"recipient": loan.recipient.name, "end": format_time(loan.end_at)} if loan else None,
+        "loan": {"recipient": loan.recipient.name, "end": format_time(loan.end_at),
+                 "purpose": loan.purpose} if loan else None,
         "power_state": system.power_state,
         "release_action": system.release_action,
         "reprovision_distro_tree": system.reprovision_distro_tree_id,
@@ -126,6 +127,7 @@ def _reservation_summary(reservation: Reservation | None) -> dict | None:
         "user": reservation.user.name,
         "start": format_time(reservation.start_at),
         "end": format_time(reservation.end_at),
+        "purpose": reservation.purpose,
     }
 
 

@@ -38,6 +38,8 @@ class AdvanceReservation(Base):
     hosts: Mapped[list] = mapped_column(Json, default=list)
     count: Mapped[int] = mapped_column(Integer, default=1)
     error_reasons: Mapped[list] = mapped_column(Json, default=list)
+    # systems the owner gave back before the end: [{"system": fqdn, "at": time}] (accounting counts them until then)
+    released: Mapped[list | None] = mapped_column(Json)
     submitted_at: Mapped[datetime] = mapped_column(UTCDateTime)
     changed_at: Mapped[datetime] = mapped_column(UTCDateTime)
     due_at: Mapped[datetime | None] = mapped_column(UTCDateTime, index=True)

@@ -182,6 +182,8 @@ class Pool(Base):
     description: Mapped[str | None] = mapped_column(Text)
     owner_group_id: Mapped[int | None] = mapped_column(ForeignKey("groups.id", ondelete="SET NULL"))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    # idle Automated systems kept for the scheduler: manual holds that would leave fewer are refused
+    automation_floor: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     owner_group: Mapped[Group | None] = relationship(lazy="joined")
     systems: Mapped[list[System]] = relationship(secondary="pool_systems", lazy="selectin", back_populates="pools",
                                                  order_by="System.fqdn")
@@ -218,6 +220,7 @@ class Loan(Base):
     returned_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     return_reason: Mapped[str | None] = mapped_column(String(32))
     comment: Mapped[str | None] = mapped_column(Text)
+    purpose: Mapped[str | None] = mapped_column(Text)
     warn_at: Mapped[datetime | None] = mapped_column(UTCDateTime, index=True)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime)
     recipient: Mapped[User] = relationship(lazy="joined", foreign_keys=[recipient_id])
@@ -270,6 +273,7 @@ class Reservation(Base):
     # Made inside an advance reservation: booked on the AR's calendar for the system, not the system's.
     ar_id: Mapped[int | None] = mapped_column(ForeignKey("advance_reservations.id", ondelete="SET NULL"))
     request_id: Mapped[str | None] = mapped_column(String(128))
+    purpose: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime)
     system: Mapped[System] = relationship(lazy="joined")
     user: Mapped[User] = relationship(lazy="joined")

@@ -9,7 +9,7 @@ def loan_grant(ctx: Context) -> dict:
     body = ctx.body
     return loans.grant(ctx.uow, ctx.actor, ctx.now, ctx.args["fqdn"], body["recipient"],
                        duration_field(body, "duration"), body.get("limited", False), body.get("comment"),
-                       force=bool(ctx.query.get("force") or body.get("force")))
+                       force=bool(ctx.query.get("force") or body.get("force")), purpose=body.get("purpose"))
 
 
 def loan_show(ctx: Context) -> dict:
@@ -66,7 +66,8 @@ def me_update(ctx: Context) -> dict:
 
 def pool_create(ctx: Context) -> Reply:
     b = ctx.body
-    return Reply(pools.create(ctx.uow, ctx.actor, ctx.now, b["name"], b.get("description"), b.get("owner_group")), 201)
+    return Reply(pools.create(ctx.uow, ctx.actor, ctx.now, b["name"], b.get("description"), b.get("owner_group"),
+                              b.get("automation_floor", 0)), 201)
 
 
 def pool_list(ctx: Context) -> Page:

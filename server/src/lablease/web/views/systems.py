@@ -33,12 +33,13 @@ def page_of(fqdn: str) -> str:
 
 def take(ctx: PageContext) -> Redirect:
     made, _ = reservations.reserve(ctx.uow, ctx.actor, ctx.now, ctx.settings.reservation_policy, ctx.args["fqdn"],
-                                   duration=forms.duration(ctx.form, "duration"))
+                                   duration=forms.duration(ctx.form, "duration"), purpose=ctx.form.get("purpose"))
     return Redirect(page_of(made["system"]), forms.holding(made))
 
 
 def borrow(ctx: PageContext) -> Redirect:
-    loan = loans.grant(ctx.uow, ctx.actor, ctx.now, ctx.args["fqdn"], ctx.actor.name, limited=True)
+    loan = loans.grant(ctx.uow, ctx.actor, ctx.now, ctx.args["fqdn"], ctx.actor.name, limited=True,
+                       purpose=ctx.form.get("purpose"))
     return Redirect(page_of(loan["system"]), f"{loan['system']} is lent to you until {when(loan['end'])}.")
 
 

@@ -1,0 +1,70 @@
+"""A pool's floor of idle Automated systems for the scheduler (docs/access.md, "A floor for automation"):
+through the API, and under concurrent reserves on SQLite and PostgreSQL."""
+import threading
+
+from lablease.domain.errors import Conflict
+from lablease.domain.permissions import Actor
+from lablease.domain.reservations import ReservationPolicy
+from lablease.services import reservations
+from lablease.store.uow import UnitOfWork
+
+from .conftest import START
+
+
+def _pool(lab, n, floor, owner="alice"):
+    for i in range(1, n + 1):
+        lab.system(f"a{i}.lab.test", condition="automated", owner=owner)
+    status, pool = lab.admin.post("/pools", {"name": "ci", "automation_floor": floor})
+    assert status == 201 and pool["automation_floor"] == floor
+    for i in range(1, n + 1):
+        assert lab.admin.post("/pools/ci/systems", {"fqdn": f"a{i}.lab.test"})[0] in (200, 201)
+
+
+def test_a_loan_or_reservation_that_would_go_below_the_floor_is_refused(lab):
+    _pool(lab, 3, 2)
+    assert lab.admin.post("/systems/a1.lab.test/loan", {"recipient": "bob"})[0] == 201  # 3 idle: leaves 2
+    status, problem = lab.admin.post("/systems/a2.lab.test/loan", {"recipient": "bob"})
+    assert status == 409 and (problem["pool"], problem["floor"], problem["idle"]) == ("ci", 2, 2)
+    assert "pool ci keeps a floor of 2" in problem["detail"]
+    # the owner (not an admin) may not reserve it either, force or not
+    assert lab.alice.post("/reservations", {"system": "a2.lab.test", "duration": "1h"})[0] == 409
+    assert lab.alice.post("/reservations", {"system": "a2.lab.test", "duration": "1h", "force": True})[0] == 409
+    # bob's own loaned system is no longer idle for automation: reserving it takes nothing from the floor
+    assert lab.bob.post("/reservations", {"system": "a1.lab.test", "duration": "1h"})[0] == 201
+    # an admin forces it
+    status, made = lab.admin.post("/reservations", {"system": "a2.lab.test", "duration": "1h", "force": True})
+    assert status == 201, made
+    # a lower floor lets the owner in; the pool says its floor
+    assert lab.admin.patch("/pools/ci", {"automation_floor": 0})[1]["automation_floor"] == 0
+    assert lab.alice.post("/reservations", {"system": "a3.lab.test", "duration": "1h"})[0] == 201
+    assert lab.admin.patch("/pools/ci", {"automation_floor": -1})[0] == 422
+
+
+def test_concurrent_reserves_never_both_pass_the_floor(lab):
+    """Five idle, floor 3: of four owners' reserves at the same instant exactly two pass, each round."""
+    _pool(lab, 5, 3)
+    alice = Actor(2, "alice")
+    for round_ in range(3):
+        outcomes = []
+        barrier = threading.Barrier(4)
+
+        def attempt(fqdn):
+            barrier.wait()
+            try:
+                with UnitOfWork(lab.db, read_first=True) as uow:  # as the API opens it
+                    made, _ = reservations.reserve(uow, alice, START, ReservationPolicy(), fqdn)
+                    uow.commit()
+                outcomes.append(made["id"])
+            except Conflict as refused:
+                assert refused.extra["pool"] == "ci", refused.detail
+                outcomes.append(None)
+
+        threads = [threading.Thread(target=attempt, args=(f"a{i}.lab.test",)) for i in range(1, 5)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        made = [o for o in outcomes if o is not None]
+        assert len(outcomes) == 4 and len(made) == 2, (round_, outcomes)
+        for ident in made:
+            assert lab.alice.delete(f"/reservations/{ident}")[0] == 204

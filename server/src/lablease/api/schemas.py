@@ -503,8 +503,11 @@ AR_CREATE = {
     },
     "additionalProperties": False,
 }
-AR_UPDATE = {"type": "object", "properties": {k: AR_CREATE["properties"][k] for k in
-                                              ("name", "end", "duration", "acl", "mail")},
+AR_UPDATE = {"type": "object", "properties": {**{k: AR_CREATE["properties"][k] for k in
+                                                 ("name", "end", "duration", "acl", "mail")},
+                                              "release": {"type": "array", "items": NAME, "minItems": 1,
+                                                          "description": "give these systems back now, before "
+                                                                         "the end (not every one: delete it)"}},
              "additionalProperties": False}
 AR = {"type": "object", "properties": {
     "id": {"type": "integer"}, "name": {"type": ["string", "null"]}, "owner": {"type": "string"},
@@ -514,6 +517,8 @@ AR = {"type": "object", "properties": {
     "count": {"type": "integer"}, "acl": {"type": "array"}, "mail": {"type": "object"},
     "error_handling": {"enum": ["hard", "soft"]}, "submitted_at": TIME,
     "error_reasons": {"type": "array", "items": {"type": "string"}},
+    "released": {"type": "array", "description": "systems given back before the end, and when",
+                 "items": {"type": "object", "properties": {"system": {"type": "string"}, "at": TIME}}},
     "explain": {"type": "array", "items": {"type": "string"}, "description": "with ?explain=true: why it is in error"}}}
 AR_VALIDATION = {"type": "object", "required": ["grantable", "systems"], "description": "validate_only: nothing is made",
                  "properties": {"grantable": {"type": "boolean", "description": "whether it could be granted"},

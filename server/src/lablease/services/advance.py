@@ -16,6 +16,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import func, select
 
 from ..domain import advance as rules
+from ..domain import holds as rules_holds
 from ..domain.errors import Conflict, Forbidden, Invalid, LimitReached, NotFound
 from ..domain.limits import MAX_INT
 from ..domain.permissions import Actor, Permission, decide, decide_schedule
@@ -25,7 +26,7 @@ from ..scheduler.filters import LIVE_FIELDS, is_live, verdict
 from ..store import calendar
 from ..store.tables import (AdvanceReservation, ArSystem, Booking, Group, GroupMember, Pool, RecipeSet,
                             Reservation, Resource, System, User)
-from ..store.uow import wake_worker
+from ..store.uow import emit, wake_worker
 from ..domain.times import format_time
 from ..timeparse import parse_duration, parse_time
 from . import activity, advance_states
@@ -47,7 +48,8 @@ def as_dict(ar: AdvanceReservation) -> dict:
             "systems": [held.system.fqdn for held in ar.systems], "hosts": ar.hosts or [],
             "requires": ar.requirements, "pools": ar.pools or [], "count": ar.count, "acl": ar.acl or [],
             "mail": {"events": ar.mail_events, "to": ar.mail_to or []}, "error_handling": ar.error_handling,
-            "submitted_at": format_time(ar.submitted_at), "error_reasons": ar.error_reasons or []}
+            "submitted_at": format_time(ar.submitted_at), "error_reasons": ar.error_reasons or [],
+            "released": ar.released or []}
 
 
 def find(session, actor: Actor, ident) -> AdvanceReservation:
@@ -307,6 +309,8 @@ def modify(uow, actor: Actor, now: datetime, ident, data: dict) -> dict:
     if "end" in data or "duration" in data:
         _move_end(session, ar, now, data)
         changes["end"] = (None, format_time(ar.end_at))
+    if "release" in data:
+        changes["release"] = (None, ", ".join(_release(session, ar, now, data["release"])))
     ar.changed_at = now
     activity.record_changes(session, actor, now, "advance_reservation", ar.id,
                             {k: (str(a), str(b)) for k, (a, b) in changes.items()})
@@ -327,6 +331,39 @@ def _move_end(session, ar: AdvanceReservation, now: datetime, data: dict) -> Non
     ar.end_at = end
     ar.due_at = rules.next_transition(ar.state, ar.start_at, end, now)
     wake_worker(session)
+
+
+def _release(session, ar: AdvanceReservation, now: datetime, fqdns: list[str]) -> list[str]:
+    """Give back some of the AR's systems before its end: free on their calendars from now on (a
+    booking not begun yet goes), the scheduler told; the accounting counts them until now."""
+    held = {h.system.fqdn: h for h in ar.systems}
+    names = rules_holds.check_release(fqdns, list(held))
+    in_use = _systems_in_use(session, ar)
+    for name in names:
+        refusal = rules_holds.release_refusal(name, set(held), in_use, ar.state)
+        if refusal and name not in held:
+            raise Invalid("release", refusal)
+        if refusal:
+            raise Conflict(refusal)
+    for name in names:
+        kept = held[name]
+        if kept.booking_id is not None:
+            calendar.lock_resource(session, kept.system.resource_id)
+            calendar.release(session, session.get(Booking, kept.booking_id), now)
+        ar.systems.remove(kept)
+        emit(session, "system_freed", (kept.system_id, now))
+    ar.released = [*(ar.released or []), *({"system": name, "at": format_time(now)} for name in names)]
+    session.flush()
+    wake_worker(session)
+    return names
+
+
+def _systems_in_use(session, ar: AdvanceReservation) -> set[str]:
+    """The AR's systems its own work holds now: unfinished recipes, open reservations inside it."""
+    sets = session.execute(select(RecipeSet).where(RecipeSet.ar_id == ar.id)).unique().scalars()
+    busy = {r.system.fqdn for s in sets for r in s.recipes
+            if r.system is not None and r.status not in ("completed", "cancelled", "aborted")}
+    return busy | {r.system.fqdn for r in open_reservations(session, ar)}
 
 
 def delete(uow, actor: Actor, now: datetime, ident, force: bool = False) -> None:

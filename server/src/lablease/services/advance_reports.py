@@ -9,6 +9,7 @@ from ..domain import advance as rules
 from ..domain.permissions import Actor
 from ..store.tables import AdvanceReservation, ArSystem, RecipeSet, Reservation
 from ..domain.times import format_time
+from ..timeparse import parse_time
 from .advance import find
 
 
@@ -44,14 +45,17 @@ def accounting(uow, actor: Actor, now: datetime, ident) -> dict:
         seconds = rules.overlap_seconds([(reservation.start_at, end)], ar.start_at, until)
         used.append(("reservation", {"reservation": reservation.id, "user": reservation.user.name,
                                      "system": reservation.system.fqdn}, reservation.system.fqdn, seconds))
-    per_system = {held.system.fqdn: 0.0 for held in ar.systems}
+    # a system given back before the end (docs/advance-reservations.md) is counted until it was
+    reserved = {held.system.fqdn: rules.reserved_seconds(ar.start_at, ar.end_at, until, 1) for held in ar.systems}
+    for gone in ar.released or []:
+        reserved[gone["system"]] = rules.reserved_seconds(ar.start_at, ar.end_at, min(until, parse_time(gone["at"], "released")), 1)
+    per_system = dict.fromkeys(reserved, 0.0)
     for _, _, fqdn, seconds in used:
         per_system[fqdn] = per_system.get(fqdn, 0.0) + seconds
-    each = rules.reserved_seconds(ar.start_at, ar.end_at, until, 1)
     return {"ar": ar.id, "account": ar.account, "state": ar.state,
-            "reserved_seconds": rules.reserved_seconds(ar.start_at, ar.end_at, until, len(ar.systems)),
+            "reserved_seconds": sum(reserved.values()),
             "used_seconds": sum(s for *_, s in used),
-            "systems": [{"system": fqdn, "reserved_seconds": each, "used_seconds": seconds}
+            "systems": [{"system": fqdn, "reserved_seconds": reserved.get(fqdn, 0.0), "used_seconds": seconds}
                         for fqdn, seconds in per_system.items()],
             "jobs": [{**what, "seconds": s} for kind, what, _, s in used if kind == "job"],
             "reservations": [{**what, "seconds": s} for kind, what, _, s in used if kind == "reservation"]}

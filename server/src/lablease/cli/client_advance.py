@@ -248,6 +248,7 @@ def _details(ar: dict) -> list:
              ("systems", ar.get("systems")), ("hosts", ar.get("hosts")), ("requires", describe(ar.get("requires"))),
              ("pools", ar.get("pools")), ("count", ar.get("count")), ("acl", ar.get("acl")),
              ("mail", mail_text(mail)), ("mail to", mail.get("to")), ("error handling", ar.get("error_handling"))]
+    pairs += [("released", f"{gone.get('system')} at {format_time(gone.get('at'))}") for gone in ar.get("released") or []]
     pairs += [("error", reason) for reason in ar.get("error_reasons") or []]
     if "explain" in ar:
         pairs += [("explain", why) for why in ar.get("explain") or ["-"]]
@@ -497,9 +498,9 @@ def delete(api: Api, args) -> Outcome:
 
 def modify(api: Api, args) -> Outcome:
     change = body(end=args.end, duration=args.duration, acl=args.acl or None, name=args.name,
-                  mail=body(events=args.mail, to=args.mail_to) or None)
+                  mail=body(events=args.mail, to=args.mail_to) or None, release=args.release or None)
     if not change:
-        raise ClientError("nothing to change: give -e, -d, -u, -N, -m or -M", ExitStatus.USAGE)
+        raise ClientError("nothing to change: give -e, -d, -u, -N, -m, -M or --release", ExitStatus.USAGE)
     try:
         ar = api.patch(ar_path(numeric_id(api, args.ref)), change)
     except ClientError as error:
@@ -569,6 +570,8 @@ def add_ar_commands(commands, common) -> None:
     p.add_argument("-e", "--end", type=ar_time, metavar="TIME", help="a new end (RFC 3339 or [[CC]YY]MMDDhhmm[.SS])")
     p.add_argument("-d", "--duration", type=ar_duration, metavar="DURATION", help="a new duration from its start")
     p.add_argument("-N", "--name", help="a new name")
+    p.add_argument("--release", type=names, action="extend", metavar="FQDNS",
+                   help="give these systems back now, before the end (comma list, or repeat)")
     add_changeable(p)
     p.set_defaults(handler=modify)
 

@@ -57,7 +57,7 @@ def reserve(api: Api, args) -> Outcome:
     reservation = api.post("/reservations", body(
         system=args.system, start=args.start, end=args.end, duration=args.duration,
         heartbeat=args.heartbeat, return_loan=args.return_loan, request_id=args.request_id,
-        advance_reservation=args.advance_reservation))
+        advance_reservation=args.advance_reservation, purpose=args.purpose, force=args.force or None))
     return Outcome(reservation, RESERVATION)
 
 

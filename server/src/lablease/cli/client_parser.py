@@ -111,6 +111,10 @@ def add_reservation_commands(commands, common) -> None:
     p.add_argument("--request-id", metavar="ID", help="retrying with the same ID never books twice")
     p.add_argument("--advance-reservation", "--ar", metavar="ID", type=int,
                    help="reserve inside this advance reservation (default end: the reservation's)")
+    p.add_argument("--purpose", metavar="TEXT", help="what it is for, shown with you as its holder "
+                                                      "(required where the site sets require_purpose)")
+    p.add_argument("--force", action="store_true",
+                   help="admins: also when it takes a pool below its automation floor")
     p.set_defaults(handler=c.reserve)
 
     p = commands.add_parser("extend", help="move a reservation's end", parents=[common])
@@ -146,8 +150,11 @@ def add_loan_commands(loan, common) -> None:
     length.add_argument("--duration", help="a limited loan for this long (e.g. 7d)")
     length.add_argument("--limited", action="store_true", help="a limited loan of the site's default length")
     p.add_argument("--comment")
+    p.add_argument("--purpose", metavar="TEXT", help="what it is lent for (required where the site sets "
+                                                      "require_purpose)")
     p.add_argument("--force", action="store_true",
-                   help="also when other users hold reservations on the system: return them (their holders are told)")
+                   help="also when other users hold reservations on the system: return them (their holders are "
+                        "told); admins: also when it takes a pool below its automation floor")
     p.set_defaults(handler=sh.loan_grant)
 
     p = sub.add_parser("extend", help="move a loan's end", parents=[common])
@@ -176,7 +183,15 @@ def add_pool_commands(commands, common) -> None:
     p.add_argument("name", metavar="NAME")
     p.add_argument("--group", metavar="GROUP", help="the group whose members manage it")
     p.add_argument("--description")
+    p.add_argument("--automation-floor", type=int, metavar="N",
+                   help="keep N idle Automated systems for the scheduler (manual holds leaving fewer are refused)")
     p.set_defaults(handler=sh.pool_create)
+    p = sub.add_parser("set", help="change a pool's description or automation floor", parents=[common])
+    p.add_argument("name", metavar="NAME")
+    p.add_argument("--description")
+    p.add_argument("--automation-floor", type=int, metavar="N", help="idle Automated systems kept for the "
+                                                                     "scheduler; 0: no floor")
+    p.set_defaults(handler=sh.pool_set)
     for name, handler, text in (("add", sh.pool_add, "add systems"), ("remove", sh.pool_remove, "remove systems")):
         p = sub.add_parser(name, help=text, parents=[common])
         p.add_argument("name", metavar="NAME")

@@ -3,13 +3,14 @@ from __future__ import annotations
 
 from .client_commands import Outcome, body, forced, in_cli_terms, system_path
 from .client_http import Api, ClientError, segment
+from .client_status import ExitStatus
 from .client_views import LOAN, POLICY, POOL, RULE
 
 
 def loan_grant(api: Api, args) -> Outcome:
     loan = api.post(system_path(args.system, "/loan"), body(
         recipient=args.recipient, duration=args.duration, limited=args.limited, comment=args.comment,
-        force=args.force))
+        force=args.force, purpose=args.purpose))
     return Outcome(loan, LOAN)
 
 
@@ -40,8 +41,16 @@ def pool_show(api: Api, args) -> Outcome:
 
 
 def pool_create(api: Api, args) -> Outcome:
-    pool = api.post("/pools", body(name=args.name, description=args.description, owner_group=args.group))
+    pool = api.post("/pools", body(name=args.name, description=args.description, owner_group=args.group,
+                                   automation_floor=args.automation_floor))
     return Outcome(pool, POOL)
+
+
+def pool_set(api: Api, args) -> Outcome:
+    change = body(description=args.description, automation_floor=args.automation_floor)
+    if not change:
+        raise ClientError("nothing to change: give --description or --automation-floor", ExitStatus.USAGE)
+    return Outcome(api.patch(pool_path(args.name), change), POOL)
 
 
 def pool_add(api: Api, args) -> Outcome:

@@ -44,7 +44,15 @@ def _system_details(s: dict) -> list:
     return [("fqdn", s.get("fqdn")), ("arch", s.get("arch")), ("lab", s.get("lab")),
             ("condition", s.get("condition")), ("usage", s.get("usage")), ("owner", s.get("owner")),
             ("reserved by", reservation.get("user")), ("until", _held(s, "end")),
+            ("purpose", reservation.get("purpose")), *_loan_summary(s.get("loan")),
             *_inventory_details(s.get("inventory") or {})]
+
+
+def _loan_summary(loan: dict | None) -> list:
+    """A lent system's recipient and purpose, in its details (the holder's purpose shows everywhere)."""
+    if not loan:
+        return []
+    return [("lent to", loan.get("recipient")), *([("loan purpose", loan["purpose"])] if loan.get("purpose") else [])]
 
 
 def _inventory_details(inv: dict) -> list:
@@ -78,6 +86,8 @@ SYSTEM = Shape("system", "systems", [
 def _reservation_details(r: dict) -> list:
     pairs = [("id", r.get("id")), ("system", r.get("system")), ("user", r.get("user")),
              ("state", r.get("state")), ("start", format_time(r.get("start"))), ("end", end_time(r.get("end")))]
+    if r.get("purpose"):
+        pairs.append(("purpose", r["purpose"]))
     if r.get("returned_at"):
         pairs.append(("returned at", format_time(r["returned_at"])))
     if r.get("heartbeat"):
@@ -104,6 +114,8 @@ def _loan_details(loan: dict) -> list:
     pairs = [("system", loan.get("system")), ("recipient", loan.get("recipient")), ("lender", loan.get("lender")),
              ("start", format_time(loan.get("start"))), ("end", end_time(loan.get("end"))),
              ("comment", loan.get("comment"))]
+    if loan.get("purpose"):
+        pairs.append(("purpose", loan["purpose"]))
     if loan.get("returned_at"):
         pairs += [("returned at", format_time(loan["returned_at"])), ("why", loan.get("return_reason"))]
     return pairs
@@ -123,7 +135,8 @@ POOL = Shape("pool", "pools", [
     ("SYSTEMS", lambda p: p.get("systems")),
     ("DESCRIPTION", lambda p: p.get("description")),
 ], lambda p: [("name", p.get("name")), ("description", p.get("description")),
-              ("owner group", p.get("owner_group")), ("systems", p.get("systems"))])
+              ("owner group", p.get("owner_group")), ("systems", p.get("systems")),
+              ("automation floor", p.get("automation_floor"))])
 
 
 def who(rule: dict) -> str:

@@ -19,7 +19,9 @@ description:
   - "Host variables: C(lablease_fqdn), C(lablease_arch), C(lablease_cpus), C(lablease_memory_mb), C(lablease_lab),
     C(lablease_owner), C(lablease_condition), C(lablease_usage), C(lablease_attributes) (key -> list of values),
     C(lablease_pools) (names; empty until the server reports pools), C(lablease_reservation) (C(id), C(user), C(start),
-    C(end), or null), C(lablease_reserved_by), C(lablease_reservation_end) (null when free) and C(lablease_inventory)
+    C(end), C(purpose), or null), C(lablease_reserved_by), C(lablease_reservation_end) (null when free),
+    C(lablease_reservation_purpose) (what the holder said it is for), C(lablease_lent_to) and C(lablease_loan_purpose)
+    (null when not lent) and C(lablease_inventory)
     (vendor, model, system type, hypervisor, CPU, NUMA nodes, last inventoried; disks and devices are on each
     system's own page of the API, not in the listing)."
 author:
@@ -96,6 +98,7 @@ from ansible_collections.lablease.lab.plugins.module_utils.client import Client,
 def host_vars(system):
     """The lablease_* variables of one system, as the server describes it."""
     reservation = system.get("reservation")
+    loan = system.get("loan")
     return {
         "lablease_fqdn": system.get("fqdn"),
         "lablease_arch": system.get("arch"),
@@ -110,6 +113,9 @@ def host_vars(system):
         "lablease_reservation": reservation,
         "lablease_reserved_by": reservation.get("user") if reservation else None,
         "lablease_reservation_end": reservation.get("end") if reservation else None,
+        "lablease_reservation_purpose": reservation.get("purpose") if reservation else None,
+        "lablease_lent_to": loan.get("recipient") if loan else None,
+        "lablease_loan_purpose": loan.get("purpose") if loan else None,
         "lablease_inventory": system.get("inventory") or {},
     }
 

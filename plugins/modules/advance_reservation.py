@@ -24,7 +24,8 @@ description:
     systems all-or-nothing, or refuses, saying why (how many systems each requirement ruled out, which are
     booked when).
   - V(present) and the AR exists - only what C(qralter) can change is compared - the end (O(end), or O(duration)
-    counted from the AR's start), O(acl), O(mail_events) and O(mail_to) - and only what differs is sent
+    counted from the AR's start), O(acl), O(mail_events) and O(mail_to), and O(release) gives systems back - and
+    only what differs is sent
     (C(PATCH)); the server checks the new window against the calendar again. An end may move earlier or
     later. Nothing differs - not changed. O(hosts), O(requires), O(pools), O(count), O(start), O(account) and
     O(error_handling) cannot change on a granted AR - when given and different, the task fails and says
@@ -46,7 +47,7 @@ attributes:
         predicted from the AR as it is.
   diff_mode:
     details: Shows the AR (name, account, state, start, end, duration, systems, hosts, requires, pools, count,
-      acl, mail, error_handling) before and after.
+      acl, mail, error_handling) before and after; a release shows in its systems.
 options:
   name:
     description:
@@ -137,6 +138,14 @@ options:
       - With O(state=absent), delete the AR even while work is bound to it - the server aborts that work first.
     type: bool
     default: false
+  release:
+    description:
+      - Give these systems (fqdns) of an existing AR back now, before its end - they are free at once, and the
+        AR's accounting counts them until then. Systems already given back are not changed (idempotent).
+      - Refused for a system the AR's own work uses, and for every system it holds (delete it instead).
+      - Ignored when the AR is created.
+    type: list
+    elements: str
 requirements:
   - Python 3.8 or later on the host that runs the module.
 notes:
@@ -176,6 +185,11 @@ EXAMPLES = r"""
     name: nightly-perf
     duration: 10h
     acl: [alice, bob, "@qe"]
+
+- name: Give the last system back early - it is free at once, the other stays reserved until the end
+  lablease.lab.advance_reservation:
+    name: nightly-perf
+    release: ["{{ ar.advance_reservation.systems | last }}"]
 
 - name: Delete it, aborting work still bound to it
   lablease.lab.advance_reservation:
@@ -264,6 +278,10 @@ advance_reservation:
       description: Why it is in error (C(E)).
       type: list
       elements: str
+    released:
+      description: Systems given back before the end - C(system) and C(at) (null in check mode).
+      type: list
+      elements: dict
 deleted:
   description: Ids of the ARs deleted (O(state=absent)), or that would be deleted in check mode.
   returned: when O(state=absent)
@@ -371,6 +389,7 @@ class Wanted:
         self.pools = self.clean(params["pools"])
         self.acl = self.clean(params["acl"])
         self.mail_to = self.clean(params["mail_to"])
+        self.release = self.clean(params["release"], lower=True)
 
     @staticmethod
     def clean(values, lower=False):
@@ -474,12 +493,19 @@ class Wanted:
         to_differ = self.mail_to is not None and sorted(set(mail.get("to") or [])) != sorted(self.mail_to)
         if events_differ or to_differ:
             change["mail"] = self.mail(mail)
+        given_back = set(r.get("system") for r in ar.get("released") or [])
+        release = [fqdn for fqdn in self.release or [] if fqdn not in given_back]  # an unknown one: the server says
+        if release:
+            change["release"] = release
         return change
 
     @staticmethod
     def changed(ar, change):
         """The AR with the changes applied (check mode; or when the server answers without a body)."""
-        after = dict(ar, **change)
+        after = dict((k, v) for k, v in dict(ar, **change).items() if k != "release")
+        if change.get("release"):
+            after["systems"] = [s for s in ar.get("systems") or [] if s not in change["release"]]
+            after["released"] = list(ar.get("released") or []) + [{"system": s, "at": None} for s in change["release"]]
         start = parse_time(ar["start"]) if ar.get("start") else None
         if "end" in change and start:
             after["duration"] = int((parse_time(change["end"]) - start).total_seconds())
@@ -618,6 +644,7 @@ def main():
             error_handling=dict(type="str", choices=["hard", "soft"]),
             account=dict(type="str"),
             force=dict(type="bool", default=False),
+            release=dict(type="list", elements="str"),
         ),
         mutually_exclusive=[("hosts", "requires")],
         supports_check_mode=True,

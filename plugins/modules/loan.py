@@ -74,6 +74,12 @@ options:
     description:
       - Why the system is lent; stored with a new loan.
     type: str
+  purpose:
+    description:
+      - What the system is lent for, shown with the recipient as its holder (the API, the CLI, the inventory, the
+        system's page); stored with a new loan.
+      - Required by a site that sets C(require_purpose) - a new loan without one then fails the task.
+    type: str
   force:
     description:
       - A new loan is refused while another user holds a reservation on the system (now or later), since the
@@ -81,6 +87,8 @@ options:
       - With O(force=true) the system is lent anyway and those reservations are returned first (a recipe running
         on the system is aborted); their holders are told through their notices.
       - Check mode looks for such reservations too and fails the same way without O(force).
+      - Lending an idle Automated system of a pool that would then keep fewer than its C(automation_floor) is
+        refused as well; O(force=true) lends it anyway when the caller is an administrator.
     type: bool
     default: false
 requirements:
@@ -146,6 +154,9 @@ loan:
     comment:
       description: The comment.
       type: str
+    purpose:
+      description: What it is lent for, or null.
+      type: str
 returned:
   description: The loan that was returned by O(state=absent); null otherwise.
   returned: always
@@ -168,7 +179,7 @@ from ansible_collections.lablease.lab.plugins.module_utils.resource import Resou
 def shown(loan):
     if not loan:
         return {}
-    return dict((k, loan.get(k)) for k in ("system", "recipient", "end", "comment"))
+    return dict((k, loan.get(k)) for k in ("system", "recipient", "end", "comment", "purpose"))
 
 
 def wanted_end(params, loan, now):
@@ -243,6 +254,8 @@ class Loan(Resource):
             body["limited"] = True
         if params["comment"] is not None:
             body["comment"] = params["comment"]
+        if params["purpose"] is not None:
+            body["purpose"] = params["purpose"]
         if params["force"]:
             body["force"] = True
         elif self.check_mode:
@@ -271,7 +284,7 @@ class Loan(Resource):
             return dict(current, end=self.predicted_end)
         return {"id": None, "system": self.fqdn, "recipient": self.recipient, "lender": self.client.me()["name"],
                 "start": format_time(self.now), "end": format_time(self.target), "comment": self.params["comment"],
-                "returned_at": None, "return_reason": None}
+                "purpose": self.params["purpose"], "returned_at": None, "return_reason": None}
 
     def create(self, plan):
         after = self.client.request("POST", self.path, plan)[1]
@@ -297,6 +310,7 @@ def main():
             end=dict(type="str"),
             extend_by=dict(type="str"),
             comment=dict(type="str"),
+            purpose=dict(type="str"),
             force=dict(type="bool", default=False),
         ),
         mutually_exclusive=[("duration", "end", "limited"), ("extend_by", "end"), ("extend_by", "duration")],

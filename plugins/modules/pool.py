@@ -13,7 +13,8 @@ module: pool
 short_description: Create, change or delete a pool of lab systems
 version_added: 0.1.0
 description:
-  - Makes sure a pool exists with the given description, owning group and systems, or does not exist.
+  - Makes sure a pool exists with the given description, owning group, automation floor and systems, or does not
+    exist.
   - Only the options given are compared and changed.
   - A pool is created by a member of its owning group (administrators may create pools with no owning group);
     members of the owning group add and remove its systems.
@@ -25,7 +26,7 @@ extends_documentation_fragment:
   - lablease.lab.attributes.resource
 attributes:
   diff_mode:
-    details: Shows the description, owning group and systems before and after.
+    details: Shows the description, owning group, automation floor and systems before and after.
 options:
   name:
     description:
@@ -47,6 +48,12 @@ options:
     description:
       - The group whose members manage the pool.
     type: str
+  automation_floor:
+    description:
+      - How many idle Automated systems of the pool are kept for the scheduler - a manual reservation or loan that
+        would leave fewer is refused (administrators may force it).
+      - V(0) is no floor. Not given - the floor is left as it is (V(0) for a new pool).
+    type: int
   systems:
     description:
       - Systems (fqdns) of the pool, handled as O(systems_mode) says. Not given - the pool's systems are left alone.
@@ -84,6 +91,11 @@ EXAMPLES = r"""
       - s1.lab.test
       - s2.lab.test
 
+- name: Keep two idle Automated systems of the pool for the scheduler
+  lablease.lab.pool:
+    name: gpus
+    automation_floor: 2
+
 - name: Add one more system, leaving the others
   lablease.lab.pool:
     name: gpus
@@ -119,6 +131,10 @@ pool:
     owner_group:
       description: The owning group, or null.
       type: str
+    automation_floor:
+      description: Idle Automated systems kept for the scheduler (0 - no floor).
+      type: int
+      sample: 2
     systems:
       description: Its systems.
       type: list
@@ -135,7 +151,7 @@ def shown(pool):
     if not pool:
         return {}
     return {"description": pool.get("description"), "owner_group": pool.get("owner_group"),
-            "systems": sorted(pool.get("systems") or [])}
+            "automation_floor": pool.get("automation_floor", 0), "systems": sorted(pool.get("systems") or [])}
 
 
 class Pool(Resource):
@@ -151,12 +167,16 @@ class Pool(Resource):
         for key in ("description", "owner_group"):
             if params[key] is not None and (current is None or (current.get(key) or "") != params[key]):
                 fields[key] = params[key]
+        floor = params["automation_floor"]
+        if floor is not None and (current.get("automation_floor", 0) if current else 0) != floor:
+            fields["automation_floor"] = floor
         wanted = [s.strip().lower() for s in params["systems"]] if params["systems"] is not None else None
         adds, removes = list_plan(current["systems"] if current else [], wanted, params["systems_mode"])
         return dict((k, v) for k, v in (("fields", fields), ("adds", adds), ("removes", removes)) if v)
 
     def predict(self, current, plan):
-        before = current or {"name": self.params["name"], "description": None, "owner_group": None, "systems": []}
+        before = current or {"name": self.params["name"], "description": None, "owner_group": None,
+                             "automation_floor": 0, "systems": []}
         predicted = dict(before, **plan.get("fields", {}))
         removes = plan.get("removes", [])
         predicted["systems"] = [s for s in before["systems"] if s not in removes] + plan.get("adds", [])
@@ -192,6 +212,7 @@ def main():
             state=dict(type="str", default="present", choices=["present", "absent"]),
             description=dict(type="str"),
             owner_group=dict(type="str"),
+            automation_floor=dict(type="int"),
             systems=dict(type="list", elements="str"),
             systems_mode=dict(type="str", default="exact", choices=["exact", "add", "remove"]),
             force=dict(type="bool", default=False),

@@ -91,6 +91,18 @@ options:
         ends, so a retried call or a re-run play finds its own reservation instead of booking again (a re-run also
         finds it by listing the caller's reservations first).
     type: str
+  purpose:
+    description:
+      - What the system is for, shown with the caller as its holder (the API, the CLI, the inventory, the
+        system's page); sent with a new reservation.
+      - Required by a site that sets C(require_purpose) - a new reservation without one then fails the task.
+    type: str
+  force:
+    description:
+      - Administrators only - reserve an idle Automated system although it takes a pool below its
+        C(automation_floor) (for anybody else the server refuses it with or without O(force)).
+    type: bool
+    default: false
 requirements:
   - Python 3.8 or later on the host that runs the module (usually localhost).
 notes:
@@ -194,6 +206,9 @@ reservation:
       description: The request id it was made with.
       type: str
       sample: ansible-5f0c7e0a2d7b4e1c9a3f6b21
+    purpose:
+      description: What the holder said it is for, or null.
+      type: str
 returned:
   description: Ids of the reservations returned (O(state=absent)), or that would be returned in check mode.
   returned: always
@@ -324,7 +339,7 @@ class Reservations:
 
     def reserve(self, system):
         body = {"system": self.system, "return_loan": self.params["return_loan"]}
-        for key in ("duration", "heartbeat"):
+        for key in ("duration", "heartbeat", "purpose", "force"):
             if self.params[key]:
                 body[key] = self.params[key]
         if self.start:
@@ -368,6 +383,7 @@ class Reservations:
             "end": format_time(end), "state": "active" if self.start is None else "upcoming",
             "return_loan": self.params["return_loan"], "seconds_left": seconds_left,
             "heartbeat": int(parse_duration(self.params["heartbeat"])) if self.params["heartbeat"] else None,
+            "purpose": self.params["purpose"],
         }
 
     # -- absent -------------------------------------------------------------------------
@@ -414,6 +430,8 @@ def main():
             keepalive=dict(type="bool", default=False),
             id=dict(type="int"),
             request_id=dict(type="str"),
+            purpose=dict(type="str"),
+            force=dict(type="bool", default=False),
         ),
         mutually_exclusive=[("duration", "end")],
         supports_check_mode=True,

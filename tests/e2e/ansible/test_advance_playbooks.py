@@ -382,7 +382,8 @@ def test_examples(server, tmp_path):
     first, done = named(server, "nightly-perf")
     assert first["id"] == listed["id"] and first["state"] == "d"
     assert f"AR {done['id']}: m2.lab.test, m3.lab.test" in out
-    assert done["state"] == "d" and done["owner"] == "alice" and done["systems"] == ["m2.lab.test", "m3.lab.test"]
+    assert done["state"] == "d" and done["owner"] == "alice" and done["systems"] == ["m2.lab.test"]
+    assert [gone["system"] for gone in done["released"]] == ["m3.lab.test"]  # the release example
     assert (done["start"], done["end"], done["duration"]) == (utc(start), utc(start + timedelta(hours=10)), 36000)
     assert sorted(done["acl"]) == ["@qe", "alice", "bob"] and done["requires"] == create_args["requires"]
     assert done["mail"] == {"events": "bea", "to": ["perf-team@example.com"]}

@@ -240,7 +240,7 @@ class FakeApi:
                     iso(NOW + timedelta(days=1)) if seconds else None)
                 self.loans[fqdn] = {"id": 1, "system": fqdn, "recipient": body["recipient"], "lender": self.user,
                                     "start": iso(NOW), "end": end, "comment": body.get("comment"),
-                                    "returned_at": None, "return_reason": None}
+                                    "returned_at": None, "return_reason": None, "purpose": body.get("purpose")}
                 return 201, self.loans[fqdn]
             if loan is None:
                 self.problem(url, 404, "Not found", "%s is not lent to anybody" % fqdn)
@@ -304,7 +304,8 @@ class FakeApi:
         parts = path.split("/")
         if len(parts) == 2 and method == "POST":
             pool = {"name": body["name"], "description": body.get("description"),
-                    "owner_group": body.get("owner_group"), "systems": []}
+                    "owner_group": body.get("owner_group"), "systems": [],
+                    "automation_floor": body.get("automation_floor", 0)}
             self.pools[body["name"]] = pool
             return 201, pool
         pool = self.pools.get(parts[2])
@@ -319,6 +320,8 @@ class FakeApi:
         if method == "DELETE":
             del self.pools[parts[2]]
             return 204, None
+        if method == "PATCH":
+            pool.update((k, v) for k, v in body.items() if k in ("description", "owner_group", "automation_floor"))
         return 200, pool
 
     # -- jobs and recipes ---------------------------------------------------------------
@@ -571,6 +574,11 @@ class FakeApi:
                             fqdn, other["id"], other["start"]))
                 ar.update(end=iso(end), duration=int((end - start).total_seconds()))
             ar.update((k, v) for k, v in body.items() if k in ("acl", "name", "mail"))
+            for fqdn in body.get("release") or []:  # like the server: only a system it holds, never all of them
+                if fqdn not in ar["systems"] or len(ar["systems"]) == 1:
+                    self.problem(url, 422, "Invalid", "release: %s cannot be given back" % fqdn, field="release")
+                ar["systems"].remove(fqdn)
+                ar.setdefault("released", []).append({"system": fqdn, "at": iso(NOW)})
         elif method == "DELETE":
             if ar["id"] in self.ar_bound and query.get("force") != "true":
                 self.problem(url, 409, "Conflict", self.bound_detail % ar["id"])
@@ -635,7 +643,10 @@ class FakeApi:
                             "user": reservation["user"], "kind": "reservation", "id": reservation["id"]}
                 self.problem(url, 409, "Booking conflict", "%s is reserved by %s from %s until %s" % (
                     body["system"], reservation["user"], reservation["start"], reservation["end"]), conflict=conflict)
-        return 201, self.add_reservation(body["system"], start=NOW, request_id=body.get("request_id"))
+        made = self.add_reservation(body["system"], start=NOW, request_id=body.get("request_id"))
+        made["purpose"] = body.get("purpose")
+        self.last_reserve_body = body
+        return 201, made
 
     def schedule(self, url, method, path, query, body):
         match = re.match(r"^/schedules/([^/]+)/reservations(?:/(\d+))?$", path)

@@ -33,7 +33,9 @@ def plugin():
 SYSTEMS = [
     {"fqdn": "s1.lab.test", "arch": "x86_64", "attributes": {"gpu": ["a100"]}, "condition": "manual",
      "inventory": {"vendor": "Dell Inc.", "hypervisor": None, "cpu": {"flags": ["vmx"]}},
-     "reservation": {"id": 4, "user": "alice", "start": "2026-11-22T10:00:00Z", "end": "2026-11-22T14:00:00Z"}},
+     "reservation": {"id": 4, "user": "alice", "start": "2026-11-22T10:00:00Z", "end": "2026-11-22T14:00:00Z",
+                     "purpose": "kernel bisect"},
+     "loan": {"recipient": "alice", "end": None, "purpose": "driver work"}},
     {"fqdn": "s2.lab.test", "arch": "aarch64", "attributes": {}, "condition": "manual", "reservation": None},
 ]
 
@@ -46,6 +48,15 @@ def test_host_vars():
     assert variables["lablease_inventory"]["cpu"]["flags"] == ["vmx"]
     assert host_vars(SYSTEMS[1])["lablease_reservation_end"] is None
     assert host_vars(SYSTEMS[1])["lablease_inventory"] == {}
+
+
+def test_the_holders_purpose_is_a_host_var():
+    variables = host_vars(SYSTEMS[0])
+    assert variables["lablease_reservation_purpose"] == "kernel bisect"
+    assert (variables["lablease_lent_to"], variables["lablease_loan_purpose"]) == ("alice", "driver work")
+    free = host_vars(SYSTEMS[1])
+    assert (free["lablease_reservation_purpose"], free["lablease_lent_to"], free["lablease_loan_purpose"]) == \
+        (None, None, None)
 
 
 def test_populate_groups_and_compose(plugin):

@@ -62,7 +62,8 @@ def test_pools(lab):
     status, problem = lab.bob.post("/pools", {"name": "gpu", "owner_group": "qe"})
     assert status == 403
     status, pool = lab.alice.post("/pools", {"name": "gpu", "owner_group": "qe", "description": "GPUs"})
-    assert status == 201 and pool == {"name": "gpu", "description": "GPUs", "owner_group": "qe", "systems": []}
+    assert status == 201 and pool == {"name": "gpu", "description": "GPUs", "owner_group": "qe", "systems": [],
+                                      "automation_floor": 0}
     lab.alice.post("/pools/gpu/systems", {"fqdn": "b.lab.test"})
     _, pool = lab.alice.post("/pools/gpu/systems", {"fqdn": "a.lab.test"})
     assert pool["systems"] == ["a.lab.test", "b.lab.test"]

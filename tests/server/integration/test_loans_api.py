@@ -27,7 +27,7 @@ def test_owner_lends_to_anyone_loan_self_only_to_oneself(lab):
     status, problem = lab.admin.post("/systems/s1.lab.test/loan", {"recipient": "bob"})
     assert status == 409 and "already lent to alice" in problem["detail"]
     _, system = lab.bob.get("/systems/s1.lab.test")
-    assert system["loan"] == {"recipient": "alice", "end": None}
+    assert system["loan"] == {"recipient": "alice", "end": None, "purpose": None}
 
 
 def test_limited_loans_default_to_seven_days(lab):

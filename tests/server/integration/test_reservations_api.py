@@ -20,7 +20,8 @@ def test_reserve_show_and_return(lab):
     assert reservation["seconds_left"] == 4 * 3600
 
     status, system = lab.bob.get("/systems/s1.lab.test")
-    assert system["reservation"] == {"id": reservation["id"], "user": "alice", "start": at(START), "end": at(START + 4 * H)}
+    assert system["reservation"] == {"id": reservation["id"], "user": "alice", "start": at(START), "end": at(START + 4 * H),
+                                     "purpose": None}
 
     lab.clock.advance(hours=1)
     status, _ = lab.alice.delete(f"/reservations/{reservation['id']}")

@@ -472,7 +472,7 @@ def test_modify_by_name_and_accounting(stub):
     assert seen[1] == ("PATCH", "/advance-reservations/7", {}, {
         "duration": "7200", "name": "n2", "mail": {"events": "ea", "to": ["x@lab.test"]}})
     code, out, err, seen = stub(answers, "ar", "modify", "7")
-    assert (code, err, seen) == (ExitStatus.USAGE, "lablease: nothing to change: give -e, -d, -u, -N, -m or -M\n", [])
+    assert (code, err, seen) == (ExitStatus.USAGE, "lablease: nothing to change: give -e, -d, -u, -N, -m, -M or --release\n", [])
     code, out, _, _ = stub(answers, "ar", "accounting", "7")
     assert code == 0 and out.splitlines()[-1] == "total   01:00:00  00:00:00  0%"
 

@@ -2,6 +2,8 @@
 finished recipe giving its system back, a required purpose, a maximum total hold per user."""
 from datetime import timedelta
 
+import pytest
+
 from lablease.config import Settings
 from lablease.services import users
 from lablease.store.uow import UnitOfWork
@@ -9,6 +11,8 @@ from lablease.store.uow import UnitOfWork
 from .conftest import START, Lab, at
 
 H = timedelta(hours=1)
+# Rules over plain reads and writes: SQLite proves them; the floor's concurrency runs on both (test_pool_floor.py).
+pytestmark = pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
 
 
 def test_an_ar_owner_gives_back_single_systems_before_its_end(db, tmp_path):

@@ -2,6 +2,8 @@
 through the API, and under concurrent reserves on SQLite and PostgreSQL."""
 import threading
 
+import pytest
+
 from lablease.domain.errors import Conflict
 from lablease.domain.permissions import Actor
 from lablease.domain.reservations import ReservationPolicy
@@ -20,6 +22,7 @@ def _pool(lab, n, floor, owner="alice"):
         assert lab.admin.post("/pools/ci/systems", {"fqdn": f"a{i}.lab.test"})[0] in (200, 201)
 
 
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)  # the concurrent test covers PostgreSQL
 def test_a_loan_or_reservation_that_would_go_below_the_floor_is_refused(lab):
     _pool(lab, 3, 2)
     assert lab.admin.post("/systems/a1.lab.test/loan", {"recipient": "bob"})[0] == 201  # 3 idle: leaves 2

@@ -8,6 +8,7 @@ cases skip, except under CI, where they fail.
 from __future__ import annotations
 
 import itertools
+import logging
 import os
 import shutil
 
@@ -17,6 +18,18 @@ from .live import LiveServer
 from .postgres import ThrowawayPostgres, find_bindir
 
 _counter = itertools.count()
+
+
+@pytest.fixture(autouse=True)
+def _root_logging_restored():
+    """A test that runs `lablease-server` in-process points the root logger at that test's captured
+    stderr (observe/logs.configure); put pytest's handlers back so later log lines (the SMTP receiver's
+    thread, for one) are not written to a closed stream."""
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    yield
+    root.handlers[:] = handlers
+    root.setLevel(level)
 
 
 @pytest.fixture(scope="session")

@@ -38,17 +38,17 @@ def enqueue(uow, actor: Actor, now: datetime, policy: reservation_rules.Reservat
     from .scheduling import requirement_class  # the scheduler's matching, which calls back into try_grant
 
     session = uow.session
-    if body.get("request_id"):  # a retry returns the reservation its first attempt queued
-        previous = session.execute(select(Reservation).where(
-            Reservation.user_id == actor.id, Reservation.request_id == body["request_id"])).unique().scalar_one_or_none()
-        if previous is not None:
-            return previous, False
+    if body.get("request_id") and (previous := _by_request_id(session, actor, body["request_id"])) is not None:
+        return previous, False  # a retry returns the reservation its first attempt queued
     wanted = _wanted(session, actor, body)
     window = reservation_rules.plan_window(now, policy, duration=duration)  # the site's default and maximum
     length = window.end - window.start if window.end is not None else None
     take_by = rules.check_take_by(take_by, length)
     if heartbeat is not None:
         heartbeat = reservation_rules.heartbeat_interval(heartbeat)
+    uow.start_writing()  # SQLite: the write lock from here (as a reserve takes it), so queueing is serialised
+    if body.get("request_id") and (previous := _by_request_id(session, actor, body["request_id"])) is not None:
+        return previous, False  # a retry that raced its first attempt
     cls = requirement_class(session, actor.id, {"host_requires": wanted.tree, "force": wanted.force, "reserve": True},
                             now)
     if not session.execute(select(ClassCandidate.system_id).where(ClassCandidate.class_id == cls.id)).first():
@@ -69,6 +69,11 @@ def enqueue(uow, actor: Actor, now: datetime, policy: reservation_rules.Reservat
                     wanted.force or "a system matching requires/pools")
     try_grant(uow, wait, now)
     return reservation, True
+
+
+def _by_request_id(session, actor: Actor, request_id: str) -> Reservation | None:
+    return session.execute(select(Reservation).where(
+        Reservation.user_id == actor.id, Reservation.request_id == request_id)).unique().scalar_one_or_none()
 
 
 def _seconds(value: timedelta | None) -> int | None:
@@ -228,9 +233,13 @@ def _ahead(priority, queued_at, key, p, q, k):
 
 
 def offer(uow, reservation_id: int, system_id: int, now: datetime) -> None:
-    wait = uow.session.get(ReservationWait, reservation_id)
-    if wait is not None and wait.status == WAITING:
-        try_grant(uow, wait, now, only=system_id)
+    """Offer a freed system. The wait's row is locked and its status read again first: two systems freed at
+    once (PostgreSQL, two transactions) must not both go to the same waiting reservation."""
+    session = uow.session
+    status = session.execute(select(ReservationWait.status).where(ReservationWait.reservation_id == reservation_id)
+                             .with_for_update()).scalar_one_or_none()
+    if status == WAITING:
+        try_grant(uow, session.get(ReservationWait, reservation_id), now, only=system_id)
 
 
 def position(session, wait: ReservationWait) -> int:

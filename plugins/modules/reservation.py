@@ -91,7 +91,7 @@ options:
       - When the system is taken, wait in the server's queue until it is granted instead of failing.
       - On a timeout the task fails and the waiting reservation leaves the queue (it is cancelled), so a play that
         gave up never gets the system later.
-      - Not with O(start) or O(end): a waiting reservation starts when it is granted; use O(duration).
+      - Not with O(start) or O(end), since a waiting reservation starts when it is granted; use O(duration).
     type: bool
     default: false
   wait_timeout:

@@ -96,7 +96,3 @@ def estimated_start(position: int, ends: list[datetime | None], now: datetime) -
         return None
     return max(known[position - 1], now)
 
-
-def state(status: str) -> str:
-    """A reservation's state while its wait decides it: waiting, or cancelled before it got a system."""
-    return {"waiting": "waiting", "cancelled": "cancelled"}.get(status, "")

@@ -20,6 +20,9 @@ description:
     nothing held means nothing changed.
   - Every reservation has an end (the server's default, 24 hours unless the site changed it, when neither
     O(duration) nor O(end) is given), so a crashed play never strands a system.
+  - With O(wait=true), a system held by somebody else does not fail the task; the reservation joins the server's
+    queue (the same queue as jobs, by priority then age) and the task blocks until the server grants it, at most
+    O(wait_timeout) seconds. Its O(duration) counts from the grant.
 author:
   - lablease developers (@lablease)
 extends_documentation_fragment:
@@ -83,6 +86,24 @@ options:
       - Act on this reservation only (as returned in RV(reservation.id)), for example to return exactly the
         reservation a play made.
     type: int
+  wait:
+    description:
+      - When the system is taken, wait in the server's queue until it is granted instead of failing.
+      - On a timeout the task fails and the waiting reservation leaves the queue (it is cancelled), so a play that
+        gave up never gets the system later.
+      - Not with O(start) or O(end), since a waiting reservation starts when it is granted; use O(duration).
+    type: bool
+    default: false
+  wait_timeout:
+    description:
+      - With O(wait=true), how many seconds to wait for the grant at most.
+    type: int
+    default: 3600
+  take_by:
+    description:
+      - With O(wait=true), the server returns the reservation unless it is confirmed (a heartbeat, O(keepalive=true),
+        or an extension) this long after it is granted, for example V(15m).
+    type: str
   request_id:
     description:
       - A client-chosen id that makes the reserve call safe to retry; the server answers a known id with the same reservation.
@@ -141,6 +162,12 @@ EXAMPLES = r"""
     system: s1.lab.test
     end: "2030-01-01T18:00:00Z"
 
+- name: Wait (at most two hours) for s2.lab.test, then hold it for four hours from when it is granted
+  lablease.lab.reservation:
+    system: s2.lab.test
+    duration: 4h
+    wait: true
+    wait_timeout: 7200
 - name: Return it
   lablease.lab.reservation:
     system: s1.lab.test
@@ -184,7 +211,8 @@ reservation:
       type: int
       sample: 14395
     state:
-      description: V(active), V(upcoming), V(returned) or V(expired).
+      description: V(active), V(upcoming), V(returned) or V(expired); in check mode with O(wait=true), V(waiting)
+        when the system is taken now.
       type: str
       sample: active
     returned_at:
@@ -218,6 +246,7 @@ returned:
 """
 
 import hashlib
+import time
 from datetime import timedelta
 
 from ansible.module_utils.basic import AnsibleModule
@@ -234,6 +263,7 @@ from ansible_collections.lablease.lab.plugins.module_utils.times import (
 )
 
 MAX_REQUEST_ID_GENERATIONS = 20
+POLL_SECONDS = 5  # between two looks at a waiting reservation
 
 
 def derive_request_id(system, start=None, previous=None):
@@ -271,8 +301,15 @@ class Reservations:
                 parse_duration(params["heartbeat"], "heartbeat")
             self.start = parse_time(params["start"], "start") if params["start"] else None
             self.end = parse_time(params["end"], "end") if params["end"] else None
+            if params["take_by"]:
+                parse_duration(params["take_by"], "take_by")
         except ValueError as error:
             self.fail(str(error))
+        if params["wait"] and (self.start or self.end):
+            self.fail("wait cannot be combined with start or end: a waiting reservation starts when it is granted "
+                      "(give duration)")
+        if params["take_by"] and not params["wait"]:
+            self.fail("take_by is only for a reservation that waits (wait: true)")
         if self.start and self.end and self.end <= self.start:
             self.fail("end (%s) must be after start (%s)" % (params["end"], params["start"]))
 
@@ -346,6 +383,10 @@ class Reservations:
             body["start"] = format_time(self.start)
         if self.end:
             body["end"] = format_time(self.end)
+        if self.params["wait"]:
+            body["wait"] = True
+            if self.params["take_by"]:
+                body["take_by"] = self.params["take_by"]
         if self.module.check_mode:
             self.exit(True, None, self.predict(system), returned=[])
         request_id = self.params["request_id"]
@@ -357,6 +398,8 @@ class Reservations:
             body["request_id"] = request_id
             # A reserve with a request_id is idempotent on the server, so the client may retry it.
             status, made = self.client.request("POST", "/reservations", body, idempotent=True)
+            if made.get("state") == "waiting":  # queued now, or by an earlier run of this task
+                self.exit(True, None, self.wait_for(made), returned=[])
             if made.get("returned_at") is None and made.get("system") == self.system:
                 self.exit(status == 201, None, made, returned=[])
             if self.params["request_id"]:
@@ -365,10 +408,29 @@ class Reservations:
             request_id = next_request_id(request_id, made)
         self.fail("could not derive a fresh request_id for %s; pass request_id" % self.system)
 
+    def wait_for(self, waiting):
+        """Poll the waiting reservation until it is granted; on a timeout leave the queue and fail."""
+        deadline = time.time() + self.params["wait_timeout"]
+        current = waiting
+        while current.get("state") == "waiting":
+            if time.time() >= deadline:
+                self.client.request("DELETE", "/reservations/%d" % current["id"])
+                self.fail("%s was not granted within %s seconds (position %s, estimated start %s); reservation %s "
+                          "left the queue" % (self.system, self.params["wait_timeout"], current.get("position"),
+                                              current.get("estimated_start") or "unknown", current["id"]))
+            time.sleep(min(POLL_SECONDS, max(0.0, deadline - time.time())))
+            current = self.client.get_or_none("/reservations/%d" % current["id"]) or {}
+        if current.get("state") != "active" or current.get("system") != self.system:
+            self.fail("reservation %s was %s before it was granted" % (waiting["id"], current.get("state", "removed")))
+        return current
+
     def predict(self, system):
         """The reservation that would be made (check mode), after checking that the system is free now."""
         holder = system.get("reservation")
         start = self.start or utcnow().replace(microsecond=0)
+        if holder and self.params["wait"]:
+            return {"system": None, "user": self.client.me().get("name"), "kind": "manual", "state": "waiting",
+                    "start": format_time(start), "end": None, "return_loan": self.params["return_loan"]}
         if holder and self.start is None:
             self.fail("%s is reserved by %s until %s" % (self.system, holder.get("user") or "another user",
                                                          holder.get("end") or "further notice"))
@@ -432,6 +494,9 @@ def main():
             request_id=dict(type="str"),
             purpose=dict(type="str"),
             force=dict(type="bool", default=False),
+            wait=dict(type="bool", default=False),
+            wait_timeout=dict(type="int", default=3600),
+            take_by=dict(type="str"),
         ),
         mutually_exclusive=[("duration", "end")],
         supports_check_mode=True,

@@ -309,3 +309,23 @@ def test_calendar_url_makes_and_replaces_the_feed_address(cli, server):
     assert b"BEGIN:VCALENDAR" in feed.content
     second = cli.ok("calendar-url", "--new", "--json", user="bob").out
     assert json.loads(second)["url"] != first and requests.get(first, timeout=30).status_code == 401
+
+
+def test_reserve_wait_queues_and_block_stays_until_granted(cli, add_system, monkeypatch):
+    from lablease.cli import client_jobs
+
+    add_system("wait1.lab.test")
+    held = json.loads(cli.ok("reserve", "wait1.lab.test", "--duration", "1h", "--json", user="bob").out)
+    queued = cli.ok("reserve", "wait1.lab.test", "--wait", "--duration", "1h", user="carol")
+    line = queued.out.strip()
+    assert line.startswith("reservation ") and f"waits: position 1, estimated start {held['end']}" in line
+    left = cli("reserve", "wait1.lab.test", "--block", "--timeout", "0.2", "--interval", "0.05", user="carol")
+    assert left.code == ExitStatus.TIMED_OUT == 9 and "position 2" in left.err  # it stays in the line
+    for reservation in json.loads(cli.ok("reservations", "--json", user="carol").out):
+        cli.ok("return", str(reservation["id"]), user="carol")  # both leave the line
+
+    returned = []
+    monkeypatch.setattr(client_jobs, "sleep", lambda seconds: returned or returned.append(
+        cli.ok("return", str(held["id"]), user="bob")))  # the holder gives it back while the CLI waits
+    granted = json.loads(cli.ok("reserve", "wait1.lab.test", "--block", "--duration", "1h", "--json").out)
+    assert returned and granted["state"] == "active" and granted["system"] == "wait1.lab.test"

@@ -132,3 +132,14 @@ def test_utilisation_shows_the_aggregated_hours_as_bars_cards_and_csv(web, perso
     assert lines[1:] == [f"{at(START)},1,0,3600,0,0", f"{at(START + H)},1,0,3600,0,0",
                          f"{at(START + 2 * H)},1,0,0,3600,0", f"{at(START + 3 * H)},1,0,0,3600,0"]
     assert alice.get("/utilisation?pool=nope").status_code == 422
+
+
+def test_my_reservations_page_shows_a_waiting_one_and_leaves_the_queue(web, person):
+    web.system("q1.lab.test")
+    web.alice.post("/reservations", {"system": "q1.lab.test", "duration": "2h"})
+    _, waiting = web.bob.post("/reservations", {"wait": True, "system": "q1.lab.test", "duration": "1h"})
+    bob = person("bob")
+    html = bob.page("/reservations")
+    assert "waiting in the queue: position 1" in html and 'href="/systems/None"' not in html
+    bob.follow(bob.post(f"/reservations/{waiting['id']}/return", {"back": "/reservations"}))
+    assert web.bob.get(f"/reservations/{waiting['id']}")[1]["state"] == "cancelled"

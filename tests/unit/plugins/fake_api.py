@@ -49,6 +49,8 @@ class FakeApi:
         self.admin = admin
         self.systems = {}
         self.reservations = []
+        self.waits = {}  # waiting reservation id -> (the system it waits for, the reservation holding it)
+        self.grant_after = 2  # looks at a waiting reservation before it is granted (None: never)
         self.bookings = []  # schedule "vlans"
         self.loans = {}  # fqdn -> loan
         self.groups = {}
@@ -211,8 +213,10 @@ class FakeApi:
             elif method == "PATCH":
                 reservation["end"] = body["end"]
             elif method == "DELETE":
-                reservation.update(returned_at=iso(NOW), state="returned", seconds_left=None)
+                waiting = reservation.get("state") == "waiting"
+                reservation.update(returned_at=iso(NOW), state="cancelled" if waiting else "returned", seconds_left=None)
                 return 204, None
+            self.looked_at(reservation)
             return 200, reservation
         raise AssertionError("the fake API does not serve %s %s" % (method, path))
 
@@ -637,6 +641,8 @@ class FakeApi:
         return 201, ar
 
     def reserve(self, url, body):
+        if body.get("wait"):
+            return self.reserve_waiting(url, body)
         for reservation in self.reservations:
             if reservation["system"] == body["system"] and reservation["returned_at"] is None:
                 conflict = {"resource": body["system"], "start": reservation["start"], "end": reservation["end"],
@@ -647,6 +653,31 @@ class FakeApi:
         made["purpose"] = body.get("purpose")
         self.last_reserve_body = body
         return 201, made
+
+    def reserve_waiting(self, url, body):
+        """wait: true — like the server, a known request_id is the same reservation (200); a taken system queues it
+        (202, no system yet), granted once it has been looked at `grant_after` times (None: never)."""
+        for reservation in self.reservations:
+            if body.get("request_id") and reservation.get("request_id") == body["request_id"]:
+                return 200, reservation
+        holder = next((r for r in self.reservations if r["system"] == body["system"] and r["returned_at"] is None), None)
+        if holder is None:
+            return 201, self.add_reservation(body["system"], start=NOW, request_id=body.get("request_id"))
+        waiting = self.add_reservation(body["system"], start=NOW, request_id=body.get("request_id"))
+        waiting.update(system=None, state="waiting", end=None, position=1, estimated_start=holder["end"])
+        self.waits[waiting["id"]] = (body["system"], holder)
+        return 202, waiting
+
+    def looked_at(self, reservation):
+        """A waiting reservation is granted after `grant_after` looks: its holder gives the system back."""
+        if reservation.get("state") != "waiting" or self.grant_after is None:
+            return
+        self.grant_after -= 1
+        if self.grant_after <= 0:
+            fqdn, holder = self.waits[reservation["id"]]
+            holder.update(returned_at=iso(NOW), state="returned")
+            reservation.update(system=fqdn, state="active", position=None,
+                               end=iso(NOW + timedelta(hours=4)))
 
     def schedule(self, url, method, path, query, body):
         match = re.match(r"^/schedules/([^/]+)/reservations(?:/(\d+))?$", path)

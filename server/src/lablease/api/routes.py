@@ -242,7 +242,9 @@ ROUTES: list[Route] = [
           "Reserve a system now or in advance (200 when request_id matched an earlier reservation; 409 when "
           "the request differs from it)",
           "reservations", body=s.RESERVATION_CREATE, response=s.RESERVATION, status=201, statuses=(403, 404, 409),
-          also={200: "request_id matched an earlier reservation of the caller's: that one"}, read_first=True,
+          also={200: "request_id matched an earlier reservation of the caller's: that one",
+                202: "wait: true and no system it may get is free: it waits in the queue (state waiting)"},
+          read_first=True,
           query={"force": ("bool", "admins: reserve although it takes a pool below its automation_floor")}),
     Route("GET", BASE + "/reservations", reservations.listing,
           "Reservations, newest first: the caller's (admins: everybody's)", "reservations",

@@ -115,10 +115,22 @@ PURPOSE = {"type": "string", "maxLength": 2000,
 END_OR_DURATION = rule("give either end or duration, not both", **{"not": {"required": ["duration", "end"]}})
 RESERVATION_CREATE = {
     "type": "object",
-    "required": ["system"],
-    "allOf": [END_OR_DURATION],
+    "allOf": [END_OR_DURATION,
+              rule("give the system to reserve (or wait: true with requires/pools)",
+                   anyOf=[{"required": ["system"]}, {"required": ["wait"], "properties": {"wait": {"const": True}}}])],
     "properties": {
         "system": {**FQDN, "description": "fqdn of the system"},
+        "wait": {"type": "boolean", "default": False,
+                 "description": "when the system (or every system matching requires/pools) is taken, wait in the "
+                                "scheduler's queue (202, state waiting) instead of a 409"},
+        "requires": {"type": ["object", "null"],
+                     "description": "with wait: any system matching this hostRequires filter (job JSON form)"},
+        "pools": {"type": "array", "items": {"type": "string", "minLength": 1}, "maxItems": 100,
+                  "description": "with wait: any system in one of these pools"},
+        "priority": {"enum": ["Low", "Medium", "Normal", "High", "Urgent"],
+                     "description": "with wait: its place in the queue, as a job's (default Normal)"},
+        "take_by": {**DURATION, "description": "with wait: returned unless confirmed (heartbeat or PATCH) this "
+                                               "long after it is granted"},
         "start": {**TIME, "description": "default now; a later start reserves in advance"},
         "end": TIME,
         "duration": {"oneOf": [*DURATION["oneOf"], {"const": "unlimited"}],
@@ -150,13 +162,13 @@ RESERVATION = {
     "type": "object",
     "properties": {
         "id": {"type": "integer"},
-        "system": {"type": "string"},
+        "system": {"type": ["string", "null"], "description": "null while it waits for a system"},
         "user": {"type": "string"},
         "kind": {"enum": ["manual", "recipe"]},
         "start": TIME,
         "end": NULLABLE_TIME,
         "returned_at": NULLABLE_TIME,
-        "state": {"enum": ["active", "upcoming", "returned", "expired"]},
+        "state": {"enum": ["active", "upcoming", "returned", "expired", "waiting", "cancelled"]},
         "return_loan": {"type": "boolean"},
         "heartbeat": {"type": ["integer", "null"], "description": "seconds"},
         "last_heartbeat": NULLABLE_TIME,
@@ -165,6 +177,12 @@ RESERVATION = {
         "request_id": {"type": ["string", "null"]},
         "advance_reservation": {"type": ["integer", "null"], "description": "the advance reservation it is inside"},
         "purpose": {"type": ["string", "null"], "description": "what the holder said it is for"},
+        "position": {"type": ["integer", "null"],
+                     "description": "while it waits: 1 + the reservations and recipe sets ahead of it in the queue"},
+        "estimated_start": {**NULLABLE_TIME, "description": "while it waits: when a system it may get is booked "
+                                                            "until (heartbeats and returns can free one sooner)"},
+        "wait": {"type": "object", "description": "a reservation asked with wait: its status (waiting, granted, "
+                 "cancelled), queued_at, granted_at, take_by (seconds) and confirmed_at"},
     },
 }
 

@@ -54,6 +54,12 @@ def system_show(api: Api, args) -> Outcome:
 
 
 def reserve(api: Api, args) -> Outcome:
+    if args.wait or args.block or args.timeout is not None:  # --block and --timeout imply --wait
+        from .client_waiting import reserve_waiting  # it builds on this module's Outcome and body
+
+        return reserve_waiting(api, args)
+    if args.system is None:
+        raise ClientError("give the SYSTEM to reserve (or --wait with --pool/--requires)", ExitStatus.USAGE)
     reservation = api.post("/reservations", body(
         system=args.system, start=args.start, end=args.end, duration=args.duration,
         heartbeat=args.heartbeat, return_loan=args.return_loan, request_id=args.request_id,

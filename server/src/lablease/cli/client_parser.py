@@ -101,7 +101,7 @@ def add_system_commands(commands, common) -> None:
 
 def add_reservation_commands(commands, common) -> None:
     p = commands.add_parser("reserve", help="reserve a system", parents=[common])
-    p.add_argument("system", metavar="SYSTEM", help="fqdn")
+    p.add_argument("system", metavar="SYSTEM", nargs="?", help="fqdn (with --wait, or give --pool/--requires)")
     length = p.add_mutually_exclusive_group()
     length.add_argument("--duration", help="e.g. 4h, PT4H, 1:30:00, or unlimited (default: the site's)")
     length.add_argument("--end", metavar="TIME", help="RFC 3339 end")
@@ -115,6 +115,20 @@ def add_reservation_commands(commands, common) -> None:
                                                       "(required where the site sets require_purpose)")
     p.add_argument("--force", action="store_true",
                    help="admins: also when it takes a pool below its automation floor")
+    wait = p.add_argument_group("waiting in the queue when it is taken")
+    wait.add_argument("--wait", action="store_true",
+                      help="join the queue instead of failing; prints the position and estimated start")
+    wait.add_argument("--pool", action="append", metavar="POOL", help="with --wait: any system of this pool")
+    wait.add_argument("--requires", metavar="JSON", help="with --wait: any system matching this hostRequires "
+                                                         "filter (job JSON form)")
+    wait.add_argument("--priority", choices=("Low", "Medium", "Normal", "High", "Urgent"),
+                      help="with --wait: its place in the queue (default Normal)")
+    wait.add_argument("--take-by", metavar="DURATION",
+                      help="with --wait: returned unless confirmed (heartbeat) this long after it is granted")
+    wait.add_argument("--block", action="store_true", help="stay until it is granted (implies --wait)")
+    wait.add_argument("--timeout", metavar="DURATION", type=duration,
+                      help="block at most this long (exit 9 then; it stays queued); implies --block")
+    add_interval(wait)
     p.set_defaults(handler=c.reserve)
 
     p = commands.add_parser("extend", help="move a reservation's end", parents=[common])

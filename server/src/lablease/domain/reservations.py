@@ -147,7 +147,7 @@ def due_at(end: datetime | None, heartbeat: timedelta | None, last_heartbeat: da
 def state(start: datetime, returned_at: datetime | None, return_reason: str | None, now: datetime) -> str:
     """active, upcoming (starts later), returned (by a person) or expired (by the worker)."""
     if returned_at is not None:
-        return "expired" if return_reason in ("expired", "heartbeat_missed") else "returned"
+        return "expired" if return_reason in ("expired", "heartbeat_missed", "not_taken") else "returned"
     return "upcoming" if start > now else "active"
 
 

@@ -28,6 +28,7 @@ WHY = {
     "heartbeat_missed": "no heartbeat arrived in time",
     "lent_away": "the system was lent to another user",
     "loan_ended": "the loan that gave you access ended",
+    "not_taken": "it was not confirmed (heartbeat or change) within its take_by time",
     "removed": "the system was removed",
     "returned": "returned by hand",
     "returned_with_reservation": "returned together with your reservation (return_loan)",

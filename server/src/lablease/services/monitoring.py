@@ -35,8 +35,8 @@ def snapshot(uow, now: datetime) -> dict:
     """Counts by state and the age of the oldest waiting item of each queue, read now."""
     session = uow.session
     starting = case((Reservation.start_at > now, "waiting"), else_="active")
-    reservations = dict(session.execute(select(starting, func.count()).where(Reservation.returned_at.is_(None))
-                                        .group_by(starting)).all())
+    reservations = dict(session.execute(select(starting, func.count()).where(  # a queued one holds nothing yet
+        Reservation.returned_at.is_(None), Reservation.system_id.is_not(None)).group_by(starting)).all())
     recipe_rows = session.execute(select(Recipe.status, func.count(), func.min(Recipe.queued_at))
                                   .where(Recipe.status.in_(UNFINISHED)).group_by(Recipe.status)).all()
     recipes = {status: count for status, count, _ in recipe_rows}

@@ -5,6 +5,7 @@ from datetime import datetime, timedelta
 
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import object_session
 
 from ..domain import reservations as rules
 from ..domain import holds as rules_holds
@@ -16,7 +17,7 @@ from ..domain.windows import Window
 from ..store import calendar
 from ..store.tables import Booking, Loan, Reservation, User
 from ..domain.times import format_time
-from . import activity, advance_work, due, endings, guests, holds, notices
+from . import activity, advance_work, due, endings, guests, holds, notices, waitline
 from . import systems as system_service
 from ..domain.paging import Page, PageRequest
 from ..store import paging
@@ -27,7 +28,7 @@ def as_dict(reservation: Reservation, now: datetime) -> dict:
     end = reservation.end_at
     return {
         "id": reservation.id,
-        "system": reservation.system.fqdn,
+        "system": reservation.system.fqdn if reservation.system is not None else None,  # None while it waits
         "user": reservation.user.name,
         "kind": reservation.kind,
         "start": format_time(reservation.start_at),
@@ -42,7 +43,13 @@ def as_dict(reservation: Reservation, now: datetime) -> dict:
         "request_id": reservation.request_id,
         "advance_reservation": reservation.ar_id,
         "purpose": reservation.purpose,
+        **waitline.waiting_fields(object_session(reservation), reservation, now),
     }
+
+
+def _access(reservation: Reservation):
+    """The system's access, or None for a reservation still waiting for a system (its holder and admins only)."""
+    return system_service.access_of(reservation.system) if reservation.system is not None else None
 
 
 def _by_request_id(session, actor: Actor, request_id: str | None) -> Reservation | None:
@@ -133,14 +140,14 @@ def loan_end_of(session, system_id: int, holder_id: int) -> datetime | None:
 
 def _get(session, actor: Actor, reservation_id: int) -> Reservation:
     reservation = session.get(Reservation, reservation_id)
-    if reservation is None or not may_see_reservation(actor, reservation.user_id, system_service.access_of(reservation.system)):
+    if reservation is None or not may_see_reservation(actor, reservation.user_id, _access(reservation)):
         raise NotFound(f"no reservation {reservation_id}")
     return reservation
 
 
 def _managed(session, actor: Actor, reservation_id: int) -> Reservation:
     reservation = _get(session, actor, reservation_id)
-    decision = may_manage_reservation(actor, reservation.user_id, system_service.access_of(reservation.system))
+    decision = may_manage_reservation(actor, reservation.user_id, _access(reservation))
     if not decision:
         raise Forbidden(f"reservation {reservation_id}: {decision.reason}")
     return reservation
@@ -170,13 +177,18 @@ def list_reservations(uow, actor: Actor, now: datetime, user: str | None = None,
         query = query.where(Reservation.returned_at.is_not(None))
     found = paging.fetch(uow, "reservations", query,
                          [Order(Reservation.start_at, descending=True), Order(Reservation.id, descending=True)], page,
-                         keep=lambda r: may_see_reservation(actor, r.user_id, system_service.access_of(r.system)))
+                         keep=lambda r: may_see_reservation(actor, r.user_id, _access(r)))
     return Page([as_dict(r, now) for r in found.items], found.next_after)
 
 
-def _open(reservation: Reservation) -> None:
+def _open(reservation: Reservation, now: datetime | None = None) -> None:
+    """Still held; `now`: a heartbeat or change by its holder also confirms a granted waiting reservation."""
     if reservation.returned_at is not None:
         raise Conflict(f"reservation {reservation.id} was already returned")
+    if reservation.system_id is None:
+        raise Conflict(f"reservation {reservation.id} is still waiting for a system")
+    if now is not None and waitline.confirm(reservation, now):
+        reservation.due_at = _due(reservation)
 
 
 def extend(uow, actor: Actor, now: datetime, policy: rules.ReservationPolicy, reservation_id: int,
@@ -184,7 +196,7 @@ def extend(uow, actor: Actor, now: datetime, policy: rules.ReservationPolicy, re
     """Move the end (later or earlier); never into the next booking, never past the site's maximum."""
     session = uow.session
     reservation = _managed(session, actor, reservation_id)
-    _open(reservation)
+    _open(reservation, now)
     window = Window(reservation.start_at, reservation.end_at)
     new_end = rules.plan_new_end(now, policy, window, end, extend_by,
                                  loan_end=loan_end_of(session, reservation.system_id, reservation.user_id))
@@ -212,14 +224,13 @@ def _warn_at(settings, reservation: Reservation) -> datetime | None:
 
 
 def _due(reservation: Reservation) -> datetime | None:
-    interval = timedelta(seconds=reservation.heartbeat_seconds) if reservation.heartbeat_seconds else None
-    return rules.due_at(reservation.end_at, interval, reservation.last_heartbeat_at)
+    return waitline.due_at(reservation)  # the end, a missed heartbeat, an unconfirmed take_by
 
 
 def set_heartbeat(uow, actor: Actor, now: datetime, reservation_id: int, interval: timedelta | None) -> dict:
     """Start, change or (None) stop the heartbeat of a reservation; the deadline counts from now."""
     reservation = _managed(uow.session, actor, reservation_id)
-    _open(reservation)
+    _open(reservation, now)
     old = reservation.heartbeat_seconds
     if interval is None:
         reservation.heartbeat_seconds, reservation.last_heartbeat_at = None, None
@@ -236,7 +247,11 @@ def set_heartbeat(uow, actor: Actor, now: datetime, reservation_id: int, interva
 def heartbeat(uow, actor: Actor, now: datetime, reservation_id: int) -> dict:
     """The holder is still alive: the missed-heartbeat deadline moves on."""
     reservation = _managed(uow.session, actor, reservation_id)
-    _open(reservation)
+    confirming = waitline.take_by_deadline(reservation) is not None
+    _open(reservation, now)
+    if confirming and not reservation.heartbeat_seconds:  # it confirmed a granted waiting reservation
+        uow.wake_worker()
+        return as_dict(reservation, now)
     if not reservation.heartbeat_seconds:
         raise Invalid("heartbeat", f"reservation {reservation_id} was made without a heartbeat interval")
     reservation.last_heartbeat_at = max(now, reservation.start_at)
@@ -247,6 +262,9 @@ def heartbeat(uow, actor: Actor, now: datetime, reservation_id: int) -> dict:
 
 def return_reservation(uow, actor: Actor, now: datetime, reservation_id: int) -> dict:
     reservation = _managed(uow.session, actor, reservation_id)
+    if waitline.is_waiting(reservation):  # leaving the line: nothing was booked
+        waitline.cancel(uow.session, actor, reservation, now)
+        return as_dict(reservation, now)
     _open(reservation)
     endings.close_reservation(uow.session, reservation, now, "returned", actor, uow.settings)
     return as_dict(reservation, now)
@@ -255,8 +273,8 @@ def return_reservation(uow, actor: Actor, now: datetime, reservation_id: int) ->
 def _expire(uow, reservation: Reservation, now: datetime) -> None:
     """Its end or heartbeat deadline has passed: return it."""
     missed = reservation.end_at is None or reservation.due_at < reservation.end_at
-    endings.close_reservation(uow.session, reservation, now, "heartbeat_missed" if missed else "expired", None,
-                              uow.settings)
+    reason = "not_taken" if waitline.not_taken(reservation, now) else "heartbeat_missed" if missed else "expired"
+    endings.close_reservation(uow.session, reservation, now, reason, None, uow.settings)
 
 
 def _warn(uow, reservation: Reservation, now: datetime) -> None:

@@ -22,7 +22,7 @@ import json
 from sqlalchemy import and_, delete, func, or_, select
 from sqlalchemy.orm import undefer_group
 
-from ..domain.permissions import decide_schedule
+from ..domain.permissions import Permission, decide, decide_schedule
 from ..observe import metrics
 from dataclasses import replace
 
@@ -33,6 +33,7 @@ from ..store import calendar
 from ..store.tables import (ClassCandidate, Recipe, RecipeSet, RequirementClass, System,
                             User)
 from . import systems as system_service
+from . import waitline
 from .placement import WAITING, held_by, hold, release, runtime_of, start
 from .users import actor_for
 
@@ -64,10 +65,22 @@ def usable_by(owner):
     return usable
 
 
+def reservable_by(owner):
+    """A waiting reservation's candidates: systems its owner may reserve, condition and loans aside (both are
+    checked when one is offered: services/waitline.py try_grant)."""
+    def usable(h: Host, systems: dict) -> tuple[bool, str | None]:
+        access = system_service.access_of(systems[h.id])
+        decision = decide(owner, Permission.RESERVE, access.__class__(access.owner_id, "manual", access.rules))
+        return decision.allowed, None if decision.allowed else decision.reason
+    return usable
+
+
 def class_key(owner_id: int, spec: dict) -> str:
     """Recipes with the same owner, requirements and autopick pools can run on the same systems."""
     wanted = {"owner": owner_id, "host": spec.get("host_requires"), "force": spec.get("force"),
               "pools": (spec.get("autopick") or {}).get("pools", [])}
+    if spec.get("reserve"):  # a waiting reservation: the systems its owner may reserve, not be given
+        wanted["reserve"] = True
     return hashlib.sha256(json.dumps(wanted, sort_keys=True).encode()).hexdigest()
 
 
@@ -79,7 +92,7 @@ def requirement_class(session, owner_id: int, spec: dict, now: datetime) -> Requ
         return found
     cls = RequirementClass(key=key, owner_id=owner_id, created_at=now, spec={
         "host_requires": spec.get("host_requires"), "force": spec.get("force"),
-        "pools": (spec.get("autopick") or {}).get("pools", [])})
+        "pools": (spec.get("autopick") or {}).get("pools", []), **({"reserve": True} if spec.get("reserve") else {})})
     session.add(cls)
     session.flush()
     compute_candidates(session, cls, schedulable_systems(session, needs_hardware(cls.spec.get("host_requires"))))
@@ -90,7 +103,7 @@ def compute_candidates(session, cls: RequirementClass, systems: list[System], on
     """Store which systems the class could ever run on, ranked by its autopick preferences."""
     owner = actor_for(session, session.get(User, cls.owner_id))
     by_id = {s.id: s for s in systems}
-    check = usable_by(owner)
+    check = (reservable_by if cls.spec.get("reserve") else usable_by)(owner)
     tree = cls.spec.get("host_requires")
     found = candidates(tree, [host(s, tree) for s in systems], lambda h: check(h, by_id),
                        cls.spec.get("force"))
@@ -286,26 +299,33 @@ def on_system_freed(uow, system_id: int, now: datetime) -> None:
     """
     session = uow.session
     system = session.get(System, system_id)
-    if system is None or system.condition != "automated":
+    if system is None or system.condition not in ("automated", "manual"):
         return
-    first = head(session)
-    for set_id in _offers(session, system_id, first):
+    automated = system.condition == "automated"  # only Automated systems run recipes; people reserve both
+    first = head(session) if automated else None
+    for set_id in _offers(session, system_id, first, automated):
         if not _free_now(session, system, now):
             break
+        if set_id < 0:  # a waiting reservation (waitline.queue), in the same order as recipe sets
+            waitline.offer(uow, -set_id, system_id, now)
+            continue
         recipe_set = session.get(RecipeSet, set_id)
         if recipe_set.status not in WAITING:
             continue
         if not try_start(session, recipe_set, now, freed=system_id) and first is not None and set_id == first.id:
             _hold_what_is_free(session, recipe_set, now)
-    settle_holding(session, now, previous_head=first.id if first is not None else None)
+    if automated:
+        settle_holding(session, now, previous_head=first.id if first is not None else None)
 
 
-def _offers(session, system_id: int, first: RecipeSet | None):
-    """Ids of recipe sets to offer the system to, best first, each once."""
+def _offers(session, system_id: int, first: RecipeSet | None, recipes: bool = True):
+    """Ids of recipe sets (and, negated, of waiting reservations) to offer the system to, best first, each once;
+    `recipes` False: only waiting reservations (a Manual system runs no recipe)."""
     holding = first.id if first is not None and any(r.status == "assigned" for r in first.recipes) else None
     classes = list(session.execute(select(ClassCandidate.class_id).where(ClassCandidate.system_id == system_id))
                    .scalars())
-    return offer_order(holding, [_class_queue(session, class_id) for class_id in classes])
+    queues = [_class_queue(session, class_id) for class_id in classes] if recipes else []
+    return offer_order(holding, [*queues, waitline.queue(session, classes)])
 
 
 def _class_queue(session, class_id: int, page: int = 20):

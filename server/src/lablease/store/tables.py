@@ -256,7 +256,8 @@ class Outbox(Base):
 class Reservation(Base):
     __tablename__ = "reservations"
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    system_id: Mapped[int] = mapped_column(ForeignKey("systems.id", ondelete="CASCADE"), index=True)
+    # NULL while it waits for a system (store/waitline_tables.py ReservationWait)
+    system_id: Mapped[int | None] = mapped_column(ForeignKey("systems.id", ondelete="CASCADE"), index=True)
     user_id: Mapped[int] = mapped_column(ForeignKey("users.id"), index=True)
     booking_id: Mapped[int | None] = mapped_column(ForeignKey("bookings.id", ondelete="SET NULL"))
     kind: Mapped[str] = mapped_column(String(16), default="manual")
@@ -275,7 +276,7 @@ class Reservation(Base):
     request_id: Mapped[str | None] = mapped_column(String(128))
     purpose: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime)
-    system: Mapped[System] = relationship(lazy="joined")
+    system: Mapped[System | None] = relationship(lazy="joined")
     user: Mapped[User] = relationship(lazy="joined")
     __table_args__ = (UniqueConstraint("user_id", "request_id", name="uq_reservations_user_request"),
                       # the open ones, counted at every /metrics scrape whatever the history holds
@@ -467,6 +468,7 @@ from .advance_tables import AdvanceReservation, ArSystem  # noqa: E402,F401 - on
 from .provision_tables import Command, Installation  # noqa: E402,F401
 from .worker_tables import WorkerFailure, WorkerHeartbeat  # noqa: E402,F401
 from .report_tables import UtilisationHour  # noqa: E402,F401
+from .waitline_tables import ReservationWait  # noqa: E402,F401
 
 
 def _never_reuse_ids(metadata: MetaData) -> None:

@@ -132,3 +132,49 @@ def test_reservation_info_mine_and_by_system(api, run):
     assert result["reservations"][0]["id"] == 1
     result, failed = run(reservation_info.main, {"id": 99})
     assert result["reservations"] == []
+
+
+def test_wait_blocks_until_the_system_is_granted(api, run):
+    api.add_system("s1.lab.test")
+    api.add_reservation("s1.lab.test", user="bob")
+    result, failed = run(reservation.main, {"system": "s1.lab.test", "duration": "4h", "wait": True})
+    assert not failed and result["changed"]
+    assert result["reservation"]["state"] == "active" and result["reservation"]["system"] == "s1.lab.test"
+    [posted] = [c for c in api.writes if c[:2] == ("POST", "/reservations")]
+    assert posted[2]["wait"] is True and posted[2]["duration"] == "4h"
+
+
+def test_wait_is_idempotent_once_granted(api, run):
+    api.add_system("s1.lab.test")
+    api.add_reservation("s1.lab.test", user="bob")
+    run(reservation.main, {"system": "s1.lab.test", "wait": True})
+    writes = len(api.writes)
+    result, failed = run(reservation.main, {"system": "s1.lab.test", "wait": True})
+    assert not failed and not result["changed"] and len(api.writes) == writes
+
+
+def test_wait_timeout_leaves_the_queue_and_fails(api, run, monkeypatch):
+    clock = iter(range(0, 100000, 10))
+    monkeypatch.setattr(reservation.time, "time", lambda: next(clock))
+    api.add_system("s1.lab.test")
+    api.add_reservation("s1.lab.test", user="bob")
+    api.grant_after = None  # never granted
+    result, failed = run(reservation.main, {"system": "s1.lab.test", "wait": True, "wait_timeout": 60})
+    assert failed and "was not granted within 60 seconds (position 1" in result["msg"]
+    assert api.writes[-1] == ("DELETE", "/reservations/2", None)
+    assert api.reservations[1]["state"] == "cancelled"
+
+
+def test_wait_in_check_mode_writes_nothing(api, run):
+    held = api.add_reservation("s1.lab.test", user="bob")
+    api.add_system("s1.lab.test", reservation={"id": held["id"], "user": "bob", "start": held["start"],
+                                               "end": held["end"]})
+    result, failed = run(reservation.main, {"system": "s1.lab.test", "wait": True}, check=True)
+    assert not failed and result["changed"] and result["reservation"]["state"] == "waiting"
+    assert api.writes == []
+
+
+def test_wait_with_start_is_refused_before_any_call(api, run):
+    result, failed = run(reservation.main, {"system": "s1.lab.test", "wait": True, "start": "2030-01-01T00:00:00Z"})
+    assert failed and "wait cannot be combined with start or end" in result["msg"]
+    assert api.calls == []

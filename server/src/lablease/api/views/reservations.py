@@ -1,13 +1,17 @@
 """/reservations"""
-from ...services import activity, reservations
+from ...services import activity, reservations, waitline
 from ..inputs import duration_field, time_field
 from ...domain.paging import Page
 from .context import Context, Reply
 from ...domain.errors import Invalid
+from ...domain.waitline import check_fields
 
 
 def create(ctx: Context) -> Reply:
     body = ctx.body
+    check_fields(body, bool(body.get("wait")))
+    if body.get("wait"):
+        return _wait(ctx, body)
     reservation, created = reservations.reserve(
         ctx.uow, ctx.actor, ctx.now, ctx.settings.reservation_policy, body["system"],
         start=time_field(body, "start"), end=time_field(body, "end"),
@@ -17,6 +21,18 @@ def create(ctx: Context) -> Reply:
         purpose=body.get("purpose"), force=bool(ctx.query.get("force")),
     )
     return Reply(reservation, 201 if created else 200)
+
+
+def _wait(ctx: Context, body: dict) -> Reply:
+    """Reserve, waiting in the queue when nothing it may get is free (docs/scheduler.md, "People in the queue")."""
+    reservation, created = waitline.enqueue(
+        ctx.uow, ctx.actor, ctx.now, ctx.settings.reservation_policy, body,
+        duration=duration_field(body, "duration", allow_unlimited=True), heartbeat=duration_field(body, "heartbeat"),
+        take_by=duration_field(body, "take_by"))
+    answer = reservations.as_dict(reservation, ctx.now)
+    if not created:
+        return Reply(answer, 200)
+    return Reply(answer, 202 if answer["state"] == "waiting" else 201)
 
 
 def listing(ctx: Context) -> Page:

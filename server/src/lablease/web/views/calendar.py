@@ -14,8 +14,9 @@ def rotate(ctx: PageContext) -> Redirect:
 
 def feed(ctx: PageContext) -> Response:
     owner = signin.calendar_owner(ctx.uow.session, ctx.args["user"], ctx.args["token"])
-    held = reservations.list_reservations(ctx.uow, owner, ctx.now, user="me", active=True,
-                                         page=PageRequest(MAX_LIMIT)).items  # a person holds far fewer
+    held = [r for r in reservations.list_reservations(ctx.uow, owner, ctx.now, user="me", active=True,
+                                                      page=PageRequest(MAX_LIMIT)).items  # a person holds far fewer
+            if r["system"] is not None]  # one still waiting in the queue has no system nor window yet
     lent = loans.lent_to(ctx.uow, owner, ctx.now)
     body = build_feed(owner.name, held, lent, ctx.now)
     return Response(body, mimetype="text/calendar", headers={"Content-Disposition": "inline; filename=lablease.ics"})

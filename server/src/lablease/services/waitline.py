@@ -1,0 +1,298 @@
+"""The waiting line for people: a reservation that waits in the scheduler's queue for a system.
+
+`POST /reservations` with `wait` lands here (services/reservations.py keeps the immediate
+path). The wait gets the scheduler's requirement class (scheduling.requirement_class, shared
+with recipes that ask alike, its candidates the systems its owner may reserve), and the
+scheduler offers each freed system to waits and recipe sets in one order (priority, then
+age): scheduling.on_system_freed calls `try_grant`. Granting books the system from now for
+the length asked, and tells the holder through the outbox.
+"""
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from sqlalchemy import and_, func, or_, select
+
+from ..domain import reservations as reservation_rules
+from ..domain import waitline as rules
+from ..domain.errors import BookingConflict, Conflict, Invalid
+from ..domain.notices import warn_at
+from ..domain.permissions import Actor, Permission, decide
+from ..domain.times import format_time
+from ..jobxml.normalise import normalise_host_filter
+from ..scheduler.filters import LIVE_FIELDS, is_live
+from ..scheduler.planner import queue_key
+from ..store import calendar
+from ..store.tables import Booking, ClassCandidate, Pool, Recipe, Reservation, System, User
+from ..store.waitline_tables import ReservationWait
+from . import activity, guests, holds, notices
+from . import systems as system_service
+from .users import actor_for
+
+WAITING = "waiting"
+
+
+def enqueue(uow, actor: Actor, now: datetime, policy: reservation_rules.ReservationPolicy, body: dict,
+            duration, heartbeat: timedelta | None, take_by: timedelta | None) -> tuple[Reservation, bool]:
+    """Queue a waiting reservation (granted at once when a system it may use is free); (reservation, created)."""
+    from .scheduling import requirement_class  # the scheduler's matching, which calls back into try_grant
+
+    session = uow.session
+    if body.get("request_id") and (previous := _by_request_id(session, actor, body["request_id"])) is not None:
+        return previous, False  # a retry returns the reservation its first attempt queued
+    wanted = _wanted(session, actor, body)
+    purpose = holds.purpose_of(uow.settings, body.get("purpose"))
+    window = reservation_rules.plan_window(now, policy, duration=duration)  # the site's default and maximum
+    length = window.end - window.start if window.end is not None else None
+    take_by = rules.check_take_by(take_by, length)
+    if heartbeat is not None:
+        heartbeat = reservation_rules.heartbeat_interval(heartbeat)
+    uow.start_writing()  # SQLite: the write lock from here (as a reserve takes it), so queueing is serialised
+    if body.get("request_id") and (previous := _by_request_id(session, actor, body["request_id"])) is not None:
+        return previous, False  # a retry that raced its first attempt
+    cls = requirement_class(session, actor.id, {"host_requires": wanted.tree, "force": wanted.force, "reserve": True},
+                            now)
+    if not session.execute(select(ClassCandidate.system_id).where(ClassCandidate.class_id == cls.id)).first():
+        raise Conflict("no system you may reserve matches: it would wait for ever")
+    reservation = Reservation(system_id=None, user_id=actor.id, kind="manual", start_at=now, end_at=None,
+                              return_loan=body.get("return_loan", False),
+                              heartbeat_seconds=int(heartbeat.total_seconds()) if heartbeat else None,
+                              request_id=body.get("request_id"), created_at=now, purpose=purpose)
+    session.add(reservation)
+    session.flush()
+    wait = ReservationWait(reservation_id=reservation.id, class_id=cls.id, priority=rules.priority(body.get("priority")),
+                           queued_at=now, duration_seconds=_seconds(length), take_by_seconds=_seconds(take_by),
+                           status=WAITING, reservation=reservation)
+    session.add(wait)
+    session.flush()
+    reservation.user = session.get(User, actor.id)
+    activity.record(session, actor, now, "reservation", reservation.id, "waiting", "wants", None,
+                    wanted.force or "a system matching requires/pools")
+    try_grant(uow, wait, now)
+    return reservation, True
+
+
+def _by_request_id(session, actor: Actor, request_id: str) -> Reservation | None:
+    return session.execute(select(Reservation).where(
+        Reservation.user_id == actor.id, Reservation.request_id == request_id)).unique().scalar_one_or_none()
+
+
+def _seconds(value: timedelta | None) -> int | None:
+    return int(value.total_seconds()) if value is not None else None
+
+
+def _wanted(session, actor: Actor, body: dict) -> rules.Wanted:
+    """What it waits for, checked now: a named system the caller may reserve, or a filter/pools that exist."""
+    requires = normalise_host_filter(body.get("requires"), "requires")
+    if is_live(requires):  # the candidates are chosen once; who holds a system changes all the time
+        raise Invalid("requires", f"{' and '.join(sorted(LIVE_FIELDS))} cannot choose what a reservation waits for")
+    pools = body.get("pools") or []
+    known = set(session.execute(select(Pool.name)).scalars())
+    for name in pools:
+        if name not in known:
+            raise Invalid("pools", f"no pool named {name}")
+    wanted = rules.wanted(body.get("system"), requires, pools)
+    if wanted.force is not None:
+        target = system_service.find(session, wanted.force, actor)
+        guests.refuse(target, "reserved")
+        system_service.require(session, actor, Permission.RESERVE, target)
+        wanted = rules.Wanted(target.fqdn, None)
+    return wanted
+
+
+# --- granting ------------------------------------------------------------------------------
+
+def try_grant(uow, wait: ReservationWait, now: datetime, only: int | None = None) -> bool:
+    """Give the waiting reservation the first of its candidates that is free now and that its owner may
+    reserve now (a loan may have changed that); `only`: just that freed system."""
+    session = uow.session
+    reservation = wait.reservation
+    holder = actor_for(session, reservation.user)
+    window = rules.grant_window(now, _length(wait))
+    query = (select(System).join(ClassCandidate, ClassCandidate.system_id == System.id)
+             .where(ClassCandidate.class_id == wait.class_id, System.condition.in_(("automated", "manual")),
+                    ~calendar.booked_during(window, System.resource_id, session.get_bind().dialect.name))
+             .order_by(ClassCandidate.rank, System.fqdn))
+    if only is not None:
+        query = query.where(System.id == only)
+    for system in session.execute(query).unique().scalars():
+        loan = system_service.active_loan(session, system)
+        if not decide(holder, Permission.RESERVE, system_service.access_of(system, loan)):
+            continue
+        try:
+            booking = calendar.book(session, calendar.lock_resource(session, system.resource_id),
+                                    _capped(window, loan, holder), "reservation", holder.id, now)
+        except BookingConflict:  # taken since the query: try the next one
+            continue
+        _granted(uow, wait, system, booking, now)
+        return True
+    return False
+
+
+def _length(wait: ReservationWait) -> timedelta | None:
+    return timedelta(seconds=wait.duration_seconds) if wait.duration_seconds is not None else None
+
+
+def _capped(window, loan, holder: Actor):
+    """A limited loan of the holder caps the reservation at its end, as for an immediate reserve."""
+    if loan is None or loan.recipient_id != holder.id or loan.end_at is None:
+        return window
+    if window.end is None or loan.end_at < window.end:
+        return rules.grant_window(window.start, loan.end_at - window.start)
+    return window
+
+
+def _granted(uow, wait: ReservationWait, system: System, booking: Booking, now: datetime) -> None:
+    session, reservation = uow.session, wait.reservation
+    reservation.system_id, reservation.system, reservation.booking_id = system.id, system, booking.id
+    reservation.start_at, reservation.end_at = booking.start_at, booking.end_at
+    if reservation.heartbeat_seconds:
+        reservation.last_heartbeat_at = now
+    wait.status, wait.granted_at = "granted", now
+    reservation.due_at = due_at(reservation)
+    settings = uow.settings
+    if settings is not None:
+        reservation.warn_at = warn_at(reservation.start_at, reservation.end_at, settings.warn_before,
+                                      settings.warn_before_short)
+    activity.record(session, None, now, "reservation", reservation.id, "granted", "system", None, system.fqdn)
+    activity.record(session, None, now, "system", system.fqdn, "reserved", "reservation", None,
+                    f"{reservation.id} until {format_time(reservation.end_at) or 'no limit'}")
+    _tell_started(session, settings, reservation, wait, now)
+    uow.wake_worker()
+
+
+def _tell_started(session, settings, reservation: Reservation, wait: ReservationWait, now: datetime) -> None:
+    fqdn, end = reservation.system.fqdn, format_time(reservation.end_at)
+    confirm = (f" Confirm it by {format_time(now + timedelta(seconds=wait.take_by_seconds))} "
+               f"(lablease heartbeat {reservation.id}) or it is returned.") if wait.take_by_seconds else ""
+    text = f"Your reservation {reservation.id} of {fqdn} started; it ends at {end or 'no set time'}.{confirm}"
+    notices.queue(session, settings, reservation.user, now, "reservation.started", str(reservation.id),
+                  f"[lablease] your reservation of {fqdn} started", text,
+                  {"reservation": reservation.id, "system": fqdn, "start": format_time(reservation.start_at),
+                   "end": end})
+
+
+def due_at(reservation: Reservation) -> datetime | None:
+    """The worker's deadline: the end, a missed heartbeat, or an unconfirmed take_by."""
+    interval = timedelta(seconds=reservation.heartbeat_seconds) if reservation.heartbeat_seconds else None
+    usual = reservation_rules.due_at(reservation.end_at, interval, reservation.last_heartbeat_at)
+    return rules.due([usual, take_by_deadline(reservation)])
+
+
+def take_by_deadline(reservation: Reservation) -> datetime | None:
+    wait = reservation.wait
+    if wait is None or wait.granted_at is None or not wait.take_by_seconds:
+        return None
+    return rules.take_by_deadline(wait.granted_at, timedelta(seconds=wait.take_by_seconds),
+                                  wait.confirmed_at is not None)
+
+
+def confirm(reservation: Reservation, now: datetime) -> bool:
+    """A heartbeat or a PATCH of a granted reservation confirms it (take_by no longer applies)."""
+    wait = reservation.wait
+    if wait is None or wait.granted_at is None or wait.confirmed_at is not None or not wait.take_by_seconds:
+        return False
+    wait.confirmed_at = now
+    return True
+
+
+def not_taken(reservation: Reservation, now: datetime) -> bool:
+    """Is the worker returning it because nobody confirmed it in time?"""
+    deadline = take_by_deadline(reservation)
+    return deadline is not None and deadline <= now
+
+
+# --- the queue, as the scheduler and the listing see it -------------------------------------
+
+def queue(session, class_ids: list[int], page: int = 20):
+    """Waiting reservations of these classes in scheduling order, as (*queue_key, -id): negative ids tell
+    them from recipe-set ids in the one offer order (scheduling._offers)."""
+    after = None
+    while class_ids:
+        query = (select(ReservationWait.priority, ReservationWait.queued_at, ReservationWait.reservation_id)
+                 .where(ReservationWait.class_id.in_(class_ids), ReservationWait.status == WAITING)
+                 .order_by(ReservationWait.priority.desc(), ReservationWait.queued_at, ReservationWait.reservation_id)
+                 .limit(page))
+        if after is not None:
+            query = query.where(_behind(ReservationWait.priority, ReservationWait.queued_at,
+                                        ReservationWait.reservation_id, *after))
+        rows = session.execute(query).all()
+        for priority, queued_at, reservation_id in rows:
+            yield (*queue_key(priority, queued_at, reservation_id), -reservation_id)
+        if len(rows) < page:
+            return
+        after = rows[-1]
+
+
+def _behind(priority, queued_at, key, p, q, k):
+    """SQL: this row comes after (p, q, k) in scheduling order."""
+    return or_(priority < p, and_(priority == p, or_(queued_at > q, and_(queued_at == q, key > k))))
+
+
+def _ahead(priority, queued_at, key, p, q, k):
+    return or_(priority > p, and_(priority == p, or_(queued_at < q, and_(queued_at == q, key < k))))
+
+
+def offer(uow, reservation_id: int, system_id: int, now: datetime) -> None:
+    """Offer a freed system. The wait's row is locked and its status read again first: two systems freed at
+    once (PostgreSQL, two transactions) must not both go to the same waiting reservation."""
+    session = uow.session
+    status = session.execute(select(ReservationWait.status).where(ReservationWait.reservation_id == reservation_id)
+                             .with_for_update()).scalar_one_or_none()
+    if status == WAITING:
+        try_grant(uow, session.get(ReservationWait, reservation_id), now, only=system_id)
+
+
+def position(session, wait: ReservationWait) -> int:
+    """1 + the waiting reservations and recipe sets ahead of it that could take one of its systems."""
+    mine = select(ClassCandidate.system_id).where(ClassCandidate.class_id == wait.class_id)
+    rivals = select(ClassCandidate.class_id).where(ClassCandidate.system_id.in_(mine)).distinct()
+    point = (wait.priority, wait.queued_at, wait.reservation_id)
+    waits = session.execute(select(func.count()).select_from(ReservationWait).where(
+        ReservationWait.class_id.in_(rivals), ReservationWait.status == WAITING,
+        _ahead(ReservationWait.priority, ReservationWait.queued_at, ReservationWait.reservation_id, *point))).scalar()
+    sets = session.execute(select(func.count(func.distinct(Recipe.recipe_set_id))).where(
+        Recipe.class_id.in_(rivals), Recipe.status.in_(("queued", "assigned")),
+        or_(Recipe.priority > wait.priority,
+            and_(Recipe.priority == wait.priority, Recipe.queued_at <= wait.queued_at)))).scalar()
+    return 1 + waits + sets
+
+
+def estimate(session, wait: ReservationWait, place: int, now: datetime) -> datetime | None:
+    """From the calendar: the ends of the bookings holding its candidate systems now."""
+    ends = session.execute(
+        select(Booking.end_at).join(System, System.resource_id == Booking.resource_id)
+        .join(ClassCandidate, ClassCandidate.system_id == System.id)
+        .where(ClassCandidate.class_id == wait.class_id, Booking.start_at <= now,
+               or_(Booking.end_at.is_(None), Booking.end_at > now))).scalars()
+    return rules.estimated_start(place, list(ends), now)
+
+
+def waiting_fields(session, reservation: Reservation, now: datetime) -> dict:
+    """What GET /reservations adds for a reservation that waits (or waited): its place and estimate."""
+    wait = reservation.wait
+    if wait is None:
+        return {}
+    fields = {"wait": {"status": wait.status, "queued_at": format_time(wait.queued_at),
+                       "granted_at": format_time(wait.granted_at),
+                       "take_by": wait.take_by_seconds, "confirmed_at": format_time(wait.confirmed_at)},
+              "position": None, "estimated_start": None}
+    if wait.status == WAITING:
+        place = position(session, wait)
+        fields.update(position=place, estimated_start=format_time(estimate(session, wait, place, now)),
+                      state=WAITING)
+    elif wait.status == "cancelled":
+        fields["state"] = "cancelled"
+    return fields
+
+
+def cancel(session, actor: Actor, reservation: Reservation, now: datetime) -> None:
+    """Leave the line: returned before it got a system."""
+    wait = reservation.wait
+    wait.status = "cancelled"
+    reservation.returned_at, reservation.return_reason = now, "cancelled"
+    activity.record(session, actor, now, "reservation", reservation.id, "cancelled", "state", WAITING, "cancelled")
+
+
+def is_waiting(reservation: Reservation) -> bool:
+    return reservation.wait is not None and reservation.wait.status == WAITING

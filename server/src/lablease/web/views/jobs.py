@@ -5,13 +5,14 @@ from ..context import PageContext, Redirect
 from . import forms
 
 QUEUE_SHOWN = 50  # entries on the queue page (the API's /queue gives 100)
+SHOWN = 20  # busy candidates named per recipe (on the queue page, on a job's page), then "and N more"
 STATUSES = ("queued", "scheduled", "waiting", "installing", "running", "completed", "cancelled", "aborted")
 
 
 def queue(ctx: PageContext):
     entries = waiting.queue(ctx.uow, ctx.actor, ctx.now, PageRequest(QUEUE_SHOWN), details=True).items
     oldest = max(entries, key=lambda e: e["waiting"], default=None)
-    return ctx.render("queue.html", entries=entries, oldest=oldest)
+    return ctx.render("queue.html", entries=entries, oldest=oldest, shown=SHOWN)
 
 
 def listing(ctx: PageContext):
@@ -26,7 +27,7 @@ def show(ctx: PageContext):
     recipes = {r["id"]: jobs.show_recipe(ctx.uow, ctx.actor, ctx.now, r["id"])
                for rs in job["recipe_sets"] for r in rs["recipes"]}
     unfinished = any(r["status"] not in ("completed", "cancelled", "aborted") for r in recipes.values())
-    return ctx.render("job.html", job=job, recipes=recipes, unfinished=unfinished)
+    return ctx.render("job.html", job=job, recipes=recipes, unfinished=unfinished, shown=SHOWN)
 
 
 def cancel(ctx: PageContext) -> Redirect:

@@ -201,29 +201,52 @@ class Summaries:
 
     def __init__(self, session, now: datetime):
         self.session, self.now = session, now
+        self._rows: dict[tuple, list] = {}  # (class id, window end) -> its candidates' rows
         self._done: dict[tuple, Explanation | None] = {}
         self._total: int | None = None
         self._snapshot: Snapshot | None = None
+        self._owners: dict[int, Actor] = {}
+
+    def _owner(self, user: User) -> Actor:
+        if user.id not in self._owners:
+            self._owners[user.id] = actor_for(self.session, user)
+        return self._owners[user.id]
 
     def snapshot(self) -> Snapshot:
         if self._snapshot is None:
             self._snapshot = _snapshot(self.session)
         return self._snapshot
 
+    def prepare(self, recipes: list[Recipe]) -> None:
+        """Read the candidates of every recipe's class at once, one query per distinct runtime."""
+        wanted: dict[datetime | None, set[int]] = {}
+        for recipe in recipes:
+            if recipe.class_id is not None:
+                wanted.setdefault(self._window(recipe).end, set()).add(recipe.class_id)
+        for end, class_ids in wanted.items():
+            self._read(Window(self.now, end), class_ids - {c for c, e in self._rows if e == end})
+
     def of(self, recipe: Recipe, window: Window) -> Explanation | None:
-        """None when the list cannot say it: no class, live requirements (who holds a system now), or no
+        """None when the list cannot say it: no class, or live requirements (who holds a system now), or no
         candidate at all (then the reasons in words are the whole answer: each one is counted)."""
         if recipe.class_id is None or is_live(recipe.spec.get("host_requires")):
             return None
         key = (recipe.class_id, window.end)
         if key not in self._done:
-            self._done[key] = self._summary(recipe, window)
+            if key not in self._rows:
+                self._read(window, {recipe.class_id})
+            self._done[key] = self._summary(recipe, window, self._rows[key])
         found = self._done[key]
         return None if found is None else replace(found, ruled_out=dict(found.ruled_out), busy=list(found.busy),
                                                   free=list(found.free))
 
-    def _summary(self, recipe: Recipe, window: Window) -> Explanation | None:
-        session = self.session
+    def _window(self, recipe: Recipe) -> Window:
+        runtime = placement.runtime_of(recipe)
+        return Window(self.now, self.now + runtime if runtime else None)
+
+    def _read(self, window: Window, class_ids: set[int]) -> None:
+        if not class_ids:
+            return
         latest = select(Booking.id).where(Booking.resource_id == System.resource_id).order_by(
             Booking.start_at.desc()).limit(1)
         if window.end is not None:
@@ -231,18 +254,23 @@ class Summaries:
         # Bookings of a system never overlap: the latest to start before the window's end is the one that
         # ends last among those in the window, if it ends after the window's start.
         last = aliased(Booking)
-        rows = session.execute(
-            select(System.id, System.fqdn, System.condition, System.owner_id, last.end_at, last.id.label("booked"),
-                   Loan.recipient_id)
+        rows = self.session.execute(
+            select(ClassCandidate.class_id, System.fqdn, System.condition, System.owner_id, last.end_at,
+                   last.id.label("booked"), Loan.recipient_id)
             .select_from(ClassCandidate).join(System, System.id == ClassCandidate.system_id)
             .outerjoin(last, last.id == latest.scalar_subquery())
             .outerjoin(Loan, and_(Loan.system_id == System.id, Loan.returned_at.is_(None)))
-            .where(ClassCandidate.class_id == recipe.class_id, System.condition != "removed",
-                   System.guest.is_(False))
-            .order_by(ClassCandidate.rank, System.fqdn)).all()
+            .where(ClassCandidate.class_id.in_(class_ids), System.condition != "removed", System.guest.is_(False))
+            .order_by(ClassCandidate.class_id, ClassCandidate.rank, System.fqdn)).all()
+        for class_id in class_ids:
+            self._rows[(class_id, window.end)] = []
+        for row in rows:
+            self._rows[(row.class_id, window.end)].append(row)
+
+    def _summary(self, recipe: Recipe, window: Window, rows: list) -> Explanation | None:
         if not rows:
             return None
-        owner = actor_for(session, recipe.recipe_set.job.owner)
+        owner = self._owner(recipe.recipe_set.job.owner)
         result = Explanation(total=self.total())
         result.ruled_out[waiting_rules.NOT_CANDIDATE] = result.total - len(rows)
         for row in rows:
@@ -289,6 +317,7 @@ def queue(uow, actor: Actor, now: datetime, page: PageRequest = PageRequest(), d
         RecipeSet.status.in_(placement.WAITING), Recipe.status.in_(placement.WAITING))
     found = paging.fetch(uow, "queue", query, QUEUE_ORDER, page)
     summaries = Summaries(session, now)
+    summaries.prepare(found.items)
     out, ahead, last_set = [], None, None
     for recipe in found.items:
         recipe_set = recipe.recipe_set

@@ -1,5 +1,6 @@
 """/queue, /jobs and /jobs/<id>: what waits and why (services/waiting.py, as GET /api/v1/queue), jobs, cancel."""
 from ...domain.paging import PageRequest
+from ...domain import waiting as waiting_rules
 from ...services import jobs, waiting
 from ..context import PageContext, Redirect
 from . import forms
@@ -23,11 +24,17 @@ def listing(ctx: PageContext):
 
 
 def show(ctx: PageContext):
+    """Why each recipe waits from its candidate list (fast over any number of systems); `?reasons=<recipe id>`
+    counts that recipe's ruled-out systems reason by reason (every system's verdict, as GET /recipes/{id})."""
     job = jobs.show(ctx.uow, ctx.actor, ctx.now, ctx.args["id"])
-    recipes = {r["id"]: jobs.show_recipe(ctx.uow, ctx.actor, ctx.now, r["id"])
+    summaries = waiting.Summaries(ctx.uow.session, ctx.now)
+    expanded = forms.whole(ctx.query, "reasons", default=0)
+    recipes = {r["id"]: jobs.show_recipe(ctx.uow, ctx.actor, ctx.now, r["id"],
+                                         summaries=None if r["id"] == expanded else summaries)
                for rs in job["recipe_sets"] for r in rs["recipes"]}
     unfinished = any(r["status"] not in ("completed", "cancelled", "aborted") for r in recipes.values())
-    return ctx.render("job.html", job=job, recipes=recipes, unfinished=unfinished, shown=SHOWN)
+    return ctx.render("job.html", job=job, recipes=recipes, unfinished=unfinished, shown=SHOWN, expanded=expanded,
+                      coarse=waiting_rules.NOT_CANDIDATE)
 
 
 def cancel(ctx: PageContext) -> Redirect:

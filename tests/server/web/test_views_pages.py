@@ -110,11 +110,14 @@ def test_the_queue_says_why_each_recipe_waits_and_per_system_on_expanding(web, p
     alice = person("alice")
     job = alice.page(f"/jobs/{waiting['id']}")
     assert "second" in job and 'class="category cat-busy"' in job
-    assert "Count each reason" in job and "hostname = q1.lab.test" not in job
+    assert "Each system's verdict" in job and "hostname = q1.lab.test" not in job
     (recipe_id,) = re.findall(r'<tr data-recipe="(\d+)">', job)
-    counted = alice.page(f"/jobs/{waiting['id']}?reasons={recipe_id}")
-    assert '<li data-ruled-out="1">1 system ruled out: hostname = q1.lab.test</li>' in counted
-    assert '<li data-busy="q1.lab.test">' in counted and "Count each reason" not in counted
+    judged = alice.page(f"/jobs/{waiting['id']}?reasons={recipe_id}")  # expanded: each system's verdict
+    assert re.findall(r'<tr data-system="([^"]+)"><td>[^<]+</td><td>([^<]+)</td>', judged) == [
+        ("q1.lab.test", "a candidate"), ("q2.lab.test", "hostname = q1.lab.test")]
+    assert '<li data-busy="q1.lab.test">' in judged and "Next systems" not in judged
+    second = alice.page(f"/jobs/{waiting['id']}?reasons={recipe_id}&from=1")  # paged by name
+    assert re.findall(r'<tr data-system="([^"]+)">', second) == ["q2.lab.test"] and "Previous systems" in second
     page = alice.page(f"/jobs/{never['id']}")
     assert "No system can ever run it" in page and "Cancel job" in page
     done = alice.follow(alice.post(f"/jobs/{never['id']}/cancel", {"back": f"/jobs/{never['id']}"}))

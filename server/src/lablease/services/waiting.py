@@ -106,26 +106,30 @@ def _rules(rows) -> dict[int, tuple]:
     return {key: tuple(value) for key, value in found.items()}
 
 
-def _snapshot(session) -> Snapshot:
+def _snapshot(session, page: tuple[int, int] | None = None) -> Snapshot:
+    """Every system, or with `page` (offset, size) that slice of them in name order (and only their rules)."""
     connection = session.connection()
-    rows = connection.execute(select(
+    query = select(
         System.id, System.fqdn, System.arch, System.memory_mb, System.cpus, System.lab, System.attributes,
         System.owner_id, System.condition, System.policy_pool_id, System.resource_id, System.vendor, System.model,
         System.serial, System.location, System.lender, System.system_type, System.hypervisor, System.numa_nodes,
-        System.created_at, System.last_inventoried, System.cpu, System.power, User.name.label("owner_name"))
-        .outerjoin(User, User.id == System.owner_id)
-        .where(System.condition != "removed", System.guest.is_(False)).order_by(System.id)).all()
+        System.created_at, System.last_inventoried, System.cpu, System.power, User.name.label("owner_name")) \
+        .outerjoin(User, User.id == System.owner_id).where(System.condition != "removed", System.guest.is_(False))
+    query = query.order_by(System.id) if page is None else query.order_by(System.fqdn).offset(page[0]).limit(page[1])
+    rows = connection.execute(query).all()
+    ids = [r.id for r in rows]
     pools: dict[int, set] = {}
-    for system_id, name in connection.execute(select(PoolSystem.system_id, Pool.name).join(
-            Pool, Pool.id == PoolSystem.pool_id)):
+    members = select(PoolSystem.system_id, Pool.name).join(Pool, Pool.id == PoolSystem.pool_id)
+    own = select(AccessRule.system_id, AccessRule.permission, AccessRule.user_id, AccessRule.group_id)
+    if page is not None:
+        members, own = members.where(PoolSystem.system_id.in_(ids)), own.where(AccessRule.system_id.in_(ids))
+    for system_id, name in connection.execute(members):
         pools.setdefault(system_id, set()).add(name)
     hosts = [_host(r, frozenset(pools.get(r.id, ()))) for r in rows]
-    return Snapshot(hosts, {r.id: r for r in rows},
-                    _rules(connection.execute(select(AccessRule.system_id, AccessRule.permission,
-                                                     AccessRule.user_id, AccessRule.group_id))),
+    return Snapshot(hosts, {r.id: r for r in rows}, _rules(connection.execute(own)),
                     _rules(connection.execute(select(PoolAccessRule.pool_id, PoolAccessRule.permission,
                                                      PoolAccessRule.user_id, PoolAccessRule.group_id))),
-                    system_service.active_loans(session, [r.id for r in rows]), connection)
+                    system_service.active_loans(session, ids), connection)
 
 
 def _host(r, pools: frozenset) -> Host:
@@ -172,8 +176,7 @@ def why_waiting(session, recipe: Recipe, now: datetime, snapshot: Snapshot | Non
 FREE_SHOWN = 20  # free candidates named in an explanation (the count is in `candidates`)
 
 
-def _explained(session, seen: Snapshot, recipe: Recipe, window: Window, now: datetime) -> Explanation:
-    """Every system's verdict for the recipe, counted per reason (a few ms per thousand systems)."""
+def _usable(session, seen: Snapshot, recipe: Recipe):
     owner = actor_for(session, recipe.recipe_set.job.owner)
 
     def usable(h):
@@ -182,15 +185,36 @@ def _explained(session, seen: Snapshot, recipe: Recipe, window: Window, now: dat
             lasting = decide_schedule(owner, seen.access(h.id, with_loan=False))
             decision = decision if lasting.allowed else lasting
         return decision.allowed, None if decision.allowed else decision.reason
+    return usable
 
+
+def _explained(session, seen: Snapshot, recipe: Recipe, window: Window, now: datetime) -> Explanation:
+    """Every system's verdict for the recipe, counted per reason (a few ms per thousand systems)."""
     tree = recipe.spec.get("host_requires")
     hosts = seen.live(seen.hosts_for(tree), now) if is_live(tree) else seen.hosts_for(tree)
-    result = explain(tree, hosts, usable, lambda system_id: seen.busy_until(system_id, window),
+    result = explain(tree, hosts, _usable(session, seen, recipe), lambda system_id: seen.busy_until(system_id, window),
                      recipe.spec.get("force"), judge=seen.judge(tree))
     if is_live(tree):  # ruled out now, but may suit once its holder or loan changes: not "never"
         judge = seen.judge(tree)
         result.live = sum(1 for h in hosts if not judge(h)[0] and possible(tree, h))
     return result
+
+
+def reasons_page(session, recipe: Recipe, now: datetime, offset: int, size: int = 100) -> list[tuple[str, str | None]]:
+    """Each system's verdict for the recipe, `size` systems from `offset` in name order: (fqdn, why it is ruled
+    out, None for a candidate). What a job's page shows on expanding, a page at a time (however many systems)."""
+    seen = _snapshot(session, (offset, size))
+    tree, force = recipe.spec.get("host_requires"), recipe.spec.get("force")
+    hosts = seen.live(seen.hosts_for(tree), now) if is_live(tree) else seen.hosts_for(tree)
+    judge, usable = seen.judge(tree), _usable(session, seen, recipe)
+    found = []
+    for host in hosts:
+        if force is not None and host.fqdn != force:
+            found.append((host.fqdn, f"not the forced system {force}"))
+            continue
+        ok, reason = judge(host)
+        found.append((host.fqdn, usable(host)[1] if ok else reason))
+    return found
 
 
 class Summaries:
@@ -275,7 +299,7 @@ class Summaries:
         result.ruled_out[waiting_rules.NOT_CANDIDATE] = result.total - len(rows)
         for row in rows:
             decision = decide_schedule(owner, SystemAccess(row.owner_id, row.condition, (), row.recipient_id))
-            if decision.reason is not None and decision.reason != "you may not use this system":
+            if not decision.allowed and decision.reason != "you may not use this system":
                 result.ruled_out[decision.reason] = result.ruled_out.get(decision.reason, 0) + 1
                 continue  # (its rules let the owner use it: it is on the list; only condition and loan count)
             result.candidates += 1

@@ -142,8 +142,8 @@ def test_advance_reservations_are_checked_made_changed_and_deleted_from_the_page
     shown = alice.follow(alice.post("/advance-reservations", fields))
     (ar,) = web.alice.get("/advance-reservations")[1]
     assert f"Advance reservation {ar['id']} is granted." in shown and "waiting" in shown and "Accounting" in shown
-    window = (f'<dt>Window</dt><dd><time datetime="2026-11-23T08:00:00Z">2026-11-23 08:00 UTC</time> to '
-              f'<time datetime="2026-11-23T10:00:00Z">2026-11-23 10:00 UTC</time> (2h)</dd>')
+    window = ('<dt>Window</dt><dd><time datetime="2026-11-23T08:00:00Z">2026-11-23 08:00 UTC</time> to '
+              '<time datetime="2026-11-23T10:00:00Z">2026-11-23 10:00 UTC</time> (2h)</dd>')
     assert window in shown and '<dt>Systems</dt><dd><a href="/systems/a1.lab.test">a1.lab.test</a></dd>' in shown
     assert "<dt>Reserved so far</dt>" in shown and "<dt>Used</dt>" in shown
     listed = alice.page("/advance-reservations")

@@ -46,6 +46,7 @@ PAGES = [
     ("queue (50 waiting recipes)", "/queue"),
     ("jobs", "/jobs"),
     ("a job", "/jobs/1"),
+    ("a job, 100 systems' verdicts", "/jobs/1?reasons=1&from=5000"),
     ("advance reservations", "/advance-reservations?user=*"),
     ("utilisation, every system, 30d", "/utilisation?period=30d"),
     ("utilisation, a pool, by hour", "/utilisation?pool=small&period=7d&per=hour"),

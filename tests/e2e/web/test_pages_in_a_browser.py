@@ -5,6 +5,7 @@ from datetime import datetime, timedelta
 
 import pytest
 
+from lablease.web.pages import NAV
 from tests.e2e.web.conftest import PASSWORD
 
 pytest.importorskip("playwright")
@@ -155,6 +156,20 @@ def test_the_pages_work_with_javascript_off(visit, site):
     expect(page.locator("[data-holder]")).to_have_text("nobody: free")
     page = person.go("/systems?group=condition")
     expect(page.locator("th[scope='rowgroup']").first).to_have_text("manual")
+    # every page, JavaScript off: each answers 200 with its heading (and its forms above worked without a script)
+    site.admin.post("/pools", json={"name": "nojs"})
+    site.admin.post("/pools/nojs/systems", json={"fqdn": fqdn})
+    job = site.api("alice").post("/jobs", json={"recipe_sets": [{"recipes": [{"host_requires": {
+        "field": "arch", "op": "=", "value": "s390x"}}]}]}).json()
+    pages = [path for _, path in NAV] + [f"/systems/{fqdn}", "/pools/nojs?span=1d", f"/jobs/{job['id']}",
+                                         "/utilisation?per=hour&period=1d"]
+    for path in pages:
+        response = page.goto(site.url + path)
+        assert response.status == 200, path
+        expect(page.locator("main h1")).to_be_visible()
+    export = person.context.request.get(site.url + "/utilisation.csv?period=1d")  # a download: the same cookies
+    assert export.status == 200 and export.headers["content-type"].startswith("text/csv")
+    assert export.text().splitlines()[0].startswith("start,systems,")
 
 
 def test_a_request_header_never_names_the_user_even_with_remote_user_trusted(site):

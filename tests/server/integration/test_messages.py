@@ -81,9 +81,13 @@ def test_the_queue_says_what_ruled_systems_out_and_that_a_loan_passes(lab):
     lab.alice.post("/jobs", {"recipe_sets": [{"recipes": [
         {"host_requires": {"field": "hostname", "op": "=", "value": "a1.lab.test"}}]}]})
     _, queue = lab.alice.get("/queue")
-    assert queue[0]["why"] == ("1 system(s) ruled out: hostname = a1.lab.test; 1 system(s) ruled out: the system is "
-                               "lent to another user; it waits for a loan to end: the systems that could run it are "
-                               "lent to someone else")
+    # The queue counts what is off the recipe's candidate list under one reason; its own page names each one
+    assert queue[0]["why"] == ("1 system(s) ruled out: outside its host requirements or its owner's access; "
+                               "1 system(s) ruled out: the system is lent to another user; it waits for a loan to "
+                               "end: the systems that could run it are lent to someone else")
+    assert lab.alice.get(f"/recipes/{queue[0]['recipe']}")[1]["why"]["message"] == (
+        "1 system(s) ruled out: hostname = a1.lab.test; 1 system(s) ruled out: the system is "
+        "lent to another user; it waits for a loan to end: the systems that could run it are lent to someone else")
     lab.alice.post("/jobs", {"recipe_sets": [{"recipes": [
         {"host_requires": {"field": "arch", "op": "=", "value": "s390x"}}]}]})
     _, queue = lab.alice.get("/queue")

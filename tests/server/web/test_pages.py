@@ -180,3 +180,26 @@ def test_the_calendar_feed_holds_my_loans_too(web, person):
     (event,) = Calendar.from_ical(alice.get(path).data).walk("VEVENT")
     assert str(event["SUMMARY"]) == "Loan of auto.lab.test" and event.decoded("DTEND").isoformat() == \
         "2026-11-24T12:00:00+00:00"
+
+
+def test_every_page_and_form_action_is_also_an_api_route_and_a_command_line():
+    """Item 11: no page-only feature. Every page and form action the pages offer (PAGES: each form posts to one)
+    names the API route that does the same, and the `lablease` command line that does it parses."""
+    import shlex
+
+    from lablease.api.routes import ROUTES
+    from lablease.cli.client_parser import build_parser
+    from lablease.web.pages import EQUIVALENTS, PAGES, SESSION_ONLY
+
+    offered = {page.endpoint for page in PAGES}
+    assert offered - set(SESSION_ONLY) == set(EQUIVALENTS)
+    routes = {route.endpoint for route in ROUTES}
+    parser = build_parser()
+    for endpoint, (api, command) in EQUIVALENTS.items():
+        assert api in routes, endpoint
+        method = endpoint.split()[0]
+        if method == "POST":  # an action: the command line does it too
+            assert command is not None, endpoint
+        if command is not None:
+            parsed = parser.parse_args(shlex.split(command))
+            assert parsed.command == command.split()[0], endpoint

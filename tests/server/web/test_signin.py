@@ -141,3 +141,35 @@ def test_ended_sessions_are_cleared_at_the_next_sign_in(web, person):
     sessions = [row for row in names if row.name == signin.SESSION_TOKEN]
     assert len(sessions) == 2 and all(row.revoked_at is None for row in sessions)
     assert [row.name for row in names if row.name != signin.SESSION_TOKEN] == ["default"]  # the API token stays
+
+
+def test_failed_sign_ins_are_limited_per_user_name_and_per_client_address(web, person):
+    from datetime import timedelta
+
+    from lablease.web import throttle
+
+    person("alice", signed_in=False), person("bob", signed_in=False)  # their passwords
+    assert web.app.web.signins.limits == {"name": 5, "address": 20}  # the site's limits (docs/web.md), in 15 min
+    assert throttle.WINDOW == timedelta(minutes=15)
+    limits = throttle.FailedSignIns(per_name=2, per_address=4)  # the same, smaller: fewer hashes to pay
+    web.app.web.signins = limits
+
+    def attempt(name: str, password: str, address: str):
+        browser = Person(web, name)
+        browser.get("/login", environ_base={"REMOTE_ADDR": address})
+        return browser.client.post("/login", data={"username": name, "password": password, "csrf": browser.csrf},
+                                   environ_base={"REMOTE_ADDR": address})
+
+    for _ in range(limits.limits["name"]):
+        assert attempt("alice", "wrong password", "192.0.2.1").status_code == 401
+    for address in ("192.0.2.1", "198.51.100.7"):  # her name is held from everywhere, even with her password
+        held = attempt("Alice", PASSWORD, address)
+        assert held.status_code == 429 and 0 < int(held.headers["Retry-After"]) <= 15 * 60
+        assert "Too many failed sign-ins: try again in 15 minute(s)." in held.get_data(as_text=True)
+    assert attempt("bob", PASSWORD, "192.0.2.1").status_code == 303  # another name from that address: fine
+    for n in range(limits.limits["address"] - limits.limits["name"]):  # guessing many names from one address
+        assert attempt(f"guess{n}", "wrong password", "192.0.2.1").status_code == 401
+    assert attempt("bob", PASSWORD, "192.0.2.1").status_code == 429
+    assert attempt("bob", PASSWORD, "198.51.100.7").status_code == 303  # from elsewhere bob still signs in
+    web.clock.now = web.clock.now + timedelta(minutes=15)  # the window passed: both may try again
+    assert attempt("alice", PASSWORD, "192.0.2.1").status_code == 303

@@ -221,7 +221,8 @@ def _recipe(session, actor: Actor, recipe_id: int) -> Recipe:
     return recipe
 
 
-def show_recipe(uow, actor: Actor, now: datetime, recipe_id: int) -> dict:
+def show_recipe(uow, actor: Actor, now: datetime, recipe_id: int, summaries=None) -> dict:
+    """summaries (waiting.Summaries): why it waits from its candidate list, not each system's verdict."""
     session = uow.session
     recipe = _recipe(session, actor, recipe_id)
     body = recipe_dict(recipe) | {
@@ -231,7 +232,7 @@ def show_recipe(uow, actor: Actor, now: datetime, recipe_id: int) -> dict:
     }
     if recipe.status in placement.WAITING:
         body["why"] = _why_guest_waits(session, recipe, now) if recipe.host_recipe_id else waiting.why_waiting(
-            session, recipe, now)
+            session, recipe, now, summaries=summaries)
     return body
 
 

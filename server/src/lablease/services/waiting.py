@@ -6,6 +6,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 
 from sqlalchemy import and_, func, or_, select
+from sqlalchemy.orm import aliased
 
 from ..domain import advance as advance_rules
 from ..domain import recipes as rules
@@ -13,13 +14,13 @@ from ..domain import waiting as waiting_rules
 from ..domain.permissions import LENT_TO_ANOTHER, Actor, Permission, Rule, SystemAccess, decide_schedule
 from ..domain.times import format_time
 from ..domain.windows import Window, overlaps
-from ..scheduler.planner import explain
+from ..scheduler.planner import Explanation, explain
 from ..domain.paging import Page, PageRequest
 from ..store import paging
 from ..store.paging import Order
 from ..scheduler.filters import Host, is_live, needs_hardware, possible, verdict
-from ..store.tables import (AccessRule, AdvanceReservation, Booking, Pool, PoolAccessRule, PoolSystem, Recipe,
-                            RecipeSet, Reservation, System, User)
+from ..store.tables import (AccessRule, AdvanceReservation, Booking, ClassCandidate, Loan, Pool, PoolAccessRule,
+                            PoolSystem, Recipe, RecipeSet, Reservation, System, User)
 from . import placement
 from . import systems as system_service
 from .users import actor_for
@@ -105,26 +106,30 @@ def _rules(rows) -> dict[int, tuple]:
     return {key: tuple(value) for key, value in found.items()}
 
 
-def _snapshot(session) -> Snapshot:
+def _snapshot(session, page: tuple[int, int] | None = None) -> Snapshot:
+    """Every system, or with `page` (offset, size) that slice of them in name order (and only their rules)."""
     connection = session.connection()
-    rows = connection.execute(select(
+    query = select(
         System.id, System.fqdn, System.arch, System.memory_mb, System.cpus, System.lab, System.attributes,
         System.owner_id, System.condition, System.policy_pool_id, System.resource_id, System.vendor, System.model,
         System.serial, System.location, System.lender, System.system_type, System.hypervisor, System.numa_nodes,
-        System.created_at, System.last_inventoried, System.cpu, System.power, User.name.label("owner_name"))
-        .outerjoin(User, User.id == System.owner_id)
-        .where(System.condition != "removed", System.guest.is_(False)).order_by(System.id)).all()
+        System.created_at, System.last_inventoried, System.cpu, System.power, User.name.label("owner_name")) \
+        .outerjoin(User, User.id == System.owner_id).where(System.condition != "removed", System.guest.is_(False))
+    query = query.order_by(System.id) if page is None else query.order_by(System.fqdn).offset(page[0]).limit(page[1])
+    rows = connection.execute(query).all()
+    ids = [r.id for r in rows]
     pools: dict[int, set] = {}
-    for system_id, name in connection.execute(select(PoolSystem.system_id, Pool.name).join(
-            Pool, Pool.id == PoolSystem.pool_id)):
+    members = select(PoolSystem.system_id, Pool.name).join(Pool, Pool.id == PoolSystem.pool_id)
+    own = select(AccessRule.system_id, AccessRule.permission, AccessRule.user_id, AccessRule.group_id)
+    if page is not None:
+        members, own = members.where(PoolSystem.system_id.in_(ids)), own.where(AccessRule.system_id.in_(ids))
+    for system_id, name in connection.execute(members):
         pools.setdefault(system_id, set()).add(name)
     hosts = [_host(r, frozenset(pools.get(r.id, ()))) for r in rows]
-    return Snapshot(hosts, {r.id: r for r in rows},
-                    _rules(connection.execute(select(AccessRule.system_id, AccessRule.permission,
-                                                     AccessRule.user_id, AccessRule.group_id))),
+    return Snapshot(hosts, {r.id: r for r in rows}, _rules(connection.execute(own)),
                     _rules(connection.execute(select(PoolAccessRule.pool_id, PoolAccessRule.permission,
                                                      PoolAccessRule.user_id, PoolAccessRule.group_id))),
-                    system_service.active_loans(session, [r.id for r in rows]), connection)
+                    system_service.active_loans(session, ids), connection)
 
 
 def _host(r, pools: frozenset) -> Host:
@@ -138,32 +143,22 @@ def _host(r, pools: frozenset) -> Host:
 
 
 def why_waiting(session, recipe: Recipe, now: datetime, snapshot: Snapshot | None = None,
-                ahead: int | None = None) -> dict:
+                ahead: int | None = None, summaries: Summaries | None = None) -> dict:
     """The scheduler's explanation and its reason in words (domain/waiting.py); `ahead` (the recipe
-    sets before it in the queue) is counted when not given."""
-    owner = actor_for(session, recipe.recipe_set.job.owner)
-    seen = snapshot or _snapshot(session)
-
-    def usable(h):
-        decision = decide_schedule(owner, seen.access(h.id))
-        if decision.reason == LENT_TO_ANOTHER:  # name the loan only when it alone is in the way (it passes)
-            lasting = decide_schedule(owner, seen.access(h.id, with_loan=False))
-            decision = decision if lasting.allowed else lasting
-        return decision.allowed, None if decision.allowed else decision.reason
-
+    sets before it in the queue) is counted when not given. With `summaries` (the queue) a recipe whose class
+    has candidates is explained from them in SQL (`Summaries`); otherwise every system's verdict is counted."""
     runtime = placement.runtime_of(recipe)
     window = Window(now, now + runtime if runtime else None)
-
-    tree = recipe.spec.get("host_requires")
-    hosts = seen.live(seen.hosts_for(tree), now) if is_live(tree) else seen.hosts_for(tree)
-    result = explain(tree, hosts, usable, lambda system_id: seen.busy_until(system_id, window),
-                     recipe.spec.get("force"), judge=seen.judge(tree))
-    if is_live(tree):  # ruled out now, but may suit once its holder or loan changes: not "never"
-        judge = seen.judge(tree)
-        result.live = sum(1 for h in hosts if not judge(h)[0] and possible(tree, h))
     ar = session.get(AdvanceReservation, recipe.recipe_set.ar_id) if recipe.recipe_set.ar_id else None
     waits_for_ar = ar and advance_rules.bound_wait(ar.id, ar.state, ar.start_at, ar.error_handling)
     holding = recipe.system.fqdn if recipe.status == "assigned" else None
+    if waits_for_ar or holding:  # the systems are not what it waits for: nothing to count
+        result = Explanation()
+    else:
+        result = summaries.of(recipe, window) if summaries is not None else None
+        if result is None:
+            seen = snapshot or (summaries.snapshot() if summaries is not None else _snapshot(session))
+            result = _explained(session, seen, recipe, window, now)
     if holding:
         message = f"holding {holding} until the rest of its recipe set can start"
     else:
@@ -179,6 +174,148 @@ def why_waiting(session, recipe: Recipe, now: datetime, snapshot: Snapshot | Non
 
 
 FREE_SHOWN = 20  # free candidates named in an explanation (the count is in `candidates`)
+
+
+def _usable(session, seen: Snapshot, recipe: Recipe):
+    owner = actor_for(session, recipe.recipe_set.job.owner)
+
+    def usable(h):
+        decision = decide_schedule(owner, seen.access(h.id))
+        if decision.reason == LENT_TO_ANOTHER:  # name the loan only when it alone is in the way (it passes)
+            lasting = decide_schedule(owner, seen.access(h.id, with_loan=False))
+            decision = decision if lasting.allowed else lasting
+        return decision.allowed, None if decision.allowed else decision.reason
+    return usable
+
+
+def _explained(session, seen: Snapshot, recipe: Recipe, window: Window, now: datetime) -> Explanation:
+    """Every system's verdict for the recipe, counted per reason (a few ms per thousand systems)."""
+    tree = recipe.spec.get("host_requires")
+    hosts = seen.live(seen.hosts_for(tree), now) if is_live(tree) else seen.hosts_for(tree)
+    result = explain(tree, hosts, _usable(session, seen, recipe), lambda system_id: seen.busy_until(system_id, window),
+                     recipe.spec.get("force"), judge=seen.judge(tree))
+    if is_live(tree):  # ruled out now, but may suit once its holder or loan changes: not "never"
+        judge = seen.judge(tree)
+        result.live = sum(1 for h in hosts if not judge(h)[0] and possible(tree, h))
+    return result
+
+
+def reasons_page(session, recipe: Recipe, now: datetime, offset: int, size: int = 100) -> list[tuple[str, str | None]]:
+    """Each system's verdict for the recipe, `size` systems from `offset` in name order: (fqdn, why it is ruled
+    out, None for a candidate). What a job's page shows on expanding, a page at a time (however many systems)."""
+    seen = _snapshot(session, (offset, size))
+    tree, force = recipe.spec.get("host_requires"), recipe.spec.get("force")
+    hosts = seen.live(seen.hosts_for(tree), now) if is_live(tree) else seen.hosts_for(tree)
+    judge, usable = seen.judge(tree), _usable(session, seen, recipe)
+    found = []
+    for host in hosts:
+        if force is not None and host.fqdn != force:
+            found.append((host.fqdn, f"not the forced system {force}"))
+            continue
+        ok, reason = judge(host)
+        found.append((host.fqdn, usable(host)[1] if ok else reason))
+    return found
+
+
+class Summaries:
+    """The queue's explanations from the scheduler's candidate lists (services/scheduling.py ClassCandidate),
+    once per requirement class and runtime: the systems outside the list are counted in SQL under one reason
+    (NOT_CANDIDATE), so a queue of 50 recipes over 10,000 systems costs a few queries rather than 500,000
+    verdicts. Each reason apart is on the recipe's own page (GET /recipes/{id}, the job page)."""
+
+    def __init__(self, session, now: datetime):
+        self.session, self.now = session, now
+        self._rows: dict[tuple, list] = {}  # (class id, window end) -> its candidates' rows
+        self._done: dict[tuple, Explanation | None] = {}
+        self._total: int | None = None
+        self._snapshot: Snapshot | None = None
+        self._owners: dict[int, Actor] = {}
+
+    def _owner(self, user: User) -> Actor:
+        if user.id not in self._owners:
+            self._owners[user.id] = actor_for(self.session, user)
+        return self._owners[user.id]
+
+    def snapshot(self) -> Snapshot:
+        if self._snapshot is None:
+            self._snapshot = _snapshot(self.session)
+        return self._snapshot
+
+    def prepare(self, recipes: list[Recipe]) -> None:
+        """Read the candidates of every recipe's class at once, one query per distinct runtime."""
+        wanted: dict[datetime | None, set[int]] = {}
+        for recipe in recipes:
+            if recipe.class_id is not None:
+                wanted.setdefault(self._window(recipe).end, set()).add(recipe.class_id)
+        for end, class_ids in wanted.items():
+            self._read(Window(self.now, end), class_ids - {c for c, e in self._rows if e == end})
+
+    def of(self, recipe: Recipe, window: Window) -> Explanation | None:
+        """None when the list cannot say it: no class, or live requirements (who holds a system now), or no
+        candidate at all (then the reasons in words are the whole answer: each one is counted)."""
+        if recipe.class_id is None or is_live(recipe.spec.get("host_requires")):
+            return None
+        key = (recipe.class_id, window.end)
+        if key not in self._done:
+            if key not in self._rows:
+                self._read(window, {recipe.class_id})
+            self._done[key] = self._summary(recipe, window, self._rows[key])
+        found = self._done[key]
+        return None if found is None else replace(found, ruled_out=dict(found.ruled_out), busy=list(found.busy),
+                                                  free=list(found.free))
+
+    def _window(self, recipe: Recipe) -> Window:
+        runtime = placement.runtime_of(recipe)
+        return Window(self.now, self.now + runtime if runtime else None)
+
+    def _read(self, window: Window, class_ids: set[int]) -> None:
+        if not class_ids:
+            return
+        latest = select(Booking.id).where(Booking.resource_id == System.resource_id).order_by(
+            Booking.start_at.desc()).limit(1)
+        if window.end is not None:
+            latest = latest.where(Booking.start_at < window.end)
+        # Bookings of a system never overlap: the latest to start before the window's end is the one that
+        # ends last among those in the window, if it ends after the window's start.
+        last = aliased(Booking)
+        rows = self.session.execute(
+            select(ClassCandidate.class_id, System.fqdn, System.condition, System.owner_id, last.end_at,
+                   last.id.label("booked"), Loan.recipient_id)
+            .select_from(ClassCandidate).join(System, System.id == ClassCandidate.system_id)
+            .outerjoin(last, last.id == latest.scalar_subquery())
+            .outerjoin(Loan, and_(Loan.system_id == System.id, Loan.returned_at.is_(None)))
+            .where(ClassCandidate.class_id.in_(class_ids), System.condition != "removed", System.guest.is_(False))
+            .order_by(ClassCandidate.class_id, ClassCandidate.rank, System.fqdn)).all()
+        for class_id in class_ids:
+            self._rows[(class_id, window.end)] = []
+        for row in rows:
+            self._rows[(row.class_id, window.end)].append(row)
+
+    def _summary(self, recipe: Recipe, window: Window, rows: list) -> Explanation | None:
+        if not rows:
+            return None
+        owner = self._owner(recipe.recipe_set.job.owner)
+        result = Explanation(total=self.total())
+        result.ruled_out[waiting_rules.NOT_CANDIDATE] = result.total - len(rows)
+        for row in rows:
+            decision = decide_schedule(owner, SystemAccess(row.owner_id, row.condition, (), row.recipient_id))
+            if not decision.allowed and decision.reason != "you may not use this system":
+                result.ruled_out[decision.reason] = result.ruled_out.get(decision.reason, 0) + 1
+                continue  # (its rules let the owner use it: it is on the list; only condition and loan count)
+            result.candidates += 1
+            if row.booked is not None and (row.end_at is None or row.end_at > window.start):
+                result.busy.append((row.fqdn, row.end_at))
+            elif len(result.free) < FREE_SHOWN:
+                result.free.append(row.fqdn)
+        result.ruled_out = {k: v for k, v in result.ruled_out.items() if v}
+        result.busy.sort(key=lambda item: (item[1] is None, item[1].timestamp() if item[1] else 0))
+        return result
+
+    def total(self) -> int:
+        if self._total is None:
+            self._total = self.session.execute(select(func.count()).select_from(System).where(
+                System.condition != "removed", System.guest.is_(False))).scalar_one()
+        return self._total
 
 
 def sets_ahead(session, recipe_set: RecipeSet) -> int:
@@ -197,13 +334,14 @@ QUEUE_ORDER = (Order(RecipeSet.priority, descending=True), Order(RecipeSet.queue
 
 
 def queue(uow, actor: Actor, now: datetime, page: PageRequest = PageRequest(), details: bool = False) -> Page:
-    """Waiting recipes in scheduling order, a page of them, each with why it waits (details: the whole
-    explanation too, as GET /recipes/{id} gives it: the web's queue page shows it per candidate on expanding)."""
+    """Waiting recipes in scheduling order, a page of them, each with why it waits (details: the explanation's
+    counts too, as `summary` makes them: the web's queue page shows them on expanding)."""
     session = uow.session
     query = select(Recipe).join(RecipeSet, RecipeSet.id == Recipe.recipe_set_id).where(
         RecipeSet.status.in_(placement.WAITING), Recipe.status.in_(placement.WAITING))
     found = paging.fetch(uow, "queue", query, QUEUE_ORDER, page)
-    snapshot = _snapshot(session) if found.items else None
+    summaries = Summaries(session, now)
+    summaries.prepare(found.items)
     out, ahead, last_set = [], None, None
     for recipe in found.items:
         recipe_set = recipe.recipe_set
@@ -212,7 +350,7 @@ def queue(uow, actor: Actor, now: datetime, page: PageRequest = PageRequest(), d
         elif recipe_set.id != last_set:
             ahead += 1
         last_set = recipe_set.id
-        why = why_waiting(session, recipe, now, snapshot, ahead=ahead)
+        why = why_waiting(session, recipe, now, ahead=ahead, summaries=summaries)
         out.append({"recipe": recipe.id, "job": recipe.job_id, "owner": recipe_set.job.owner.name,
                     "priority": rules.PRIORITIES[recipe_set.priority], "status": recipe.status,
                     "queued_at": format_time(recipe_set.queued_at), "position": ahead + 1,

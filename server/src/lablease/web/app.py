@@ -26,6 +26,7 @@ from . import security
 from .context import PageContext, Redirect, Render
 from .pages import NAV, PAGES, url_map
 from .render import environment
+from .throttle import FailedSignIns
 
 log = logging.getLogger("lablease.web")
 STATIC = Path(__file__).parent / "static"
@@ -37,6 +38,7 @@ class WebPages:
         self.pages = {page.endpoint: page for page in PAGES}
         self.map = url_map(PAGES)
         self.keys = security.Keys(site_key(app.settings))
+        self.signins = FailedSignIns()
 
     def handle(self, request: Request) -> Response | None:
         try:
@@ -78,7 +80,8 @@ class WebPages:
                 return self.error_page(request, actor, 403, "This form has expired or was not sent from "
                                                             "lablease's own page. Reload the page and try again.")
             ctx = PageContext(uow, actor, now, settings, args, request.args, form, full_path(request), session_secret,
-                              (settings.public_url or request.host_url).rstrip("/"))
+                              (settings.public_url or request.host_url).rstrip("/"), request.remote_addr or "",
+                              self.signins)
             try:
                 result = page.view(ctx)
                 if writes:
@@ -113,6 +116,7 @@ class WebPages:
                   "here": request.path, "now": self.app.clock(), **result.values}
         response.set_data(environment().get_template(result.template).render(values))
         response.status_code = result.status
+        response.headers.update(result.headers)
         return response
 
     def error_page(self, request: Request, actor, status: int, detail: str) -> Response:

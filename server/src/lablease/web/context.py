@@ -9,6 +9,7 @@ from werkzeug.datastructures import MultiDict
 from ..config import Settings
 from ..domain.permissions import Actor
 from ..store.uow import UnitOfWork
+from .throttle import FailedSignIns
 
 
 @dataclass
@@ -18,6 +19,7 @@ class Render:
     template: str
     values: dict = field(default_factory=dict)
     status: int = 200
+    headers: dict = field(default_factory=dict)  # e.g. Retry-After on a 429
 
 
 @dataclass
@@ -43,6 +45,8 @@ class PageContext:
     path: str  # this page's path with its query string, for links back to it
     session_secret: str | None = None  # the session cookie's value (sign-out revokes it)
     base_url: str = ""  # how the browser reached us (`public_url` when set), for addresses shown to copy
+    client: str = ""  # the client's address (REMOTE_ADDR): failed sign-ins are counted per address too
+    signins: FailedSignIns | None = None  # the process's count of failed sign-ins (web/throttle.py)
 
-    def render(self, template: str, status: int = 200, **values) -> Render:
-        return Render(template, values, status)
+    def render(self, template: str, status: int = 200, headers: dict | None = None, **values) -> Render:
+        return Render(template, values, status, headers or {})

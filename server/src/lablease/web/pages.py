@@ -58,6 +58,41 @@ PAGES = [
     Page("GET", "/calendar/<user>/<token>.ics", calendar.feed, auth=False),
 ]
 
+# Item 11, no page-only feature: each page and form action, the API route that does the same (its endpoint in
+# api/routes.py) and a `lablease` command line that does it (tests/server/web/test_pages.py parses each).
+# Signing in and out is the pages' own session (the API and CLI use tokens); a view without a command says None.
+API = "/api/v1"
+EQUIVALENTS = {
+    "GET /systems": ("GET " + API + "/systems", "systems --pool rack"),
+    "GET /systems/<fqdn>": ("GET " + API + "/systems/<fqdn>", "system show s1.lab.test"),
+    "POST /systems/<fqdn>/take": ("POST " + API + "/reservations", "reserve s1.lab.test --duration 4h"),
+    "POST /systems/<fqdn>/borrow": ("POST " + API + "/systems/<fqdn>/loan", "loan grant s1.lab.test alice --limited"),
+    "POST /systems/<fqdn>/return-loan": ("DELETE " + API + "/systems/<fqdn>/loan", "loan return s1.lab.test"),
+    "GET /reservations": ("GET " + API + "/reservations", "reservations"),
+    "POST /reservations": ("POST " + API + "/reservations", "reserve s1.lab.test --duration 1d"),
+    "POST /reservations/<int:id>/extend": ("PATCH " + API + "/reservations/<int:id>", "extend 7 --by 1h"),
+    "POST /reservations/<int:id>/return": ("DELETE " + API + "/reservations/<int:id>", "return 7"),
+    "POST /calendar/rotate": ("POST " + API + "/me/calendar", "calendar-url --new"),
+    "GET /calendar/<user>/<token>.ics": ("GET " + API + "/me/calendar", "calendar-url"),
+    "GET /pools": ("GET " + API + "/pools", "pools"),
+    "GET /pools/<name>": ("GET " + API + "/pools/<name>/timeline", "pool show rack"),
+    "GET /queue": ("GET " + API + "/queue", "queue"),
+    "GET /jobs": ("GET " + API + "/jobs", "jobs"),
+    "GET /jobs/<int:id>": ("GET " + API + "/jobs/<int:id>", "job status 3"),
+    "POST /jobs/<int:id>/cancel": ("POST " + API + "/jobs/<int:id>/cancel", "job cancel 3"),
+    "GET /advance-reservations": ("GET " + API + "/advance-reservations", "ar list"),
+    "POST /advance-reservations": ("POST " + API + "/advance-reservations",
+                                   "ar create -a 2026-11-23T08:00:00Z -d 2h --host s1.lab.test --validate"),
+    "GET /advance-reservations/<ident>": ("GET " + API + "/advance-reservations/<ident>", "ar show 4"),
+    "POST /advance-reservations/<ident>/modify": ("PATCH " + API + "/advance-reservations/<ident>",
+                                                  "ar modify 4 -N renamed"),
+    "POST /advance-reservations/<ident>/delete": ("DELETE " + API + "/advance-reservations/<ident>",
+                                                  "ar delete 4 -f"),
+    "GET /utilisation": ("GET " + API + "/reports/utilisation/series", None),
+    "GET /utilisation.csv": ("GET " + API + "/reports/utilisation/series", None),
+}
+SESSION_ONLY = ("GET /", "GET /login", "POST /login", "POST /logout")
+
 # The navigation of layout.html: (label, path). A page not built yet answers 404.
 NAV = [
     ("Systems", "/systems"),

@@ -18,10 +18,16 @@ def login_form(ctx: PageContext):
 def login(ctx: PageContext):
     target = safe_next(ctx.form.get("next"))
     name, password = ctx.form.get("username", "").strip(), ctx.form.get("password", "")
+    wait = ctx.signins.retry_after(name, ctx.client, ctx.now)
+    if wait:  # too many failures for this name or from this address: not even checked (web/throttle.py)
+        return ctx.render("login.html", status=429, headers={"Retry-After": str(wait)}, next=target,
+                          username=name, error=f"Too many failed sign-ins: try again in {-(-wait // 60)} minute(s).")
     try:
         secret = signin.sign_in(ctx.uow, ctx.now, name, password, ctx.settings.web_session_lifetime)
     except Unauthenticated as error:
+        ctx.signins.failed(name, ctx.client, ctx.now)
         return ctx.render("login.html", status=401, next=target, username=name, error=error.detail)
+    ctx.signins.succeeded(name)
     return Redirect(target, session=secret)
 
 

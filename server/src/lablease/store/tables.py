@@ -463,6 +463,7 @@ from .advance_tables import AdvanceReservation, ArSystem  # noqa: E402,F401 - on
 from .provision_tables import Command, Installation  # noqa: E402,F401
 from .worker_tables import WorkerFailure, WorkerHeartbeat  # noqa: E402,F401
 from .report_tables import UtilisationHour  # noqa: E402,F401
+from .health_tables import HealthCheck, SystemHealth  # noqa: E402,F401
 
 
 def _never_reuse_ids(metadata: MetaData) -> None:

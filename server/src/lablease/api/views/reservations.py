@@ -14,6 +14,7 @@ def create(ctx: Context) -> Reply:
         duration=duration_field(body, "duration", allow_unlimited=True),
         return_loan=body.get("return_loan", False), heartbeat=duration_field(body, "heartbeat"),
         request_id=body.get("request_id"), advance_reservation=body.get("advance_reservation"),
+        healthy_within=duration_field(body, "healthy_within"),
     )
     return Reply(reservation, 201 if created else 200)
 

@@ -111,7 +111,7 @@ def test_defining_checks_is_for_admins_and_bad_definitions_are_refused(lab):
     xml = ('<job><recipeSet><recipe><distroRequires/><hostRequires/><task name="/smoke"/></recipe>'
            '</recipeSet></job>')
     status, created = lab.admin.post("/health-checks", {"name": "x", "arch": "x86_64", "job": xml, "every": "24h"})
-    assert status == 201 and created["every"] == "P1D" and created["job"]["recipe_sets"][0]["recipes"][0][
+    assert status == 201 and created["every"] == 86400 and created["job"]["recipe_sets"][0]["recipes"][0][
         "tasks"][0]["name"] == "/smoke", created
     assert lab.admin.post("/health-checks", {"name": "y", "arch": "x86_64", "job": SMOKE})[0] == 409
     assert lab.admin.patch("/health-checks/x", {"after_recipes": 3})[1]["after_recipes"] == 3

@@ -541,6 +541,6 @@ HEALTH_CHECK_UPDATE = {"type": "object", "properties": HEALTH_CHECK_FIELDS, "add
                            {"required": ["pool", "arch"]}]}})]}
 HEALTH_CHECK = {"type": "object", "properties": {
     "name": {"type": "string"}, "system": {"type": ["string", "null"]}, "pool": {"type": ["string", "null"]},
-    "arch": {"type": ["string", "null"]}, "every": {"type": ["string", "null"]},
+    "arch": {"type": ["string", "null"]}, "every": {"type": ["integer", "null"], "description": "seconds"},
     "after_recipes": {"type": ["integer", "null"]}, "job": {"type": "object"},
     "owner": {"type": ["string", "null"]}, "created_at": TIME}}

@@ -11,7 +11,6 @@ from ..domain.permissions import Actor
 from ..domain.systems import check_arch
 from ..domain.times import format_time
 from ..store.tables import HealthCheck, Pool, System
-from ..timeparse import format_duration
 from ..domain.paging import Page, PageRequest
 from ..store import paging
 from ..store.paging import Order
@@ -78,7 +77,7 @@ def check_dict(check: HealthCheck) -> dict:
     return {"name": check.name, "system": check.target if check.scope == "system" else None,
             "pool": check.target if check.scope == "pool" else None,
             "arch": check.target if check.scope == "arch" else None,
-            "every": format_duration(timedelta(seconds=check.every_seconds)) if check.every_seconds else None,
+            "every": check.every_seconds,  # seconds, as a reservation's heartbeat
             "after_recipes": check.after_recipes, "job": check.job,
             "owner": check.owner.name if check.owner else None, "created_at": format_time(check.created_at)}
 

@@ -542,5 +542,6 @@ HEALTH_CHECK_UPDATE = {"type": "object", "properties": HEALTH_CHECK_FIELDS, "add
 HEALTH_CHECK = {"type": "object", "properties": {
     "name": {"type": "string"}, "system": {"type": ["string", "null"]}, "pool": {"type": ["string", "null"]},
     "arch": {"type": ["string", "null"]}, "every": {"type": ["integer", "null"], "description": "seconds"},
-    "after_recipes": {"type": ["integer", "null"]}, "job": {"type": "object"},
+    "after_recipes": {"type": ["integer", "null"]}, "job": {"type": "object", "description": "the job, normalised"},
+    "source": {"type": ["object", "string"], "description": "the job as it was given"},
     "owner": {"type": ["string", "null"]}, "created_at": TIME}}

@@ -61,7 +61,7 @@ def _values(session, data: dict, check: HealthCheck | None) -> dict:
     elif check is None:
         rules.check_scope(data)
     if "job" in data:
-        values["job"] = parsed_job(data["job"])
+        values["job"], values["source"] = parsed_job(data["job"]), data["job"]
     elif check is None:
         raise Invalid("job", "is required: the job (XML or JSON) to run as the check")
     every = data["every"] if "every" in data else (check.every_seconds if check else None)
@@ -78,7 +78,7 @@ def check_dict(check: HealthCheck) -> dict:
             "pool": check.target if check.scope == "pool" else None,
             "arch": check.target if check.scope == "arch" else None,
             "every": check.every_seconds,  # seconds, as a reservation's heartbeat
-            "after_recipes": check.after_recipes, "job": check.job,
+            "after_recipes": check.after_recipes, "job": check.job, "source": check.source,
             "owner": check.owner.name if check.owner else None, "created_at": format_time(check.created_at)}
 
 

@@ -19,6 +19,7 @@ class HealthCheck(Base):
     scope: Mapped[str] = mapped_column(String(8))
     target: Mapped[str] = mapped_column(String(255))
     job: Mapped[dict] = mapped_column(Json)  # the normalised job, one recipe
+    source: Mapped[object] = mapped_column(Json)  # the job as given (XML text or JSON): what a client compares
     every_seconds: Mapped[int | None] = mapped_column(Integer)
     after_recipes: Mapped[int | None] = mapped_column(Integer)
     owner_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))  # runs its jobs

@@ -21,6 +21,7 @@ def upgrade() -> None:
     sa.Column('scope', sa.String(length=8), nullable=False),
     sa.Column('target', sa.String(length=255), nullable=False),
     sa.Column('job', sa.JSON().with_variant(postgresql.JSONB(astext_type=sa.Text()), 'postgresql'), nullable=False),
+    sa.Column('source', sa.JSON().with_variant(postgresql.JSONB(astext_type=sa.Text()), 'postgresql'), nullable=False),
     sa.Column('every_seconds', sa.Integer(), nullable=True),
     sa.Column('after_recipes', sa.Integer(), nullable=True),
     sa.Column('owner_id', sa.Integer(), nullable=True),

@@ -91,7 +91,7 @@ def passed(status: str, result: str | None) -> bool | None:
 def failure_reason(name: str, status: str, result: str | None, tasks: list[dict], why: str | None = None) -> str:
     """The reason a failed check gives: which check, how it ended and its failing tasks."""
     failing = [t.get("name", "?") for t in tasks or () if t.get("result") not in PASSING]
-    text = f"health check {name} {status}" + (f" with result {result}" if result else "")
+    text = f"health check {name} {status}" + (f" with result {result}" if result and status == "completed" else "")
     if why:
         text += f": {why}"
     if failing:

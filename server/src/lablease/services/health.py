@@ -157,7 +157,7 @@ def after_recipe(session, recipe: Recipe, status: str, now: datetime, settings) 
     row = session.execute(select(SystemHealth).where(SystemHealth.recipe_id == recipe.id)).scalar_one_or_none()
     if row is not None:
         _check_ended(session, row, recipe, status, now, settings)
-    elif recipe.system_id is not None and recipe.status != "assigned" and recipe.host_recipe_id is None:
+    elif recipe.system_id is not None and recipe.started_at is not None and recipe.host_recipe_id is None:
         system = session.get(System, recipe.system_id)
         standing(session, system, now).recipes_since += 1
         refresh(session, system, now)

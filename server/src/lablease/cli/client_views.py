@@ -81,9 +81,9 @@ SYSTEM = Shape("system", "systems", [
     ("LAB", lambda s: s.get("lab")),
     ("CONDITION", lambda s: s.get("condition")),
     ("USAGE", lambda s: s.get("usage")),
-    ("HEALTH", lambda s: (s.get("health") or {}).get("state")),
     ("RESERVED BY", lambda s: _held(s, "user")),
     ("UNTIL", lambda s: _held(s, "end")),
+    ("HEALTH", lambda s: (s.get("health") or {}).get("state")),
 ], _system_details)
 
 

@@ -1,14 +1,13 @@
 """Health checks through the API and the worker's due step (docs/health.md): a check runs as a job on the
 system, a failure makes it Broken and tells its owner, a pass makes it good; healthy_within gates hand-over."""
-from datetime import timedelta
-
 import pytest
 
 from lablease.config import Settings
 from lablease.services import health, outbox
 from lablease.store.uow import UnitOfWork
 from lablease.worker.loop import run_step
-from tests.server.integration.conftest import START, Lab
+from tests.server.integration.conftest import Lab
+from tests.server.integration.test_provisioning_api import TREE, _token_for, provisionable
 
 SMOKE = {"recipe_sets": [{"recipes": [{"tasks": [{"name": "/health/smoke"}]}]}]}
 
@@ -94,6 +93,20 @@ def test_a_check_is_due_after_n_recipes_and_after_a_failed_install(lab):
     assert health_of(lab, "a.lab.test")[1]["next_check"] == "2026-11-22T12:00:00Z"
     assert len(run_checks(lab)) == 1
     assert health_of(lab, "a.lab.test")[1]["state"] == "checking"
+
+    # A failed install: the system is checked again at once, whatever the cadence says.
+    provisionable(lab, condition="automated")
+    lab.admin.post("/distro-trees", TREE)
+    lab.admin.post("/health-checks", {"name": "p1", "system": "p1.lab.test", "job": SMOKE, "after_recipes": 100})
+    lab.clock.advance(minutes=3)
+    lab.bob.post("/jobs", {"recipe_sets": [{"recipes": [
+        {"distro_requires": {"field": "distro_name", "op": "=", "value": "Fedora-40"}}]}]})
+    assert health_of(lab, "p1.lab.test")[1]["next_check"] is None
+    _, [install] = lab.admin.get("/systems/p1.lab.test/installations")
+    token = _token_for(lab, install["id"])
+    assert lab.client.post(f"/api/v1/installations/{install['id']}/install_fail?token={token}").status_code == 204
+    condition, after_fail = health_of(lab, "p1.lab.test")
+    assert (condition, after_fail["state"], after_fail["next_check"]) == ("automated", "unknown", "2026-11-22T12:03:00Z")
 
 
 def test_defining_checks_is_for_admins_and_bad_definitions_are_refused(lab):

@@ -142,6 +142,8 @@ def test_a_recipe_needing_recent_health_gets_a_checked_system_and_moves_on_when_
     _, job = lab.bob.post("/jobs", {"recipe_sets": [{"recipes": [{"healthy_within": "24h"}]}]})
     recipe = job["recipe_sets"][0]["recipes"][0]
     assert recipe["status"] == "queued"  # no system passed a check yet: one is checked first
+    assert lab.bob.get(f"/recipes/{recipe['id']}")[1]["why"]["message"] == (
+        "waiting for a health check passed within 1d: checking a.lab.test first")
     assert [health_of(lab, f)[1]["next_check"] for f in ("a.lab.test", "b.lab.test")] == [
         "2026-11-22T12:00:00Z", None]
     run_checks(lab)

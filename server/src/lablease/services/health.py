@@ -254,6 +254,22 @@ def gate(session, recipe: Recipe, ordered: list[int], now: datetime) -> list[int
     return healthy
 
 
+def waiting_for_health(session, recipe: Recipe) -> str | None:
+    """Why a recipe with healthy_within waits while systems it could use are free (its `why`)."""
+    within = (recipe.spec or {}).get("healthy_within")
+    if not within or recipe.class_id is None:
+        return None
+    checked = list(session.execute(select(System.fqdn).join(SystemHealth, SystemHealth.system_id == System.id).join(
+        ClassCandidate, ClassCandidate.system_id == System.id).where(
+        ClassCandidate.class_id == recipe.class_id,
+        or_(SystemHealth.state == "checking", SystemHealth.next_check_at.is_not(None))).order_by(System.fqdn)
+        .limit(5)).scalars())
+    wanted = f"a health check passed within {format_human(timedelta(seconds=within))}"
+    if checked:
+        return f"waiting for {wanted}: checking {', '.join(checked)} first"
+    return f"no free system it could use has {wanted}, and no check applies to them (docs/health.md)"
+
+
 def _checking_for(session, recipe: Recipe) -> bool:
     return session.execute(select(SystemHealth.id).join(
         ClassCandidate, ClassCandidate.system_id == SystemHealth.system_id).where(

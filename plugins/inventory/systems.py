@@ -23,7 +23,10 @@ description:
     C(lablease_reservation_purpose) (what the holder said it is for), C(lablease_lent_to) and C(lablease_loan_purpose)
     (null when not lent) and C(lablease_inventory)
     (vendor, model, system type, hypervisor, CPU, NUMA nodes, last inventoried; disks and devices are on each
-    system's own page of the API, not in the listing)."
+    system's own page of the API, not in the listing), C(lablease_health) (C(unknown), C(good), C(bad) or
+    C(checking)) and C(lablease_health_detail) (since when, the last check's result, when it last passed)."
+  - Every host is also in the group C(health_<health>) - C(health_good), C(health_bad), C(health_checking) or
+    C(health_unknown) - so a play can target only systems whose last health check passed.
 author:
   - lablease developers (@lablease)
 extends_documentation_fragment:
@@ -117,7 +120,14 @@ def host_vars(system):
         "lablease_lent_to": loan.get("recipient") if loan else None,
         "lablease_loan_purpose": loan.get("purpose") if loan else None,
         "lablease_inventory": system.get("inventory") or {},
+        "lablease_health": health_of(system),
+        "lablease_health_detail": system.get("health") or {},
     }
+
+
+def health_of(system):
+    """unknown, good, bad or checking (a server that predates health checks: unknown)."""
+    return (system.get("health") or {}).get("state") or "unknown"
 
 
 class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
@@ -179,6 +189,8 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
             variables = host_vars(system)
             for key, value in variables.items():
                 self.inventory.set_variable(name, key, value)
+            group = self.inventory.add_group("health_%s" % variables["lablease_health"])
+            self.inventory.add_child(group, name)
             self._set_composite_vars(self.get_option("compose"), variables, name, strict=strict)
             self._add_host_to_composed_groups(self.get_option("groups"), variables, name, strict=strict)
             self._add_host_to_keyed_groups(self.get_option("keyed_groups"), variables, name, strict=strict)

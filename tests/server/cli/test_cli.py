@@ -42,8 +42,9 @@ def test_whoami_as_a_block_json_and_xml(cli):
 def test_systems_table_has_the_documented_columns(cli, add_system):
     add_system("list1.lab.test", "aarch64", lab="brno")
     result = cli.ok("systems")
-    assert result.lines[0].split() == ["FQDN", "ARCH", "LAB", "CONDITION", "USAGE", "RESERVED", "BY", "UNTIL"]
-    assert row_of(result, "list1.lab.test") == ["list1.lab.test", "aarch64", "brno", "manual", "idle", "-", "-"]
+    assert result.lines[0].split() == ["FQDN", "ARCH", "LAB", "CONDITION", "USAGE", "RESERVED", "BY", "UNTIL", "HEALTH"]
+    assert row_of(result, "list1.lab.test") == ["list1.lab.test", "aarch64", "brno", "manual", "idle", "-", "-",
+                                                "unknown"]
     header = result.lines[0]
     line = next(line for line in result.lines if line.startswith("list1.lab.test"))
     assert line.index("aarch64") == header.index("ARCH")  # aligned under its header

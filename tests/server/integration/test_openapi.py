@@ -17,7 +17,8 @@ def test_every_route_is_described(lab):
     assert len(rules) == len(ROUTES)
     actions = {"/api/v1/reservations/<int:id>/heartbeat", "/api/v1/jobs/<int:id>/cancel",  # no body: the path says it
                "/api/v1/installations/<int:id>/" + EVENT, "/api/v1/recipes/<int:id>/" + EVENT,
-               "/api/v1/me/calendar"}  # POST: a new secret calendar address
+               "/api/v1/me/calendar",  # POST: a new secret calendar address
+               "/api/v1/systems/<fqdn>/health-check"}  # POST: check it now
     routes = {(r.path, r.method): r for r in ROUTES}
     for path, method in rules:
         operation = spec["paths"][openapi_path(path)][method.lower()]

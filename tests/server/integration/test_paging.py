@@ -133,6 +133,10 @@ KINDS = {
                               lambda lab, n: lab.alice.post("/schedules/ip/reservations",
                                                             {"resource_id": f"r{n}", "duration": "1h"}),
                               prepare=lambda lab: lab.admin.put("/schedules/ip", {"default_duration": "2h"})),
+    "health checks": Kind("/health-checks", "alice",
+                          lambda lab, n: lab.admin.post("/health-checks", {"name": f"h{n:02d}", "system": f"h{n:02d}.lab.test",
+                                                                           "job": {"recipe_sets": [{"recipes": [{}]}]}}),
+                          key=lambda r: r["name"], prepare=lambda lab: [lab.system(f"h{n:02d}.lab.test") for n in range(12)]),
 }
 
 

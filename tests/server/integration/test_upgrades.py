@@ -70,6 +70,14 @@ SEEDS: dict[str, list[tuple[str, dict]]] = {
     "0010": [
         ("worker_failures", {"kind": "expiry", "item_id": 7, "error": "boom", "failed_at": T0}),
     ],
+    "0018": [  # carried through the revisions that follow it (none while it is the newest)
+        ("health_checks", {"id": 1, "name": "smoke", "scope": "arch", "target": "x86_64", "job": {"recipe_sets": []},
+                           "source": "<job/>", "every_seconds": 86400, "after_recipes": None, "owner_id": 1,
+                           "created_at": T0}),
+        ("system_health", {"id": 1, "system_id": 1, "state": "good", "since": T0, "result": "health check smoke passed",
+                           "last_check_at": T0, "passed_at": T0, "recipes_since": 2, "forced": False,
+                           "next_check_at": T1, "check_id": 1, "recipe_id": None}),
+    ],
 }
 _names = itertools.count()
 

@@ -169,6 +169,7 @@ def test_filters_by_pool_and_arch_group_by_pool_and_a_system_page_says_what_it_i
     facts = dict(re.findall(r"<dt>([^<]+)</dt><dd>(.*?)</dd>", html, re.S))
     assert facts["CPUs · memory"] == "4 · 8192 MB" and facts["Pools"] == "rack" and facts["Power control"] == "no"
     assert facts["Recent recipes aborted"] == "no finished recipe yet" and "since" in facts["Condition"]
+    assert facts["Health check"].startswith('<span class="health-unknown">unknown</span> <span class="since">since')
 
 
 def test_the_calendar_feed_holds_my_loans_too(web, person):

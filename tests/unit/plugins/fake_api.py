@@ -55,6 +55,7 @@ class FakeApi:
         self.loans = {}  # fqdn -> loan
         self.groups = {}
         self.pools = {}
+        self.health_checks = {}
         self.policies = {}  # fqdn -> {"use_pool_policy", "rules"}
         self.jobs = {}
         self.recipes = {}
@@ -200,6 +201,8 @@ class FakeApi:
             return self.reserve(url, body)
         if path.startswith("/schedules/"):
             return self.schedule(url, method, path, query, body)
+        if path.startswith("/health-checks"):
+            return self.health_check(url, method, path, body)
         match = re.match(r"^/reservations/(\d+)(/heartbeat)?$", path)
         if match:
             index = int(match.group(1)) - 1
@@ -327,6 +330,39 @@ class FakeApi:
         if method == "PATCH":
             pool.update((k, v) for k, v in body.items() if k in ("description", "owner_group", "automation_floor"))
         return 200, pool
+
+    # -- health checks ------------------------------------------------------------------
+    def health_check(self, url, method, path, body):
+        """Like the server: one check per scope; `source` is the job as given, `job` its normal form."""
+        parts = path.split("/")
+        if len(parts) == 2:
+            if method == "GET":
+                return 200, list(self.health_checks.values())
+            check = {"name": body["name"], "system": None, "pool": None, "arch": None, "every": None,
+                     "after_recipes": None, "owner": self.user, "created_at": iso(NOW)}
+            self.health_checks[body["name"]] = self.apply_check(check, body)
+            return 201, check
+        check = self.health_checks.get(parts[2])
+        if check is None:
+            self.problem(url, 404, "Not found", "no health check named %s" % parts[2])
+        if method == "DELETE":
+            del self.health_checks[parts[2]]
+            return 204, None
+        if method == "PATCH":
+            self.apply_check(check, body)
+        return 200, check
+
+    @staticmethod
+    def apply_check(check, body):
+        if any(key in body for key in ("system", "pool", "arch")):
+            check.update(dict((key, body.get(key)) for key in ("system", "pool", "arch")))
+        for key in ("every", "after_recipes"):
+            if key in body:
+                check[key] = body[key]
+        if "job" in body:
+            check["source"] = body["job"]
+            check["job"] = body["job"] if isinstance(body["job"], dict) else {"recipe_sets": []}
+        return check
 
     # -- jobs and recipes ---------------------------------------------------------------
     def add_job(self, statuses=("queued",), systems=()):

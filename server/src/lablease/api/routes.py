@@ -15,7 +15,7 @@ from werkzeug.routing import IntegerConverter, Map, Rule, UnicodeConverter
 from ..domain.limits import MAX_INT
 from . import schemas as s
 from ..services.installations import EVENTS
-from .views import access, advance, jobs, meta, provisioning, reservations, schedules, systems, timelines
+from .views import access, advance, health, jobs, meta, provisioning, reservations, schedules, systems, timelines
 
 BASE = "/api/v1"
 EVENT = "<any(" + ", ".join(EVENTS) + "):event>"  # an installer callback's name
@@ -106,6 +106,7 @@ SYSTEM_FILTERS = {
     "lab": ("str", "only systems of this lab"),
     "pool": ("str", "only systems in this pool (an unknown pool is an error)"),
     "owner": ("str", "only systems owned by this user"),
+    "health": ("str", "only systems of this health: unknown, good, bad or checking"),
     "reserved_by": ("str", "only systems reserved now by this user ('me' for the caller)"),
     "free_from": ("time", "only systems with no booking in [free_from, free_until)"),
     "free_until": ("time", "end of the free window (open-ended when omitted)"),
@@ -157,6 +158,20 @@ ROUTES: list[Route] = [
           statuses=(403, 404, 409)),
     Route("GET", BASE + "/systems/<fqdn>/activity", systems.history, "The system's activity log, newest first",
           "systems", response=s.list_of(s.ACTIVITY), statuses=(404,)),
+    # health checks (docs/health.md)
+    Route("POST", BASE + "/systems/<fqdn>/health-check", health.check_now,
+          "Check the system's health as soon as it is free (whoever its recipes may run for)", "health",
+          response=s.SYSTEM_HEALTH, status=202, statuses=(403, 404, 409)),
+    Route("POST", BASE + "/health-checks", health.create, "Define a health check for a system, pool or arch (admins)",
+          "health", body=s.HEALTH_CHECK_CREATE, response=s.HEALTH_CHECK, status=201, statuses=(403, 409)),
+    Route("GET", BASE + "/health-checks", health.listing, "The health checks", "health",
+          response=s.list_of(s.HEALTH_CHECK)),
+    Route("GET", BASE + "/health-checks/<name>", health.show, "A health check", "health", response=s.HEALTH_CHECK,
+          statuses=(404,)),
+    Route("PATCH", BASE + "/health-checks/<name>", health.update, "Change a health check (admins)", "health",
+          body=s.HEALTH_CHECK_UPDATE, response=s.HEALTH_CHECK, statuses=(403, 404, 409)),
+    Route("DELETE", BASE + "/health-checks/<name>", health.delete, "Delete a health check (admins)", "health",
+          status=204, statuses=(403, 404)),
     # loans
     Route("POST", BASE + "/systems/<fqdn>/loan", access.loan_grant,
           "Lend the system (owner, admins, loan_any to anyone; loan_self to oneself); refused (409) while another "

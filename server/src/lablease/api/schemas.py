@@ -87,6 +87,12 @@ RESERVATION_SUMMARY = {
     "properties": {"id": {"type": "integer"}, "user": {"type": "string"}, "start": TIME, "end": NULLABLE_TIME,
                    "purpose": {"type": ["string", "null"], "description": "what the holder said it is for"}},
 }
+SYSTEM_HEALTH = {"type": "object", "description": "its health, apart from its condition (docs/health.md)", "properties": {
+    "state": {"enum": ["unknown", "good", "bad", "checking"]}, "since": NULLABLE_TIME,
+    "result": {"type": ["string", "null"], "description": "the last check's outcome"},
+    "last_check": NULLABLE_TIME, "passed_at": NULLABLE_TIME, "check": {"type": ["string", "null"]},
+    "recipe": {"type": ["integer", "null"], "description": "the running check's recipe"},
+    "next_check": NULLABLE_TIME}}
 SYSTEM = {
     "type": "object",
     "properties": {
@@ -106,6 +112,7 @@ SYSTEM = {
                                      "id": {"type": "integer"}, "name": {"type": ["string", "null"]},
                                      "state": {"type": "string"}, "start": TIME, "end": TIME}}},
         "created_at": TIME,
+        "health": SYSTEM_HEALTH,
     },
 }
 
@@ -142,6 +149,8 @@ RESERVATION_CREATE = {
         "advance_reservation": {**ID, "description": "reserve inside this advance reservation "
                                 "(its ACL users, its systems, inside its window; default end: the AR's)"},
         "purpose": PURPOSE,
+        "healthy_within": {**DURATION, "description": "only if the system passed a health check this recently "
+                           "(409 otherwise)"},
     },
     "additionalProperties": False,
 }
@@ -546,3 +555,30 @@ AR_ACCOUNTING = {"type": "object", "properties": {
     "ar": {"type": "integer"}, "account": {"type": ["string", "null"]}, "state": {"enum": ["w", "r", "x", "d", "E"]},
     "reserved_seconds": {"type": "number"}, "used_seconds": {"type": "number"},
     "systems": {"type": "array"}, "jobs": {"type": "array"}, "reservations": {"type": "array"}}}
+
+
+HEALTH_CHECK_FIELDS = {
+    "system": {**FQDN, "description": "the check of this one system"},
+    "pool": {**ENTITY, "description": "the check of this pool's systems"},
+    "arch": {"type": "string", "description": "the check of this architecture's systems"},
+    "job": {"type": ["object", "string"], "description": "the job to run, as POST /jobs takes it: its JSON form, "
+            "or job XML as a string; one recipe, placed on the system checked"},
+    "every": {**DURATION, "description": "check at most this long after the last check"},
+    "after_recipes": {"type": ["integer", "null"], "minimum": 1,
+                      "description": "check after this many recipes ran on the system"},
+}
+HEALTH_CHECK_CREATE = {"type": "object", "required": ["name", "job"],
+                       "allOf": [rule("name exactly one of system, pool or arch",
+                                      oneOf=[{"required": ["system"]}, {"required": ["pool"]},
+                                             {"required": ["arch"]}])],
+                       "properties": {"name": ENTITY, **HEALTH_CHECK_FIELDS}, "additionalProperties": False}
+HEALTH_CHECK_UPDATE = {"type": "object", "properties": HEALTH_CHECK_FIELDS, "additionalProperties": False,
+                       "allOf": [rule("name at most one of system, pool or arch", **{"not": {"anyOf": [
+                           {"required": ["system", "pool"]}, {"required": ["system", "arch"]},
+                           {"required": ["pool", "arch"]}]}})]}
+HEALTH_CHECK = {"type": "object", "properties": {
+    "name": {"type": "string"}, "system": {"type": ["string", "null"]}, "pool": {"type": ["string", "null"]},
+    "arch": {"type": ["string", "null"]}, "every": {"type": ["integer", "null"], "description": "seconds"},
+    "after_recipes": {"type": ["integer", "null"]}, "job": {"type": "object", "description": "the job, normalised"},
+    "source": {"type": ["object", "string"], "description": "the job as it was given"},
+    "owner": {"type": ["string", "null"]}, "created_at": TIME}}

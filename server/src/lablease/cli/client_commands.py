@@ -45,7 +45,7 @@ def body(**fields) -> dict:
 def systems(api: Api, args) -> Outcome:
     params = {"arch": args.arch, "lab": args.lab, "pool": args.pool, "condition": args.condition,
               "free_from": args.free_from, "free_until": args.free_until,
-              "reserved_by": "me" if args.mine else None}
+              "reserved_by": "me" if args.mine else None, "health": args.health}
     return Outcome(api.get_all("/systems", params), SYSTEM)
 
 
@@ -63,7 +63,8 @@ def reserve(api: Api, args) -> Outcome:
     reservation = api.post("/reservations", body(
         system=args.system, start=args.start, end=args.end, duration=args.duration,
         heartbeat=args.heartbeat, return_loan=args.return_loan, request_id=args.request_id,
-        advance_reservation=args.advance_reservation, purpose=args.purpose, force=args.force or None))
+        advance_reservation=args.advance_reservation, purpose=args.purpose, force=args.force or None,
+        healthy_within=args.healthy_within))
     return Outcome(reservation, RESERVATION)
 
 

@@ -12,6 +12,7 @@ from importlib import metadata
 
 from . import client_advance as ar
 from . import client_commands as c
+from . import client_health as hc
 from . import client_jobs as j
 from . import client_provisioning as pv
 from . import client_sharing as sh
@@ -72,6 +73,7 @@ def build_parser() -> argparse.ArgumentParser:
                         common)
     add_job_commands(commands, common)
     add_provisioning_commands(commands, common)
+    hc.add_health_commands(commands, common)
     ar.add_ar_commands(commands, common)
     whoami = commands.add_parser("whoami", help="who the token belongs to", parents=[common])
     whoami.set_defaults(handler=c.whoami)
@@ -91,12 +93,14 @@ def add_system_commands(commands, common) -> None:
     p.add_argument("--free-from", metavar="TIME", help="only systems free from TIME (RFC 3339) ...")
     p.add_argument("--free-until", metavar="TIME", help="... until TIME")
     p.add_argument("--mine", action="store_true", help="only systems I hold a reservation on now")
+    p.add_argument("--health", choices=("unknown", "good", "bad", "checking"), help="only systems of this health")
     p.set_defaults(handler=c.systems)
     system = commands.add_parser("system", help="one system", parents=[common])
     sub = system.add_subparsers(dest="action", metavar="ACTION", required=True)
     p = sub.add_parser("show", help="a system with its reservation, loan and inventory", parents=[common])
     p.add_argument("system", metavar="FQDN")
     p.set_defaults(handler=c.system_show)
+    hc.add_system_check(sub, common)
 
 
 def add_reservation_commands(commands, common) -> None:
@@ -111,6 +115,8 @@ def add_reservation_commands(commands, common) -> None:
     p.add_argument("--request-id", metavar="ID", help="retrying with the same ID never books twice")
     p.add_argument("--advance-reservation", "--ar", metavar="ID", type=int,
                    help="reserve inside this advance reservation (default end: the reservation's)")
+    p.add_argument("--healthy-within", metavar="DURATION",
+                   help="only if the system passed a health check this recently (refused otherwise)")
     p.add_argument("--purpose", metavar="TEXT", help="what it is for, shown with you as its holder "
                                                       "(required where the site sets require_purpose)")
     p.add_argument("--force", action="store_true",

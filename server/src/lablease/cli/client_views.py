@@ -45,7 +45,18 @@ def _system_details(s: dict) -> list:
             ("condition", s.get("condition")), ("usage", s.get("usage")), ("owner", s.get("owner")),
             ("reserved by", reservation.get("user")), ("until", _held(s, "end")),
             ("purpose", reservation.get("purpose")), *_loan_summary(s.get("loan")),
-            *_inventory_details(s.get("inventory") or {})]
+            *_health_details(s.get("health") or {}), *_inventory_details(s.get("inventory") or {})]
+
+
+def _health_details(health: dict) -> list:
+    """The system's health (docs/health.md): its state since when, the last check's outcome, what is next."""
+    if not health:
+        return []
+    pairs = [("health", f"{health.get('state')} since {format_time(health.get('since'))}")]
+    for key, label in (("result", "last check"), ("passed_at", "last passed"), ("next_check", "next check")):
+        if health.get(key):
+            pairs.append((label, format_time(health[key]) if key != "result" else health[key]))
+    return pairs
 
 
 def _loan_summary(loan: dict | None) -> list:
@@ -80,6 +91,7 @@ SYSTEM = Shape("system", "systems", [
     ("USAGE", lambda s: s.get("usage")),
     ("RESERVED BY", lambda s: _held(s, "user")),
     ("UNTIL", lambda s: _held(s, "end")),
+    ("HEALTH", lambda s: (s.get("health") or {}).get("state")),
 ], _system_details)
 
 
@@ -127,6 +139,17 @@ LOAN = Shape("loan", "loans", [
     ("LENDER", lambda loan: loan.get("lender")),
     ("END", lambda loan: end_time(loan.get("end"))),
 ], _loan_details)
+
+
+HEALTH_CHECK = Shape("health check", "health checks", [
+    ("NAME", lambda h: h.get("name")),
+    ("FOR", lambda h: next((f"{k} {h[k]}" for k in ("system", "pool", "arch") if h.get(k)), None)),
+    ("EVERY", lambda h: output.format_human(h["every"]) if h.get("every") else None),
+    ("AFTER RECIPES", lambda h: h.get("after_recipes")),
+    ("OWNER", lambda h: h.get("owner")),
+], lambda h: [("name", h.get("name")), ("system", h.get("system")), ("pool", h.get("pool")),
+              ("arch", h.get("arch")), ("every", output.format_human(h["every"]) if h.get("every") else None),
+              ("after recipes", h.get("after_recipes")), ("owner", h.get("owner"))])
 
 
 POOL = Shape("pool", "pools", [

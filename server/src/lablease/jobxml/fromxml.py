@@ -69,7 +69,8 @@ def job_from_xml(root, lines: Lines) -> dict:
 def _recipe(element, path: tuple, lines: Lines) -> dict:
     lines.mark(path, element)
     recipe = {}
-    for name in ("whiteboard", "ks_meta", "kernel_options", "kernel_options_post", "runtime_limit", "role"):
+    for name in ("whiteboard", "ks_meta", "kernel_options", "kernel_options_post", "runtime_limit", "role",
+                 "healthy_within"):
         _copy(element, recipe, name)
     _kickstart_parts(element, recipe, path, lines)
     for child in element.iterchildren("autopick"):

@@ -116,6 +116,9 @@ def _recipe(data: dict, path: tuple) -> dict:
         "repos": [dict(repo) for repo in data.get("repos", [])],
         "partitions": [{"fs": None, "type": None, **partition} for partition in data.get("partitions", [])],
         "tasks": [_task(task) for task in data.get("tasks", [])],
+        # only when asked for: the JSON form of every other job stays as it was
+        **({"healthy_within": _seconds(data["healthy_within"], path + ("healthy_within",))}
+           if data.get("healthy_within") is not None else {}),
     }
 
 

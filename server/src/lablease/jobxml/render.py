@@ -41,6 +41,8 @@ def _recipe(element, recipe: dict) -> None:
             element.set(name, recipe[name])
     if recipe["runtime_limit"] is not None:
         element.set("runtime_limit", str(recipe["runtime_limit"]))
+    if recipe.get("healthy_within") is not None:
+        element.set("healthy_within", str(recipe["healthy_within"]))
     autopick = recipe["autopick"]
     if autopick["random"] or autopick["pools"]:
         picks = etree.SubElement(element, "autopick", random="true" if autopick["random"] else "false")

@@ -134,6 +134,8 @@ RECIPE = {
         },
         "reservesys": _nullable("#/$defs/reservesys"),
         "runtime_limit": {**DURATION, "type": ["integer", "string", "null"]},
+        "healthy_within": {**DURATION, "type": ["integer", "string", "null"],
+                           "description": "hand over only a system whose health check passed this recently"},
         "ks_meta": TEXT,
         "kernel_options": TEXT,
         "kernel_options_post": {**TEXT, "pattern": POST_OPTIONS_PATTERN},

@@ -17,7 +17,7 @@ from ..domain.windows import Window
 from ..store import calendar
 from ..store.tables import Booking, Loan, Reservation, User
 from ..domain.times import format_time
-from . import activity, advance_work, due, endings, guests, holds, notices, waitline
+from . import activity, advance_work, due, endings, guests, health, holds, notices, waitline
 from . import systems as system_service
 from ..domain.paging import Page, PageRequest
 from ..store import paging
@@ -74,7 +74,7 @@ def reserve(uow, actor: Actor, now: datetime, policy: rules.ReservationPolicy, s
             start: datetime | None = None, end: datetime | None = None, duration=None,
             return_loan: bool = False, heartbeat: timedelta | None = None, request_id: str | None = None,
             advance_reservation: int | None = None, purpose: str | None = None,
-            force: bool = False) -> tuple[dict, bool]:
+            force: bool = False, healthy_within: timedelta | None = None) -> tuple[dict, bool]:
     """Book the system for the caller; returns (reservation, created).
 
     A request_id seen before returns that same reservation (created False),
@@ -91,6 +91,8 @@ def reserve(uow, actor: Actor, now: datetime, policy: rules.ReservationPolicy, s
     loan = system_service.active_loan(session, target)
     if advance_reservation is None:
         system_service.require(session, actor, Permission.RESERVE, target, loan)
+    if healthy_within is not None:
+        health.require_recent(session, target, healthy_within, now)  # 409 without a recent passing check
     loan_end = loan.end_at if loan is not None and loan.recipient_id == actor.id else None
     if advance_reservation is not None and end is None and duration is None:
         end = advance_work.window_end(session, advance_reservation)  # until the AR's end, not the site default

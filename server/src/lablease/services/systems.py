@@ -30,7 +30,7 @@ from ..provision.netboot import LOADERS, normalise_mac
 from ..store.secrets import SECRET_KEYS
 from ..store.tables import AccessRule, DistroTree, Installation, Loan, Pool, Reservation, Resource, System, User
 from ..domain.times import format_time
-from . import activity, usage
+from . import activity, health, usage
 from .inventory import check_inventory, inventory_of
 from ..store.uow import emit, settings_of
 
@@ -90,7 +90,7 @@ def _patterns(session) -> tuple[str, ...]:
 
 def as_dict(system: System, current: Reservation | None = None, loan: Loan | None = None,
             installation: dict | None = None, held_by: list | None = None, patterns: tuple[str, ...] = (),
-            hardware: bool = True) -> dict:
+            hardware: bool = True, checked: dict | None = None) -> dict:
     return {
         "fqdn": system.fqdn,
         "arch": system.arch,
@@ -116,6 +116,7 @@ def as_dict(system: System, current: Reservation | None = None, loan: Loan | Non
         "guest": system.guest,
         "created_at": format_time(system.created_at),
         "inventory": inventory_of(system, hardware),
+        "health": checked or health.summary(None, system.created_at),  # services/health.py
     }
 
 
@@ -264,6 +265,7 @@ def update_system(uow, actor: Actor, now: datetime, fqdn: str, data: dict) -> di
     activity.record_changes(session, actor, now, "system", system.fqdn, changes)
     if system.condition != old_condition:
         usage.record_condition(session, system, old_condition, now)
+        health.condition_changed(session, system, old_condition, now)
     session.flush()
     if changes:
         emit(session, "system_changed", (system.id, now))
@@ -275,7 +277,7 @@ def describe(session, system: System, now: datetime) -> dict:
 
     return as_dict(system, current_reservations(session, [system.id], now).get(system.id), active_loan(session, system),
                    latest_installations(session, [system.id]).get(system.id), summaries_for(session, [system.id]).get(system.id),
-                   _patterns(session))
+                   _patterns(session), checked=health.summaries(session, [system])[system.id])
 
 
 def latest_installations(session, system_ids: list[int]) -> dict[int, dict]:
@@ -358,6 +360,8 @@ def filtered(session, actor: Actor, now: datetime, filters: dict):
         query = query.where(System.pools.any(Pool.id == pool.id))
     if filters.get("owner"):
         query = query.where(System.owner_id == _user_id(session, filters["owner"]))
+    if filters.get("health"):
+        query = health.where_health(query, filters["health"])
     if filters.get("free_from") or filters.get("free_until"):
         booked = calendar.booked_during(_free_window(now, filters), System.resource_id, session.get_bind().dialect.name)
         query = query.where(~booked)
@@ -377,8 +381,9 @@ def describe_many(session, systems: list[System], now: datetime) -> list[dict]:
 
     held = summaries_for(session, ids)
     patterns = _patterns(session)
+    checked = health.summaries(session, systems)
     return [as_dict(s, current.get(s.id), loans.get(s.id), installed.get(s.id), held.get(s.id), patterns,
-                    hardware=False) for s in systems]  # disks and devices: on each system's own page
+                    hardware=False, checked=checked[s.id]) for s in systems]  # disks and devices: on each system's own page
 
 
 def _free_window(now: datetime, filters: dict) -> Window:

@@ -22,8 +22,8 @@ from typing import Callable
 
 from ..config import Settings
 from ..observe import metrics
-from ..services import (advance_states, commands, due, installations, jobs, loans, monitoring, outbox, reservations,
-                        unit_of_work, utilisation)
+from ..services import (advance_states, commands, due, health, installations, jobs, loans, monitoring, outbox,
+                        reservations, unit_of_work, utilisation)
 from ..store.db import Database
 from ..store.outage import outage, reason
 from ..store.secrets import SecretBox, use_secrets
@@ -43,7 +43,7 @@ def utcnow() -> datetime:
 # What the worker does when its time comes, in order (services/due.py). Each item is handled
 # in a transaction of its own; one that raises is parked and the others go on.
 DUE_STEPS = (advance_states.TRANSITION, reservations.EXPIRY, loans.EXPIRY, jobs.OVERDUE, installations.STALLED,
-             commands.RECOVERY, reservations.WARNING, loans.WARNING)
+             commands.RECOVERY, reservations.WARNING, loans.WARNING, health.DUE)
 
 
 REPAIR_EVERY = timedelta(minutes=10)

@@ -36,7 +36,8 @@ SYSTEMS = [
      "reservation": {"id": 4, "user": "alice", "start": "2026-11-22T10:00:00Z", "end": "2026-11-22T14:00:00Z",
                      "purpose": "kernel bisect"},
      "loan": {"recipient": "alice", "end": None, "purpose": "driver work"}},
-    {"fqdn": "s2.lab.test", "arch": "aarch64", "attributes": {}, "condition": "manual", "reservation": None},
+    {"fqdn": "s2.lab.test", "arch": "aarch64", "attributes": {}, "condition": "manual", "reservation": None,
+     "health": {"state": "good", "since": "2026-11-22T09:00:00Z", "passed_at": "2026-11-22T09:00:00Z"}},
 ]
 
 
@@ -66,6 +67,10 @@ def test_populate_groups_and_compose(plugin):
     assert [h.name for h in inventory.groups["gpu"].get_hosts()] == ["s1.lab.test"]
     assert [h.name for h in inventory.groups["arch_aarch64"].get_hosts()] == ["s2.lab.test"]
     assert inventory.get_host("s1.lab.test").vars["lease_ends"] == "2026-11-22T14:00:00Z"
+    # grouped by health: a play can target only systems whose last check passed
+    assert [h.name for h in inventory.groups["health_good"].get_hosts()] == ["s2.lab.test"]
+    assert [h.name for h in inventory.groups["health_unknown"].get_hosts()] == ["s1.lab.test"]
+    assert inventory.get_host("s2.lab.test").vars["lablease_health_detail"]["passed_at"] == "2026-11-22T09:00:00Z"
 
 
 def test_verify_file(plugin, tmp_path):

@@ -19,6 +19,7 @@ def create(ctx: Context) -> Reply:
         return_loan=body.get("return_loan", False), heartbeat=duration_field(body, "heartbeat"),
         request_id=body.get("request_id"), advance_reservation=body.get("advance_reservation"),
         purpose=body.get("purpose"), force=bool(ctx.query.get("force")),
+        healthy_within=duration_field(body, "healthy_within"),
     )
     return Reply(reservation, 201 if created else 200)
 

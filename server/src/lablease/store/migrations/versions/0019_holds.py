@@ -2,14 +2,14 @@
 reservation's released systems
 
 Revision ID: 0019
-Revises: 0017
+Revises: 0018
 """
 from alembic import op
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql
 
 revision = '0019'
-down_revision = '0017'
+down_revision = '0018'
 branch_labels = None
 depends_on = None
 

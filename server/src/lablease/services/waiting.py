@@ -201,9 +201,10 @@ def _explained(session, seen: Snapshot, recipe: Recipe, window: Window, now: dat
     return result
 
 
-def reasons_page(session, recipe: Recipe, now: datetime, offset: int, size: int = 100) -> list[tuple[str, str | None]]:
+def reasons_page(session, recipe_id: int, now: datetime, offset: int, size: int = 100) -> list[tuple[str, str | None]]:
     """Each system's verdict for the recipe, `size` systems from `offset` in name order: (fqdn, why it is ruled
     out, None for a candidate). What a job's page shows on expanding, a page at a time (however many systems)."""
+    recipe = session.get(Recipe, recipe_id)
     seen = _snapshot(session, (offset, size))
     tree, force = recipe.spec.get("host_requires"), recipe.spec.get("force")
     hosts = seen.live(seen.hosts_for(tree), now) if is_live(tree) else seen.hosts_for(tree)

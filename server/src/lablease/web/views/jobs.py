@@ -1,7 +1,6 @@
 """/queue, /jobs and /jobs/<id>: what waits and why (services/waiting.py, as GET /api/v1/queue), jobs, cancel."""
 from ...domain.paging import PageRequest
 from ...services import jobs, waiting
-from ...store.tables import Recipe
 from ..context import PageContext, Redirect
 from . import forms
 
@@ -34,7 +33,7 @@ def show(ctx: PageContext):
     expanded, start = forms.whole(ctx.query, "reasons", default=0), forms.whole(ctx.query, "from", default=0)
     verdicts = None
     if expanded in recipes and "why" in recipes[expanded]:
-        verdicts = waiting.reasons_page(ctx.uow.session, ctx.uow.session.get(Recipe, expanded), ctx.now, start,
+        verdicts = waiting.reasons_page(ctx.uow.session, expanded, ctx.now, start,
                                         PER_PAGE + 1)  # one more: is there a next page?
     unfinished = any(r["status"] not in ("completed", "cancelled", "aborted") for r in recipes.values())
     return ctx.render("job.html", job=job, recipes=recipes, unfinished=unfinished, shown=SHOWN, expanded=expanded,

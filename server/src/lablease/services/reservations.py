@@ -23,23 +23,31 @@ from ..store.paging import Order
 
 
 def as_dict(reservation: Reservation, now: datetime) -> dict:
-    end = reservation.end_at
+    columns = ("id", "kind", "start_at", "end_at", "returned_at", "return_reason", "return_loan", "heartbeat_seconds",
+               "last_heartbeat_at", "due_at", "request_id", "ar_id")
+    return render({name: getattr(reservation, name) for name in columns}, reservation.system.fqdn,
+                  reservation.user.name, now)
+
+
+def render(values: dict, fqdn: str, holder: str, now: datetime) -> dict:
+    """A reservation as the API shows it, from its column values (an ORM row's or a Core row's)."""
+    end, returned_at = values["end_at"], values["returned_at"]
     return {
-        "id": reservation.id,
-        "system": reservation.system.fqdn,
-        "user": reservation.user.name,
-        "kind": reservation.kind,
-        "start": format_time(reservation.start_at),
+        "id": values["id"],
+        "system": fqdn,
+        "user": holder,
+        "kind": values["kind"],
+        "start": format_time(values["start_at"]),
         "end": format_time(end),
-        "returned_at": format_time(reservation.returned_at),
-        "state": rules.state(reservation.start_at, reservation.returned_at, reservation.return_reason, now),
-        "return_loan": reservation.return_loan,
-        "heartbeat": reservation.heartbeat_seconds,
-        "last_heartbeat": format_time(reservation.last_heartbeat_at),
-        "due": format_time(reservation.due_at),
-        "seconds_left": max(0, int((end - now).total_seconds())) if end and reservation.returned_at is None else None,
-        "request_id": reservation.request_id,
-        "advance_reservation": reservation.ar_id,
+        "returned_at": format_time(returned_at),
+        "state": rules.state(values["start_at"], returned_at, values["return_reason"], now),
+        "return_loan": values["return_loan"],
+        "heartbeat": values["heartbeat_seconds"],
+        "last_heartbeat": format_time(values["last_heartbeat_at"]),
+        "due": format_time(values["due_at"]),
+        "seconds_left": max(0, int((end - now).total_seconds())) if end and returned_at is None else None,
+        "request_id": values["request_id"],
+        "advance_reservation": values["ar_id"],
     }
 
 
@@ -131,7 +139,7 @@ def _get(session, actor: Actor, reservation_id: int) -> Reservation:
     return reservation
 
 
-def _managed(session, actor: Actor, reservation_id: int) -> Reservation:
+def managed(session, actor: Actor, reservation_id: int) -> Reservation:
     reservation = _get(session, actor, reservation_id)
     decision = may_manage_reservation(actor, reservation.user_id, system_service.access_of(reservation.system))
     if not decision:
@@ -174,9 +182,9 @@ def _open(reservation: Reservation) -> None:
 
 def extend(uow, actor: Actor, now: datetime, policy: rules.ReservationPolicy, reservation_id: int,
            end: datetime | None = None, extend_by: timedelta | None = None) -> dict:
-    """Move the end (later or earlier); never into the next booking, never past the site's maximum."""
+    """Move the end of a reservation inside an advance reservation (services/lease.py extends the others)."""
     session = uow.session
-    reservation = _managed(session, actor, reservation_id)
+    reservation = managed(session, actor, reservation_id)
     _open(reservation)
     window = Window(reservation.start_at, reservation.end_at)
     new_end = rules.plan_new_end(now, policy, window, end, extend_by,
@@ -204,42 +212,6 @@ def _warn_at(settings, reservation: Reservation) -> datetime | None:
 def _due(reservation: Reservation) -> datetime | None:
     interval = timedelta(seconds=reservation.heartbeat_seconds) if reservation.heartbeat_seconds else None
     return rules.due_at(reservation.end_at, interval, reservation.last_heartbeat_at)
-
-
-def set_heartbeat(uow, actor: Actor, now: datetime, reservation_id: int, interval: timedelta | None) -> dict:
-    """Start, change or (None) stop the heartbeat of a reservation; the deadline counts from now."""
-    reservation = _managed(uow.session, actor, reservation_id)
-    _open(reservation)
-    old = reservation.heartbeat_seconds
-    if interval is None:
-        reservation.heartbeat_seconds, reservation.last_heartbeat_at = None, None
-    else:
-        reservation.heartbeat_seconds = int(rules.heartbeat_interval(interval).total_seconds())
-        reservation.last_heartbeat_at = max(now, reservation.start_at)
-    reservation.due_at = _due(reservation)
-    activity.record(uow.session, actor, now, "reservation", reservation.id, "changed", "heartbeat", old,
-                    reservation.heartbeat_seconds)
-    uow.wake_worker()
-    return as_dict(reservation, now)
-
-
-def heartbeat(uow, actor: Actor, now: datetime, reservation_id: int) -> dict:
-    """The holder is still alive: the missed-heartbeat deadline moves on."""
-    reservation = _managed(uow.session, actor, reservation_id)
-    _open(reservation)
-    if not reservation.heartbeat_seconds:
-        raise Invalid("heartbeat", f"reservation {reservation_id} was made without a heartbeat interval")
-    reservation.last_heartbeat_at = max(now, reservation.start_at)
-    reservation.due_at = _due(reservation)
-    uow.wake_worker()
-    return as_dict(reservation, now)
-
-
-def return_reservation(uow, actor: Actor, now: datetime, reservation_id: int) -> dict:
-    reservation = _managed(uow.session, actor, reservation_id)
-    _open(reservation)
-    endings.close_reservation(uow.session, reservation, now, "returned", actor, uow.settings)
-    return as_dict(reservation, now)
 
 
 def _expire(uow, reservation: Reservation, now: datetime) -> None:

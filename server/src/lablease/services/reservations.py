@@ -8,7 +8,8 @@ from sqlalchemy.exc import IntegrityError
 
 from ..domain import reservations as rules
 from ..domain import retries
-from ..domain.errors import Conflict, Forbidden, Invalid, NotFound
+from ..domain.lease import refuse_returned
+from ..domain.errors import Forbidden, Invalid, NotFound
 from ..domain.notices import warn_at
 from ..domain.permissions import Actor, Permission, SiteAction, decide_site, may_manage_reservation, may_see_reservation
 from ..domain.windows import Window
@@ -176,8 +177,7 @@ def list_reservations(uow, actor: Actor, now: datetime, user: str | None = None,
 
 
 def _open(reservation: Reservation) -> None:
-    if reservation.returned_at is not None:
-        raise Conflict(f"reservation {reservation.id} was already returned")
+    refuse_returned(reservation.id, reservation.returned_at)
 
 
 def extend(uow, actor: Actor, now: datetime, policy: rules.ReservationPolicy, reservation_id: int,

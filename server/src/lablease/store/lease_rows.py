@@ -61,15 +61,31 @@ def read(session, statement, reservation_id: int) -> Lease | None:
     return Lease(*lease)
 
 
+_UPDATES: dict[tuple, object] = {}  # the reservation's UPDATE per set of columns (a handful): built once
+_ROW = bindparam("row")  # an UPDATE's own parameters may not share its columns' names
+_DELETE_BOOKING = delete(_b).where(_b.c.id == _ROW)
+_END_BOOKING = update(_b).where(_b.c.id == _ROW).values(end_at=bindparam("v_end_at"))
+_INSERT_ACTIVITY = insert(Activity.__table__)
+
+
+def _update_reservation(columns: tuple):
+    statement = _UPDATES.get(columns)
+    if statement is None:
+        statement = update(_r).where(_r.c.id == _ROW).values({c: bindparam(f"v_{c}") for c in columns})
+        _UPDATES[columns] = statement
+    return statement
+
+
 def write(session, lease: Lease, change: Change, activity: list[dict]) -> None:
     """The decided change: the reservation, its booking, the activity rows (one INSERT)."""
-    session.execute(update(_r).where(_r.c.id == lease.id).values(change.reservation))
+    values = change.reservation
+    session.execute(_update_reservation(tuple(values)), {"row": lease.id, **{f"v_{c}": v for c, v in values.items()}})
     if change.booking_end == ("delete",):
-        session.execute(delete(_b).where(_b.c.id == lease.booking_id))
+        session.execute(_DELETE_BOOKING, {"row": lease.booking_id})
     elif change.booking_end is not None:
-        session.execute(update(_b).where(_b.c.id == lease.booking_id).values(end_at=change.booking_end[1]))
+        session.execute(_END_BOOKING, {"row": lease.booking_id, "v_end_at": change.booking_end[1]})
     if activity:
-        session.execute(insert(Activity.__table__), activity)
+        session.execute(_INSERT_ACTIVITY, activity)
 
 
 

@@ -149,7 +149,7 @@ class MinimalServer:
             try:
                 requests.get(self.url, timeout=1)
                 return
-            except requests.ConnectionError:
+            except (requests.ConnectionError, requests.Timeout):  # a busy machine: workers still booting
                 if time.monotonic() > deadline or self.process.poll() is not None:
                     raise RuntimeError("minimal server did not start") from None
                 time.sleep(0.1)

@@ -45,6 +45,8 @@ sys.path.insert(0, str(ROOT))
 from tests.support.live import BIN, LiveServer  # noqa: E402
 from tests.support.postgres import ThrowawayPostgres, free_port  # noqa: E402
 
+import lease_ops  # noqa: E402 - bench/lease_ops.py, beside this file
+
 WORKERS, THREADS = 2, 4
 SYSTEMS = 16
 BENCH_DB = "LABLEASE_BENCH_MINIMAL_DB"
@@ -147,7 +149,7 @@ class MinimalServer:
             try:
                 requests.get(self.url, timeout=1)
                 return
-            except requests.ConnectionError:
+            except (requests.ConnectionError, requests.Timeout):  # a busy machine: workers still booting
                 if time.monotonic() > deadline or self.process.poll() is not None:
                     raise RuntimeError("minimal server did not start") from None
                 time.sleep(0.1)
@@ -314,6 +316,8 @@ def bench_database(url: str, minimal_url: str, load, seconds: float, workdir: Pa
         load.run(server.url, "/api/v1/reservations", 1, token=token, post=True, base=base, prefix="r")
         results["lablease"] = load.run(server.url, "/api/v1/reservations", seconds, token=token, post=True,
                                        base=base + 86400 * 30, prefix="r")
+        results.update(lease_ops.run(load, server.url, url, token, seconds, workdir),  # extend, heartbeat, return
+                       authentication=lease_ops.authentication(url, token))
     finally:
         worker.terminate()
         worker.wait(10)
@@ -366,6 +370,7 @@ def main() -> int:
             print(f"{kind:<11} {case:<9} {r['rps']:>8.0f} {r['p50']:>8.2f} {r['p99']:>8.2f} {r['requests']:>9} "
                   f"{r['errors']:>8}" + (f"  socket errors: {r['socket_errors']}" if "socket_errors" in r else ""))
     print()
+    lease_ops.report(table)
     for kind, results in table.items():
         ratio = results["lablease"]["rps"] / results["minimal"]["rps"]
         verdict = "meets" if ratio >= 0.5 else "misses"

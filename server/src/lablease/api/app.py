@@ -14,7 +14,9 @@ from werkzeug.wrappers import Request, Response
 
 from ..config import Settings
 from ..domain.errors import DomainError, Unauthenticated
+from ..services.token_cache import TokenCache
 from ..services.users import authenticate
+from ..store.auth_stamp import stamp_path
 from ..store.secrets import SecretBox, use_secrets
 from ..store.db import Database
 from ..store.outage import outage, reason
@@ -43,6 +45,7 @@ class LabLeaseApp:
         use_secrets(db, SecretBox(settings))
         self.clock = clock
         self.waker = Waker(db)
+        self.tokens = TokenCache(settings.token_cache_seconds, stamp_path(db.writer))
         self.routes = {route.endpoint: route for route in ROUTES}
         self.url_map = shared_map("api", lambda: [Rule(r.path, endpoint=r.endpoint, methods=[r.method])
                                                  for r in ROUTES])
@@ -85,7 +88,8 @@ class LabLeaseApp:
         with unit_of_work(self.db, self.settings, self.waker, write=route.writes, read_first=route.read_first) as uow:
             now = self.clock()
             # Who is asking comes first: an anonymous caller learns nothing about its input.
-            actor = authenticate(uow.session, request.headers.get("Authorization"), now) if route.auth else None
+            actor = authenticate(uow.session, request.headers.get("Authorization"), now, self.tokens) \
+                if route.auth else None
             query = self.query(route, request)
             ctx = Context(uow, actor, now, self.settings, args, self.body(route, request, data), query,
                           raw=data, mimetype=request.mimetype, page=page_request(query))

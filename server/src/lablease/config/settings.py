@@ -95,6 +95,10 @@ class Settings:
         "`/metrics` is off (404)")
     worker_heartbeat_timeout: timedelta = setting("60s", (
         "readiness (`GET /api/v1/ready`) wants a worker heartbeat this recent; a worker beats every third of it"))
+    token_cache_seconds: timedelta | None = setting("5s", (
+        "how long an API process trusts a token it verified before reading it again; changes made on this host "
+        "(revoked tokens, disabled users, group memberships) apply at once, those made by a server on another "
+        "host within this time ([access](access.md#tokens))"), empty="every request reads its token")
     default_loan_duration: timedelta = setting(
         "7d", "length of a loan asked to be `limited` without a duration (loans are unlimited unless asked)")
     warn_before: timedelta = setting("24h", "holders are warned this long before a reservation or loan ends")

@@ -10,6 +10,7 @@ from sqlalchemy.orm import object_session
 from ..domain import reservations as rules
 from ..domain import holds as rules_holds
 from ..domain import retries
+from ..domain.lease import refuse_returned
 from ..domain.errors import Conflict, Forbidden, Invalid, NotFound
 from ..domain.notices import warn_at
 from ..domain.permissions import Actor, Permission, SiteAction, decide_site, may_manage_reservation, may_see_reservation
@@ -25,25 +26,33 @@ from ..store.paging import Order
 
 
 def as_dict(reservation: Reservation, now: datetime) -> dict:
-    end = reservation.end_at
+    columns = ("id", "kind", "start_at", "end_at", "returned_at", "return_reason", "return_loan", "heartbeat_seconds",
+               "last_heartbeat_at", "due_at", "request_id", "ar_id", "purpose")
+    fqdn = reservation.system.fqdn if reservation.system is not None else None  # None while it waits
+    return {**render({name: getattr(reservation, name) for name in columns}, fqdn, reservation.user.name, now),
+            **waitline.waiting_fields(object_session(reservation), reservation, now)}
+
+
+def render(values: dict, fqdn: str, holder: str, now: datetime) -> dict:
+    """A reservation as the API shows it, from its column values (an ORM row's or a Core row's)."""
+    end, returned_at = values["end_at"], values["returned_at"]
     return {
-        "id": reservation.id,
-        "system": reservation.system.fqdn if reservation.system is not None else None,  # None while it waits
-        "user": reservation.user.name,
-        "kind": reservation.kind,
-        "start": format_time(reservation.start_at),
+        "id": values["id"],
+        "system": fqdn,
+        "user": holder,
+        "kind": values["kind"],
+        "start": format_time(values["start_at"]),
         "end": format_time(end),
-        "returned_at": format_time(reservation.returned_at),
-        "state": rules.state(reservation.start_at, reservation.returned_at, reservation.return_reason, now),
-        "return_loan": reservation.return_loan,
-        "heartbeat": reservation.heartbeat_seconds,
-        "last_heartbeat": format_time(reservation.last_heartbeat_at),
-        "due": format_time(reservation.due_at),
-        "seconds_left": max(0, int((end - now).total_seconds())) if end and reservation.returned_at is None else None,
-        "request_id": reservation.request_id,
-        "advance_reservation": reservation.ar_id,
-        "purpose": reservation.purpose,
-        **waitline.waiting_fields(object_session(reservation), reservation, now),
+        "returned_at": format_time(returned_at),
+        "state": rules.state(values["start_at"], returned_at, values["return_reason"], now),
+        "return_loan": values["return_loan"],
+        "heartbeat": values["heartbeat_seconds"],
+        "last_heartbeat": format_time(values["last_heartbeat_at"]),
+        "due": format_time(values["due_at"]),
+        "seconds_left": max(0, int((end - now).total_seconds())) if end and returned_at is None else None,
+        "request_id": values["request_id"],
+        "advance_reservation": values["ar_id"],
+        "purpose": values.get("purpose"),
     }
 
 
@@ -147,7 +156,7 @@ def _get(session, actor: Actor, reservation_id: int) -> Reservation:
     return reservation
 
 
-def _managed(session, actor: Actor, reservation_id: int) -> Reservation:
+def managed(session, actor: Actor, reservation_id: int) -> Reservation:
     reservation = _get(session, actor, reservation_id)
     decision = may_manage_reservation(actor, reservation.user_id, _access(reservation))
     if not decision:
@@ -185,8 +194,7 @@ def list_reservations(uow, actor: Actor, now: datetime, user: str | None = None,
 
 def _open(reservation: Reservation, now: datetime | None = None) -> None:
     """Still held; `now`: a heartbeat or change by its holder also confirms a granted waiting reservation."""
-    if reservation.returned_at is not None:
-        raise Conflict(f"reservation {reservation.id} was already returned")
+    refuse_returned(reservation.id, reservation.returned_at)
     if reservation.system_id is None:
         raise Conflict(f"reservation {reservation.id} is still waiting for a system")
     if now is not None and waitline.confirm(reservation, now):
@@ -195,9 +203,9 @@ def _open(reservation: Reservation, now: datetime | None = None) -> None:
 
 def extend(uow, actor: Actor, now: datetime, policy: rules.ReservationPolicy, reservation_id: int,
            end: datetime | None = None, extend_by: timedelta | None = None) -> dict:
-    """Move the end (later or earlier); never into the next booking, never past the site's maximum."""
+    """Move the end of a reservation inside an advance reservation (services/lease.py extends the others)."""
     session = uow.session
-    reservation = _managed(session, actor, reservation_id)
+    reservation = managed(session, actor, reservation_id)
     _open(reservation, now)
     window = Window(reservation.start_at, reservation.end_at)
     new_end = rules.plan_new_end(now, policy, window, end, extend_by,
@@ -231,7 +239,7 @@ def _due(reservation: Reservation) -> datetime | None:
 
 def set_heartbeat(uow, actor: Actor, now: datetime, reservation_id: int, interval: timedelta | None) -> dict:
     """Start, change or (None) stop the heartbeat of a reservation; the deadline counts from now."""
-    reservation = _managed(uow.session, actor, reservation_id)
+    reservation = managed(uow.session, actor, reservation_id)
     _open(reservation, now)
     old = reservation.heartbeat_seconds
     if interval is None:
@@ -248,7 +256,7 @@ def set_heartbeat(uow, actor: Actor, now: datetime, reservation_id: int, interva
 
 def heartbeat(uow, actor: Actor, now: datetime, reservation_id: int) -> dict:
     """The holder is still alive: the missed-heartbeat deadline moves on."""
-    reservation = _managed(uow.session, actor, reservation_id)
+    reservation = managed(uow.session, actor, reservation_id)
     confirming = waitline.take_by_deadline(reservation) is not None
     _open(reservation, now)
     if confirming and not reservation.heartbeat_seconds:  # it confirmed a granted waiting reservation
@@ -263,7 +271,7 @@ def heartbeat(uow, actor: Actor, now: datetime, reservation_id: int) -> dict:
 
 
 def return_reservation(uow, actor: Actor, now: datetime, reservation_id: int) -> dict:
-    reservation = _managed(uow.session, actor, reservation_id)
+    reservation = managed(uow.session, actor, reservation_id)
     if waitline.is_waiting(reservation):  # leaving the line: nothing was booked
         waitline.cancel(uow.session, actor, reservation, now)
         return as_dict(reservation, now)

@@ -6,12 +6,13 @@ import re
 import secrets
 from datetime import datetime
 
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
 
 from ..domain.errors import Conflict, Invalid, NotFound, Unauthenticated
 from ..domain.permissions import Actor
 from ..store.tables import Group, GroupMember, Token, User
 from . import activity
+from .token_cache import TokenCache
 
 TOKEN_PREFIX = "llt_"
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}$"  # users, groups, pools, schedule subjects (also in the API description)
@@ -110,26 +111,43 @@ def actor_for(session, user: User) -> Actor:
     return Actor(user.id, user.name, user.is_admin, frozenset(group_ids))
 
 
-def authenticate(session, header: str | None, now: datetime) -> Actor:
-    """The Actor behind an `Authorization: Bearer <token>` header, or Unauthenticated."""
+_tokens, _users, _members = Token.__table__, User.__table__, GroupMember.__table__
+# One indexed statement: the token (unique hash), its user, and one row per group the user is in.
+_WHO = (select(_users.c.id, _users.c.name, _users.c.is_admin, _users.c.disabled, _tokens.c.revoked_at,
+               _tokens.c.expires_at, _members.c.group_id)
+        .select_from(_tokens.join(_users, _users.c.id == _tokens.c.user_id)
+                     .outerjoin(_members, _members.c.user_id == _users.c.id))
+        .where(_tokens.c.token_hash == bindparam("token_hash")))
+
+
+def authenticate(session, header: str | None, now: datetime, cache: TokenCache | None = None) -> Actor:
+    """The Actor behind an `Authorization: Bearer <token>` header, or Unauthenticated.
+
+    With a cache (the API's), a token verified in the last few seconds is not read again
+    (services/token_cache.py says what bounds a stale entry).
+    """
     if not header:
         raise Unauthenticated("this request needs an API token: send Authorization: Bearer <token>")
     scheme, _, secret = header.partition(" ")
     if scheme.lower() != "bearer" or not secret.strip():
         raise Unauthenticated("the Authorization header must be: Bearer <token>")
-    row = session.execute(
-        select(Token, User).join(User, Token.user_id == User.id).where(Token.token_hash == hash_token(secret.strip()))
-    ).first()
-    if row is None:
+    token_hash = hash_token(secret.strip())
+    if cache is not None and (actor := cache.get(token_hash, now)) is not None:
+        return actor
+    rows = session.execute(_WHO, {"token_hash": token_hash}).all()
+    if not rows:
         raise Unauthenticated("the API token is not known")
-    token, user = row
-    if token.revoked_at is not None:
+    user_id, name, is_admin, disabled, revoked_at, expires_at, _ = rows[0]
+    if revoked_at is not None:
         raise Unauthenticated("the API token was revoked")
-    if token.expires_at is not None and token.expires_at <= now:
+    if expires_at is not None and expires_at <= now:
         raise Unauthenticated("the API token has expired")
-    if user.disabled:
-        raise Unauthenticated(f"user {user.name} is disabled")
-    return actor_for(session, user)
+    if disabled:
+        raise Unauthenticated(f"user {name} is disabled")
+    actor = Actor(user_id, name, bool(is_admin), frozenset(row[-1] for row in rows if row[-1] is not None))
+    if cache is not None:
+        cache.put(token_hash, actor, expires_at, now)
+    return actor
 
 
 def whoami(session, actor: Actor) -> dict:

@@ -50,7 +50,8 @@ class Group(Base):
 class GroupMember(Base):
     __tablename__ = "group_members"
     group_id: Mapped[int] = mapped_column(ForeignKey("groups.id", ondelete="CASCADE"), primary_key=True)
-    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), primary_key=True)
+    # indexed alone too: authentication reads a user's groups by user (services/users.py)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), primary_key=True, index=True)
     is_owner: Mapped[bool] = mapped_column(Boolean, default=False)
 
 

@@ -5,6 +5,7 @@ from typing import Callable
 
 from sqlalchemy.orm import Session
 
+from . import auth_stamp  # noqa: F401 - commits that change who a token stands for move its stamp
 from .db import Database
 from .wakeup import Waker
 
@@ -19,9 +20,9 @@ class UnitOfWork:
     def __init__(self, db: Database, write: bool = True, waker: Waker | None = None, settings=None,
                  handlers: tuple = (), read_first: bool = False):
         self.db = db
-        # SQLite: a writing unit of work that only reads until it locks a calendar resource holds
-        # the database's write lock just from there to its commit, not for the whole request.
-        self.read_first = read_first and write and db.dialect == "sqlite"
+        # A writing unit of work that only reads until it locks what it decides on (start_writing) holds
+        # SQLite's write lock, or a PostgreSQL transaction, just from there to its commit.
+        self.read_first = read_first and write
         self.settings = settings  # the site's Settings, for use cases that queue notices
         self.handlers = handlers  # called for each event emitted in this transaction, before it commits
         self.write = write
@@ -39,7 +40,10 @@ class UnitOfWork:
         """End the reading part and take the write lock (SQLite BEGIN IMMEDIATE) for the rest.
 
         What was read stays loaded; the decisions that must be atomic (the
-        calendar check) are made after this point, under the lock.
+        calendar check) are made after this point, under the lock. On
+        PostgreSQL the reading transaction ends here too, so no transaction
+        sits idle while Python works between the reads and the writes (the
+        writing part locks its rows with FOR UPDATE).
         """
         if not self.read_first:
             return

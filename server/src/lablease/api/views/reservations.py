@@ -1,5 +1,5 @@
 """/reservations"""
-from ...services import activity, reservations, waitline
+from ...services import activity, lease, reservations, waitline
 from ..inputs import duration_field, time_field
 from ...domain.paging import Page
 from .context import Context, Reply
@@ -49,23 +49,23 @@ def show(ctx: Context) -> dict:
 def update(ctx: Context) -> dict:
     body, result = ctx.body, None
     if "end" in body or "extend_by" in body:
-        result = reservations.extend(
+        result = lease.extend(
             ctx.uow, ctx.actor, ctx.now, ctx.settings.reservation_policy, ctx.args["id"],
             end=time_field(body, "end"), extend_by=duration_field(body, "extend_by"))
     if "heartbeat" in body:
-        result = reservations.set_heartbeat(ctx.uow, ctx.actor, ctx.now, ctx.args["id"],
-                                            duration_field(body, "heartbeat"))
+        result = lease.set_heartbeat(ctx.uow, ctx.actor, ctx.now, ctx.args["id"],
+                                     duration_field(body, "heartbeat"))
     if result is None:
         raise Invalid("end", "give end, extend_by or heartbeat")
     return result
 
 
 def give_back(ctx: Context) -> None:
-    reservations.return_reservation(ctx.uow, ctx.actor, ctx.now, ctx.args["id"])
+    lease.give_back(ctx.uow, ctx.actor, ctx.now, ctx.args["id"])
 
 
 def heartbeat(ctx: Context) -> dict:
-    return reservations.heartbeat(ctx.uow, ctx.actor, ctx.now, ctx.args["id"])
+    return lease.heartbeat(ctx.uow, ctx.actor, ctx.now, ctx.args["id"])
 
 
 def history(ctx: Context) -> Page:

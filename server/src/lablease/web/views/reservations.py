@@ -2,7 +2,7 @@
 from ...domain.actions import EXTEND_STEPS
 from ...domain.signin import safe_next
 from ...domain.paging import MAX_LIMIT, PageRequest
-from ...services import loans, reservations, signin
+from ...services import lease, loans, reservations, signin
 from ..context import PageContext, Redirect
 from ..render import when
 from . import forms
@@ -24,12 +24,12 @@ def take(ctx: PageContext) -> Redirect:
 
 
 def extend(ctx: PageContext) -> Redirect:
-    done = reservations.extend(ctx.uow, ctx.actor, ctx.now, ctx.settings.reservation_policy, ctx.args["id"],
-                               extend_by=forms.duration(ctx.form, "by"))
+    done = lease.extend(ctx.uow, ctx.actor, ctx.now, ctx.settings.reservation_policy, ctx.args["id"],
+                        extend_by=forms.duration(ctx.form, "by"))
     return Redirect(safe_next(ctx.form.get("back"), "/reservations"),
                     f"Reservation {done['id']} of {done['system']} now ends {when(done['end'])}.")
 
 
 def give_back(ctx: PageContext) -> Redirect:
-    done = reservations.return_reservation(ctx.uow, ctx.actor, ctx.now, ctx.args["id"])
+    done = lease.give_back(ctx.uow, ctx.actor, ctx.now, ctx.args["id"])
     return Redirect(safe_next(ctx.form.get("back"), "/reservations"), f"{done['system']} is returned.")

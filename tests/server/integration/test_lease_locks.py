@@ -1,0 +1,53 @@
+"""Extend, heartbeat and return take SQLite's write lock (PostgreSQL: their writing transaction) at the read that
+is their check, and hold it to the commit: reading the caller's token happens before, in a transaction that ended."""
+import pytest
+from sqlalchemy import event
+
+from lablease.config import Settings
+
+from .conftest import Lab
+
+
+@pytest.fixture
+def watched(db, tmp_path):
+    """A lab that reads every token (no cache), and the database's transactions and statements as they run."""
+    lab = Lab(db, Settings(data_dir=str(tmp_path / "data"), token_cache_seconds=None))
+    log = []
+    engines = {"writer": db.writer} if db.reader is db.writer else {"writer": db.writer, "reader": db.reader}
+    for tag, engine in engines.items():
+        event.listen(engine, "begin", lambda conn, tag=tag: log.append(("begin", tag)))
+        event.listen(engine, "commit", lambda conn, tag=tag: log.append(("end", tag)))
+        event.listen(engine, "rollback", lambda conn, tag=tag: log.append(("end", tag)))
+        event.listen(engine, "before_cursor_execute",
+                     lambda conn, cursor, sql, *rest, tag=tag: log.append(("sql", tag, " ".join(sql.split()))))
+    return lab, log
+
+
+def _first(log, start, match):
+    return next(i for i in range(start, len(log)) if match(log[i]))
+
+
+@pytest.mark.parametrize("method, path, body", [
+    ("POST", "/reservations/{id}/heartbeat", None),
+    ("PATCH", "/reservations/{id}", {"extend_by": "1h"}),
+    ("DELETE", "/reservations/{id}", None),
+])
+def test_the_lock_spans_the_read_to_the_commit(watched, method, path, body):
+    lab, log = watched
+    lab.system()
+    _, made = lab.alice.post("/reservations", {"system": "s1.lab.test", "duration": "2h", "heartbeat": "10m"})
+    log.clear()
+    status, _ = lab.alice.call(method, path.format(id=made["id"]), body)
+    assert status in (200, 204)
+
+    token = _first(log, 0, lambda e: e[0] == "sql" and "FROM tokens" in e[2])
+    read = _first(log, token, lambda e: e[0] == "sql" and "FROM reservations" in e[2])
+    locked_by = log[read][1]
+    began = max(i for i in range(read) if log[i] == ("begin", locked_by))
+    # The token was read in a transaction that ended before the locked one began ...
+    assert any(log[i] == ("end", log[token][1]) for i in range(token, began)), log
+    if lab.db.dialect == "sqlite":  # ... and not under the write lock
+        assert (log[token][1], locked_by) == ("reader", "writer")
+    # ... and the locked transaction holds from the read through the writes to its commit.
+    ended = _first(log, read, lambda e: e == ("end", locked_by))
+    assert any(e[0] == "sql" and e[2].startswith(("UPDATE", "DELETE")) for e in log[read:ended]), log[read:ended]

@@ -1,21 +1,19 @@
-"""Reservations of systems: reserve, extend, return, heartbeat, and the worker's expiry."""
+"""Reservations of systems: list, extend, return, heartbeat, and the worker's expiry (reserving: reserve.py)."""
 from __future__ import annotations
 
 from datetime import datetime, timedelta
 
 from sqlalchemy import select
-from sqlalchemy.exc import IntegrityError
 
 from ..domain import reservations as rules
-from ..domain import retries
 from ..domain.errors import Conflict, Forbidden, Invalid, NotFound
 from ..domain.notices import warn_at
-from ..domain.permissions import Actor, Permission, SiteAction, decide_site, may_manage_reservation, may_see_reservation
+from ..domain.permissions import Actor, SiteAction, decide_site, may_manage_reservation, may_see_reservation
 from ..domain.windows import Window
 from ..store import calendar
 from ..store.tables import Booking, Loan, Reservation, User
-from ..domain.times import format_time
-from . import activity, advance_work, due, endings, guests, notices
+from ..domain.reserve import Made, answer
+from . import activity, advance_work, due, endings, notices
 from . import systems as system_service
 from ..domain.paging import Page, PageRequest
 from ..store import paging
@@ -23,98 +21,11 @@ from ..store.paging import Order
 
 
 def as_dict(reservation: Reservation, now: datetime) -> dict:
-    end = reservation.end_at
-    return {
-        "id": reservation.id,
-        "system": reservation.system.fqdn,
-        "user": reservation.user.name,
-        "kind": reservation.kind,
-        "start": format_time(reservation.start_at),
-        "end": format_time(end),
-        "returned_at": format_time(reservation.returned_at),
-        "state": rules.state(reservation.start_at, reservation.returned_at, reservation.return_reason, now),
-        "return_loan": reservation.return_loan,
-        "heartbeat": reservation.heartbeat_seconds,
-        "last_heartbeat": format_time(reservation.last_heartbeat_at),
-        "due": format_time(reservation.due_at),
-        "seconds_left": max(0, int((end - now).total_seconds())) if end and reservation.returned_at is None else None,
-        "request_id": reservation.request_id,
-        "advance_reservation": reservation.ar_id,
-    }
-
-
-def _by_request_id(session, actor: Actor, request_id: str | None) -> Reservation | None:
-    if not request_id:
-        return None
-    query = select(Reservation).where(Reservation.user_id == actor.id, Reservation.request_id == request_id)
-    return session.execute(query).unique().scalar_one_or_none()
-
-
-def _retried(previous: Reservation, asked: retries.ReserveAsked, now: datetime) -> dict:
-    """The reservation a retried request made, if the retry asks for the same thing (409 otherwise)."""
-    made = retries.ReserveMade(
-        previous.system.fqdn, previous.created_at, previous.start_at, previous.end_at, previous.return_loan,
-        timedelta(seconds=previous.heartbeat_seconds) if previous.heartbeat_seconds else None, previous.ar_id,
-        previous.returned_at is not None)
-    retries.refuse_changed_retry(previous.request_id, f"reservation {previous.id}",
-                                 retries.reserve_differences(asked, made))
-    return as_dict(previous, now)
-
-
-def reserve(uow, actor: Actor, now: datetime, policy: rules.ReservationPolicy, system: str,
-            start: datetime | None = None, end: datetime | None = None, duration=None,
-            return_loan: bool = False, heartbeat: timedelta | None = None, request_id: str | None = None,
-            advance_reservation: int | None = None) -> tuple[dict, bool]:
-    """Book the system for the caller; returns (reservation, created).
-
-    A request_id seen before returns that same reservation (created False),
-    so a client may retry a reserve whose answer it never got; a different
-    request with that id is refused (409 naming what differs).
-    """
-    session = uow.session
-    asked = retries.ReserveAsked(system, start, end, duration, return_loan, heartbeat, advance_reservation)
-    previous = _by_request_id(session, actor, request_id)
-    if previous is not None:
-        return _retried(previous, asked, now), False
-    target = system_service.find(session, system, actor)
-    guests.refuse(target, "reserved")
-    loan = system_service.active_loan(session, target)
-    if advance_reservation is None:
-        system_service.require(session, actor, Permission.RESERVE, target, loan)
-    loan_end = loan.end_at if loan is not None and loan.recipient_id == actor.id else None
-    if advance_reservation is not None and end is None and duration is None:
-        end = advance_work.window_end(session, advance_reservation)  # until the AR's end, not the site default
-    window = rules.plan_window(now, policy, start, end, duration, loan_end=loan_end)
-    if heartbeat is not None:
-        heartbeat = rules.heartbeat_interval(heartbeat)
-    if advance_reservation is not None:  # the AR's ACL grants the use; it books on the AR's calendar
-        _, resource = advance_work.slot_for_reservation(session, actor, advance_reservation, target, window.start,
-                                                   window.end)
-    else:
-        resource = calendar.lock_resource(session, target.resource_id)
-    if request_id and (previous := _by_request_id(session, actor, request_id)) is not None:
-        return _retried(previous, asked, now), False  # a retry that raced its first attempt
-    booking = calendar.book(session, resource, window, "reservation", actor.id, now)
-    reservation = Reservation(
-        system_id=target.id, user_id=actor.id, booking_id=booking.id, kind="manual",
-        start_at=window.start, end_at=window.end, return_loan=return_loan,
-        heartbeat_seconds=int(heartbeat.total_seconds()) if heartbeat else None,
-        last_heartbeat_at=window.start if heartbeat else None, request_id=request_id, created_at=now,
-        ar_id=advance_reservation,
-    )
-    reservation.due_at = rules.due_at(window.end, heartbeat, reservation.last_heartbeat_at)
-    reservation.warn_at = _warn_at(uow.settings, reservation)
-    session.add(reservation)
-    try:
-        session.flush()
-    except IntegrityError:  # the same request_id raced in from a retry on another connection
-        raise Invalid("request_id", "was used by a concurrent request; retry to get its reservation") from None
-    reservation.system, reservation.user = target, session.get(User, actor.id)
-    activity.record(session, actor, now, "reservation", reservation.id, "reserved", "system", None, target.fqdn)
-    activity.record(session, actor, now, "system", target.fqdn, "reserved", "reservation", None,
-                    f"{reservation.id} until {format_time(window.end) or 'no limit'}")
-    uow.wake_worker()
-    return as_dict(reservation, now), True
+    return answer(Made(
+        reservation.id, reservation.system.fqdn, reservation.user.name, reservation.kind, reservation.start_at,
+        reservation.end_at, reservation.created_at, reservation.return_loan, reservation.heartbeat_seconds,
+        reservation.last_heartbeat_at, reservation.due_at, reservation.returned_at, reservation.return_reason,
+        reservation.request_id, reservation.ar_id), now)
 
 
 def loan_end_of(session, system_id: int, holder_id: int) -> datetime | None:

@@ -1,5 +1,5 @@
 """/reservations"""
-from ...services import activity, reservations
+from ...services import activity, reservations, reserve
 from ..inputs import duration_field, time_field
 from ...domain.paging import Page
 from .context import Context, Reply
@@ -8,7 +8,7 @@ from ...domain.errors import Invalid
 
 def create(ctx: Context) -> Reply:
     body = ctx.body
-    reservation, created = reservations.reserve(
+    reservation, created = reserve.reserve(
         ctx.uow, ctx.actor, ctx.now, ctx.settings.reservation_policy, body["system"],
         start=time_field(body, "start"), end=time_field(body, "end"),
         duration=duration_field(body, "duration", allow_unlimited=True),

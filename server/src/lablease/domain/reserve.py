@@ -36,6 +36,7 @@ class SystemFacts:
     id: int
     fqdn: str
     resource_id: int
+    resource_name: str  # what a conflict names
     condition: str
     owner_id: int | None
     guest: bool
@@ -60,6 +61,7 @@ class AdvanceFacts:
     end: datetime
     acl: tuple[str, ...] = ()
     slot_resource_id: int | None = None
+    slot_name: str | None = None
 
 
 @dataclass(frozen=True)
@@ -116,6 +118,7 @@ class Planned:
     system: SystemFacts
     window: Window
     resource_id: int
+    resource_name: str
     heartbeat: timedelta | None
     warn_at: datetime | None
 
@@ -197,17 +200,16 @@ def _plan(facts: ReserveFacts, what: retries.ReserveAsked, policy, now, warn) ->
         end = facts.advance.end  # until the AR's end, not the site's default
     window = rules.plan_window(now, policy, what.start, end, what.duration, loan_end=loan_end)
     heartbeat = rules.heartbeat_interval(what.heartbeat) if what.heartbeat is not None else None
-    resource_id = system.resource_id
+    resource = (system.resource_id, system.resource_name)
     if ar_id is not None:
-        slot = _advance_slot(facts, ar_id, window)
-        if isinstance(slot, DomainError):
-            return slot
-        resource_id = slot
+        resource = _advance_slot(facts, ar_id, window)
+        if isinstance(resource, DomainError):
+            return resource
     warning = warn_at(window.start, window.end, *warn) if warn is not None else None
-    return Planned(system, window, resource_id, heartbeat, warning)
+    return Planned(system, window, *resource, heartbeat, warning)
 
 
-def _advance_slot(facts: ReserveFacts, ar_id: int, window: Window) -> int | Refusal:
+def _advance_slot(facts: ReserveFacts, ar_id: int, window: Window) -> tuple[int, str] | Refusal:
     """The AR's own calendar for the system, where an ACL user's reservation books."""
     ar, actor, system = facts.advance, facts.actor, facts.system
     if ar is None or ar.state in FINAL:
@@ -221,17 +223,17 @@ def _advance_slot(facts: ReserveFacts, ar_id: int, window: Window) -> int | Refu
     if window.start < ar.start or window.end is None or window.end > ar.end:
         return Invalid("end", f"a reservation inside advance reservation {ar_id} must fit its window "
                               f"{format_time(ar.start)} .. {format_time(ar.end)}")
-    return ar.slot_resource_id
+    return ar.slot_resource_id, ar.slot_name
 
 
-def book(planned: Planned, facts: ReserveFacts, asked: Asked, now: datetime, resource_name: str,
+def book(planned: Planned, facts: ReserveFacts, asked: Asked, now: datetime,
          latest: LatestBooking | None, raced: Made | None = None) -> ReserveWrite | Retry | Refusal:
     """Under the calendar's lock: a retry that raced its first attempt, the calendar, then the rows."""
     if raced is not None:
         return retried(raced, asked)
     window = planned.window
     if latest is not None and exclusive_conflict(Booking(latest.id, Window(latest.start, latest.end)), window):
-        return BookingConflict(resource_name, Holder(latest.start, latest.end, latest.user, latest.kind, latest.ref))
+        return BookingConflict(planned.resource_name, Holder(latest.start, latest.end, latest.user, latest.kind, latest.ref))
     actor, what = facts.actor, asked.what
     heartbeat = planned.heartbeat
     last_heartbeat = window.start if heartbeat else None

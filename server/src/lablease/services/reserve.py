@@ -40,10 +40,11 @@ def reserve(uow, actor: Actor, now: datetime, policy: ReservationPolicy, system:
         return planned, False
     uow.start_writing()  # from here to the commit: the calendar's lock
     conn = uow.session.connection()
-    resource = rows.lock_resource(conn, planned.resource_id, uow.is_postgresql)
+    if uow.is_postgresql:
+        rows.lock_resource(conn, planned.resource_id)
     latest = rows.latest_before(conn, planned.resource_id, planned.window.end)
     raced = rows.previous(conn, actor.id, request_id)  # a retry that raced its first attempt
-    outcome = _decided(conn, planned, facts, asked, now, resource, latest, raced)
+    outcome = _decided(conn, planned, facts, asked, now, latest, raced)
     if not isinstance(outcome, decide.ReserveWrite):
         return _done(outcome, now), False
     try:
@@ -52,8 +53,8 @@ def reserve(uow, actor: Actor, now: datetime, policy: ReservationPolicy, system:
         raise Invalid("request_id", "was used by a concurrent request; retry to get its reservation") from None
     if reservation_id is None:  # PostgreSQL's exclusion constraint: a concurrent booking the check missed
         latest = rows.latest_before(conn, planned.resource_id, planned.window.end)
-        refusal = _decided(conn, planned, facts, asked, now, resource, latest, None)
-        raise refusal if isinstance(refusal, DomainError) else Conflict(f"{resource} was booked concurrently; retry")
+        refusal = _decided(conn, planned, facts, asked, now, latest, None)
+        raise refusal if isinstance(refusal, DomainError) else Conflict(f"{planned.resource_name} was booked concurrently; retry")
     uow.wake_worker()
     return decide.answer(outcome.made(reservation_id), now), True
 
@@ -70,11 +71,11 @@ def read_facts(conn, actor: Actor, asked: decide.Asked) -> decide.ReserveFacts:
     return decide.ReserveFacts(actor, system, None, advance, groups)
 
 
-def _decided(conn, planned, facts, asked, now, resource: str, latest, raced):
+def _decided(conn, planned, facts, asked, now, latest, raced):
     """`decide.book`, with a conflicting booking's reservation id looked up for the refusal only."""
-    outcome = decide.book(planned, facts, asked, now, resource, latest, raced)
+    outcome = decide.book(planned, facts, asked, now, latest, raced)
     if isinstance(outcome, BookingConflict):
-        outcome = decide.book(planned, facts, asked, now, resource, replace(latest, ref=rows.holder_ref(conn, latest)))
+        outcome = decide.book(planned, facts, asked, now, replace(latest, ref=rows.holder_ref(conn, latest)))
     return outcome
 
 

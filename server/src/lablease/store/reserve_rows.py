@@ -37,8 +37,10 @@ def _system_query():
     rules = _rules_of_systems()
     loan = (select(Loan.system_id, Loan.recipient_id, Loan.end_at).where(Loan.returned_at.is_(None))
             .subquery("loan"))
-    return (select(System.id, System.fqdn, System.resource_id, System.condition, System.owner_id, System.guest,
-                   loan.c.recipient_id, loan.c.end_at, rules.c.permission, rules.c.user_id, rules.c.group_id)
+    return (select(System.id, System.fqdn, System.resource_id, Resource.name.label("resource_name"), System.condition,
+                   System.owner_id, System.guest, loan.c.recipient_id, loan.c.end_at, rules.c.permission,
+                   rules.c.user_id, rules.c.group_id)
+            .join(Resource, Resource.id == System.resource_id)
             .outerjoin(loan, loan.c.system_id == System.id)
             .outerjoin(rules, rules.c.system_id == System.id)
             .where(System.fqdn == bindparam("fqdn")))
@@ -51,8 +53,8 @@ def system_facts(conn, fqdn: str) -> SystemFacts | None:
         return None
     first = rows[0]
     rules = tuple(Rule(Permission(r.permission), r.user_id, r.group_id) for r in rows if r.permission is not None)
-    return SystemFacts(first.id, first.fqdn, first.resource_id, first.condition, first.owner_id, bool(first.guest),
-                       rules, first.recipient_id, first.end_at)
+    return SystemFacts(first.id, first.fqdn, first.resource_id, first.resource_name, first.condition, first.owner_id,
+                       bool(first.guest), rules, first.recipient_id, first.end_at)
 
 
 def _made_query():
@@ -76,21 +78,22 @@ def advance_facts(conn, ar_id: int, system_id: int, group_ids) -> tuple[AdvanceF
     row = conn.execute(
         select(AdvanceReservation.id, AdvanceReservation.owner_id, AdvanceReservation.state,
                AdvanceReservation.error_handling, AdvanceReservation.start_at, AdvanceReservation.end_at,
-               AdvanceReservation.acl, ArSystem.slot_resource_id)
+               AdvanceReservation.acl, ArSystem.slot_resource_id, Resource.name)
         .outerjoin(ArSystem, and_(ArSystem.ar_id == AdvanceReservation.id, ArSystem.system_id == system_id))
+        .outerjoin(Resource, Resource.id == ArSystem.slot_resource_id)
         .where(AdvanceReservation.id == ar_id)).first()
     if row is None:
         return None, frozenset()
     names = frozenset(conn.execute(select(Group.name).where(Group.id.in_(list(group_ids)))).scalars()) \
         if group_ids else frozenset()
     return AdvanceFacts(row.id, row.owner_id, row.state, row.error_handling, row.start_at, row.end_at,
-                        tuple(row.acl or ()), row.slot_resource_id), names
+                        tuple(row.acl or ()), row.slot_resource_id, row.name), names
 
 
-def lock_resource(conn, resource_id: int, postgresql: bool) -> str:
-    """The resource's name, its row locked until commit on PostgreSQL (SQLite: BEGIN IMMEDIATE holds all)."""
-    query = select(Resource.name).where(Resource.id == resource_id)
-    return conn.execute(query.with_for_update() if postgresql else query).scalar_one()
+def lock_resource(conn, resource_id: int) -> None:
+    """PostgreSQL: hold the resource's row until commit, so decisions on its calendar are serialised
+    (SQLite needs no statement: BEGIN IMMEDIATE holds the whole database)."""
+    conn.execute(_LOCK, {"resource_id": resource_id})
 
 
 def latest_before(conn, resource_id: int, end: datetime | None) -> LatestBooking | None:
@@ -170,4 +173,5 @@ _LATEST_ANY = (select(Booking.id, Booking.start_at, Booking.end_at, Booking.kind
                .outerjoin(User, User.id == Booking.user_id)
                .where(Booking.resource_id == bindparam("resource_id"))
                .order_by(Booking.start_at.desc()).limit(1))
+_LOCK = select(Resource.id).where(Resource.id == bindparam("resource_id")).with_for_update()
 _LATEST = _LATEST_ANY.where(Booking.start_at < bindparam("end", type_=UTCDateTime()))

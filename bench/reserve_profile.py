@@ -92,6 +92,7 @@ def main() -> int:
         stats = pstats.Stats(profile)
         stats.sort_stats("cumulative").print_stats(args.top)
         stats.sort_stats("tottime").print_stats(args.top)
+        stats.sort_stats("cumulative").print_callees(r"app.py:\d+\(run\)|reserve.py:\d+\(reserve\)")
         db.dispose()
     finally:
         if postgres:

@@ -124,10 +124,9 @@ def write(conn, rows: ReserveWrite, user_id: int, now: datetime, postgresql: boo
     exclusion constraint refused the booking (a check missed: the caller names the holder)."""
     if postgresql:
         return _write_postgresql(conn, rows, user_id, now)
-    booking_id = conn.execute(insert(bookings).returning(bookings.c.id), rows.booking).scalar_one()
-    reservation_id = conn.execute(insert(reservations).returning(reservations.c.id),
-                                  dict(rows.reservation, booking_id=booking_id)).scalar_one()
-    conn.execute(insert(activity), rows.activity(reservation_id, user_id, now))
+    booking_id = conn.execute(_INSERT_BOOKING, rows.booking).scalar_one()
+    reservation_id = conn.execute(_INSERT_RESERVATION, dict(rows.reservation, booking_id=booking_id)).scalar_one()
+    conn.execute(_INSERT_ACTIVITY, rows.activity(reservation_id, user_id, now))
     return reservation_id
 
 
@@ -173,5 +172,8 @@ _LATEST_ANY = (select(Booking.id, Booking.start_at, Booking.end_at, Booking.kind
                .outerjoin(User, User.id == Booking.user_id)
                .where(Booking.resource_id == bindparam("resource_id"))
                .order_by(Booking.start_at.desc()).limit(1))
+_INSERT_BOOKING = insert(bookings).returning(bookings.c.id)
+_INSERT_RESERVATION = insert(reservations).returning(reservations.c.id)
+_INSERT_ACTIVITY = insert(activity)
 _LOCK = select(Resource.id).where(Resource.id == bindparam("resource_id")).with_for_update()
 _LATEST = _LATEST_ANY.where(Booking.start_at < bindparam("end", type_=UTCDateTime()))

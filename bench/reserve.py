@@ -147,7 +147,7 @@ class MinimalServer:
             try:
                 requests.get(self.url, timeout=1)
                 return
-            except requests.ConnectionError:
+            except (requests.ConnectionError, requests.Timeout):  # a busy machine may answer late
                 if time.monotonic() > deadline or self.process.poll() is not None:
                     raise RuntimeError("minimal server did not start") from None
                 time.sleep(0.1)

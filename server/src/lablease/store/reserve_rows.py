@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import String, and_, bindparam, cast, insert, literal, null, select, union_all
+from sqlalchemy import String, and_, bindparam, cast, insert, select, union_all
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 
 from ..domain.permissions import Permission, Rule
@@ -133,35 +133,42 @@ def write(conn, rows: ReserveWrite, user_id: int, now: datetime, postgresql: boo
 def _write_postgresql(conn, rows: ReserveWrite, user_id: int, now: datetime) -> int | None:
     """One round trip: booking, reservation on it and activity as data-modifying CTEs (nothing when the
     exclusion constraint turns the booking down: ON CONFLICT DO NOTHING, then no row to build on)."""
-    booked = pg_insert(bookings).values(rows.booking).on_conflict_do_nothing().returning(bookings.c.id).cte("booked")
-    values = rows.reservation
-    made = (insert(reservations)
-            .from_select([*values, "booking_id"],
-                         select(*[_typed(reservations, name, value) for name, value in values.items()], booked.c.id))
-            .returning(reservations.c.id).cte("made"))
-    logged = insert(activity).from_select(list(_ACTIVITY_COLUMNS), union_all(*[
-        select(*[_activity_value(entry, name, made) for name in _ACTIVITY_COLUMNS]).select_from(made)
-        for entry in rows.activity(0, user_id, now)])).cte("logged")
-    return conn.execute(select(made.c.id).add_cte(logged)).scalar_one_or_none()
+    params = {f"b_{name}": value for name, value in rows.booking.items()}
+    params.update({f"r_{name}": value for name, value in rows.reservation.items()})
+    for index, entry in enumerate(rows.activity(0, user_id, now)):  # 0: the id, known only in SQL
+        params.update({f"a{index}_{name}": value for name, value in entry.items()})
+    params["a1_new"] = params["a1_new"][1:]  # "0 until ...": SQL puts the id before the rest
+    return conn.execute(_WRITE_POSTGRESQL, params).scalar_one_or_none()
 
 
+def _param(table, prefix: str, name: str):
+    """A named value for a column, cast to its type (PostgreSQL types a bare NULL or text in a SELECT as text)."""
+    column = table.c[name]
+    return cast(bindparam(f"{prefix}_{name}", type_=column.type), column.type)
+
+
+_BOOKING_COLUMNS = ("resource_id", "start_at", "end_at", "quantity", "exclusive", "kind", "user_id", "created_at")
+_RESERVATION_COLUMNS = ("system_id", "user_id", "kind", "start_at", "end_at", "return_loan", "heartbeat_seconds",
+                        "last_heartbeat_at", "due_at", "warn_at", "request_id", "created_at", "ar_id")
 _ACTIVITY_COLUMNS = ("at", "user_id", "user_name", "object_type", "object_id", "action", "field", "old", "new")
 
 
-def _typed(table, name: str, value):
-    """A value for INSERT ... SELECT, cast to its column's type (PostgreSQL types a bare NULL or text as text)."""
-    column = table.c[name]
-    return cast(literal(value, column.type), column.type) if value is not None else cast(null(), column.type)
-
-
-def _activity_value(entry: dict, name: str, made):
-    """Activity values: the reservation's id is only known in SQL, so "0" (its placeholder) becomes it."""
-    value = entry[name]
-    if name == "object_id" and entry["object_type"] == "reservation":
-        return cast(made.c.id, String)
-    if name == "new" and entry["object_type"] == "system":  # "0 until ...": the id, then the rest
-        return cast(made.c.id, String) + literal(value[1:], String)
-    return _typed(activity, name, value)
+def _postgresql_write():
+    """The statement of _write_postgresql, built once (ReserveWrite's rows are its parameters)."""
+    booked = (pg_insert(bookings).values({name: bindparam(f"b_{name}", type_=bookings.c[name].type)
+                                          for name in _BOOKING_COLUMNS})
+              .on_conflict_do_nothing().returning(bookings.c.id).cte("booked"))
+    made = (insert(reservations)
+            .from_select([*_RESERVATION_COLUMNS, "booking_id"],
+                         select(*[_param(reservations, "r", name) for name in _RESERVATION_COLUMNS], booked.c.id))
+            .returning(reservations.c.id).cte("made"))
+    made_id = cast(made.c.id, String)
+    entries = [[_param(activity, f"a{index}", name) for name in _ACTIVITY_COLUMNS] for index in (0, 1)]
+    entries[0][_ACTIVITY_COLUMNS.index("object_id")] = made_id  # the reservation's entry is about it
+    entries[1][_ACTIVITY_COLUMNS.index("new")] = made_id + _param(activity, "a1", "new")  # "<id> until ..."
+    logged = insert(activity).from_select(list(_ACTIVITY_COLUMNS), union_all(
+        *[select(*values).select_from(made) for values in entries])).cte("logged")
+    return select(made.c.id).add_cte(logged)
 
 
 # Built once: SQLAlchemy caches each statement's compiled form, so a request pays no compilation.
@@ -172,6 +179,7 @@ _LATEST_ANY = (select(Booking.id, Booking.start_at, Booking.end_at, Booking.kind
                .outerjoin(User, User.id == Booking.user_id)
                .where(Booking.resource_id == bindparam("resource_id"))
                .order_by(Booking.start_at.desc()).limit(1))
+_WRITE_POSTGRESQL = _postgresql_write()
 _INSERT_BOOKING = insert(bookings).returning(bookings.c.id)
 _INSERT_RESERVATION = insert(reservations).returning(reservations.c.id)
 _INSERT_ACTIVITY = insert(activity)

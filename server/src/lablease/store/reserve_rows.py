@@ -22,19 +22,23 @@ bookings, reservations, activity = Booking.__table__, Reservation.__table__, Act
 systems, loans, users = System.__table__, Loan.__table__, User.__table__
 
 
-def _rules_of_systems():
-    """(system id, permission, user, group) of every system: its own rules, or its policy pool's."""
+def _rules_of_system():
+    """(system id, permission, user, group) of the system named :fqdn: its own rules, or its policy pool's.
+
+    Each branch finds the system by its unique name itself, so no database has to push the outer
+    query's condition into the UNION: it reads that system's rules only, however many systems there are."""
+    named = System.fqdn == bindparam("fqdn")
     own = (select(AccessRule.system_id.label("system_id"), AccessRule.permission, AccessRule.user_id,
                   AccessRule.group_id)
-           .join(System, System.id == AccessRule.system_id).where(System.policy_pool_id.is_(None)))
+           .join(System, System.id == AccessRule.system_id).where(named, System.policy_pool_id.is_(None)))
     pooled = (select(System.id.label("system_id"), PoolAccessRule.permission, PoolAccessRule.user_id,
                      PoolAccessRule.group_id)
-              .join(PoolAccessRule, PoolAccessRule.pool_id == System.policy_pool_id))
+              .join(PoolAccessRule, PoolAccessRule.pool_id == System.policy_pool_id).where(named))
     return union_all(own, pooled).subquery("rules")
 
 
 def _system_query():
-    rules = _rules_of_systems()
+    rules = _rules_of_system()
     loan = (select(Loan.system_id, Loan.recipient_id, Loan.end_at).where(Loan.returned_at.is_(None))
             .subquery("loan"))
     return (select(System.id, System.fqdn, System.resource_id, Resource.name.label("resource_name"), System.condition,

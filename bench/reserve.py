@@ -3,7 +3,8 @@
     .venv/bin/python bench/reserve.py [--seconds 8] [--connections 16]
 
 For SQLite and PostgreSQL (a throwaway server from tests/support/postgres.py)
-it measures, with gunicorn gthread 2 workers x 4 threads on loopback:
+it measures, with gunicorn gthread 2 workers x 4 threads on loopback (lablease too, though
+`serve` defaults to gevent):
 
   hello     GET /health of the lablease app (no database)
   minimal   a reserve written here: plain WSGI, parse JSON, one atomic
@@ -295,7 +296,9 @@ def start_lablease(workdir: Path, url: str) -> tuple[LiveServer, subprocess.Pope
     while that thread holds SQLite and SQLAlchemy state, which can hang or break
     a worker (see docs/performance.md). Wake-ups still reach it.
     """
-    server = LiveServer(workdir / "data", url, workers=WORKERS, threads=THREADS, run_worker=False).start()
+    # gthread like the minimal reserve (serve's default is gevent, for slow clients): the same server for both
+    server = LiveServer(workdir / "data", url, settings={"gunicorn_worker_class": "gthread"}, workers=WORKERS,
+                        threads=THREADS, run_worker=False).start()
     worker = subprocess.Popen([str(BIN / "lablease-server"), "worker"], env=server.env, stdout=server.log,
                               stderr=subprocess.STDOUT, start_new_session=True)
     systems = workdir / "systems.yml"

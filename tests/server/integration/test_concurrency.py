@@ -14,7 +14,7 @@ from lablease.domain.errors import BookingConflict
 from lablease.domain.permissions import Actor
 from lablease.domain.reservations import ReservationPolicy
 from lablease.domain.windows import Window, overlaps
-from lablease.services import reservations
+from lablease.services import reserve
 from lablease.store.tables import Booking
 from lablease.store.uow import UnitOfWork
 
@@ -33,7 +33,7 @@ def test_storm_never_double_books(lab):
         barrier.wait()
         try:
             with UnitOfWork(lab.db) as uow:
-                reservations.reserve(uow, alice, now, policy, "s1.lab.test", start=window.start, end=window.end)
+                reserve.reserve(uow, alice, now, policy, "s1.lab.test", start=window.start, end=window.end)
                 uow.commit()
             outcomes.append(("ok", window))
         except BookingConflict as conflict:

@@ -4,7 +4,7 @@ from datetime import timedelta
 
 from sqlalchemy import func, select
 
-from lablease.services import reservations
+from lablease.services import reservations, reserve
 from lablease.store.tables import Activity
 from lablease.store.uow import UnitOfWork
 from lablease.worker.loop import Worker, next_due, run_due
@@ -97,8 +97,8 @@ def test_running_worker_is_woken_by_a_new_reservation(lab):
         with UnitOfWork(lab.db, waker=lab.app.waker) as uow:
             from lablease.domain.permissions import Actor
             actor = Actor(2, "alice")
-            r, _ = reservations.reserve(uow, actor, datetime.now(timezone.utc), lab.settings.reservation_policy,
-                                        "s1.lab.test", duration=timedelta(seconds=2))
+            r, _ = reserve.reserve(uow, actor, datetime.now(timezone.utc), lab.settings.reservation_policy,
+                                   "s1.lab.test", duration=timedelta(seconds=2))
             uow.commit()
         deadline = time.monotonic() + 8
         while time.monotonic() < deadline:

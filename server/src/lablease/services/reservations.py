@@ -1,24 +1,22 @@
-"""Reservations of systems: reserve, extend, return, heartbeat, and the worker's expiry."""
+"""Reservations of systems: list, extend, return, heartbeat, and the worker's expiry (reserving: reserve.py)."""
 from __future__ import annotations
 
 from datetime import datetime, timedelta
 
 from sqlalchemy import select
-from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import object_session
 
 from ..domain import reservations as rules
 from ..domain import holds as rules_holds
-from ..domain import retries
 from ..domain.lease import refuse_returned
 from ..domain.errors import Conflict, Forbidden, Invalid, NotFound
 from ..domain.notices import warn_at
-from ..domain.permissions import Actor, Permission, SiteAction, decide_site, may_manage_reservation, may_see_reservation
+from ..domain.permissions import Actor, SiteAction, decide_site, may_manage_reservation, may_see_reservation
 from ..domain.windows import Window
 from ..store import calendar
 from ..store.tables import Booking, Loan, Reservation, User
-from ..domain.times import format_time
-from . import activity, advance_work, due, endings, guests, health, holds, notices, waitline
+from ..domain.reserve import Made, answer
+from . import activity, advance_work, due, endings, holds, notices, waitline
 from . import systems as system_service
 from ..domain.paging import Page, PageRequest
 from ..store import paging
@@ -33,113 +31,18 @@ def as_dict(reservation: Reservation, now: datetime) -> dict:
             **waitline.waiting_fields(object_session(reservation), reservation, now)}
 
 
-def render(values: dict, fqdn: str, holder: str, now: datetime) -> dict:
-    """A reservation as the API shows it, from its column values (an ORM row's or a Core row's)."""
-    end, returned_at = values["end_at"], values["returned_at"]
-    return {
-        "id": values["id"],
-        "system": fqdn,
-        "user": holder,
-        "kind": values["kind"],
-        "start": format_time(values["start_at"]),
-        "end": format_time(end),
-        "returned_at": format_time(returned_at),
-        "state": rules.state(values["start_at"], returned_at, values["return_reason"], now),
-        "return_loan": values["return_loan"],
-        "heartbeat": values["heartbeat_seconds"],
-        "last_heartbeat": format_time(values["last_heartbeat_at"]),
-        "due": format_time(values["due_at"]),
-        "seconds_left": max(0, int((end - now).total_seconds())) if end and returned_at is None else None,
-        "request_id": values["request_id"],
-        "advance_reservation": values["ar_id"],
-        "purpose": values.get("purpose"),
-    }
+def render(values: dict, fqdn: str | None, holder: str, now: datetime) -> dict:
+    """A reservation as the API shows it (domain/reserve.py `answer`), from its column values (an ORM row's
+    or a Core row's)."""
+    return answer(Made(values["id"], fqdn, holder, values["kind"], values["start_at"], values["end_at"], None,
+                       values["return_loan"], values["heartbeat_seconds"], values["last_heartbeat_at"],
+                       values["due_at"], values["returned_at"], values["return_reason"], values["request_id"],
+                       values["ar_id"], values.get("purpose")), now)
 
 
 def _access(reservation: Reservation):
     """The system's access, or None for a reservation still waiting for a system (its holder and admins only)."""
     return system_service.access_of(reservation.system) if reservation.system is not None else None
-
-
-def _by_request_id(session, actor: Actor, request_id: str | None) -> Reservation | None:
-    if not request_id:
-        return None
-    query = select(Reservation).where(Reservation.user_id == actor.id, Reservation.request_id == request_id)
-    return session.execute(query).unique().scalar_one_or_none()
-
-
-def _retried(previous: Reservation, asked: retries.ReserveAsked, now: datetime) -> dict:
-    """The reservation a retried request made, if the retry asks for the same thing (409 otherwise)."""
-    made = retries.ReserveMade(
-        previous.system.fqdn, previous.created_at, previous.start_at, previous.end_at, previous.return_loan,
-        timedelta(seconds=previous.heartbeat_seconds) if previous.heartbeat_seconds else None, previous.ar_id,
-        previous.returned_at is not None)
-    retries.refuse_changed_retry(previous.request_id, f"reservation {previous.id}",
-                                 retries.reserve_differences(asked, made))
-    return as_dict(previous, now)
-
-
-def reserve(uow, actor: Actor, now: datetime, policy: rules.ReservationPolicy, system: str,
-            start: datetime | None = None, end: datetime | None = None, duration=None,
-            return_loan: bool = False, heartbeat: timedelta | None = None, request_id: str | None = None,
-            advance_reservation: int | None = None, purpose: str | None = None,
-            force: bool = False, healthy_within: timedelta | None = None) -> tuple[dict, bool]:
-    """Book the system for the caller; returns (reservation, created).
-
-    A request_id seen before returns that same reservation (created False),
-    so a client may retry a reserve whose answer it never got; a different
-    request with that id is refused (409 naming what differs).
-    """
-    session = uow.session
-    asked = retries.ReserveAsked(system, start, end, duration, return_loan, heartbeat, advance_reservation)
-    previous = _by_request_id(session, actor, request_id)
-    if previous is not None:
-        return _retried(previous, asked, now), False
-    target = system_service.find(session, system, actor)
-    guests.refuse(target, "reserved")
-    loan = system_service.active_loan(session, target)
-    if advance_reservation is None:
-        system_service.require(session, actor, Permission.RESERVE, target, loan)
-    if healthy_within is not None:
-        health.require_recent(session, target, healthy_within, now)  # 409 without a recent passing check
-    loan_end = loan.end_at if loan is not None and loan.recipient_id == actor.id else None
-    if advance_reservation is not None and end is None and duration is None:
-        end = advance_work.window_end(session, advance_reservation)  # until the AR's end, not the site default
-    window = rules.plan_window(now, policy, start, end, duration, loan_end=loan_end)
-    purpose = holds.purpose_of(uow.settings, purpose)  # HOOK (purpose)
-    if heartbeat is not None:
-        heartbeat = rules.heartbeat_interval(heartbeat)
-    if advance_reservation is not None:  # the AR's ACL grants the use; it books on the AR's calendar
-        _, resource = advance_work.slot_for_reservation(session, actor, advance_reservation, target, window.start,
-                                                   window.end)
-    else:
-        resource = calendar.lock_resource(session, target.resource_id)
-    if request_id and (previous := _by_request_id(session, actor, request_id)) is not None:
-        return _retried(previous, asked, now), False  # a retry that raced its first attempt
-    if advance_reservation is None:  # HOOK (floor): inside an AR the system is the AR's, not the scheduler's
-        holds.keep_floor(session, actor, target, now, force)
-    holds.keep_max_hold(session, uow.settings, actor.id, now, rules_holds.remaining(window.start, window.end, now))
-    booking = calendar.book(session, resource, window, "reservation", actor.id, now)
-    reservation = Reservation(
-        system_id=target.id, user_id=actor.id, booking_id=booking.id, kind="manual",
-        start_at=window.start, end_at=window.end, return_loan=return_loan,
-        heartbeat_seconds=int(heartbeat.total_seconds()) if heartbeat else None,
-        last_heartbeat_at=window.start if heartbeat else None, request_id=request_id, created_at=now,
-        ar_id=advance_reservation, purpose=purpose,
-    )
-    reservation.due_at = rules.due_at(window.end, heartbeat, reservation.last_heartbeat_at)
-    reservation.warn_at = _warn_at(uow.settings, reservation)
-    session.add(reservation)
-    try:
-        session.flush()
-    except IntegrityError:  # the same request_id raced in from a retry on another connection
-        raise Invalid("request_id", "was used by a concurrent request; retry to get its reservation") from None
-    reservation.system, reservation.user = target, session.get(User, actor.id)
-    activity.record(session, actor, now, "reservation", reservation.id, "reserved", "system", None, target.fqdn)
-    activity.record(session, actor, now, "system", target.fqdn, "reserved", "reservation", None,
-                    f"{reservation.id} until {format_time(window.end) or 'no limit'}")
-    uow.wake_worker()
-    return as_dict(reservation, now), True
 
 
 def loan_end_of(session, system_id: int, holder_id: int) -> datetime | None:

@@ -20,8 +20,9 @@ class UnitOfWork:
     def __init__(self, db: Database, write: bool = True, waker: Waker | None = None, settings=None,
                  handlers: tuple = (), read_first: bool = False):
         self.db = db
-        # A writing unit of work that only reads until it locks what it decides on (start_writing) holds
-        # SQLite's write lock, or a PostgreSQL transaction, just from there to its commit.
+        # A writing unit of work that only reads until it locks a calendar resource ends its reading
+        # transaction there: on SQLite it holds the database's write lock just from there to its commit,
+        # not for the whole request; on PostgreSQL no transaction stays open (idle) while Python decides.
         self.read_first = read_first and write
         self.settings = settings  # the site's Settings, for use cases that queue notices
         self.handlers = handlers  # called for each event emitted in this transaction, before it commits
@@ -37,7 +38,7 @@ class UnitOfWork:
         return self
 
     def start_writing(self) -> None:
-        """End the reading part and take the write lock (SQLite BEGIN IMMEDIATE) for the rest.
+        """End the reading transaction; the rest is a writing one (SQLite: BEGIN IMMEDIATE, the write lock).
 
         What was read stays loaded; the decisions that must be atomic (the
         calendar check) are made after this point, under the lock. On

@@ -24,6 +24,7 @@ from sqlalchemy import text
 from .db import Database
 
 CHANNEL = "lablease_wake"
+_NOTIFY = text("SELECT pg_notify(:channel, '')").bindparams(channel=CHANNEL)
 
 
 def _socket_name(db: Database) -> bytes:
@@ -40,7 +41,7 @@ class Waker:
 
     def in_transaction(self, session) -> None:
         if self.db.is_postgresql:
-            session.execute(text("SELECT pg_notify(:channel, '')"), {"channel": CHANNEL})
+            session.connection().execute(_NOTIFY)  # Core on the session's connection: no ORM execution around it
 
     def after_commit(self) -> None:
         if self.db.is_postgresql:

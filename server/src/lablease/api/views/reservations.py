@@ -1,5 +1,5 @@
 """/reservations"""
-from ...services import activity, lease, reservations, waitline
+from ...services import activity, lease, reservations, reserve, waitline
 from ..inputs import duration_field, time_field
 from ...domain.paging import Page
 from .context import Context, Reply
@@ -12,7 +12,7 @@ def create(ctx: Context) -> Reply:
     check_fields(body, bool(body.get("wait")))
     if body.get("wait"):
         return _wait(ctx, body)
-    reservation, created = reservations.reserve(
+    reservation, created = reserve.reserve(
         ctx.uow, ctx.actor, ctx.now, ctx.settings.reservation_policy, body["system"],
         start=time_field(body, "start"), end=time_field(body, "end"),
         duration=duration_field(body, "duration", allow_unlimited=True),

@@ -7,7 +7,7 @@ import pytest
 from lablease.domain.errors import Conflict
 from lablease.domain.permissions import Actor
 from lablease.domain.reservations import ReservationPolicy
-from lablease.services import reservations
+from lablease.services import reserve
 from lablease.store.uow import UnitOfWork
 
 from .conftest import START
@@ -55,7 +55,7 @@ def test_concurrent_reserves_never_both_pass_the_floor(lab):
             barrier.wait()
             try:
                 with UnitOfWork(lab.db, read_first=True) as uow:  # as the API opens it
-                    made, _ = reservations.reserve(uow, alice, START, ReservationPolicy(), fqdn)
+                    made, _ = reserve.reserve(uow, alice, START, ReservationPolicy(), fqdn)
                     uow.commit()
                 outcomes.append(made["id"])
             except Conflict as refused:

@@ -18,7 +18,7 @@ from ..services.users import authenticate
 from ..store.secrets import SecretBox, use_secrets
 from ..store.db import Database
 from ..store.outage import outage, reason
-from ..services import unit_of_work
+from ..services.handlers import unit_of_work
 from ..store.wakeup import Waker
 from . import errors
 from ..domain.paging import Page

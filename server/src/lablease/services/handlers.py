@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from ..domain import events as ev
 from ..observe import metrics
+from ..store.db import Database
+from ..store.uow import UnitOfWork
 from . import advance_states, installations, jobs, scheduling
 
 
@@ -46,3 +48,8 @@ HANDLERS: dict[type, tuple] = {
     ev.InstallationCommandFailed: (installations.on_command_failed,),
     ev.AdvanceReservationEnded: (advance_states.on_ended,),
 }
+
+
+def unit_of_work(db: Database, settings=None, waker=None, write: bool = True, read_first: bool = False) -> UnitOfWork:
+    """A unit of work whose events (a freed system, a new recipe set) reach their handlers here."""
+    return UnitOfWork(db, write=write, waker=waker, settings=settings, handlers=HANDLERS, read_first=read_first)

@@ -84,7 +84,7 @@ class UnitOfWork:
     def _handlers_of(self, event) -> tuple:
         if self.handlers is None:
             raise RuntimeError(f"{type(event).__name__} emitted in a unit of work without the handler table "
-                               "(make it with services.unit_of_work)")
+                               "(make it with services.handlers.unit_of_work)")
         handlers = self.handlers.get(type(event))
         if not handlers:
             raise RuntimeError(f"no handler takes {type(event).__name__} (services/handlers.py)")

@@ -29,7 +29,8 @@ sys.path.insert(0, str(ROOT / "server" / "src"))
 
 from sqlalchemy import insert, text  # noqa: E402
 
-from lablease.services import monitoring, unit_of_work  # noqa: E402
+from lablease.services import monitoring  # noqa: E402
+from lablease.services.handlers import unit_of_work  # noqa: E402
 from lablease.store import migrate  # noqa: E402
 from lablease.store.db import Database  # noqa: E402
 from lablease.store.tables import (Job, Outbox, Recipe, RecipeSet, Reservation, Resource, System,  # noqa: E402

@@ -117,7 +117,8 @@ def add_pools_queue_and_hours(db, settings, systems: int) -> None:
 
     from lablease.domain.permissions import Actor
     from lablease.jobxml import normalise_job
-    from lablease.services import jobs, unit_of_work, utilisation
+    from lablease.services import jobs, utilisation
+    from lablease.services.handlers import unit_of_work
     from lablease.store.report_tables import UtilisationHour
     from lablease.store.tables import Pool, PoolSystem
 

@@ -36,7 +36,8 @@ sys.path.insert(0, str(ROOT / "server" / "src"))
 
 from sqlalchemy import insert, select, update  # noqa: E402
 
-from lablease.services import scheduling, unit_of_work  # noqa: E402
+from lablease.services import scheduling  # noqa: E402
+from lablease.services.handlers import unit_of_work  # noqa: E402
 from lablease.store.db import Database  # noqa: E402
 from lablease.store.migrate import upgrade  # noqa: E402
 from lablease.store.tables import (AccessRule, Booking, Job, Pool, PoolSystem, Recipe, RecipeSet,  # noqa: E402

@@ -167,7 +167,8 @@ def test_a_command_interrupted_by_a_stopped_worker_is_retried_not_forgotten(lab)
     scripted(lab, "r1.lab.test")
     _, command = lab.admin.post("/systems/r1.lab.test/power", {"action": "on"})
     # A worker claims it and dies before recording anything: the row says running.
-    from lablease.services import commands, unit_of_work
+    from lablease.services import commands
+    from lablease.services.handlers import unit_of_work
 
     with unit_of_work(lab.db, lab.settings) as uow:
         claimed = commands.claim(uow, lab.clock(), 1, timedelta(seconds=1), lambda *_: None)
@@ -194,7 +195,8 @@ def test_a_command_interrupted_by_a_stopped_worker_is_retried_not_forgotten(lab)
 def test_at_the_start_of_the_only_worker_every_running_command_was_interrupted(lab):
     scripted(lab, "r2.lab.test")
     _, command = lab.admin.post("/systems/r2.lab.test/power", {"action": "on"})
-    from lablease.services import commands, unit_of_work
+    from lablease.services import commands
+    from lablease.services.handlers import unit_of_work
 
     with unit_of_work(lab.db, lab.settings) as uow:
         commands.claim(uow, lab.clock(), 1, timedelta(minutes=5), lambda *_: None)

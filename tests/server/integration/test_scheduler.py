@@ -3,7 +3,8 @@ from datetime import timedelta
 
 import pytest
 
-from lablease.services import jobs, unit_of_work
+from lablease.services import jobs
+from lablease.services.handlers import unit_of_work
 from lablease.worker.loop import run_due
 
 from .conftest import START, Lab, at

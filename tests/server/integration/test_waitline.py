@@ -4,7 +4,8 @@ from datetime import timedelta
 import pytest
 
 from lablease.config import Settings
-from lablease.services import outbox, unit_of_work
+from lablease.services import outbox
+from lablease.services.handlers import unit_of_work
 from lablease.worker.loop import run_due
 
 from .conftest import START, Lab, at

@@ -23,13 +23,19 @@ def _modules(package) -> list[str]:
                   if not m.name.startswith(ALEMBIC_SCRIPTS))
 
 
-def _imported(module: str) -> list[tuple[str, int]]:
-    """Every module a source file imports, relative imports resolved against its package."""
+def _imported(module: str, typing_only: bool = True) -> list[tuple[str, int]]:
+    """Every module a source file imports, relative imports resolved against its package (without
+    `typing_only`, those under `if TYPE_CHECKING:` are left out: they never run)."""
     source = Path(sys.modules["lablease"].__file__).parent.joinpath(*module.split(".")[1:])
     path = source / "__init__.py" if source.is_dir() else source.with_suffix(".py")
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     found = []
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+    tree = ast.parse(path.read_text(), str(path))
+    if not typing_only:
+        for node in ast.walk(tree):
+            if isinstance(node, ast.If) and ast.unparse(node.test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING"):
+                node.body = []
+    for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             found += [(alias.name, node.lineno) for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
@@ -83,6 +89,63 @@ def test_importing_domain_and_scheduler_loads_no_third_party_library():
         "('sqlalchemy', 'werkzeug', 'lxml', 'jinja2', 'requests', 'yaml', 'isodate', 'psycopg')))")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "[]"
+
+
+LAYERS = ("services", "domain", "scheduler", "store")
+
+
+def _import_graph(packages) -> dict[str, set[str]]:
+    """Module -> the modules of `packages` it imports when it runs (at its top or in a function)."""
+    modules = {m for package in packages for m in [package.__name__] + _modules(package)}
+
+    def known(name: str) -> str | None:  # `from .tables import System` -> lablease.store.tables
+        while name and name not in modules:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    return {m: {known(name) for name, _ in _imported(m, typing_only=False) if known(name) not in (None, m)}
+            for m in modules}
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """One chain per import cycle found by a depth-first walk, e.g. [a, b, c, a]."""
+    found, done, path = [], set(), []
+
+    def walk(module: str) -> None:
+        path.append(module)
+        for target in sorted(graph[module]):
+            if target in path:
+                found.append(path[path.index(target):] + [target])
+            elif target not in done:
+                walk(target)
+        path.pop()
+        done.add(module)
+
+    for module in sorted(graph):
+        if module not in done:
+            walk(module)
+    return found
+
+
+def test_cycles_are_found_as_chains():
+    """The check below can fail: a made-up graph with a cycle is reported as its chain."""
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a", "d"}, "d": set()}
+    assert _cycles(graph) == [["a", "b", "c", "a"]]
+    assert _cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_use_cases_rules_and_storage_import_without_cycles():
+    """services/, domain/, scheduler/ and store/ import one another in one direction only: what must
+    follow elsewhere is an event (services/handlers.py), never an import back, not even one deferred
+    into a function."""
+    import lablease.services
+    import lablease.store
+
+    packages = [getattr(lablease, name) for name in LAYERS]
+    graph = _import_graph(packages)
+    assert len(graph) > 80 and graph["lablease.services.jobs"]  # the graph is really read
+    chains = [" -> ".join(chain) for chain in _cycles(graph)]
+    assert chains == []
 
 
 ALONE = """

@@ -20,7 +20,7 @@ from ..store.auth_stamp import stamp_path
 from ..store.secrets import SecretBox, use_secrets
 from ..store.db import Database
 from ..store.outage import outage, reason
-from ..services import unit_of_work
+from ..services.handlers import unit_of_work
 from ..store.wakeup import Waker
 from . import errors
 from ..domain.paging import Page
@@ -90,12 +90,10 @@ class LabLeaseApp:
             # Who is asking comes first: an anonymous caller learns nothing about its input.
             actor = authenticate(uow.session, request.headers.get("Authorization"), now, self.tokens) \
                 if route.auth else None
-            query = self.query(route, request)
-            ctx = Context(uow, actor, now, self.settings, args, self.body(route, request, data), query,
-                          raw=data, mimetype=request.mimetype, page=page_request(query))
-            # force=true: do it even though it breaks an advance reservation (which goes into error);
-            # in the query string or the JSON body
-            uow.session.info["force"] = merge_force(ctx.query, ctx.body)
+            query, body = self.query(route, request), self.body(route, request, data)
+            force = merge_force(query, body)  # in the query string or the JSON body
+            ctx = Context(uow, actor, now, self.settings, args, body, query, raw=data, mimetype=request.mimetype,
+                          page=page_request(query), force=force)
             try:
                 result = route.view(ctx)
                 if route.writes:

@@ -22,7 +22,8 @@ from werkzeug.wrappers import Request, Response
 from ..config import Settings
 from ..observe import metrics
 from ..observe.logs import REQUEST_ID
-from ..services import monitoring, unit_of_work
+from ..services import monitoring
+from ..services.handlers import unit_of_work
 from . import errors
 
 ROUTE_KEY = "lablease.route"

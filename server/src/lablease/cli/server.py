@@ -25,7 +25,7 @@ from ..store.pgdump import ToolFailed
 from ..store.db import Database
 from ..store.secrets import SecretBox, private_dir, site_key, use_secrets
 from ..store.wakeup import AlreadyRunning
-from ..services import unit_of_work
+from ..services.handlers import unit_of_work
 from ..domain.times import format_time
 from ..timeparse import parse_duration
 from .output import table, to_json

@@ -11,7 +11,8 @@ import requests
 
 from ..config import Settings
 from ..domain.times import format_time
-from ..services import due, monitoring, unit_of_work
+from ..services import due, monitoring
+from ..services.handlers import unit_of_work
 from ..store.db import Database
 from ..timeparse import format_duration
 

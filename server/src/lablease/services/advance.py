@@ -29,7 +29,10 @@ from ..store.tables import (AdvanceReservation, ArSystem, Booking, Group, GroupM
 from ..store.uow import emit, wake_worker
 from ..domain.times import format_time
 from ..timeparse import parse_duration, parse_time
-from . import activity, advance_states
+from ..domain.events import AdvanceReservationEnded, SystemFreed
+from ..store.queries import host
+from . import activity
+from .advance_notices import publish
 from .systems import access_of, active_loan
 from .users import ARUSERS, actor_for
 from ..domain.paging import Page, PageRequest
@@ -145,7 +148,7 @@ def create(uow, actor: Actor, now: datetime, data: dict) -> tuple[dict, int]:
     session.flush()
     session.refresh(ar, ["systems", "owner"])
     activity.record(session, actor, now, "advance_reservation", ar.id, "created", "state", None, ar.state)
-    advance_states.publish(session, settings, ar, now, "created", f"advance reservation {ar.id} was granted: "
+    publish(session, settings, ar, now, "created", f"advance reservation {ar.id} was granted: "
              f"{', '.join(s.system.fqdn for s in ar.systems)} from {format_time(start)} to {format_time(end)}")
     wake_worker(session)
     return as_dict(ar), 201
@@ -214,8 +217,6 @@ def may_use(actor: Actor, system: System, loan) -> bool:
 def choose_systems(session, window: Window, hosts: list[str], tree: dict | None, pools: list[str], count: int,
                    members: list[Actor]) -> tuple[list[System], dict]:
     """The best-suited eligible systems (smallest that fit first), and why the others were not."""
-    from .scheduling import host  # the scheduler's view of a system, for the same filters as hostRequires
-
     ruled_out: dict[str, int] = {}
     busy = []
     eligible = []
@@ -314,7 +315,7 @@ def modify(uow, actor: Actor, now: datetime, ident, data: dict) -> dict:
     ar.changed_at = now
     activity.record_changes(session, actor, now, "advance_reservation", ar.id,
                             {k: (str(a), str(b)) for k, (a, b) in changes.items()})
-    advance_states.publish(session, settings, ar, now, "modified", f"advance reservation {ar.id} was changed: "
+    publish(session, settings, ar, now, "modified", f"advance reservation {ar.id} was changed: "
              f"{', '.join(changes) or 'nothing'}")
     return as_dict(ar)
 
@@ -351,7 +352,7 @@ def _release(session, ar: AdvanceReservation, now: datetime, fqdns: list[str]) -
             calendar.lock_resource(session, kept.system.resource_id)
             calendar.release(session, session.get(Booking, kept.booking_id), now)
         ar.systems.remove(kept)
-        emit(session, "system_freed", (kept.system_id, now))
+        emit(session, SystemFreed(kept.system_id, now))
     ar.released = [*(ar.released or []), *({"system": name, "at": format_time(now)} for name in names)]
     session.flush()
     wake_worker(session)
@@ -376,7 +377,7 @@ def delete(uow, actor: Actor, now: datetime, ident, force: bool = False) -> None
     if bound and not force:
         raise Conflict(f"advance reservation {ar.id} has bound work ({', '.join(bound)}); "
                        "delete with force=true to abort it first")
-    advance_states.finish(session, uow.settings, ar, now, "d", actor, "deleted")
+    emit(session, AdvanceReservationEnded(ar.id, now, "d", actor, "deleted"))  # advance_states ends it
 
 
 def _bound_work(session, ar: AdvanceReservation) -> list[str]:

@@ -1,4 +1,4 @@
-"""What advance reservations hold and use: per-system summaries, and accounting."""
+"""What advance reservations use: accounting (the per-system summaries are store/queries.py's)."""
 from __future__ import annotations
 
 from datetime import datetime
@@ -7,25 +7,9 @@ from sqlalchemy import select
 
 from ..domain import advance as rules
 from ..domain.permissions import Actor
-from ..store.tables import AdvanceReservation, ArSystem, RecipeSet, Reservation
-from ..domain.times import format_time
+from ..store.tables import RecipeSet, Reservation
 from ..timeparse import parse_time
 from .advance import find
-
-
-def summaries_for(session, system_ids: list[int]) -> dict[int, list[dict]]:
-    """System id -> the active ARs holding it (for system listings)."""
-    if not system_ids:
-        return {}
-    rows = session.execute(select(ArSystem.system_id, AdvanceReservation).join(
-        AdvanceReservation, AdvanceReservation.id == ArSystem.ar_id).where(
-        ArSystem.system_id.in_(system_ids), AdvanceReservation.state.in_(rules.ACTIVE))
-        .order_by(AdvanceReservation.start_at)).unique().all()
-    found: dict[int, list[dict]] = {}
-    for system_id, ar in rows:
-        found.setdefault(system_id, []).append({"id": ar.id, "name": ar.name, "state": ar.state,
-                                                "start": format_time(ar.start_at), "end": format_time(ar.end_at)})
-    return found
 
 
 def accounting(uow, actor: Actor, now: datetime, ident) -> dict:

@@ -12,18 +12,26 @@ from ..domain.errors import Conflict
 from ..domain.permissions import Actor
 from ..store import calendar
 from ..store.tables import AdvanceReservation, ArSystem, Booking, RecipeSet
+from ..domain.events import AdvanceReservationEnded, RecipeSetQueued, SystemChanged, SystemFreed
 from ..store.uow import emit
-from . import activity, advance, due, notices
+from . import activity, advance, due
+from .advance_notices import publish
+from .advance_work import place_bound
+from .endings import close_reservation
+from .jobs import finish as finish_recipe
+from .placement import refresh_rollups
+
+
+def on_ended(uow, event: AdvanceReservationEnded) -> None:
+    """An AR was deleted (or ended otherwise than by the clock)."""
+    finish(uow.session, uow.settings, uow.session.get(AdvanceReservation, event.ar_id), event.now, event.state,
+           event.actor, event.why)
 
 
 def finish(session, settings, ar: AdvanceReservation, now: datetime, state: str, actor: Actor | None,
             why: str) -> None:
     """End the AR (x at its end, d when deleted): bound work is aborted, nested reservations returned,
     the systems' bookings released from now."""
-    from .endings import close_reservation
-    from .jobs import finish as finish_recipe
-    from .placement import refresh_rollups
-
     for recipe_set in session.execute(select(RecipeSet).where(RecipeSet.ar_id == ar.id)).unique().scalars():
         for recipe in recipe_set.recipes:
             if recipe.status not in ("completed", "cancelled", "aborted"):
@@ -36,7 +44,7 @@ def finish(session, settings, ar: AdvanceReservation, now: datetime, state: str,
     for held in ar.systems:
         if held.booking_id is not None and state == "d":
             calendar.release(session, session.get(Booking, held.booking_id), now)
-        emit(session, "system_freed", (held.system_id, now))
+        emit(session, SystemFreed(held.system_id, now))
     _move(session, settings, ar, state, now, actor, why)
     ar.due_at = None
 
@@ -86,7 +94,8 @@ def problems(session, ar: AdvanceReservation) -> list[tuple[str, str]]:
     return rules.problems(held, ar.pools or [])
 
 
-def recheck(session, settings, ar: AdvanceReservation, now: datetime, actor: Actor | None = None) -> None:
+def recheck(session, settings, ar: AdvanceReservation, now: datetime, actor: Actor | None = None,
+            force: bool | None = None) -> None:
     """Into E when a held system is no longer usable; out of it (by time) once all are again.
 
     A change made on purpose that would break a granted AR (removing or retiring its system, taking
@@ -95,8 +104,9 @@ def recheck(session, settings, ar: AdvanceReservation, now: datetime, actor: Act
     """
     found = problems(session, ar)
     new = rules.breaks_on_purpose(found, ar.error_reasons or [])
-    # Only an API request can be refused (it says force=true or not); the worker's changes just happen.
-    if new and session.info.get("force") is False:
+    # Only an API request can be refused (it says force=true or not: True or False); the worker's
+    # changes just happen (None).
+    if new and force is False:
         raise Conflict(f"this would break advance reservation {ar.id} ({'; '.join(new)}); "
                        "repeat with force=true to do it anyway (the reservation goes into error)")
     if new:
@@ -111,47 +121,19 @@ def recheck(session, settings, ar: AdvanceReservation, now: datetime, actor: Act
         place_bound(session, ar, now)
 
 
-def on_system_changed(uow, system_id: int, now: datetime) -> None:
-    for ar in holding(uow.session, system_id):
-        recheck(uow.session, uow.settings, ar, now)
+def on_system_changed(uow, event: SystemChanged) -> None:
+    for ar in holding(uow.session, event.system_id):
+        recheck(uow.session, uow.settings, ar, event.now, force=event.force)
 
 
-def place_bound(session, ar: AdvanceReservation, now: datetime) -> None:
-    from .advance_work import place_bound as place  # the AR's work, started on its systems
-
-    place(session, ar, now)
-
-
-def on_system_freed(uow, system_id: int, now: datetime) -> None:
-    for ar in holding(uow.session, system_id, ("r", "E")):
-        place_bound(uow.session, ar, now)
+def on_system_freed(uow, event: SystemFreed) -> None:
+    for ar in holding(uow.session, event.system_id, ("r", "E")):
+        place_bound(uow.session, ar, event.now)
 
 
-def on_new_set(uow, set_id: int, now: datetime) -> None:
-    recipe_set = uow.session.get(RecipeSet, set_id)
+def on_new_set(uow, event: RecipeSetQueued) -> None:
+    recipe_set = uow.session.get(RecipeSet, event.recipe_set_id)
     if recipe_set is not None and recipe_set.ar_id is not None:
         ar = uow.session.get(AdvanceReservation, recipe_set.ar_id)
         if ar is not None:
-            place_bound(uow.session, ar, now)
-
-
-HANDLERS = {"system_changed": on_system_changed, "system_freed": on_system_freed, "recipe_set_new": on_new_set}
-
-
-def handle(uow, name: str, payload) -> None:
-    handler = HANDLERS.get(name)
-    if handler is not None:
-        handler(uow, *payload)
-
-
-# --- events ---------------------------------------------------------------------------------------
-
-def publish(session, settings, ar: AdvanceReservation, now: datetime, event: str, text: str,
-             mail_kind: str | None = None, extra: dict | None = None) -> None:
-    """Webhooks of the owner (and their groups) for every event; mail only for the AR's -m flags."""
-    mail = bool(mail_kind) and rules.wants_mail(ar.mail_events, mail_kind)
-    data = {"advance_reservation": ar.id, "name": ar.name, "state": ar.state, **(extra or {})}
-    key = f"{ar.id}:{event}:{ar.state}:{now.isoformat()}"
-    notices.queue(session, settings, ar.owner, now, f"ar.{event}", key,
-                  f"[lablease] advance reservation {ar.id}: {event.replace('_', ' ')}", text, data,
-                  channels=None if mail else ("webhook",), extra_mail=(ar.mail_to or []) if mail else ())
+            place_bound(uow.session, ar, event.now)

@@ -16,9 +16,13 @@ from ..domain.windows import Window
 from ..scheduler.filters import is_live, possible, verdict
 from ..store import calendar
 from ..store.tables import AdvanceReservation, ArSystem, RecipeSet, Resource, System
+from ..scheduler.planner import Need, place
+from ..store.queries import host
 from ..store.uow import settings_of
 from ..domain.times import format_time
 from .advance import USABLE_CONDITIONS, in_acl, may_see
+from .placement import runtime_of, start
+from .scheduling import live_hosts
 
 
 def usable_systems(ar: AdvanceReservation) -> list[ArSystem]:
@@ -31,9 +35,6 @@ def usable_systems(ar: AdvanceReservation) -> list[ArSystem]:
 
 def place_bound(session, ar: AdvanceReservation, now: datetime) -> None:
     """Start the AR's queued recipe sets, by priority then age, each all or nothing on the AR's systems."""
-    from ..scheduler.planner import Need, place
-    from .placement import runtime_of, start
-
     held = usable_systems(ar) if ar.start_at <= now < ar.end_at else []
     if not held:
         return
@@ -116,16 +117,12 @@ def window_end(session, ar_id: int) -> datetime | None:
 def _suits(recipe: dict, system) -> bool:
     """Whether the recipe's host requirements may accept the system (its live leaves, <user> and <loaned>,
     are judged when it is placed: _suits_now)."""
-    from .scheduling import host
-
     tree = recipe.get("host_requires")
     return possible(tree, host(system, tree))
 
 
 def _suits_now(session, recipe: dict, system, now: datetime) -> bool:
     """Whether the recipe's host requirements accept the system, with who holds it and is lent it now."""
-    from .scheduling import host, live_hosts
-
     tree = recipe.get("host_requires")
     judged = host(system, tree)
     return verdict(tree, live_hosts(session, [judged], now)[0] if is_live(tree) else judged)[0]

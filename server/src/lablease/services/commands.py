@@ -21,6 +21,7 @@ from ..domain.commands import UNFINISHED
 from ..domain.errors import Conflict, Forbidden, Invalid, NotFound
 from ..domain.permissions import Actor, Permission, decide
 from ..store.tables import Command, Installation, System
+from ..domain.events import InstallationCommandFailed, SystemChanged
 from ..store.uow import emit, wake_worker
 from ..domain.times import format_time
 from . import activity, due, notices, usage
@@ -110,8 +111,6 @@ def cancel(uow, actor: Actor, now: datetime, command_id: int) -> dict:
     with that reason (its recipe aborted, its holder told, its netboot files cleared). A worker still
     running it finds it cancelled when it finishes and records nothing.
     """
-    from . import installations  # the installation's failure aborts its recipe
-
     session = uow.session
     command = session.get(Command, command_id)
     if command is None:
@@ -130,9 +129,8 @@ def cancel(uow, actor: Actor, now: datetime, command_id: int) -> dict:
         for other in session.execute(select(Command).where(
                 Command.installation_id == installation.id, Command.status.in_(UNFINISHED))).unique().scalars():
             _cancel(other, now, f"not run: command {command.id} was cancelled")
-        if installation.status in installations.UNFINISHED:
-            installations.fail(session, uow.settings, installation, now,
-                               f"{command.action} command {command.id} cancelled by {actor.name}")
+        emit(session, InstallationCommandFailed(command.system_id, now, f"{command.action} command {command.id} "
+                                                f"cancelled by {actor.name}", installation.id))
     wake_worker(session)  # the system's next command may run now
     return as_dict(command)
 
@@ -255,8 +253,6 @@ def record_failure(uow, command_id: int, now: datetime, error: str, settings) ->
 
 
 def _failed_for_good(session, command: Command, now: datetime, settings) -> None:
-    from . import installations  # the installation's failure aborts its recipe
-
     system = command.system
     why = f"{command.action} failed after {command.attempts} attempt(s): {command.error}"
     activity.record(session, None, now, "system", system.fqdn, "command_failed", "command", None, why)
@@ -264,12 +260,12 @@ def _failed_for_good(session, command: Command, now: datetime, settings) -> None
                                                        Command.id > command.id)).unique().scalars():
         _move(later, "failed")
         later.finished_at, later.error = now, f"not run: command {command.id} failed"
-    installations.fail_current(session, system, now, why, settings)
+    emit(session, InstallationCommandFailed(system.id, now, why))  # what it was installing fails
     if system.condition == "automated":
         old, system.condition = system.condition, "broken"
         usage.record_condition(session, system, old, now)
         activity.record(session, None, now, "system", system.fqdn, "broken", "condition", old, "broken")
-        emit(session, "system_changed", (system.id, now))  # e.g. an advance reservation holding it
+        emit(session, SystemChanged(system.id, now))  # e.g. an advance reservation holding it
     holder = current_reservations(session, [system.id], now).get(system.id)
     if holder is not None:
         notices.command_failed(session, settings, holder.user, system.fqdn, command.id, why, now)

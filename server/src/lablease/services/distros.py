@@ -13,6 +13,7 @@ from ..domain.variables import masked_ks_meta
 from ..jobxml.fields import UNACTED_DISTRO_FIELDS
 from ..scheduler.filters import compare
 from ..store.tables import DistroTree
+from ..domain.events import DistroTreeRemoved
 from ..store.uow import emit
 from ..domain.times import format_time
 from . import activity
@@ -112,7 +113,7 @@ def remove(uow, actor: Actor, now: datetime, tree_id: int) -> None:
         raise NotFound(f"no distro tree {tree_id}")
     uow.session.delete(tree)
     activity.record(uow.session, actor, now, "distro_tree", tree_id, "deleted", "name", tree.name, None)
-    emit(uow.session, "distro_tree_removed", (tree_id, now))  # recipes waiting for it are aborted at once
+    emit(uow.session, DistroTreeRemoved(tree_id, now))  # recipes waiting for it are aborted at once
 
 
 def _tree_matches(tree: dict | None, distro: DistroTree) -> bool:

@@ -16,7 +16,8 @@ from sqlalchemy import select
 from ..domain.permissions import Actor, Permission, decide
 from ..store import calendar
 from ..store.tables import Booking, Loan, Reservation, System
-from ..store.uow import emit, settings_of
+from ..domain.events import ReservationClosed, SystemFreed
+from ..store.uow import emit
 from . import activity, notices
 from .systems import access_of
 from .users import actor_for
@@ -48,12 +49,10 @@ def close_reservation(session, reservation: Reservation, now: datetime, reason: 
         if booking.start_at >= now:
             reservation.booking_id = None
         calendar.release(session, booking, now)
-        emit(session, "system_freed", (reservation.system_id, now))
+        emit(session, SystemFreed(reservation.system_id, now))
     activity.record(session, actor, now, "reservation", reservation.id, reason, "state", "active", reason)
     activity.record(session, actor, now, "system", reservation.system.fqdn, reason, "reservation", reservation.id, None)
-    from .installations import on_reservation_closed  # installing needs the calendar, which needs this
-
-    on_reservation_closed(session, settings or settings_of(session), reservation, now, reason)
+    emit(session, ReservationClosed(reservation.id, now, reason))  # its installation stops, the release action runs
     if actor is None or actor.id != reservation.user_id:
         notices.reservation_returned(session, settings, reservation, now, WHY.get(reason, reason))
     if reservation.return_loan and reason != "loan_ended":
@@ -80,7 +79,7 @@ def close_loan(session, loan: Loan, now: datetime, reason: str, actor: Actor | N
     if actor is None or actor.id != loan.recipient_id:
         notices.loan_returned(session, settings, loan, system.fqdn, now, WHY.get(reason, reason))
     session.flush()
-    emit(session, "system_freed", (system.id, now))  # others' recipes may use it again
+    emit(session, SystemFreed(system.id, now))  # others' recipes may use it again
     return _return_reservations_without_access(session, system, now, actor, settings)
 
 

@@ -23,6 +23,7 @@ from ..domain.permissions import Actor, decide_schedule
 from ..domain.times import format_human, format_time
 from ..store.tables import ClassCandidate, HealthCheck, Recipe, RecipeSet, System, SystemHealth
 from ..store.uow import emit, wake_worker
+from ..domain.events import RecipeSetQueued, SystemChanged
 from . import activity, due, notices, usage
 from .users import actor_for
 
@@ -204,7 +205,7 @@ def _broken(session, system: System, reason: str, now: datetime, settings) -> No
         old, system.condition = system.condition, "broken"
         usage.record_condition(session, system, old, now)
         activity.record(session, None, now, "system", system.fqdn, "broken", "condition", old, "broken")
-        emit(session, "system_changed", (system.id, now))
+        emit(session, SystemChanged(system.id, now))
     if system.owner is not None:
         notices.queue(session, settings, system.owner, now, "system.health_failed", f"{system.id}:{format_time(now)}",
                       f"[lablease] {system.fqdn}: health check failed, now {system.condition}",
@@ -222,7 +223,7 @@ def _retry_waiting(session, system: System, now: datetime) -> None:
     for set_id in list(sets):
         recipe_set = session.get(RecipeSet, set_id)
         if any((r.spec or {}).get("healthy_within") for r in recipe_set.recipes):
-            emit(session, "recipe_set_new", (set_id, now))
+            emit(session, RecipeSetQueued(set_id, now))
 
 
 # --- the hand-over gate ----------------------------------------------------------------------

@@ -36,7 +36,8 @@ from ..provision.kickstart import KickstartError, KickstartRenderer
 from ..provision.netboot import BootImage
 from ..store.secrets import site_key
 from ..store.tables import DistroTree, Installation, Recipe, Reservation, System
-from ..store.uow import wake_worker
+from ..domain.events import InstallationCommandFailed, RecipeAborted, ReservationClosed
+from ..store.uow import emit, wake_worker
 from ..domain.times import format_time
 from . import activity, commands, distros, due, health, notices, usage
 from .systems import current_reservations, find
@@ -339,12 +340,6 @@ def recipe_of(session, installation: Installation) -> Recipe | None:
     return session.get(Recipe, installation.recipe_id) if installation.recipe_id else None
 
 
-def refresh(session, recipe: Recipe, now: datetime) -> None:
-    from .placement import refresh_rollups
-
-    refresh_rollups(session, recipe.recipe_set, now)
-
-
 # --- ending ---------------------------------------------------------------------------------------
 
 def _unfinished(session, system: System) -> list[Installation]:
@@ -382,11 +377,7 @@ def fail(session, settings, installation: Installation, now: datetime, why: str)
 
 
 def _abort_recipe(session, settings, recipe: Recipe, now: datetime, why: str) -> None:
-    from .jobs import finish
-
-    finish(session, recipe, "aborted", now, None, settings)
-    activity.record(session, None, now, "recipe", recipe.id, "aborted", "reason", None, why)
-    refresh(session, recipe, now)
+    emit(session, RecipeAborted(recipe.id, now, why))  # jobs finishes it and refreshes its set
 
 
 def fail_current(session, system: System, now: datetime, why: str, settings) -> None:
@@ -405,8 +396,22 @@ STALLED = due.Step("installation_watchdog", "failed stalled installation", Insta
                    Installation.watchdog_at, Installation.status.in_(UNFINISHED), _abort_stalled)
 
 
-def on_reservation_closed(session, settings, reservation: Reservation, now: datetime, reason: str) -> None:
+def on_command_failed(uow, event: InstallationCommandFailed) -> None:
+    """A command failed for good or was cancelled: the installation it served fails (or, when it
+    served none, whatever the system was installing)."""
+    session = uow.session
+    if event.installation_id is None:
+        fail_current(session, session.get(System, event.system_id), event.now, event.why, uow.settings)
+        return
+    installation = session.get(Installation, event.installation_id)
+    if installation is not None and installation.status in UNFINISHED:
+        fail(session, uow.settings, installation, event.now, event.why)
+
+
+def on_reservation_closed(uow, event: ReservationClosed) -> None:
     """A reservation ended: its unfinished install stops, netboot is cleared, the release action runs."""
+    session, settings, now, reason = uow.session, uow.settings, event.now, event.reason
+    reservation = session.get(Reservation, event.reservation_id)
     system = session.get(System, reservation.system_id)
     for installation in _unfinished(session, system):
         if installation.reservation_id == reservation.id:

@@ -9,7 +9,7 @@ from sqlalchemy import select
 from ..domain.errors import Conflict, Forbidden
 from ..store.tables import Installation
 from ..store.uow import wake_worker
-from . import activity, commands, installations, usage
+from . import activity, commands, installations, placement, usage
 from .installations import UNFINISHED
 
 # Once the installation is over (the installed system runs, or it ended) its token opens nothing: a leaked
@@ -65,7 +65,7 @@ def _started(session, settings, installation: Installation, now: datetime) -> No
     recipe = installations.recipe_of(session, installation)
     if recipe is not None and recipe.status == "waiting":
         recipe.status = "installing"
-        installations.refresh(session, recipe, now)
+        placement.refresh_rollups(session, recipe.recipe_set, now)
 
 
 def _installed(session, settings, installation: Installation, now: datetime) -> None:
@@ -79,10 +79,8 @@ def _running(session, settings, installation: Installation, now: datetime) -> No
     usage.set_usage(session, installation.system, "running", now)
     recipe = installations.recipe_of(session, installation)
     if recipe is not None and recipe.status in ("waiting", "installing"):
-        from .placement import begin_running
-
-        begin_running(session, recipe, now)
-        installations.refresh(session, recipe, now)
+        placement.begin_running(session, recipe, now)
+        placement.refresh_rollups(session, recipe.recipe_set, now)
 
 
 

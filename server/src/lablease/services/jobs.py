@@ -18,6 +18,8 @@ from ..jobxml import referenced_names
 from ..store import calendar
 from ..store.tables import (Booking, Group, GroupMember, Job, Pool, Recipe, RecipeSet,
                             Reservation, System)
+from ..domain.events import DistroTreeRemoved, RecipeAborted, RecipeSetQueued
+from ..domain.notices import warn_at
 from ..store.uow import emit, wake_worker
 from ..domain.times import format_time
 from ..timeparse import format_duration
@@ -142,7 +144,7 @@ def submit(uow, actor: Actor, now: datetime, job: dict, request_id: str | None =
                                    priority=priority, queued_at=now, host_recipe_id=recipe.id,
                                    distro_tree_id=distros.matching(session, guest_spec["distro_requires"])[0].id))
         session.flush()
-        emit(session, "recipe_set_new", (recipe_set.id, now))
+        emit(session, RecipeSetQueued(recipe_set.id, now))
     activity.record(session, actor, now, "job", row.id, "submitted")
     session.flush()
     uow.dispatch()
@@ -320,8 +322,6 @@ def _keep_for_owner(session, reservation: Reservation, system: System, now: date
     reservation.kind, reservation.end_at = "manual", end
     reservation.due_at = due_at(end, None, None)
     if settings is not None:
-        from ..domain.notices import warn_at
-
         reservation.warn_at = warn_at(reservation.start_at, end, settings.warn_before,
                                       settings.warn_before_short)
     booking.kind = "reservation"
@@ -382,17 +382,18 @@ def repair(uow, recipe_id: int, now: datetime) -> bool:
     return True
 
 
-def on_distro_tree_removed(uow, tree_id: int, now: datetime) -> None:
+def on_distro_tree_removed(uow, event: DistroTreeRemoved) -> None:
     """The repair pass for the recipes a removed tree leaves without one, at once (not at the next slow pass)."""
     uow.session.flush()  # the delete: the database sets their distro_tree_id to NULL
     for recipe_id in needing_repair(uow):
-        repair(uow, recipe_id, now)
+        repair(uow, recipe_id, event.now)
 
 
-HANDLERS = {"distro_tree_removed": on_distro_tree_removed}
-
-
-def handle(uow, name: str, payload) -> None:
-    handler = HANDLERS.get(name)
-    if handler is not None:
-        handler(uow, *payload)
+def on_recipe_aborted(uow, event: RecipeAborted) -> None:
+    """A recipe cannot go on (its installation failed, no guest system for it): it ends as aborted."""
+    session = uow.session
+    recipe = session.get(Recipe, event.recipe_id)
+    finish(session, recipe, "aborted", event.now, None, uow.settings)
+    activity.record(session, None, event.now, "recipe", recipe.id, "aborted", "reason", None, event.why)
+    if event.refresh:
+        placement.refresh_rollups(session, recipe.recipe_set, event.now)

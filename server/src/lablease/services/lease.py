@@ -25,6 +25,7 @@ from ..domain.lease import Blocked, Change, Lease, WarnLeads
 from ..domain.permissions import Actor
 from ..store import calendar, lease_rows
 from ..store.uow import emit
+from ..domain.events import SystemFreed
 from . import activity, endings, reservations
 
 
@@ -50,7 +51,7 @@ def _write(uow, actor: Actor | None, now: datetime, lease: Lease, change: Change
     rows = [activity.row(actor, now, *entry) for entry in change.activity]
     lease_rows.write(uow.session, lease, change, rows)
     if change.freed:
-        emit(uow.session, "system_freed", (lease.system_id, now))
+        emit(uow.session, SystemFreed(lease.system_id, now))
     uow.wake_worker()
     return render(lease, change, now)
 

@@ -18,7 +18,8 @@ from ..domain.permissions import Actor, Permission, Rule, SystemAccess, decide, 
 from ..scheduler.filters import matches
 from ..store.tables import (AccessRule, Pool, PoolAccessRule, PoolSystem, Recipe, Reservation, System, UsageChange,
                             User)
-from . import activity, scheduling
+from ..store import queries
+from . import activity
 from . import systems as system_service
 from .users import actor_for
 
@@ -168,7 +169,7 @@ def queued_could_use(session, system: System, loan) -> int:
     """Queued recipes whose requirements this system meets and whose owner may run on it (Beaker's hint)."""
     if system.condition not in USABLE:
         return 0
-    host, access = scheduling.host(system), system_service.access_of(system, loan)
+    host, access = queries.host(system), system_service.access_of(system, loan)
     recipes = session.execute(select(Recipe).where(Recipe.status == "queued").order_by(Recipe.id)
                               .limit(QUEUE_LOOKED_AT)).unique().scalars()
     owners: dict[int, Actor] = {}

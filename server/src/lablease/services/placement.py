@@ -11,8 +11,9 @@ from ..domain import recipes as rules
 from ..domain.windows import Window
 from ..store import calendar
 from ..store.tables import Booking, Recipe, RecipeSet, Reservation, System
-from ..store.uow import settings_of, wake_worker
-from . import activity, guests, installations, notices, usage
+from ..domain.events import RecipeAborted
+from ..store.uow import emit, settings_of, wake_worker
+from . import guests, installations, notices, usage
 from .endings import close_reservation
 
 WAITING = ("queued", "assigned")
@@ -119,12 +120,9 @@ def _place_guests(session, host: Recipe, host_system: System, now: datetime) -> 
         if guest.status != "queued":
             continue
         system = guests.new_system(session, guest, host_system, now)
-        if system is None:
-            from .jobs import finish  # (jobs starts sets through this module)
-
-            finish(session, guest, "aborted", now, None, settings_of(session))
-            activity.record(session, None, now, "recipe", guest.id, "aborted", "reason", None,
-                            f"no distro tree matching its distroRequires in lab {host_system.lab or '(none)'}")
+        if system is None:  # (start refreshes the set afterwards)
+            emit(session, RecipeAborted(guest.id, now, "no distro tree matching its distroRequires in lab "
+                                                       f"{host_system.lab or '(none)'}", refresh=False))
             continue
         _book(session, guest, system, now, None, host.recipe_set.job.owner_id, system.resource_id)
         rules.check_transition(guest.status, "scheduled")

@@ -9,6 +9,7 @@ from ..domain.errors import Invalid, NotFound
 from ..domain.permissions import Actor, Permission
 from ..store.tables import AccessRule, Group, PoolAccessRule, System, User
 from . import activity, pools
+from ..domain.events import SystemChanged
 from ..store.uow import emit
 from . import systems as system_service
 from .groups import find_group, find_user_field
@@ -77,32 +78,32 @@ def _remove(session, rules: list, rule_id: int, owner: str) -> dict:
     return shown
 
 
-def add_system_rule(uow, actor: Actor, now: datetime, fqdn: str, data: dict) -> dict:
+def add_system_rule(uow, actor: Actor, now: datetime, fqdn: str, data: dict, force: bool | None = None) -> dict:
     session = uow.session
     system = _editable_system(session, actor, fqdn)
     shown, created = _add(session, system.rules, AccessRule, data)
     if created:
         activity.record(session, actor, now, "system", system.fqdn, "policy_changed", "rule", None, _describe(shown))
-        emit(session, "system_changed", (system.id, now))
+        emit(session, SystemChanged(system.id, now, force))
     return shown
 
 
-def remove_system_rule(uow, actor: Actor, now: datetime, fqdn: str, rule_id: int) -> None:
+def remove_system_rule(uow, actor: Actor, now: datetime, fqdn: str, rule_id: int, force: bool | None = None) -> None:
     session = uow.session
     system = _editable_system(session, actor, fqdn)
     shown = _remove(session, system.rules, rule_id, system.fqdn)
     activity.record(session, actor, now, "system", system.fqdn, "policy_changed", "rule", _describe(shown), None)
-    emit(session, "system_changed", (system.id, now))
+    emit(session, SystemChanged(system.id, now, force))
 
 
-def put_system_policy(uow, actor: Actor, now: datetime, fqdn: str, data: dict) -> dict:
+def put_system_policy(uow, actor: Actor, now: datetime, fqdn: str, data: dict, force: bool | None = None) -> dict:
     """Replace the rules and/or choose to use a pool's policy instead."""
     session = uow.session
     system = _editable_system(session, actor, fqdn)
     if "rules" in data:
         wanted = [_parse_rule(session, rule) for rule in data["rules"]]
         for rule in list(system.rules):
-            remove_system_rule(uow, actor, now, fqdn, rule.id)
+            remove_system_rule(uow, actor, now, fqdn, rule.id, force)
         for values in wanted:
             system.rules.append(AccessRule(**values))
         session.flush()
@@ -112,7 +113,7 @@ def put_system_policy(uow, actor: Actor, now: datetime, fqdn: str, data: dict) -
     if "use_pool_policy" in data:
         _use_pool_policy(session, actor, now, system, data["use_pool_policy"])
     session.flush()
-    emit(session, "system_changed", (system.id, now))
+    emit(session, SystemChanged(system.id, now, force))
     return system_policy(uow, actor, fqdn)
 
 
@@ -139,27 +140,27 @@ def pool_policy(uow, name: str) -> dict:
     return {"pool": pool.name, "rules": [_rule_dict(uow.session, r) for r in sorted(pool.rules, key=lambda r: r.id)]}
 
 
-def _pool_policy_changed(session, pool, now: datetime) -> None:
+def _pool_policy_changed(session, pool, now: datetime, force: bool | None) -> None:
     """Systems that use the pool's policy may now suit other waiting work."""
     for system_id in session.execute(select(System.id).where(System.policy_pool_id == pool.id)).scalars():
-        emit(session, "system_changed", (system_id, now))
+        emit(session, SystemChanged(system_id, now, force))
 
 
-def add_pool_rule(uow, actor: Actor, now: datetime, name: str, data: dict) -> dict:
+def add_pool_rule(uow, actor: Actor, now: datetime, name: str, data: dict, force: bool | None = None) -> dict:
     session = uow.session
     pool = pools.find(session, name)
     pools.require_manager(actor, pool)
     shown, created = _add(session, pool.rules, PoolAccessRule, data)
     if created:
         activity.record(session, actor, now, "pool", pool.name, "policy_changed", "rule", None, _describe(shown))
-        _pool_policy_changed(session, pool, now)
+        _pool_policy_changed(session, pool, now, force)
     return shown
 
 
-def remove_pool_rule(uow, actor: Actor, now: datetime, name: str, rule_id: int) -> None:
+def remove_pool_rule(uow, actor: Actor, now: datetime, name: str, rule_id: int, force: bool | None = None) -> None:
     session = uow.session
     pool = pools.find(session, name)
     pools.require_manager(actor, pool)
     shown = _remove(session, pool.rules, rule_id, f"pool {name}")
     activity.record(session, actor, now, "pool", pool.name, "policy_changed", "rule", _describe(shown), None)
-    _pool_policy_changed(session, pool, now)
+    _pool_policy_changed(session, pool, now, force)

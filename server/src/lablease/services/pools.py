@@ -10,6 +10,7 @@ from ..domain.holds import check_floor
 from ..domain.permissions import Actor, may_manage_pool
 from ..store.tables import Group, Pool, PoolSystem, System
 from . import activity
+from ..domain.events import SystemChanged
 from ..store.uow import emit
 from . import systems as system_service
 from .groups import find_group
@@ -118,7 +119,7 @@ def delete(uow, actor: Actor, now: datetime, name: str) -> None:
     activity.record(session, actor, now, "pool", name, "deleted")
 
 
-def add_system(uow, actor: Actor, now: datetime, name: str, fqdn: str) -> dict:
+def add_system(uow, actor: Actor, now: datetime, name: str, fqdn: str, force: bool | None = None) -> dict:
     session = uow.session
     pool = find(session, name)
     require_manager(actor, pool)
@@ -127,13 +128,13 @@ def add_system(uow, actor: Actor, now: datetime, name: str, fqdn: str) -> dict:
         system.pools.append(pool)
         activity.record(session, actor, now, "pool", name, "system_added", "system", None, system.fqdn)
         activity.record(session, actor, now, "system", system.fqdn, "changed", "pools", None, name)
-        emit(session, "system_changed", (system.id, now))
+        emit(session, SystemChanged(system.id, now, force))
     session.flush()
     session.refresh(pool)
     return as_dict(pool)
 
 
-def remove_system(uow, actor: Actor, now: datetime, name: str, fqdn: str) -> None:
+def remove_system(uow, actor: Actor, now: datetime, name: str, fqdn: str, force: bool | None = None) -> None:
     session = uow.session
     pool = find(session, name)
     require_manager(actor, pool)
@@ -145,7 +146,7 @@ def remove_system(uow, actor: Actor, now: datetime, name: str, fqdn: str) -> Non
     system.pools.remove(pool)
     activity.record(session, actor, now, "pool", name, "system_removed", "system", system.fqdn, None)
     activity.record(session, actor, now, "system", system.fqdn, "changed", "pools", name, None)
-    emit(session, "system_changed", (system.id, now))
+    emit(session, SystemChanged(system.id, now, force))
 
 
 def _stop_using_policy(session, actor, now, system: System, pool: Pool) -> None:

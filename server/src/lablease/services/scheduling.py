@@ -1,13 +1,14 @@
 """Event-driven scheduling: place recipe sets when they arrive and when a system frees up.
 
-Events are emitted inside a transaction and handled before it commits
-(UnitOfWork.dispatch), so a freed system is offered at once:
-- ("recipe_set_new", (set id, now)): try to start the set on free systems;
-- ("system_freed", (system id, now)): offer the system to the set holding
-  part of its systems, then to queued sets by priority then age — found
-  through the recipe_candidates index, never by scanning the queue;
-- ("system_changed", (system id, now)): its requirements or access may have
-  changed: recompute which queued recipes it suits, then offer it.
+Events (domain/events.py) are emitted inside a transaction and handled before it
+commits (UnitOfWork.dispatch, through services/handlers.py), so a freed system
+is offered at once:
+- RecipeSetQueued: try to start the set on free systems (on_new_set);
+- SystemFreed: offer the system to the set holding part of its systems, then
+  to queued sets by priority then age — found through the recipe_candidates
+  index, never by scanning the queue (on_system_freed);
+- SystemChanged: its requirements or access may have changed: recompute which
+  queued recipes it suits, then offer it (on_system_changed).
 Only the highest-priority, oldest blocked multi-host set may hold systems
 while it waits (no starvation); every other set starts whole or not at all
 (no ABBA deadlock).
@@ -23,13 +24,13 @@ from sqlalchemy import and_, delete, func, or_, select
 from sqlalchemy.orm import undefer_group
 
 from ..domain.permissions import Permission, decide, decide_schedule
-from ..observe import metrics
 from dataclasses import replace
 
 from ..scheduler.filters import Host, is_live, needs_hardware, verdict
 from ..scheduler.planner import (Need, candidates, offer_order, place, place_partial, queue_key, run_window,
                                  shuffled_within_tiers, tier)
 from ..store import calendar
+from ..store.queries import host
 from ..store.tables import (ClassCandidate, Recipe, RecipeSet, RequirementClass, System,
                             User)
 from . import health
@@ -37,21 +38,6 @@ from . import systems as system_service
 from . import waitline
 from .placement import WAITING, held_by, hold, release, runtime_of, start
 from .users import actor_for
-
-def host(system: System, tree: dict | None = None) -> Host:
-    """What filters see of a system; its disks and devices only when `tree` looks at them."""
-    hardware = needs_hardware(tree)
-    return Host(system.id, system.fqdn, system.arch, system.memory_mb, system.cpus, system.lab,
-                system.attributes or {}, frozenset(p.name for p in system.pools),
-                vendor=system.vendor, model=system.model, serial=system.serial, location=system.location,
-                lender=system.lender, system_type=system.system_type, hypervisor=system.hypervisor,
-                status=system.condition.capitalize(), owner=system.owner.name if system.owner else None,
-                powertype=(system.power or {}).get("driver"), numa_nodes=system.numa_nodes,
-                added=system.created_at.date(),
-                last_inventoried=system.last_inventoried.date() if system.last_inventoried else None,
-                cpu=system.cpu or {}, disks=tuple(system.disks or ()) if hardware else (),
-                devices=tuple(system.devices or ()) if hardware else ())
-
 
 def _static_access(system: System):
     """Access as far as it does not change from minute to minute: no loan, condition aside."""
@@ -366,16 +352,3 @@ def on_system_changed(uow, system_id: int, now: datetime) -> None:
         compute_candidates(session, cls, [system], only=system)
     session.flush()
     on_system_freed(uow, system_id, now)
-
-
-HANDLERS = {"recipe_set_new": on_new_set, "system_freed": on_system_freed, "system_changed": on_system_changed}
-
-
-def handle(uow, name: str, payload) -> None:
-    handler = HANDLERS.get(name)
-    if handler is not None:
-        with metrics.timed(metrics.instruments().events, event=name):  # the scheduler's cost per event
-            handler(uow, *payload)
-
-
-

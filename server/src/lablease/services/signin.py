@@ -7,6 +7,7 @@ sign-out or a revocation takes effect at once.
 """
 from __future__ import annotations
 
+import functools
 import secrets
 from datetime import datetime, timedelta
 
@@ -23,7 +24,14 @@ from .users import actor_for, authenticate, create_token, find_user, hash_token
 
 SESSION_TOKEN = "web session"
 _HASHER = PasswordHasher()  # argon2id with the library's current defaults (RFC 9106's second recommendation)
-_DUMMY = _HASHER.hash("not a password of anybody")  # an unknown name costs as much time as a wrong password
+
+
+@functools.cache
+def dummy_hash() -> str:
+    """What an unknown name's password is checked against, so it costs as much time as a wrong password.
+    Made once per process, when the web application is built (web/app.py), not at import: an argon2
+    hash costs a quarter of a CPU second, and every tool importing this module would pay it."""
+    return _HASHER.hash("not a password of anybody")
 
 
 def _login(session, user_id: int) -> WebLogin:
@@ -46,7 +54,7 @@ def check_password(session, name: str, password: str) -> User:
     login = session.get(WebLogin, user.id) if user is not None else None
     stored = login.password_hash if login is not None else None
     try:
-        _HASHER.verify(stored or _DUMMY, password)
+        _HASHER.verify(stored or dummy_hash(), password)
     except (VerificationError, InvalidHashError):
         stored = None
     if user is None or stored is None or user.disabled:

@@ -32,6 +32,8 @@ from ..store.tables import AccessRule, DistroTree, Installation, Loan, Pool, Res
 from ..domain.times import format_time
 from . import activity, health, usage
 from .inventory import check_inventory, inventory_of
+from ..store.queries import ar_summaries_for
+from ..domain.events import SystemChanged
 from ..store.uow import emit, settings_of
 
 EDITABLE = ("arch", "cpus", "memory_mb", "lab", "attributes", "condition", "owner", "power", "netboot",
@@ -227,7 +229,7 @@ def _checked_settings(key: str, settings: dict) -> dict:
     return settings
 
 
-def add_system(uow, actor: Actor, now: datetime, data: dict) -> dict:
+def add_system(uow, actor: Actor, now: datetime, data: dict, force: bool | None = None) -> dict:
     decision = decide_site(actor, SiteAction.ADD_SYSTEM)
     if not decision:
         raise Forbidden(decision.reason)
@@ -247,11 +249,11 @@ def add_system(uow, actor: Actor, now: datetime, data: dict) -> dict:
     session.add(system)
     session.flush()
     activity.record(session, actor, now, "system", fqdn, "created", "condition", None, system.condition)
-    emit(session, "system_changed", (system.id, now))
+    emit(session, SystemChanged(system.id, now, force))
     return as_dict(system, patterns=_patterns(session))
 
 
-def update_system(uow, actor: Actor, now: datetime, fqdn: str, data: dict) -> dict:
+def update_system(uow, actor: Actor, now: datetime, fqdn: str, data: dict, force: bool | None = None) -> dict:
     session = uow.session
     system = find(session, fqdn, actor)
     require(session, actor, Permission.EDIT_SYSTEM, system)
@@ -268,15 +270,13 @@ def update_system(uow, actor: Actor, now: datetime, fqdn: str, data: dict) -> di
         health.condition_changed(session, system, old_condition, now)
     session.flush()
     if changes:
-        emit(session, "system_changed", (system.id, now))
+        emit(session, SystemChanged(system.id, now, force))
     return describe(session, system, now)
 
 
 def describe(session, system: System, now: datetime) -> dict:
-    from .advance_reports import summaries_for
-
     return as_dict(system, current_reservations(session, [system.id], now).get(system.id), active_loan(session, system),
-                   latest_installations(session, [system.id]).get(system.id), summaries_for(session, [system.id]).get(system.id),
+                   latest_installations(session, [system.id]).get(system.id), ar_summaries_for(session, [system.id]).get(system.id),
                    _patterns(session), checked=health.summaries(session, [system])[system.id])
 
 
@@ -327,7 +327,7 @@ def remove_system(uow, actor: Actor, now: datetime, fqdn: str, force: bool = Fal
         activity.record(session, actor, now, "system", system.fqdn, "changed", "condition", system.condition, "removed")
         old, system.condition = system.condition, "removed"
         usage.record_condition(session, system, old, now)
-        emit(session, "system_changed", (system.id, now))  # an advance reservation holding it is told
+        emit(session, SystemChanged(system.id, now, force))  # an advance reservation holding it is told
 
 
 def get_system(uow, actor: Actor, now: datetime, fqdn: str) -> dict:
@@ -377,9 +377,7 @@ def describe_many(session, systems: list[System], now: datetime) -> list[dict]:
     ids = [s.id for s in systems]
     current, loans = current_reservations(session, ids, now), active_loans(session, ids)
     installed = latest_installations(session, ids)
-    from .advance_reports import summaries_for
-
-    held = summaries_for(session, ids)
+    held = ar_summaries_for(session, ids)
     patterns = _patterns(session)
     checked = health.summaries(session, systems)
     return [as_dict(s, current.get(s.id), loans.get(s.id), installed.get(s.id), held.get(s.id), patterns,

@@ -62,6 +62,3 @@ class ArSystem(Base):
     lab: Mapped[str | None] = mapped_column(String(64))  # the system's lab when granted
     system: Mapped[System] = relationship(lazy="joined")
 
-
-# The rest of the metadata (the tables these refer to), so importing this module alone maps them all.
-from . import tables  # noqa: E402,F401

@@ -72,6 +72,3 @@ class Command(Base):
     __table_args__ = (Index("ix_commands_status_due", "status", "due_at"),
                       Index("ix_commands_system", "system_id", "id"))
 
-
-# The rest of the metadata (the tables these refer to), so importing this module alone maps them all.
-from . import tables  # noqa: E402,F401

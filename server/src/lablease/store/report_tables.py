@@ -29,6 +29,3 @@ class UtilisationHour(Base):
     broken: Mapped[float] = mapped_column(Float, default=0.0)
     __table_args__ = (UniqueConstraint("pool_id", "hour", name="uq_utilisation_hours_pool_hour"),)
 
-
-# The rest of the metadata, so importing this module alone maps them all.
-from . import tables  # noqa: E402,F401

@@ -1,7 +1,7 @@
 """Unit of work: one transaction per request or worker step, rolled back unless committed."""
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Mapping
 
 from sqlalchemy.orm import Session
 
@@ -15,17 +15,23 @@ class UnitOfWork:
 
     Callbacks registered with `after_commit` run once the transaction is
     durable (e.g. waking the worker); they never run for a rolled-back one.
+
+    Events (domain/events.py) emitted in it go to `handlers`, the one handler table (event type ->
+    handler functions, services/handlers.py): a consequence (`at_once`) as it is emitted, the others
+    when the use case is done, before the transaction commits. An event no handler takes is an
+    error, never dropped: a unit of work made without the table cannot take events at all.
     """
 
     def __init__(self, db: Database, write: bool = True, waker: Waker | None = None, settings=None,
-                 handlers: tuple = (), read_first: bool = False):
+                 handlers: Mapping[type, tuple] | None = None, read_first: bool = False):
         self.db = db
         # A writing unit of work that only reads until it locks a calendar resource ends its reading
         # transaction there: on SQLite it holds the database's write lock just from there to its commit,
         # not for the whole request; on PostgreSQL no transaction stays open (idle) while Python decides.
         self.read_first = read_first and write
         self.settings = settings  # the site's Settings, for use cases that queue notices
-        self.handlers = handlers  # called for each event emitted in this transaction, before it commits
+        self.handlers = handlers  # event type -> the functions handling it, each called (uow, event)
+        self.events: list = []  # emitted, not yet handled
         self.write = write
         self.waker = waker
         self.session: Session | None = None
@@ -71,12 +77,30 @@ class UnitOfWork:
         if callback not in self._after_commit:
             self._after_commit.append(callback)
 
+    def emit(self, event) -> None:
+        """Handle a consequence now; queue anything else for dispatch."""
+        handlers = self._handlers_of(event)
+        if event.at_once:
+            for handler in handlers:
+                handler(self, event)
+        else:
+            self.events.append(event)
+
+    def _handlers_of(self, event) -> tuple:
+        if self.handlers is None:
+            raise RuntimeError(f"{type(event).__name__} emitted in a unit of work without the handler table "
+                               "(make it with services.handlers.unit_of_work)")
+        handlers = self.handlers.get(type(event))
+        if not handlers:
+            raise RuntimeError(f"no handler takes {type(event).__name__} (services/handlers.py)")
+        return handlers
+
     def dispatch(self) -> None:
-        """Handle the events emitted so far (handling may emit more; they are handled too)."""
-        while events := self.session.info.pop("events", None):
-            for event in events:
-                for handler in self.handlers:
-                    handler(self, *event)
+        """Handle the events emitted so far, in order (handling may emit more; they are handled too)."""
+        while self.events:
+            event = self.events.pop(0)
+            for handler in self._handlers_of(event):
+                handler(self, event)
 
     def wake_worker(self) -> None:
         """The next due time may have moved: wake the worker once this commits."""
@@ -96,9 +120,12 @@ def wake_worker(session) -> None:
         uow.wake_worker()
 
 
-def emit(session, name: str, payload) -> None:
-    """Record an event (e.g. ("system_freed", system_id)) for the handlers of this transaction."""
-    session.info.setdefault("events", []).append((name, payload))
+def emit(session, event) -> None:
+    """Emit an event (domain/events.py) in the unit of work this session belongs to."""
+    uow = session.info.get("uow")
+    if uow is None:
+        raise RuntimeError(f"{type(event).__name__} emitted outside a unit of work")
+    uow.emit(event)
 
 
 def settings_of(session):

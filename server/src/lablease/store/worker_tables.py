@@ -37,6 +37,3 @@ class WorkerHeartbeat(Base):
     started_at: Mapped[datetime] = mapped_column(UTCDateTime)
     beat_at: Mapped[datetime] = mapped_column(UTCDateTime, index=True)
 
-
-# The rest of the metadata (the tables these refer to), so importing this module alone maps them all.
-from . import tables  # noqa: E402,F401

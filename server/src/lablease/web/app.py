@@ -20,7 +20,8 @@ from ..api.errors import ERROR_STATUS
 from ..api.monitoring import ROUTE_KEY
 from ..domain.errors import DomainError
 from ..domain.signin import safe_next
-from ..services import signin, unit_of_work
+from ..services import signin
+from ..services.handlers import unit_of_work
 from ..store.secrets import site_key
 from . import security
 from .context import PageContext, Redirect, Render
@@ -39,6 +40,7 @@ class WebPages:
         self.map = url_map(PAGES)
         self.keys = security.Keys(site_key(app.settings))
         self.signins = FailedSignIns()
+        signin.dummy_hash()  # ready before the first sign-in, which then costs what every other does
 
     def handle(self, request: Request) -> Response | None:
         try:

@@ -18,7 +18,8 @@ from ..observe import metrics
 from ..power import PowerError, PowerTarget, scrub
 from ..power import registry
 from ..provision import netboot
-from ..services import commands, installations, unit_of_work
+from ..services import commands, installations
+from ..services.handlers import unit_of_work
 from ..services.systems import SECRET_KEYS
 from ..store.db import Database
 from ..store.outage import outage, reason

@@ -19,7 +19,7 @@ from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 
 from ..config import Settings
 from ..domain.errors import DomainError
-from ..services import unit_of_work
+from ..services.handlers import unit_of_work
 from ..store.db import Database
 from ..store.outage import outage
 

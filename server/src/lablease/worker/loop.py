@@ -23,7 +23,8 @@ from typing import Callable
 from ..config import Settings
 from ..observe import metrics
 from ..services import (advance_states, commands, due, health, installations, jobs, loans, monitoring, outbox,
-                        reservations, unit_of_work, utilisation)
+                        reservations, utilisation)
+from ..services.handlers import unit_of_work
 from ..store.db import Database
 from ..store.outage import outage, reason
 from ..store.secrets import SecretBox, use_secrets

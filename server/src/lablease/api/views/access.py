@@ -87,11 +87,11 @@ def pool_delete(ctx: Context) -> None:
 
 
 def pool_add_system(ctx: Context) -> dict:
-    return pools.add_system(ctx.uow, ctx.actor, ctx.now, ctx.args["name"], ctx.body["fqdn"])
+    return pools.add_system(ctx.uow, ctx.actor, ctx.now, ctx.args["name"], ctx.body["fqdn"], force=ctx.force)
 
 
 def pool_remove_system(ctx: Context) -> None:
-    pools.remove_system(ctx.uow, ctx.actor, ctx.now, ctx.args["name"], ctx.args["fqdn"])
+    pools.remove_system(ctx.uow, ctx.actor, ctx.now, ctx.args["name"], ctx.args["fqdn"], force=ctx.force)
 
 
 def policy_show(ctx: Context) -> dict:
@@ -99,15 +99,15 @@ def policy_show(ctx: Context) -> dict:
 
 
 def policy_put(ctx: Context) -> dict:
-    return policies.put_system_policy(ctx.uow, ctx.actor, ctx.now, ctx.args["fqdn"], ctx.body)
+    return policies.put_system_policy(ctx.uow, ctx.actor, ctx.now, ctx.args["fqdn"], ctx.body, force=ctx.force)
 
 
 def rule_add(ctx: Context) -> Reply:
-    return Reply(policies.add_system_rule(ctx.uow, ctx.actor, ctx.now, ctx.args["fqdn"], ctx.body), 201)
+    return Reply(policies.add_system_rule(ctx.uow, ctx.actor, ctx.now, ctx.args["fqdn"], ctx.body, force=ctx.force), 201)
 
 
 def rule_remove(ctx: Context) -> None:
-    policies.remove_system_rule(ctx.uow, ctx.actor, ctx.now, ctx.args["fqdn"], ctx.args["id"])
+    policies.remove_system_rule(ctx.uow, ctx.actor, ctx.now, ctx.args["fqdn"], ctx.args["id"], force=ctx.force)
 
 
 def pool_policy_show(ctx: Context) -> dict:
@@ -115,8 +115,8 @@ def pool_policy_show(ctx: Context) -> dict:
 
 
 def pool_rule_add(ctx: Context) -> Reply:
-    return Reply(policies.add_pool_rule(ctx.uow, ctx.actor, ctx.now, ctx.args["name"], ctx.body), 201)
+    return Reply(policies.add_pool_rule(ctx.uow, ctx.actor, ctx.now, ctx.args["name"], ctx.body, force=ctx.force), 201)
 
 
 def pool_rule_remove(ctx: Context) -> None:
-    policies.remove_pool_rule(ctx.uow, ctx.actor, ctx.now, ctx.args["name"], ctx.args["id"])
+    policies.remove_pool_rule(ctx.uow, ctx.actor, ctx.now, ctx.args["name"], ctx.args["id"], force=ctx.force)

@@ -22,6 +22,9 @@ class Context:
     raw: bytes = b""
     mimetype: str = ""
     page: PageRequest = field(default_factory=PageRequest)  # a list's page (routes.PAGING)
+    # force=true (query string or JSON body): do it even though it breaks an advance reservation,
+    # which goes into error; False refuses such a change (inputs.merge_force)
+    force: bool = False
 
 
 @dataclass

@@ -5,7 +5,7 @@ from .context import Context
 
 
 def create(ctx: Context) -> dict:
-    return systems.add_system(ctx.uow, ctx.actor, ctx.now, ctx.body)
+    return systems.add_system(ctx.uow, ctx.actor, ctx.now, ctx.body, force=ctx.force)
 
 
 def listing(ctx: Context) -> Page:
@@ -17,7 +17,7 @@ def show(ctx: Context) -> dict:
 
 
 def update(ctx: Context) -> dict:
-    return systems.update_system(ctx.uow, ctx.actor, ctx.now, ctx.args["fqdn"], ctx.body)
+    return systems.update_system(ctx.uow, ctx.actor, ctx.now, ctx.args["fqdn"], ctx.body, force=ctx.force)
 
 
 def remove(ctx: Context) -> None:

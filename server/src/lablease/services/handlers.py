@@ -1,0 +1,55 @@
+"""The one handler table: which use cases follow each event (domain/events.py).
+
+A use case emits an event (`store.uow.emit(session, event)`) instead of calling another module's
+use case; the unit of work hands it to the functions listed here for its type, in this order —
+a consequence at once, anything else when the use case is done, before the commit
+(store/uow.py). docs/architecture.md ("How a change flows") lists them.
+"""
+from __future__ import annotations
+
+from ..domain import events as ev
+from ..observe import metrics
+from ..store.db import Database
+from ..store.uow import UnitOfWork
+from . import advance_states, installations, jobs, scheduling
+
+
+def _timed(handler):
+    """The scheduler's cost per event, by the event's name (lablease_scheduler_event_duration_seconds)."""
+    def timed(uow, event):
+        with metrics.timed(metrics.instruments().events, event=event.name):
+            handler(uow, event)
+    timed.__name__ = handler.__name__
+    return timed
+
+
+@_timed
+def place_new_set(uow, event: ev.RecipeSetQueued) -> None:
+    scheduling.on_new_set(uow, event.recipe_set_id, event.now)
+
+
+@_timed
+def offer_freed_system(uow, event: ev.SystemFreed) -> None:
+    scheduling.on_system_freed(uow, event.system_id, event.now)
+
+
+@_timed
+def offer_changed_system(uow, event: ev.SystemChanged) -> None:
+    scheduling.on_system_changed(uow, event.system_id, event.now)
+
+
+HANDLERS: dict[type, tuple] = {
+    ev.RecipeSetQueued: (place_new_set, advance_states.on_new_set),
+    ev.SystemFreed: (offer_freed_system, advance_states.on_system_freed),
+    ev.SystemChanged: (offer_changed_system, advance_states.on_system_changed),
+    ev.DistroTreeRemoved: (jobs.on_distro_tree_removed,),
+    ev.ReservationClosed: (installations.on_reservation_closed,),
+    ev.RecipeAborted: (jobs.on_recipe_aborted,),
+    ev.InstallationCommandFailed: (installations.on_command_failed,),
+    ev.AdvanceReservationEnded: (advance_states.on_ended,),
+}
+
+
+def unit_of_work(db: Database, settings=None, waker=None, write: bool = True, read_first: bool = False) -> UnitOfWork:
+    """A unit of work whose events (a freed system, a new recipe set) reach their handlers here."""
+    return UnitOfWork(db, write=write, waker=waker, settings=settings, handlers=HANDLERS, read_first=read_first)

@@ -89,6 +89,18 @@ class RecipeAborted(Event):
 
 
 @dataclass(frozen=True)
+class RecipeFinished(Event):
+    """A recipe reached its end (completed, aborted or cancelled): a health check's outcome sets its
+    system's health, any other recipe counts towards the system's next check (services/health.py).
+    At once: a failed check makes the system Broken before anything offers it again."""
+    name: ClassVar[str] = "recipe_finished"
+    at_once: ClassVar[bool] = True
+    recipe_id: int
+    status: str
+    now: datetime
+
+
+@dataclass(frozen=True)
 class InstallationCommandFailed(Event):
     """A power or netboot command of a system failed for good, or was cancelled: the installation it
     served (`installation_id`), or else every unfinished one of the system, fails with `why`."""

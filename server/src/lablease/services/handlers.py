@@ -11,7 +11,7 @@ from ..domain import events as ev
 from ..observe import metrics
 from ..store.db import Database
 from ..store.uow import UnitOfWork
-from . import advance_states, installations, jobs, scheduling
+from . import advance_states, health, installations, jobs, scheduling
 
 
 def _timed(handler):
@@ -45,6 +45,7 @@ HANDLERS: dict[type, tuple] = {
     ev.DistroTreeRemoved: (jobs.on_distro_tree_removed,),
     ev.ReservationClosed: (installations.on_reservation_closed,),
     ev.RecipeAborted: (jobs.on_recipe_aborted,),
+    ev.RecipeFinished: (health.on_recipe_finished,),
     ev.InstallationCommandFailed: (installations.on_command_failed,),
     ev.AdvanceReservationEnded: (advance_states.on_ended,),
 }

@@ -1,8 +1,9 @@
-"""System health: when checks are due, running them as jobs, what their end does, and the hand-over gate.
+"""System health checks at work: running a due check as a job, and what its end does
+(services/health_state.py holds the health itself, the cadence and the hand-over gate).
 
 - The worker submits a due check (DUE, a services/due.py step) as an Urgent job forced onto the system,
   owned by the administrator who defined the check; the scheduler runs it like any recipe.
-- jobs.finish tells after_recipe: a check's end sets the health (a failure makes an Automated system
+- A recipe's end (the RecipeFinished event, services/handlers.py) reaches on_recipe_finished: a check's end sets the health (a failure makes an Automated system
   Broken, with the check's outcome as the reason, and tells its owner); any other recipe counts towards
   `after_recipes`.
 - Back from Broken (condition_changed) and after a failed install (install_failed) a check is forced.
@@ -13,81 +14,22 @@
 from __future__ import annotations
 
 import copy
-from datetime import datetime, timedelta
+from datetime import datetime
 
-from sqlalchemy import or_, select
+from sqlalchemy import select
 
 from ..domain import health as rules
-from ..domain.errors import Conflict, Forbidden, Invalid
+from ..domain.errors import Conflict, Forbidden
+from ..domain.events import RecipeFinished, RecipeSetQueued, SystemChanged
 from ..domain.permissions import Actor, decide_schedule
-from ..domain.times import format_human, format_time
-from ..store.tables import ClassCandidate, HealthCheck, Recipe, RecipeSet, System, SystemHealth
-from ..store.uow import emit, wake_worker
-from ..domain.events import RecipeSetQueued, SystemChanged
+from ..domain.times import format_time
+from ..store.tables import Activity, ClassCandidate, HealthCheck, Installation, Recipe, RecipeSet, System, SystemHealth
+from ..store.uow import emit
 from . import activity, due, notices, usage
+from . import systems as system_service
+from .health_state import applicable, force_check, refresh, set_state, standing, summary
+from .jobs import submit
 from .users import actor_for
-
-
-def standing(session, system: System, now: datetime) -> SystemHealth:
-    """The system's health row, created (unknown since the system was added) the first time it is needed."""
-    row = session.execute(select(SystemHealth).where(SystemHealth.system_id == system.id)).scalar_one_or_none()
-    if row is None:
-        row = SystemHealth(system_id=system.id, state="unknown", since=system.created_at or now, recipes_since=0,
-                           forced=False)
-        session.add(row)
-        session.flush()
-    return row
-
-
-def applicable(session, system: System, checks: list[HealthCheck] | None = None) -> HealthCheck | None:
-    if checks is None:
-        checks = list(session.execute(select(HealthCheck)).unique().scalars())
-    return rules.applicable([(c.scope, c.target, c) for c in checks], system.fqdn,
-                            [p.name for p in system.pools], system.arch)
-
-
-def refresh(session, system: System, now: datetime, checks: list[HealthCheck] | None = None) -> SystemHealth:
-    """Recompute when the system's next check is due (domain/health.py next_check_at)."""
-    row = standing(session, system, now)
-    check = applicable(session, system, checks)
-    cadence = None if check is None else rules.Cadence(
-        timedelta(seconds=check.every_seconds) if check.every_seconds else None, check.after_recipes)
-    row.next_check_at = rules.next_check_at(rules.Standing(
-        system.condition, row.state == "checking", row.forced, row.last_check_at, row.recipes_since), cadence, now)
-    if row.next_check_at is not None:
-        wake_worker(session)
-    return row
-
-
-def refresh_all(session, now: datetime) -> None:
-    """The checks changed: every system that is given out may have a new cadence."""
-    checks = list(session.execute(select(HealthCheck)).unique().scalars())
-    for system in session.execute(select(System).where(System.condition != "removed", System.guest.is_(False))
-                                  ).unique().scalars():
-        refresh(session, system, now, checks)
-
-
-def _force(session, system: System, now: datetime) -> SystemHealth:
-    row = standing(session, system, now)
-    row.forced = True
-    return refresh(session, system, now)
-
-
-def condition_changed(session, system: System, old: str, now: datetime) -> None:
-    """Hook (services/systems.py): a system back from Broken is checked before anyone gets it."""
-    if old == "broken" and system.condition == "automated":
-        _force(session, system, now)
-
-
-def install_failed(session, system: System, now: datetime) -> None:
-    """Hook (services/installations.py): after a failed install the system is checked again."""
-    if not system.guest:
-        _force(session, system, now)
-
-
-def _set(row: SystemHealth, state: str, now: datetime) -> None:
-    if row.state != state:
-        row.state, row.since = state, now
 
 
 # --- running a check ------------------------------------------------------------------------
@@ -105,15 +47,13 @@ def check_job(check: HealthCheck, fqdn: str) -> dict:
 
 def start_check(uow, system: System, now: datetime) -> int | None:
     """Submit the system's check; returns its recipe id (None when no check applies)."""
-    from .jobs import submit  # jobs.finish tells this module about recipes ending
-
     session = uow.session
     row = standing(session, system, now)
     check = applicable(session, system)
     if check is None or check.owner is None or system.condition != "automated" or row.state == "checking":
         row.next_check_at = None
         return None
-    _set(row, "checking", now)
+    set_state(row, "checking", now)
     row.forced, row.next_check_at, row.check_id = False, None, check.id
     session.flush()
     job, _ = submit(uow, actor_for(session, check.owner), now, check_job(check, system.fqdn))
@@ -133,8 +73,6 @@ DUE = due.Step("health_check", "submitted health check", SystemHealth, SystemHea
 
 def request(uow, actor: Actor, now: datetime, fqdn: str) -> dict:
     """POST /systems/{fqdn}/health-check: check the system as soon as it is free (anyone its recipes may run for)."""
-    from . import systems as system_service
-
     session = uow.session
     system = system_service.find(session, fqdn, actor)
     if system.condition != "automated":
@@ -146,15 +84,17 @@ def request(uow, actor: Actor, now: datetime, fqdn: str) -> dict:
         raise Conflict(f"no health check applies to {system.fqdn} (define one with POST /health-checks)")
     row = standing(session, system, now)
     if row.state != "checking":
-        _force(session, system, now)
+        force_check(session, system, now)
         activity.record(session, actor, now, "system", system.fqdn, "health_check_requested")
     return summary(row)
 
 
 # --- a check ends --------------------------------------------------------------------------
 
-def after_recipe(session, recipe: Recipe, status: str, now: datetime, settings) -> None:
-    """Hook (jobs.finish): a check's outcome sets the health; other recipes count towards the next check."""
+def on_recipe_finished(uow, event: RecipeFinished) -> None:
+    """A recipe ended (jobs.finish): a check's outcome sets the health; other recipes count towards the next."""
+    session, now, status = uow.session, event.now, event.status
+    recipe, settings = session.get(Recipe, event.recipe_id), uow.settings
     row = session.execute(select(SystemHealth).where(SystemHealth.recipe_id == recipe.id)).scalar_one_or_none()
     if row is not None:
         _check_ended(session, row, recipe, status, now, settings)
@@ -170,14 +110,14 @@ def _check_ended(session, row: SystemHealth, recipe: Recipe, status: str, now: d
     verdict = rules.passed(status, recipe.result)
     row.recipe_id, row.recipes_since = None, 0
     if verdict is None:  # cancelled: it says nothing of the system
-        _set(row, "unknown", now)
+        set_state(row, "unknown", now)
         row.result = f"health check {name} cancelled"
     else:
         row.last_check_at = now
         why = _abort_reason(session, recipe) if status == "aborted" else None
         row.result = (f"health check {name} passed" if verdict else
                       rules.failure_reason(name, status, recipe.result, recipe.task_results or [], why))
-        _set(row, "good" if verdict else "bad", now)
+        set_state(row, "good" if verdict else "bad", now)
         if verdict:
             row.passed_at = now
     activity.record(session, None, now, "system", system.fqdn, "health", "health", None, row.result)
@@ -189,8 +129,6 @@ def _check_ended(session, row: SystemHealth, recipe: Recipe, status: str, now: d
 
 def _abort_reason(session, recipe: Recipe) -> str | None:
     """Why the recipe was aborted: its failed installation's error, else the activity log's reason."""
-    from ..store.tables import Activity, Installation
-
     failed = session.execute(select(Installation.error).where(
         Installation.recipe_id == recipe.id, Installation.status == "failed")
         .order_by(Installation.id.desc()).limit(1)).scalar_one_or_none()
@@ -224,105 +162,3 @@ def _retry_waiting(session, system: System, now: datetime) -> None:
         recipe_set = session.get(RecipeSet, set_id)
         if any((r.spec or {}).get("healthy_within") for r in recipe_set.recipes):
             emit(session, RecipeSetQueued(set_id, now))
-
-
-# --- the hand-over gate ----------------------------------------------------------------------
-
-def gate(session, recipe: Recipe, ordered: list[int], now: datetime) -> list[int]:
-    """Scheduler hook: of the free candidates, those with a pass within the recipe's healthy_within.
-
-    When none has one, a check is asked for on the first free candidate a check applies to, unless one
-    of the recipe's candidates is being checked already: one check at a time per recipe, never a storm.
-    """
-    within = (recipe.spec or {}).get("healthy_within")
-    if not within or not ordered:
-        return ordered
-    rows = {row.system_id: row for row in session.execute(
-        select(SystemHealth).where(SystemHealth.system_id.in_(ordered))).scalars()}
-    window = timedelta(seconds=within)
-    healthy = [sid for sid in ordered if sid in rows and rules.recent(rows[sid].state, rows[sid].passed_at,
-                                                                      window, now)]
-    if healthy or recipe.class_id is None or _checking_for(session, recipe):
-        return healthy
-    checks = list(session.execute(select(HealthCheck)).unique().scalars())
-    for sid in ordered:
-        system = session.get(System, sid)
-        if applicable(session, system, checks) is not None:
-            _force(session, system, now)
-            activity.record(session, None, now, "recipe", recipe.id, "health_check_asked", "system", None,
-                            system.fqdn)
-            break
-    return healthy
-
-
-def waiting_for_health(session, recipe: Recipe) -> str | None:
-    """Why a recipe with healthy_within waits while systems it could use are free (its `why`)."""
-    within = (recipe.spec or {}).get("healthy_within")
-    if not within or recipe.class_id is None:
-        return None
-    checked = list(session.execute(select(System.fqdn).join(SystemHealth, SystemHealth.system_id == System.id).join(
-        ClassCandidate, ClassCandidate.system_id == System.id).where(
-        ClassCandidate.class_id == recipe.class_id,
-        or_(SystemHealth.state == "checking", SystemHealth.next_check_at.is_not(None))).order_by(System.fqdn)
-        .limit(5)).scalars())
-    wanted = f"a health check passed within {format_human(timedelta(seconds=within))}"
-    if checked:
-        return f"waiting for {wanted}: checking {', '.join(checked)} first"
-    return f"no free system it could use has {wanted}, and no check applies to them (docs/health.md)"
-
-
-def _checking_for(session, recipe: Recipe) -> bool:
-    return session.execute(select(SystemHealth.id).join(
-        ClassCandidate, ClassCandidate.system_id == SystemHealth.system_id).where(
-        ClassCandidate.class_id == recipe.class_id,
-        or_(SystemHealth.state == "checking", SystemHealth.next_check_at.is_not(None))).limit(1)).first() is not None
-
-
-def require_recent(session, system: System, within: timedelta, now: datetime) -> None:
-    """A reservation of a named system with healthy_within: refused (409) without a recent pass.
-
-    The user is not made to wait here: the answer says how to get a check (the waiting line is for
-    reservations by filter or pool).
-    """
-    row = standing(session, system, now)
-    if rules.recent(row.state, row.passed_at, within, now):
-        return
-    last = f"last passed at {format_time(row.passed_at)}" if row.passed_at else "never passed a check"
-    if row.state == "checking" or row.next_check_at is not None:
-        hint = "a check is queued or running: try again once it passes"
-    elif system.condition == "automated" and applicable(session, system) is not None:
-        hint = f"ask for one with: lablease system check {system.fqdn}"
-    else:
-        hint = "no health check can run on it (checks run on Automated systems that a check applies to)"
-    raise Conflict(f"{system.fqdn} has no passing health check within the last "
-                   f"{format_human(within)}: its health is {row.state} "
-                   f"since {format_time(row.since)}, {last}; {hint}")
-
-
-# --- what GET /systems shows -------------------------------------------------------------------
-
-def summary(row: SystemHealth | None, created_at: datetime | None = None) -> dict:
-    if row is None:
-        return {"state": "unknown", "since": format_time(created_at), "result": None, "last_check": None,
-                "passed_at": None, "check": None, "recipe": None, "next_check": None}
-    return {"state": row.state, "since": format_time(row.since), "result": row.result,
-            "last_check": format_time(row.last_check_at), "passed_at": format_time(row.passed_at),
-            "check": row.check.name if row.check else None, "recipe": row.recipe_id,
-            "next_check": format_time(row.next_check_at)}
-
-
-def summaries(session, systems: list[System]) -> dict[int, dict]:
-    ids = [s.id for s in systems]
-    rows = {row.system_id: row for row in session.execute(
-        select(SystemHealth).where(SystemHealth.system_id.in_(ids))).unique().scalars()} if ids else {}
-    return {s.id: summary(rows.get(s.id), s.created_at) for s in systems}
-
-
-def where_health(query, state: str):
-    """GET /systems?health=: a system never checked has no row and is unknown."""
-    if state not in rules.HEALTHS:
-        raise Invalid("health", f"must be one of {', '.join(rules.HEALTHS)}")
-    known = select(SystemHealth.system_id).where(SystemHealth.state == state)
-    if state == "unknown":
-        return query.where(or_(System.id.in_(known), ~System.id.in_(select(SystemHealth.system_id))))
-    return query.where(System.id.in_(known))

@@ -15,6 +15,7 @@ from ..domain.paging import Page, PageRequest
 from ..store import paging
 from ..store.paging import Order
 from . import activity
+from .health_state import refresh_all
 
 
 def _admin(actor: Actor) -> None:
@@ -99,8 +100,6 @@ def _clash(session, values: dict, check: HealthCheck | None) -> None:
 
 
 def create(uow, actor: Actor, now: datetime, data: dict) -> dict:
-    from .health import refresh_all
-
     _admin(actor)
     session = uow.session
     name = data.get("name") or ""
@@ -117,8 +116,6 @@ def create(uow, actor: Actor, now: datetime, data: dict) -> dict:
 
 
 def update(uow, actor: Actor, now: datetime, name: str, data: dict) -> dict:
-    from .health import refresh_all
-
     _admin(actor)
     session = uow.session
     check = find(session, name)
@@ -134,8 +131,6 @@ def update(uow, actor: Actor, now: datetime, name: str, data: dict) -> dict:
 
 
 def delete(uow, actor: Actor, now: datetime, name: str) -> None:
-    from .health import refresh_all
-
     _admin(actor)
     session = uow.session
     check = find(session, name)

@@ -39,7 +39,7 @@ from ..store.tables import DistroTree, Installation, Recipe, Reservation, System
 from ..domain.events import InstallationCommandFailed, RecipeAborted, ReservationClosed
 from ..store.uow import emit, wake_worker
 from ..domain.times import format_time
-from . import activity, commands, distros, due, health, notices, usage
+from . import activity, commands, distros, due, health_state, notices, usage
 from .systems import current_reservations, find
 from ..domain.paging import Page, PageRequest
 from ..store import paging
@@ -370,7 +370,7 @@ def fail(session, settings, installation: Installation, now: datetime, why: str)
         _abort_recipe(session, settings, recipe, now, f"installation {installation.id} failed: {why}")
     elif installation.system.usage in ("waiting", "installing", "running"):
         usage.set_usage(session, installation.system, "idle", now)
-    health.install_failed(session, installation.system, now)
+    health_state.install_failed(session, installation.system, now)
     if installation.user is not None:
         notices.installation_failed(session, settings, installation.user, installation.system.fqdn,
                                     installation.id, why, now)

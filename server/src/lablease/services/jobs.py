@@ -18,12 +18,12 @@ from ..jobxml import referenced_names
 from ..store import calendar
 from ..store.tables import (Booking, Group, GroupMember, Job, Pool, Recipe, RecipeSet,
                             Reservation, System)
-from ..domain.events import DistroTreeRemoved, RecipeAborted, RecipeSetQueued
+from ..domain.events import DistroTreeRemoved, RecipeAborted, RecipeFinished, RecipeSetQueued
 from ..domain.notices import warn_at
 from ..store.uow import emit, wake_worker
 from ..domain.times import format_time
 from ..timeparse import format_duration
-from . import activity, advance_work, distros, due, guests, health, placement, scheduling, usage, waiting
+from . import activity, advance_work, distros, due, guests, placement, scheduling, usage, waiting
 from .endings import close_reservation
 from .reservations import loan_end_of
 from ..domain.paging import Page, PageRequest
@@ -287,7 +287,7 @@ def finish(session, recipe: Recipe, status: str, now: datetime, actor: Actor | N
     was = recipe.status
     recipe.status, recipe.finished_at, recipe.watchdog_at = status, now, None
     activity.record(session, actor, now, "recipe", recipe.id, status, "status", was, status)
-    health.after_recipe(session, recipe, status, now, settings)
+    emit(session, RecipeFinished(recipe.id, status, now))  # a health check's outcome (services/health.py)
     for guest in recipe.guests:  # nothing runs a guest once its host has ended
         if guest.status not in rules.FINISHED:
             finish(session, guest, guest_rules.ending_for_guest(status), now, actor, settings)

@@ -22,7 +22,7 @@ from ..domain.permissions import Actor
 from ..domain.reservations import ReservationPolicy
 from ..store import reserve_rows as rows
 from ..store.tables import System
-from . import health, holds
+from . import health_state, holds
 
 
 def reserve(uow, actor: Actor, now: datetime, policy: ReservationPolicy, system: str,
@@ -44,7 +44,7 @@ def reserve(uow, actor: Actor, now: datetime, policy: ReservationPolicy, system:
     if not isinstance(planned, decide.Planned):
         return planned, False
     if healthy_within is not None:  # rare: a health check's recency (services/health.py)
-        health.require_recent(uow.session, uow.session.get(System, planned.system.id), healthy_within, now)
+        health_state.require_recent(uow.session, uow.session.get(System, planned.system.id), healthy_within, now)
     uow.start_writing()  # from here to the commit: the calendar's lock
     conn = uow.session.connection()
     if uow.is_postgresql:

@@ -33,7 +33,7 @@ from ..store import calendar
 from ..store.queries import host
 from ..store.tables import (ClassCandidate, Recipe, RecipeSet, RequirementClass, System,
                             User)
-from . import health
+from . import health_state
 from . import systems as system_service
 from . import waitline
 from .placement import WAITING, held_by, hold, release, runtime_of, start
@@ -179,7 +179,7 @@ def _needs(session, recipe_set: RecipeSet, now: datetime, only: int | None = Non
         # the systems the set holds passed this check when it took them (their holder is now the set)
         ordered = _live_suited(session, recipe, free_candidates(session, recipe, now,
                                                                 only if single and not held else None), now)
-        ordered = health.gate(session, recipe, ordered, now)  # healthy_within: a recent pass, or a check first
+        ordered = health_state.gate(session, recipe, ordered, now)  # healthy_within: a recent pass, or a check first
         if held:
             usable = set(session.execute(select(ClassCandidate.system_id).where(
                 ClassCandidate.class_id == recipe.class_id, ClassCandidate.system_id.in_(held))).scalars())

@@ -30,7 +30,7 @@ from ..provision.netboot import LOADERS, normalise_mac
 from ..store.secrets import SECRET_KEYS
 from ..store.tables import AccessRule, DistroTree, Installation, Loan, Pool, Reservation, Resource, System, User
 from ..domain.times import format_time
-from . import activity, health, usage
+from . import activity, health_state, usage
 from .inventory import check_inventory, inventory_of
 from ..store.queries import ar_summaries_for
 from ..domain.events import SystemChanged
@@ -118,7 +118,7 @@ def as_dict(system: System, current: Reservation | None = None, loan: Loan | Non
         "guest": system.guest,
         "created_at": format_time(system.created_at),
         "inventory": inventory_of(system, hardware),
-        "health": checked or health.summary(None, system.created_at),  # services/health.py
+        "health": checked or health_state.summary(None, system.created_at),  # services/health.py
     }
 
 
@@ -267,7 +267,7 @@ def update_system(uow, actor: Actor, now: datetime, fqdn: str, data: dict, force
     activity.record_changes(session, actor, now, "system", system.fqdn, changes)
     if system.condition != old_condition:
         usage.record_condition(session, system, old_condition, now)
-        health.condition_changed(session, system, old_condition, now)
+        health_state.condition_changed(session, system, old_condition, now)
     session.flush()
     if changes:
         emit(session, SystemChanged(system.id, now, force))
@@ -277,7 +277,7 @@ def update_system(uow, actor: Actor, now: datetime, fqdn: str, data: dict, force
 def describe(session, system: System, now: datetime) -> dict:
     return as_dict(system, current_reservations(session, [system.id], now).get(system.id), active_loan(session, system),
                    latest_installations(session, [system.id]).get(system.id), ar_summaries_for(session, [system.id]).get(system.id),
-                   _patterns(session), checked=health.summaries(session, [system])[system.id])
+                   _patterns(session), checked=health_state.summaries(session, [system])[system.id])
 
 
 def latest_installations(session, system_ids: list[int]) -> dict[int, dict]:
@@ -361,7 +361,7 @@ def filtered(session, actor: Actor, now: datetime, filters: dict):
     if filters.get("owner"):
         query = query.where(System.owner_id == _user_id(session, filters["owner"]))
     if filters.get("health"):
-        query = health.where_health(query, filters["health"])
+        query = health_state.where_health(query, filters["health"])
     if filters.get("free_from") or filters.get("free_until"):
         booked = calendar.booked_during(_free_window(now, filters), System.resource_id, session.get_bind().dialect.name)
         query = query.where(~booked)
@@ -379,7 +379,7 @@ def describe_many(session, systems: list[System], now: datetime) -> list[dict]:
     installed = latest_installations(session, ids)
     held = ar_summaries_for(session, ids)
     patterns = _patterns(session)
-    checked = health.summaries(session, systems)
+    checked = health_state.summaries(session, systems)
     return [as_dict(s, current.get(s.id), loans.get(s.id), installed.get(s.id), held.get(s.id), patterns,
                     hardware=False, checked=checked[s.id]) for s in systems]  # disks and devices: on each system's own page
 

@@ -21,7 +21,7 @@ from ..store.paging import Order
 from ..scheduler.filters import Host, is_live, needs_hardware, possible, verdict
 from ..store.tables import (AccessRule, AdvanceReservation, Booking, ClassCandidate, Loan, Pool, PoolAccessRule,
                             PoolSystem, Recipe, RecipeSet, Reservation, System, User)
-from . import health, placement
+from . import health_state, placement
 from . import systems as system_service
 from .users import actor_for
 
@@ -162,7 +162,7 @@ def why_waiting(session, recipe: Recipe, now: datetime, snapshot: Snapshot | Non
     if holding:
         message = f"holding {holding} until the rest of its recipe set can start"
     else:
-        message = (waits_for_ar or (result.free and health.waiting_for_health(session, recipe)) or result.message()
+        message = (waits_for_ar or (result.free and health_state.waiting_for_health(session, recipe)) or result.message()
                    or "waiting for its recipe set's other recipes")
     if ahead is None:
         ahead = sets_ahead(session, recipe.recipe_set)

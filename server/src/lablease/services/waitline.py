@@ -1,7 +1,7 @@
 """The waiting line for people: a reservation that waits in the scheduler's queue for a system.
 
-`POST /reservations` with `wait` lands here (services/reservations.py keeps the immediate
-path). The wait gets the scheduler's requirement class (scheduling.requirement_class, shared
+`POST /reservations` with `wait` is queued by services/wait_requests.py (services/reserve.py keeps
+the immediate path). The wait gets the scheduler's requirement class (scheduling.requirement_class, shared
 with recipes that ask alike, its candidates the systems its owner may reserve), and the
 scheduler offers each freed system to waits and recipe sets in one order (priority, then
 age): scheduling.on_system_freed calls `try_grant`. Granting books the system from now for
@@ -15,89 +15,19 @@ from sqlalchemy import and_, func, or_, select
 
 from ..domain import reservations as reservation_rules
 from ..domain import waitline as rules
-from ..domain.errors import BookingConflict, Conflict, Invalid
+from ..domain.errors import BookingConflict
 from ..domain.notices import warn_at
 from ..domain.permissions import Actor, Permission, decide
 from ..domain.times import format_time
-from ..jobxml.normalise import normalise_host_filter
-from ..scheduler.filters import LIVE_FIELDS, is_live
 from ..scheduler.planner import queue_key
 from ..store import calendar
-from ..store.tables import Booking, ClassCandidate, Pool, Recipe, Reservation, System, User
+from ..store.tables import Booking, ClassCandidate, Recipe, Reservation, System
 from ..store.waitline_tables import ReservationWait
-from . import activity, guests, holds, notices
+from . import activity, notices
 from . import systems as system_service
 from .users import actor_for
 
 WAITING = "waiting"
-
-
-def enqueue(uow, actor: Actor, now: datetime, policy: reservation_rules.ReservationPolicy, body: dict,
-            duration, heartbeat: timedelta | None, take_by: timedelta | None) -> tuple[Reservation, bool]:
-    """Queue a waiting reservation (granted at once when a system it may use is free); (reservation, created)."""
-    from .scheduling import requirement_class  # the scheduler's matching, which calls back into try_grant
-
-    session = uow.session
-    if body.get("request_id") and (previous := _by_request_id(session, actor, body["request_id"])) is not None:
-        return previous, False  # a retry returns the reservation its first attempt queued
-    wanted = _wanted(session, actor, body)
-    purpose = holds.purpose_of(uow.settings, body.get("purpose"))
-    window = reservation_rules.plan_window(now, policy, duration=duration)  # the site's default and maximum
-    length = window.end - window.start if window.end is not None else None
-    take_by = rules.check_take_by(take_by, length)
-    if heartbeat is not None:
-        heartbeat = reservation_rules.heartbeat_interval(heartbeat)
-    uow.start_writing()  # SQLite: the write lock from here (as a reserve takes it), so queueing is serialised
-    if body.get("request_id") and (previous := _by_request_id(session, actor, body["request_id"])) is not None:
-        return previous, False  # a retry that raced its first attempt
-    cls = requirement_class(session, actor.id, {"host_requires": wanted.tree, "force": wanted.force, "reserve": True},
-                            now)
-    if not session.execute(select(ClassCandidate.system_id).where(ClassCandidate.class_id == cls.id)).first():
-        raise Conflict("no system you may reserve matches: it would wait for ever")
-    reservation = Reservation(system_id=None, user_id=actor.id, kind="manual", start_at=now, end_at=None,
-                              return_loan=body.get("return_loan", False),
-                              heartbeat_seconds=int(heartbeat.total_seconds()) if heartbeat else None,
-                              request_id=body.get("request_id"), created_at=now, purpose=purpose)
-    session.add(reservation)
-    session.flush()
-    wait = ReservationWait(reservation_id=reservation.id, class_id=cls.id, priority=rules.priority(body.get("priority")),
-                           queued_at=now, duration_seconds=_seconds(length), take_by_seconds=_seconds(take_by),
-                           status=WAITING, reservation=reservation)
-    session.add(wait)
-    session.flush()
-    reservation.user = session.get(User, actor.id)
-    activity.record(session, actor, now, "reservation", reservation.id, "waiting", "wants", None,
-                    wanted.force or "a system matching requires/pools")
-    try_grant(uow, wait, now)
-    return reservation, True
-
-
-def _by_request_id(session, actor: Actor, request_id: str) -> Reservation | None:
-    return session.execute(select(Reservation).where(
-        Reservation.user_id == actor.id, Reservation.request_id == request_id)).unique().scalar_one_or_none()
-
-
-def _seconds(value: timedelta | None) -> int | None:
-    return int(value.total_seconds()) if value is not None else None
-
-
-def _wanted(session, actor: Actor, body: dict) -> rules.Wanted:
-    """What it waits for, checked now: a named system the caller may reserve, or a filter/pools that exist."""
-    requires = normalise_host_filter(body.get("requires"), "requires")
-    if is_live(requires):  # the candidates are chosen once; who holds a system changes all the time
-        raise Invalid("requires", f"{' and '.join(sorted(LIVE_FIELDS))} cannot choose what a reservation waits for")
-    pools = body.get("pools") or []
-    known = set(session.execute(select(Pool.name)).scalars())
-    for name in pools:
-        if name not in known:
-            raise Invalid("pools", f"no pool named {name}")
-    wanted = rules.wanted(body.get("system"), requires, pools)
-    if wanted.force is not None:
-        target = system_service.find(session, wanted.force, actor)
-        guests.refuse(target, "reserved")
-        system_service.require(session, actor, Permission.RESERVE, target)
-        wanted = rules.Wanted(target.fqdn, None)
-    return wanted
 
 
 # --- granting ------------------------------------------------------------------------------

@@ -279,6 +279,9 @@ class Reservation(Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime)
     system: Mapped[System | None] = relationship(lazy="joined")
     user: Mapped[User] = relationship(lazy="joined")
+    # a reservation that came through the waiting line (store/waitline_tables.py); None for the others
+    wait: Mapped["ReservationWait | None"] = relationship(  # noqa: F821
+        lazy="joined", uselist=False, back_populates="reservation")
     __table_args__ = (UniqueConstraint("user_id", "request_id", name="uq_reservations_user_request"),
                       # the open ones, counted at every /metrics scrape whatever the history holds
                       Index("ix_reservations_open", "start_at", sqlite_where=text("returned_at IS NULL"),

@@ -28,12 +28,7 @@ class ReservationWait(Base):
     status: Mapped[str] = mapped_column(String(16), default="waiting")  # waiting | granted | cancelled
     granted_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     confirmed_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    reservation: Mapped["Reservation"] = relationship(lazy="joined", back_populates="wait")  # noqa: F821 (tables.py)
     # a freed system's waits are read per class in scheduling order from this index, like recipes
     __table_args__ = (Index("ix_reservation_waits_queue", "class_id", "status", "priority", "queued_at",
                             "reservation_id"),)
-
-
-from .tables import Reservation  # noqa: E402
-
-ReservationWait.reservation = relationship(Reservation, lazy="joined", back_populates="wait")
-Reservation.wait = relationship(ReservationWait, lazy="joined", uselist=False, back_populates="reservation")

@@ -1,5 +1,5 @@
 """/reservations"""
-from ...services import activity, lease, reservations, reserve, waitline
+from ...services import activity, lease, reservations, reserve, wait_requests
 from ..inputs import duration_field, time_field
 from ...domain.paging import Page
 from .context import Context, Reply
@@ -26,7 +26,7 @@ def create(ctx: Context) -> Reply:
 
 def _wait(ctx: Context, body: dict) -> Reply:
     """Reserve, waiting in the queue when nothing it may get is free (docs/scheduler.md, "People in the queue")."""
-    reservation, created = waitline.enqueue(
+    reservation, created = wait_requests.enqueue(
         ctx.uow, ctx.actor, ctx.now, ctx.settings.reservation_policy, body,
         duration=duration_field(body, "duration", allow_unlimited=True), heartbeat=duration_field(body, "heartbeat"),
         take_by=duration_field(body, "take_by"))

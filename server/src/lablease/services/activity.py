@@ -24,17 +24,15 @@ def _text(value) -> str | None:
 def record(session, actor: Actor | None, now: datetime, object_type: str, object_id, action: str,
            field: str | None = None, old=None, new=None) -> None:
     """Log one change; actor None (or id 0) means the server itself (e.g. the worker)."""
-    session.add(Activity(
-        at=now,
-        user_id=actor.id if actor and actor.id else None,
-        user_name=actor.name if actor else "lablease",
-        object_type=object_type,
-        object_id=str(object_id),
-        action=action,
-        field=field,
-        old=_text(old),
-        new=_text(new),
-    ))
+    session.add(Activity(**entry(actor, now, object_type, object_id, action, field, old, new)))
+
+
+def entry(actor: Actor | None, now: datetime, object_type: str, object_id, action: str,
+          field: str | None = None, old=None, new=None) -> dict:
+    """The activity row's values, for record() or a Core insert of many (services/expiry.py)."""
+    return {"at": now, "user_id": actor.id if actor and actor.id else None,
+            "user_name": actor.name if actor else "lablease", "object_type": object_type,
+            "object_id": str(object_id), "action": action, "field": field, "old": _text(old), "new": _text(new)}
 
 
 def record_changes(session, actor, now, object_type, object_id, changes: dict[str, tuple]) -> None:

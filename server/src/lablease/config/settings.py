@@ -82,6 +82,9 @@ class Settings:
                                        "tail latency)", unit="threads")
     worker_max_sleep: timedelta = setting(
         "5m", "the longest the worker sleeps when nothing is due (it is woken by changes)")
+    worker_batch: int = setting(500, (
+        "reservations the worker returns in one transaction when many are due at once (plain returns only: "
+        "[design](design.md), the worker)"), unit="reservations")
     log_level: str = setting("info", "gunicorn and server log level")
     log_format: str = setting("keyvalue", (
         "one line per event as `key=value` pairs or one JSON object; every line of a request carries its "

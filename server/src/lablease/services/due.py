@@ -38,19 +38,20 @@ def not_parked(kind: str, id_column):
     return ~exists().where(WorkerFailure.kind == kind, WorkerFailure.item_id == id_column)
 
 
-def _due(step: Step, now: datetime):
+def due_conditions(step: Step, now: datetime):
+    """The WHERE clauses of a row of `step` that is due at `now` (and not parked)."""
     return (step.time <= now, step.pending, not_parked(step.kind, step.model.id))
 
 
 def due_ids(uow, step: Step, now: datetime, batch: int = 100) -> list[int]:
-    query = select(step.model.id).where(*_due(step, now)).order_by(step.time, step.model.id).limit(batch)
+    query = select(step.model.id).where(*due_conditions(step, now)).order_by(step.time, step.model.id).limit(batch)
     return list(uow.session.execute(query).scalars())
 
 
 def handle(uow, step: Step, ident: int, now: datetime) -> datetime | None:
     """Do the step for one item; returns when it was due (for the lateness metric), or None when it is
     no longer due (done meanwhile, or another worker's)."""
-    query = (select(step.model).where(step.model.id == ident, *_due(step, now))
+    query = (select(step.model).where(step.model.id == ident, *due_conditions(step, now))
              .with_for_update(skip_locked=True, of=step.model))
     row = uow.session.execute(query).unique().scalar_one_or_none()
     if row is None:

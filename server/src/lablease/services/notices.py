@@ -7,6 +7,7 @@ is seen; the worker delivers it (worker/delivery.py).
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 
 from sqlalchemy import select
@@ -20,14 +21,25 @@ from ..domain.times import format_time
 
 
 def destinations(session, user: User, settings: Settings) -> list[tuple[str, str]]:
+    return _destinations(user, settings, _group_webhooks(session, [user.id]).get(user.id, []))
+
+
+def _destinations(user: User, settings: Settings, groups: list[int]) -> list[tuple[str, str]]:
     found = []
     if user.email and settings.smtp_host:
         found.append(("mail", user.email))
     if user.webhook_url:
         found.append(("webhook", f"user:{user.id}"))
-    groups = session.execute(select(Group).join(GroupMember, GroupMember.group_id == Group.id)
-                             .where(GroupMember.user_id == user.id, Group.webhook_url.is_not(None))).scalars()
-    found += [("webhook", f"group:{group.id}") for group in groups]
+    return found + [("webhook", f"group:{group}") for group in groups]
+
+
+def _group_webhooks(session, user_ids) -> dict[int, list[int]]:
+    """User id -> the ids of the user's groups that have a webhook, in one query."""
+    found: dict[int, list[int]] = {}
+    for user_id, group_id in session.execute(
+            select(GroupMember.user_id, Group.id).join(GroupMember, GroupMember.group_id == Group.id)
+            .where(GroupMember.user_id.in_(user_ids), Group.webhook_url.is_not(None)).order_by(Group.id)):
+        found.setdefault(user_id, []).append(group_id)
     return found
 
 
@@ -36,21 +48,45 @@ def queue(session, settings: Settings | None, user: User, now: datetime, event: 
           extra_mail: tuple | list = ()) -> int:
     """Queue one notice to every destination of user (only `channels` when given, plus mail to
     `extra_mail` addresses); returns how many were new."""
-    if settings is None:
+    return queue_many(session, settings, [Notice(user, event, key, subject, text, data, channels, tuple(extra_mail))],
+                      now)
+
+
+@dataclass(frozen=True)
+class Notice:
+    """One notice to a user, before it is fanned out to the user's destinations."""
+
+    user: User
+    event: str
+    key: str
+    subject: str
+    text: str
+    data: dict
+    channels: tuple[str, ...] | None = None
+    extra_mail: tuple = ()
+
+
+def queue_many(session, settings: Settings | None, found: list[Notice], now: datetime) -> int:
+    """Queue notices in one statement (a user's destinations are read once); returns how many were new."""
+    if settings is None or not found:
+        return 0
+    users = {notice.user.id: notice.user for notice in found}
+    groups = _group_webhooks(session, list(users))
+    by_user = {user_id: _destinations(user, settings, groups.get(user_id, [])) for user_id, user in users.items()}
+    rows = []
+    for notice in found:
+        targets = [d for d in by_user[notice.user.id] if notice.channels is None or d[0] in notice.channels]
+        if settings.smtp_host:
+            targets += [("mail", address) for address in notice.extra_mail if ("mail", address) not in targets]
+        payload = {"event": notice.event, "at": format_time(now), "user": notice.user.name, "message": notice.text,
+                   **notice.data}
+        rows += [{"channel": channel, "destination": destination, "subject": notice.subject, "payload": payload,
+                  "dedupe_key": f"{notice.event}:{notice.key}:{channel}:{destination}", "status": "pending",
+                  "attempts": 0, "next_attempt_at": now, "created_at": now} for channel, destination in targets]
+    if not rows:
         return 0
     insert = pg_insert if session.get_bind().dialect.name == "postgresql" else sqlite_insert
-    queued = 0
-    found = [d for d in destinations(session, user, settings) if channels is None or d[0] in channels]
-    if settings.smtp_host:
-        found += [("mail", address) for address in extra_mail if ("mail", address) not in found]
-    for channel, destination in found:
-        payload = {"event": event, "at": format_time(now), "user": user.name, "message": text, **data}
-        statement = insert(Outbox).values(
-            channel=channel, destination=destination, subject=subject, payload=payload,
-            dedupe_key=f"{event}:{key}:{channel}:{destination}", status="pending", attempts=0,
-            next_attempt_at=now, created_at=now,
-        ).on_conflict_do_nothing()
-        queued += session.execute(statement).rowcount or 0
+    queued = session.connection().execute(insert(Outbox).on_conflict_do_nothing(), rows).rowcount or 0
     if queued:
         wake_worker(session)  # a new message is due now: the worker delivers it without waiting out its sleep
     return queued
@@ -66,10 +102,15 @@ def reservation_ending(session, settings, reservation, now: datetime) -> None:
 
 
 def reservation_returned(session, settings, reservation, now: datetime, why: str) -> None:
-    text = f"Your reservation {reservation.id} of {reservation.system.fqdn} was returned: {why}."
-    queue(session, settings, reservation.user, now, "reservation.returned", str(reservation.id),
-          f"[lablease] {reservation.system.fqdn}: your reservation was returned", text,
-          {"reservation": reservation.id, "system": reservation.system.fqdn, "reason": why})
+    queue_many(session, settings, [returned_notice(reservation.id, reservation.system.fqdn, reservation.user, why)],
+               now)
+
+
+def returned_notice(reservation_id: int, fqdn: str, user: User, why: str) -> Notice:
+    text = f"Your reservation {reservation_id} of {fqdn} was returned: {why}."
+    return Notice(user, "reservation.returned", str(reservation_id),
+                  f"[lablease] {fqdn}: your reservation was returned", text,
+                  {"reservation": reservation_id, "system": fqdn, "reason": why})
 
 
 def loan_ending(session, settings, loan, fqdn: str, now: datetime) -> None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 import hashlib
+import heapq
 import json
 
 from sqlalchemy import and_, delete, func, or_, select
@@ -164,21 +165,32 @@ def loan_check(session, owner):
     return is_free
 
 
-def _needs(session, recipe_set: RecipeSet, now: datetime, only: int | None = None) -> list[Need]:
+def _needs(session, recipe_set: RecipeSet, now: datetime, only: int | None = None, head: bool = False) -> list[Need]:
     """What each waiting recipe could take now: free candidates, and the systems its set holds.
 
     Held systems belong to the set, not to one recipe: each placement may deal
     them out again, so an early hold never blocks the set's own start.
+
+    `only`: the one system freed since the set was last tried. A one-recipe set
+    not holding anything needs only that one. So does the head (`head`) once it
+    holds systems: it took every free system it could use when it became the
+    head (settle_holding) and has been offered every system freed since,
+    first, so what it holds is a largest matching of what was free; one freed
+    system can only extend it through that system (an augmenting path ends at
+    an unmatched system, and any other free one was unmatched before too), and
+    the candidate scans of its classes are saved at every event. A head
+    holding nothing may have just become the head (its candidates changed, a
+    set before it went): it looks at every free candidate.
     """
     needs = []
     held = list(held_by(recipe_set))
     single = len(recipe_set.recipes) == 1
+    narrow = only if (head and held) or (single and not held) else None
     for recipe in recipe_set.recipes:
         if recipe.status not in WAITING:
             continue
         # the systems the set holds passed this check when it took them (their holder is now the set)
-        ordered = _live_suited(session, recipe, free_candidates(session, recipe, now,
-                                                                only if single and not held else None), now)
+        ordered = _live_suited(session, recipe, free_candidates(session, recipe, now, narrow), now)
         ordered = health_state.gate(session, recipe, ordered, now)  # healthy_within: a recent pass, or a check first
         if held:
             usable = set(session.execute(select(ClassCandidate.system_id).where(
@@ -190,10 +202,11 @@ def _needs(session, recipe_set: RecipeSet, now: datetime, only: int | None = Non
 
 # --- the events ---------------------------------------------------------------------------
 
-def try_start(session, recipe_set: RecipeSet, now: datetime, freed: int | None = None) -> bool:
-    """Start the set if every recipe gets a free system. `freed`: only that system is new."""
+def try_start(session, recipe_set: RecipeSet, now: datetime, freed: int | None = None, head: bool = False) -> bool:
+    """Start the set if every recipe gets a free system. `freed`: only that system is new (`head`: the set is
+    the head of the queue, see _needs)."""
     owner = actor_for(session, recipe_set.job.owner)
-    plan = place(_needs(session, recipe_set, now, freed), loan_check(session, owner))
+    plan = place(_needs(session, recipe_set, now, freed, head), loan_check(session, owner))
     if plan is None:
         return False
     start(session, recipe_set, plan, now)
@@ -207,16 +220,23 @@ def queue_order(query):
 def head(session) -> RecipeSet | None:
     """The one set allowed to hold systems: the first blocked multi-host set of the queue
     that could ever start whole (one that never can must not hold systems from others)."""
-    query = queue_order(select(RecipeSet.id).where(RecipeSet.multi.is_(True), RecipeSet.status.in_(WAITING),
-                                                   RecipeSet.ar_id.is_(None)))  # bound sets wait for their AR
-    offset = 0
-    while page := list(session.execute(query.offset(offset).limit(20)).scalars()):
-        for set_id in page:
-            recipe_set = session.get(RecipeSet, set_id)
-            if could_ever_start(session, recipe_set):
-                return recipe_set
-        offset += len(page)
+    for *_, set_id in heapq.merge(*(_multi_queue(session, status) for status in WAITING)):
+        recipe_set = session.get(RecipeSet, set_id)
+        if could_ever_start(session, recipe_set):
+            return recipe_set
     return None
+
+
+def _multi_queue(session, status: str, page: int = 20):
+    """The waiting multi-host sets of one status in scheduling order, a page at a time, walking
+    ix_recipe_sets_head (one status at a time: an IN would make the database sort them all)."""
+    query = queue_order(select(RecipeSet.priority, RecipeSet.queued_at, RecipeSet.id).where(
+        RecipeSet.multi.is_(True), RecipeSet.status == status, RecipeSet.ar_id.is_(None)))  # bound: wait for their AR
+    offset = 0
+    while rows := session.execute(query.offset(offset).limit(page)).all():
+        for priority, queued_at, set_id in rows:
+            yield (*queue_key(priority, queued_at, set_id), set_id)
+        offset += len(rows)
 
 
 def could_ever_start(session, recipe_set: RecipeSet) -> bool:
@@ -244,13 +264,14 @@ def holders(session) -> list[RecipeSet]:
     return [session.get(RecipeSet, set_id) for set_id in list(ids)]
 
 
-def settle_holding(session, now: datetime, previous_head: int | None = -1) -> None:
+def settle_holding(session, now: datetime, previous_head: int | None = -1, known: RecipeSet | None = None) -> None:
     """Only the head holds: others give back; a new head takes whatever free systems it can use.
 
     previous_head: the head's id before the event; when the head is the same,
     it already holds what was free, so only the release step is needed.
+    known: the head, when the caller knows it has not changed (no need to look for it again).
     """
-    first = head(session)
+    first = known if known is not None else head(session)
     for holder in holders(session):
         if first is None or holder.id != first.id:
             release(session, holder, now)
@@ -258,9 +279,11 @@ def settle_holding(session, now: datetime, previous_head: int | None = -1) -> No
         _hold_what_is_free(session, first, now)
 
 
-def _hold_what_is_free(session, recipe_set: RecipeSet, now: datetime) -> None:
+def _hold_what_is_free(session, recipe_set: RecipeSet, now: datetime, freed: int | None = None) -> None:
+    """The head holds what it can use of the free systems (`freed`: of what it holds and that one system)."""
     owner = actor_for(session, recipe_set.job.owner)
-    partial = place_partial(_needs(session, recipe_set, now), loan_check(session, owner))
+    partial = place_partial(_needs(session, recipe_set, now, freed, head=freed is not None),
+                            loan_check(session, owner))
     if partial:
         hold(session, recipe_set, partial, now)
 
@@ -285,6 +308,10 @@ def on_system_freed(uow, system_id: int, now: datetime) -> None:
     system rather than let younger work take it: that keeps large sets from
     starving.
     """
+    _offer(uow, system_id, now, candidates_changed=False)
+
+
+def _offer(uow, system_id: int, now: datetime, candidates_changed: bool) -> None:
     session = uow.session
     system = session.get(System, system_id)
     if system is None or system.condition not in ("automated", "manual"):
@@ -300,10 +327,15 @@ def on_system_freed(uow, system_id: int, now: datetime) -> None:
         recipe_set = session.get(RecipeSet, set_id)
         if recipe_set.status not in WAITING:
             continue
-        if not try_start(session, recipe_set, now, freed=system_id) and first is not None and set_id == first.id:
-            _hold_what_is_free(session, recipe_set, now)
+        is_head = first is not None and set_id == first.id
+        if not try_start(session, recipe_set, now, freed=system_id, head=is_head) and is_head:
+            _hold_what_is_free(session, recipe_set, now, freed=system_id)
     if automated:
-        settle_holding(session, now, previous_head=first.id if first is not None else None)
+        # The head is still the head when it has not started and no candidates changed: the sets before it in
+        # the queue can never start (that is why it is the head), and an event adds no set.
+        same = first is not None and first.status in WAITING and not candidates_changed
+        settle_holding(session, now, previous_head=first.id if first is not None else None,
+                       known=first if same else None)
 
 
 def _offers(session, system_id: int, first: RecipeSet | None, recipes: bool = True):
@@ -351,4 +383,4 @@ def on_system_changed(uow, system_id: int, now: datetime) -> None:
     for cls in list(session.execute(select(RequirementClass)).scalars()):
         compute_candidates(session, cls, [system], only=system)
     session.flush()
-    on_system_freed(uow, system_id, now)
+    _offer(uow, system_id, now, candidates_changed=True)

@@ -400,6 +400,12 @@ class RecipeSet(Base):
     __table_args__ = (Index("ix_recipe_sets_queue", "multi", "status", "priority", "queued_at"),)
 
 
+# The queue's multi-host sets in scheduling order (services/scheduling.py head): walked by the index without
+# sorting, however long the queue.
+Index("ix_recipe_sets_head", RecipeSet.multi, RecipeSet.status, RecipeSet.priority.desc(), RecipeSet.queued_at,
+      RecipeSet.id)
+
+
 class Recipe(Base):
     __tablename__ = "recipes"
     id: Mapped[int] = mapped_column(Integer, primary_key=True)

@@ -22,8 +22,8 @@ from typing import Callable
 
 from ..config import Settings
 from ..observe import metrics
-from ..services import (advance_states, commands, due, health, installations, jobs, loans, monitoring, outbox,
-                        reservations, utilisation)
+from ..services import (advance_states, commands, due, expiry, health, installations, jobs, loans, monitoring,
+                        outbox, reservations, utilisation)
 from ..services.handlers import unit_of_work
 from ..store.db import Database
 from ..store.outage import outage, reason
@@ -52,29 +52,58 @@ FIRST_BACKOFF, MAX_BACKOFF = 0.5, 8.0  # seconds between passes while the databa
 _INSTANCES = itertools.count(1)
 
 
+# Steps whose plain items are handled a chunk per transaction (services/expiry.py); the rest one by one.
+BATCHES = {reservations.EXPIRY.kind: expiry.return_plain}
+CHUNKS_PER_READ = 10  # a batched step reads the ids of this many chunks in one query
+
+
 def run_step(db: Database, settings: Settings, step: due.Step, now: datetime) -> list[int]:
     """Handle every item of one step that is due at `now`; returns the ids handled."""
     handled: list[int] = []
     tried: set[int] = set()  # an item another worker holds (or one that failed) is not tried twice
+    batch = BATCHES.get(step.kind)
+    size = max(1, settings.worker_batch) if batch else 100
     while True:
         with unit_of_work(db, settings, write=False) as uow:
-            ids = [ident for ident in due.due_ids(uow, step, now) if ident not in tried]
+            ids = [ident for ident in due.due_ids(uow, step, now, size * CHUNKS_PER_READ if batch else size)
+                   if ident not in tried]
         if not ids:
             return handled
-        for ident in ids:
-            tried.add(ident)
-            try:
-                due_at = alone(db, settings, lambda uow: due.handle(uow, step, ident, now))
-            except Exception as error:
-                failed(db, settings, step.kind, ident, error,
-                       lambda uow: due.failed(uow, step, ident, now, describe(error)))
-                continue
-            if due_at is not None:
-                handled.append(ident)
-                # by the wall clock: how late the item really was handled, whatever `now` the pass took
-                metrics.instruments().lateness.labels(kind=step.kind).observe(
-                    max(0.0, (utcnow() - due_at).total_seconds()))
-                log.info("%s %s", step.label, ident)
+        for start in range(0, len(ids), size):
+            chunk = ids[start:start + size]
+            tried.update(chunk)
+            done = _chunk(db, settings, step, batch, chunk, now) if batch else {}
+            for ident in chunk:
+                due_at = done[ident] if ident in done else _one(db, settings, step, ident, now)
+                if due_at is not None:
+                    handled.append(ident)
+                    # by the wall clock: how late the item really was handled, whatever `now` the pass took
+                    metrics.instruments().lateness.labels(kind=step.kind).observe(
+                        max(0.0, (utcnow() - due_at).total_seconds()))
+                    log.info("%s %s", step.label, ident)
+
+
+def _chunk(db: Database, settings: Settings, step: due.Step, batch, chunk: list[int],
+           now: datetime) -> dict[int, datetime]:
+    """The chunk's plain items in one transaction: id -> due time of each handled. A chunk whose transaction
+    fails is handled one by one instead (so a poisoned item fails alone), unless the database is away."""
+    try:
+        return dict(alone(db, settings, lambda uow: batch(uow, chunk, now)))
+    except Exception as error:
+        found = outage(error)
+        if found is not None and found.away:
+            raise
+        log.warning("%s: a chunk of %s failed, handled one by one: %s", step.kind, len(chunk), describe(error))
+        return {}
+
+
+def _one(db: Database, settings: Settings, step: due.Step, ident: int, now: datetime) -> datetime | None:
+    """One item in a transaction of its own; when it raises, it is recorded as failed (parked)."""
+    try:
+        return alone(db, settings, lambda uow: due.handle(uow, step, ident, now))
+    except Exception as error:
+        failed(db, settings, step.kind, ident, error, lambda uow: due.failed(uow, step, ident, now, describe(error)))
+        return None
 
 
 def run_due(db: Database, now: datetime, settings: Settings | None = None) -> list[int]:

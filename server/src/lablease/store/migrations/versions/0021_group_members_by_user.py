@@ -1,12 +1,12 @@
 """group members by user: authentication reads a user's groups in the same statement as the token
 
-Revision ID: 0022
-Revises: 0019
+Revision ID: 0021
+Revises: 0020
 """
 from alembic import op
 
-revision = '0022'
-down_revision = '0019'
+revision = '0021'
+down_revision = '0020'
 branch_labels = None
 depends_on = None
 

@@ -7,7 +7,7 @@ import pytest
 from sqlalchemy import event, select
 
 from lablease.config import Settings
-from lablease.services import unit_of_work
+from lablease.services.handlers import unit_of_work
 from lablease.store.tables import Activity, Outbox, WorkerFailure
 from lablease.worker.loop import run_due
 from tests.support.poison import poison_updates

@@ -122,8 +122,16 @@ options:
     description:
       - Administrators only - reserve an idle Automated system although it takes a pool below its
         C(automation_floor) (for anybody else the server refuses it with or without O(force)).
+      - Without O(force), a reservation that would take a pool below its floor fails the task, or with O(wait=true)
+        waits until the pool has an idle Automated system to spare.
     type: bool
     default: false
+  healthy_within:
+    description:
+      - Only a system that passed a health check this recently, for example V(24h); sent with a new reservation.
+      - Without O(wait), the task fails when the system has no such pass. With O(wait=true), the server grants the
+        system only once it has one, running a check on it first when needed.
+    type: str
 requirements:
   - Python 3.8 or later on the host that runs the module (usually localhost).
 notes:
@@ -376,7 +384,7 @@ class Reservations:
 
     def reserve(self, system):
         body = {"system": self.system, "return_loan": self.params["return_loan"]}
-        for key in ("duration", "heartbeat", "purpose", "force"):
+        for key in ("duration", "heartbeat", "purpose", "force", "healthy_within"):
             if self.params[key]:
                 body[key] = self.params[key]
         if self.start:
@@ -494,6 +502,7 @@ def main():
             request_id=dict(type="str"),
             purpose=dict(type="str"),
             force=dict(type="bool", default=False),
+            healthy_within=dict(type="str"),
             wait=dict(type="bool", default=False),
             wait_timeout=dict(type="int", default=3600),
             take_by=dict(type="str"),

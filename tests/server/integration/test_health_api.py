@@ -178,3 +178,30 @@ def test_reserving_a_named_system_with_healthy_within_needs_a_recent_pass(lab):
     lab.admin.delete(f"/reservations/{reservation['id']}")
     lab.clock.advance(hours=2)  # the pass is 25h old now
     assert lab.admin.post("/reservations", {"system": "a.lab.test", "healthy_within": "24h"})[0] == 409
+
+
+def test_a_reservation_waiting_for_recent_health_is_granted_the_next_system_when_a_check_fails(lab):
+    """healthy_within on a wait by pool: a is checked first and fails, so b is checked and, passing, granted."""
+    for fqdn in ("a.lab.test", "b.lab.test"):
+        automated(lab, fqdn)
+    lab.admin.post("/pools", {"name": "hw"})
+    for fqdn in ("a.lab.test", "b.lab.test"):
+        assert lab.admin.post("/pools/hw/systems", {"fqdn": fqdn})[0] in (200, 201)
+    lab.admin.post("/health-checks", {"name": "smoke", "arch": "x86_64", "job": SMOKE})
+    status, waiting = lab.alice.post("/reservations", {"wait": True, "pools": ["hw"], "healthy_within": "24h",
+                                                       "duration": "2h"})
+    assert status == 202 and waiting["state"] == "waiting" and waiting["position"] == 1, waiting
+    assert [health_of(lab, f)[1]["next_check"] for f in ("a.lab.test", "b.lab.test")] == [
+        "2026-11-22T12:00:00Z", None]  # one check at a time
+    run_checks(lab)
+    lab.clock.advance(minutes=10)
+    finish(lab, health_of(lab, "a.lab.test")[1]["recipe"], "fail")
+    assert health_of(lab, "a.lab.test")[0] == "broken"
+    assert lab.alice.get(f"/reservations/{waiting['id']}")[1]["state"] == "waiting"
+    assert health_of(lab, "b.lab.test")[1]["next_check"] == "2026-11-22T12:10:00Z"  # the next candidate
+    run_checks(lab)
+    lab.clock.advance(minutes=5)
+    finish(lab, health_of(lab, "b.lab.test")[1]["recipe"], "pass")
+    status, granted = lab.alice.get(f"/reservations/{waiting['id']}")
+    assert status == 200 and granted["state"] == "active" and granted["system"] == "b.lab.test", granted
+    assert granted["start"] == "2026-11-22T12:15:00Z" and granted["end"] == "2026-11-22T14:15:00Z"

@@ -71,3 +71,41 @@ def test_concurrent_reserves_never_both_pass_the_floor(lab):
         assert len(outcomes) == 4 and len(made) == 2, (round_, outcomes)
         for ident in made:
             assert lab.alice.delete(f"/reservations/{ident}")[0] == 204
+
+
+def _idle_automated(lab):
+    """What the floor counts: the pool's Automated systems nobody holds now."""
+    _, reservations = lab.admin.get("/reservations", active=True)
+    held = {r["system"] for r in reservations if r["state"] == "active"}
+    return 3 - len(held)
+
+
+def test_a_reservation_that_would_go_below_the_floor_waits_when_asked_and_is_granted_when_one_frees(lab):
+    """Three idle, floor 2: the second reserve is refused; with wait it waits, and is granted when the first
+    is given back; a lower floor lets the next wait in; the pool never goes below its floor."""
+    _pool(lab, 3, 2)
+    status, first = lab.alice.post("/reservations", {"system": "a1.lab.test", "duration": "1h"})
+    assert status == 201 and _idle_automated(lab) == 2
+    status, problem = lab.alice.post("/reservations", {"system": "a2.lab.test", "duration": "1h"})
+    assert status == 409 and problem["pool"] == "ci", problem
+    status, named = lab.alice.post("/reservations", {"wait": True, "system": "a2.lab.test", "duration": "1h"})
+    assert status == 202 and named["state"] == "waiting" and named["position"] == 1, named
+    assert _idle_automated(lab) == 2  # the floor holds while it waits
+
+    lab.clock.advance(minutes=5)
+    assert lab.alice.delete(f"/reservations/{first['id']}")[0] == 204  # a1 frees: the pool has one to spare
+    status, granted = lab.alice.get(f"/reservations/{named['id']}")
+    assert granted["state"] == "active" and granted["system"] == "a2.lab.test", granted
+    assert granted["start"] == "2026-11-22T12:05:00Z" and _idle_automated(lab) == 2
+
+    # By pool: a1 or a3 would leave 1, so it waits; a lower floor lets it in; an admin's force is exempt.
+    status, by_pool = lab.alice.post("/reservations", {"wait": True, "pools": ["ci"], "duration": "1h"})
+    assert status == 202 and by_pool["state"] == "waiting", by_pool
+    assert lab.admin.patch("/pools/ci", {"automation_floor": 1})[0] == 200
+    status, granted = lab.alice.get(f"/reservations/{by_pool['id']}")
+    assert granted["state"] == "active" and granted["system"] == "a1.lab.test", granted
+    assert _idle_automated(lab) == 1
+    status, _ = lab.alice.post("/reservations", {"wait": True, "pools": ["ci"], "duration": "1h"})  # a3 would leave 0
+    assert status == 202 and _idle_automated(lab) == 1
+    status, forced = lab.admin.post("/reservations?force=true", {"wait": True, "pools": ["ci"], "duration": "1h"})
+    assert status == 201 and forced["state"] == "active" and forced["system"] == "a3.lab.test", forced

@@ -150,7 +150,8 @@ RESERVATION_CREATE = {
                                 "(its ACL users, its systems, inside its window; default end: the AR's)"},
         "purpose": PURPOSE,
         "healthy_within": {**DURATION, "description": "only if the system passed a health check this recently "
-                           "(409 otherwise)"},
+                           "(409 otherwise; with wait, it is granted only such a system, a check being run on "
+                           "one candidate first when none has one)"},
     },
     "additionalProperties": False,
 }

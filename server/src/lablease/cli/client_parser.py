@@ -116,7 +116,8 @@ def add_reservation_commands(commands, common) -> None:
     p.add_argument("--advance-reservation", "--ar", metavar="ID", type=int,
                    help="reserve inside this advance reservation (default end: the reservation's)")
     p.add_argument("--healthy-within", metavar="DURATION",
-                   help="only if the system passed a health check this recently (refused otherwise)")
+                   help="only if the system passed a health check this recently (refused otherwise; "
+                        "with --wait, granted only such a system, one being checked first when none is)")
     p.add_argument("--purpose", metavar="TEXT", help="what it is for, shown with you as its holder "
                                                       "(required where the site sets require_purpose)")
     p.add_argument("--force", action="store_true",

@@ -21,7 +21,8 @@ def reserve_waiting(api: Api, args) -> Outcome:
     reservation = api.post("/reservations", body(
         wait=True, system=args.system, requires=requires, pools=args.pool or None, priority=args.priority,
         duration=args.duration, heartbeat=args.heartbeat, take_by=args.take_by, return_loan=args.return_loan,
-        request_id=args.request_id))
+        request_id=args.request_id, healthy_within=args.healthy_within, purpose=args.purpose,
+        force=args.force or None))
     if reservation.get("state") == "waiting" and (args.block or args.timeout is not None):
         reservation = wait_until_granted(api, reservation, args.timeout, args.interval)
     if reservation.get("state") == "waiting":

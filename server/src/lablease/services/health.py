@@ -25,11 +25,13 @@ from ..domain.permissions import Actor, decide_schedule
 from ..domain.times import format_time
 from ..store.tables import Activity, ClassCandidate, HealthCheck, Installation, Recipe, RecipeSet, System, SystemHealth
 from ..store.uow import emit
-from . import activity, due, notices, usage
+from ..store.waitline_tables import ReservationWait
+from . import activity, due, notices, usage, waitline
 from . import systems as system_service
 from .health_state import applicable, force_check, refresh, set_state, standing, summary
 from .jobs import submit
 from .users import actor_for
+from .waitline import WAITING
 
 
 # --- running a check ------------------------------------------------------------------------
@@ -153,8 +155,8 @@ def _broken(session, system: System, reason: str, now: datetime, settings) -> No
 
 
 def _retry_waiting(session, system: System, now: datetime) -> None:
-    """Recipes that wait for a healthy system among this one's peers are placed again: after a pass they
-    may take it, after a failure the next candidate is checked (gate)."""
+    """Recipes and waiting reservations that wait for a healthy system among this one's peers are tried
+    again: after a pass they may take it, after a failure the next candidate is checked (gate)."""
     sets = session.execute(select(Recipe.recipe_set_id).join(
         ClassCandidate, ClassCandidate.class_id == Recipe.class_id).where(
         ClassCandidate.system_id == system.id, Recipe.status == "queued").distinct()).scalars()
@@ -162,3 +164,13 @@ def _retry_waiting(session, system: System, now: datetime) -> None:
         recipe_set = session.get(RecipeSet, set_id)
         if any((r.spec or {}).get("healthy_within") for r in recipe_set.recipes):
             emit(session, RecipeSetQueued(set_id, now))
+    uow = session.info.get("uow")
+    if uow is None:
+        return
+    waits = (select(ReservationWait.reservation_id).join(
+        ClassCandidate, ClassCandidate.class_id == ReservationWait.class_id).where(
+        ClassCandidate.system_id == system.id, ReservationWait.status == WAITING,
+        ReservationWait.healthy_within_seconds.is_not(None))
+        .order_by(ReservationWait.priority.desc(), ReservationWait.queued_at, ReservationWait.reservation_id))
+    for reservation_id in list(session.execute(waits).scalars()):
+        waitline.offer(uow, reservation_id, None, now)  # a healthy peer, or the next candidate is checked

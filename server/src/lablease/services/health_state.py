@@ -82,12 +82,26 @@ def set_state(row: SystemHealth, state: str, now: datetime) -> None:
 
 
 def gate(session, recipe: Recipe, ordered: list[int], now: datetime) -> list[int]:
-    """Scheduler hook: of the free candidates, those with a pass within the recipe's healthy_within.
+    """Scheduler hook: of the free candidates, those with a pass within the recipe's healthy_within."""
+    return _gate(session, (recipe.spec or {}).get("healthy_within"), recipe.class_id, ordered, now,
+                 ("recipe", recipe.id))
+
+
+def gate_wait(session, wait, ordered: list[int], now: datetime) -> list[int]:
+    """The waiting line's hook (services/waitline.py try_grant): the same rule for a waiting reservation."""
+    return _gate(session, wait.healthy_within_seconds, wait.class_id, ordered, now,
+                 ("reservation", wait.reservation_id))
+
+
+def _gate(session, within: int | None, class_id: int | None, ordered: list[int], now: datetime,
+          asker: tuple[str, int]) -> list[int]:
+    """Of the free candidates, those with a pass within `within` seconds.
 
     When none has one, a check is asked for on the first free candidate a check applies to, unless one
-    of the recipe's candidates is being checked already: one check at a time per recipe, never a storm.
+    of the class's candidates is being checked already: one check at a time per class, never a storm.
+    A failed check makes that system Broken (no longer a candidate) and retries the waiting work
+    (services/health.py _retry_waiting), so the next candidate is checked.
     """
-    within = (recipe.spec or {}).get("healthy_within")
     if not within or not ordered:
         return ordered
     rows = {row.system_id: row for row in session.execute(
@@ -95,14 +109,14 @@ def gate(session, recipe: Recipe, ordered: list[int], now: datetime) -> list[int
     window = timedelta(seconds=within)
     healthy = [sid for sid in ordered if sid in rows and rules.recent(rows[sid].state, rows[sid].passed_at,
                                                                       window, now)]
-    if healthy or recipe.class_id is None or _checking_for(session, recipe):
+    if healthy or class_id is None or _checking_for(session, class_id):
         return healthy
     checks = list(session.execute(select(HealthCheck)).unique().scalars())
     for sid in ordered:
         system = session.get(System, sid)
         if applicable(session, system, checks) is not None:
             force_check(session, system, now)
-            activity.record(session, None, now, "recipe", recipe.id, "health_check_asked", "system", None,
+            activity.record(session, None, now, asker[0], asker[1], "health_check_asked", "system", None,
                             system.fqdn)
             break
     return healthy
@@ -124,10 +138,10 @@ def waiting_for_health(session, recipe: Recipe) -> str | None:
     return f"no free system it could use has {wanted}, and no check applies to them (docs/health.md)"
 
 
-def _checking_for(session, recipe: Recipe) -> bool:
+def _checking_for(session, class_id: int) -> bool:
     return session.execute(select(SystemHealth.id).join(
         ClassCandidate, ClassCandidate.system_id == SystemHealth.system_id).where(
-        ClassCandidate.class_id == recipe.class_id,
+        ClassCandidate.class_id == class_id,
         or_(SystemHealth.state == "checking", SystemHealth.next_check_at.is_not(None))).limit(1)).first() is not None
 
 

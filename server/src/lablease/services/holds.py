@@ -57,15 +57,28 @@ def keep_floor(session, actor: Actor, system: System, now: datetime, force: bool
     """HOOK (floor): refuse a manual reservation or loan that would leave a pool the system is in
     with fewer idle Automated systems than its floor (409 naming pool, floor and idle now).
     Admins are exempt with force. Call it once the booking's lock is held."""
-    floored = [p.id for p in system.pools if p.automation_floor > 0]
-    if not floored or (force and actor.is_admin):
-        return
-    _lock(session, Pool, floored)
-    states, mine = floor_states(session, system, now)  # bookings and loans read afresh, under the lock
+    states, mine = _floor_under_lock(session, actor, system, now, force)
     for state in states:
         refusal = rules.floor_refusal(state.pool, state.floor, state.idle_automated, mine)
         if refusal:
             raise Conflict(refusal, pool=state.pool, floor=state.floor, idle=state.idle_automated)
+
+
+def floor_allows(session, actor: Actor, system: System, now: datetime, force: bool) -> bool:
+    """The waiting line's side of the same rule (services/waitline.py try_grant): may the system be
+    granted now, or does the wait stay in the line until its pool has an idle Automated system to spare?
+    Same lock and count as keep_floor, so a storm of grants never takes a pool below its floor."""
+    return not rules.waits_for_floor(*_floor_under_lock(session, actor, system, now, force))
+
+
+def _floor_under_lock(session, actor: Actor, system: System, now: datetime,
+                      force: bool) -> tuple[list[rules.FloorState], bool]:
+    """The floored pools' states read under their locks; none for an admin's force or an unfloored system."""
+    floored = [p.id for p in system.pools if p.automation_floor > 0]
+    if not floored or (force and actor.is_admin):
+        return [], False
+    _lock(session, Pool, floored)
+    return floor_states(session, system, now)  # bookings and loans read afresh, under the lock
 
 
 def current_hold(session, user_id: int, now: datetime, exclude: int | None = None) -> timedelta | None:

@@ -9,7 +9,7 @@ from ..domain.errors import Conflict, Forbidden, Invalid, NotFound
 from ..domain.holds import check_floor
 from ..domain.permissions import Actor, may_manage_pool
 from ..store.tables import Group, Pool, PoolSystem, System
-from . import activity
+from . import activity, scheduling
 from ..domain.events import SystemChanged
 from ..store.uow import emit
 from . import systems as system_service
@@ -97,7 +97,11 @@ def update(uow, actor: Actor, now: datetime, name: str, data: dict) -> dict:
     if "automation_floor" in data and data["automation_floor"] != pool.automation_floor:
         activity.record(session, actor, now, "pool", name, "changed", "automation_floor", pool.automation_floor,
                         data["automation_floor"])
-        pool.automation_floor = check_floor(data["automation_floor"])
+        floor = check_floor(data["automation_floor"])
+        lowered, pool.automation_floor = floor < pool.automation_floor, floor
+        if lowered:  # reservations waiting for one of its systems may be granted now
+            session.flush()
+            scheduling.offer_to_waits(uow, list(pool.systems), now)
     if "owner_group" in data:
         group = find_group(session, data["owner_group"], "owner_group") if data["owner_group"] else None
         old = pool.owner_group.name if pool.owner_group else None

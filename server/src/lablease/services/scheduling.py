@@ -309,6 +309,24 @@ def on_system_freed(uow, system_id: int, now: datetime) -> None:
     starving.
     """
     _offer(uow, system_id, now, candidates_changed=False)
+    system = uow.session.get(System, system_id)
+    if system is not None and system.condition == "automated":
+        peers = {m.id: m for p in system.pools if p.automation_floor > 0 for m in p.systems if m.id != system_id}
+        offer_to_waits(uow, list(peers.values()), now)
+
+
+def offer_to_waits(uow, systems: list[System], now: datetime) -> None:
+    """Offer free systems to the waiting reservations that could take them, in line order. A floored pool's
+    system freed (or its floor lowered, services/pools.py): a wait the floor held back on another of the
+    pool's systems may be granted now (services/waitline.py try_grant checks the floor again, under its lock)."""
+    session = uow.session
+    for system in sorted(systems, key=lambda s: s.fqdn):
+        if system.condition not in ("automated", "manual"):
+            continue
+        for wait_id in _offers(session, system.id, None, recipes=False):
+            if not _free_now(session, system, now):
+                break
+            waitline.offer(uow, -wait_id, system.id, now)
 
 
 def _offer(uow, system_id: int, now: datetime, candidates_changed: bool) -> None:

@@ -26,8 +26,12 @@ from .waitline import WAITING, try_grant
 
 
 def enqueue(uow, actor: Actor, now: datetime, policy: reservation_rules.ReservationPolicy, body: dict,
-            duration, heartbeat: timedelta | None, take_by: timedelta | None) -> tuple[Reservation, bool]:
-    """Queue a waiting reservation (granted at once when a system it may use is free); (reservation, created)."""
+            duration, heartbeat: timedelta | None, take_by: timedelta | None, healthy_within: timedelta | None = None,
+            force: bool = False) -> tuple[Reservation, bool]:
+    """Queue a waiting reservation (granted at once when a system it may use is free); (reservation, created).
+
+    healthy_within: granted only a system with a passing health check that recent (health_state.gate_wait);
+    force: an admin's wait may take a pool below its automation floor (holds.floor_allows)."""
     session = uow.session
     if body.get("request_id") and (previous := _by_request_id(session, actor, body["request_id"])) is not None:
         return previous, False  # a retry returns the reservation its first attempt queued
@@ -51,9 +55,10 @@ def enqueue(uow, actor: Actor, now: datetime, policy: reservation_rules.Reservat
                               request_id=body.get("request_id"), created_at=now, purpose=purpose)
     session.add(reservation)
     session.flush()
-    wait = ReservationWait(reservation_id=reservation.id, class_id=cls.id, priority=rules.priority(body.get("priority")),
-                           queued_at=now, duration_seconds=_seconds(length), take_by_seconds=_seconds(take_by),
-                           status=WAITING, reservation=reservation)
+    wait = ReservationWait(reservation_id=reservation.id, class_id=cls.id,
+                           priority=rules.priority(body.get("priority")), queued_at=now, duration_seconds=_seconds(length), take_by_seconds=_seconds(take_by),
+                           status=WAITING, reservation=reservation,
+                           healthy_within_seconds=_seconds(healthy_within), force=bool(force and actor.is_admin))
     session.add(wait)
     session.flush()
     reservation.user = session.get(User, actor.id)

@@ -23,7 +23,7 @@ from ..scheduler.planner import queue_key
 from ..store import calendar
 from ..store.tables import Booking, ClassCandidate, Recipe, Reservation, System
 from ..store.waitline_tables import ReservationWait
-from . import activity, notices
+from . import activity, health_state, holds, notices
 from . import systems as system_service
 from .users import actor_for
 
@@ -33,8 +33,11 @@ WAITING = "waiting"
 # --- granting ------------------------------------------------------------------------------
 
 def try_grant(uow, wait: ReservationWait, now: datetime, only: int | None = None) -> bool:
-    """Give the waiting reservation the first of its candidates that is free now and that its owner may
-    reserve now (a loan may have changed that); `only`: just that freed system."""
+    """Give the waiting reservation the first of its candidates that is free now, that its owner may
+    reserve now (a loan may have changed that), that passed a health check recently enough when it asked
+    so (health_state.gate_wait: else a check is asked for on one of them), and whose taking keeps its pools'
+    automation floors (holds.floor_allows, under the same lock as an immediate reserve); `only`: just that
+    freed system."""
     session = uow.session
     reservation = wait.reservation
     holder = actor_for(session, reservation.user)
@@ -45,13 +48,19 @@ def try_grant(uow, wait: ReservationWait, now: datetime, only: int | None = None
              .order_by(ClassCandidate.rank, System.fqdn))
     if only is not None:
         query = query.where(System.id == only)
-    for system in session.execute(query).unique().scalars():
+    free = list(session.execute(query).unique().scalars())
+    healthy = set(health_state.gate_wait(session, wait, [system.id for system in free], now))
+    for system in free:
+        if system.id not in healthy:
+            continue
         loan = system_service.active_loan(session, system)
         if not decide(holder, Permission.RESERVE, system_service.access_of(system, loan)):
             continue
         try:
-            booking = calendar.book(session, calendar.lock_resource(session, system.resource_id),
-                                    _capped(window, loan, holder), "reservation", holder.id, now)
+            resource = calendar.lock_resource(session, system.resource_id)
+            if not holds.floor_allows(session, holder, system, now, wait.force):
+                continue  # stays in the line: a system of the pool freeing, or a lower floor, offers it again
+            booking = calendar.book(session, resource, _capped(window, loan, holder), "reservation", holder.id, now)
         except BookingConflict:  # taken since the query: try the next one
             continue
         _granted(uow, wait, system, booking, now)
@@ -163,9 +172,10 @@ def _ahead(priority, queued_at, key, p, q, k):
     return or_(priority > p, and_(priority == p, or_(queued_at < q, and_(queued_at == q, key < k))))
 
 
-def offer(uow, reservation_id: int, system_id: int, now: datetime) -> None:
-    """Offer a freed system. The wait's row is locked and its status read again first: two systems freed at
-    once (PostgreSQL, two transactions) must not both go to the same waiting reservation."""
+def offer(uow, reservation_id: int, system_id: int | None, now: datetime) -> None:
+    """Offer a freed system (None: any of its free candidates). The wait's row is locked and its status read
+    again first: two systems freed at once (PostgreSQL, two transactions) must not both go to the same
+    waiting reservation."""
     session = uow.session
     status = session.execute(select(ReservationWait.status).where(ReservationWait.reservation_id == reservation_id)
                              .with_for_update()).scalar_one_or_none()

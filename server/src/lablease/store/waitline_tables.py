@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import ForeignKey, Index, Integer, String
+from sqlalchemy import Boolean, ForeignKey, Index, Integer, String, false
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from .base import Base
@@ -25,6 +25,10 @@ class ReservationWait(Base):
     # the length asked for (NULL: unlimited); the window counts from the grant
     duration_seconds: Mapped[int | None] = mapped_column(Integer)
     take_by_seconds: Mapped[int | None] = mapped_column(Integer)
+    # healthy_within: granted only a system with a passing health check this recent (health_state.gate_wait)
+    healthy_within_seconds: Mapped[int | None] = mapped_column(Integer)
+    # an admin's force: granted although it takes a pool below its automation floor (holds.floor_allows)
+    force: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     status: Mapped[str] = mapped_column(String(16), default="waiting")  # waiting | granted | cancelled
     granted_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     confirmed_at: Mapped[datetime | None] = mapped_column(UTCDateTime)

@@ -144,6 +144,14 @@ def test_wait_blocks_until_the_system_is_granted(api, run):
     assert posted[2]["wait"] is True and posted[2]["duration"] == "4h"
 
 
+def test_wait_sends_healthy_within(api, run):
+    api.add_system("s1.lab.test")
+    result, failed = run(reservation.main, {"system": "s1.lab.test", "wait": True, "healthy_within": "24h"})
+    assert not failed and result["changed"]
+    [posted] = [c for c in api.writes if c[:2] == ("POST", "/reservations")]
+    assert posted[2]["wait"] is True and posted[2]["healthy_within"] == "24h"
+
+
 def test_wait_is_idempotent_once_granted(api, run):
     api.add_system("s1.lab.test")
     api.add_reservation("s1.lab.test", user="bob")

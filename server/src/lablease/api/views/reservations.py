@@ -29,7 +29,8 @@ def _wait(ctx: Context, body: dict) -> Reply:
     reservation, created = wait_requests.enqueue(
         ctx.uow, ctx.actor, ctx.now, ctx.settings.reservation_policy, body,
         duration=duration_field(body, "duration", allow_unlimited=True), heartbeat=duration_field(body, "heartbeat"),
-        take_by=duration_field(body, "take_by"))
+        take_by=duration_field(body, "take_by"), healthy_within=duration_field(body, "healthy_within"),
+        force=bool(ctx.query.get("force")))
     answer = reservations.as_dict(reservation, ctx.now)
     if not created:
         return Reply(answer, 200)

@@ -22,5 +22,9 @@ def test_defining_a_check_asking_for_one_and_reserving_with_healthy_within(cli, 
     assert "hc1.lab.test" in [s["fqdn"] for s in unknown]
     refused = cli("reserve", "hc1.lab.test", "--healthy-within", "24h")
     assert refused.code == 5 and "no passing health check within the last 1d" in refused.err, refused
+    waiting = json.loads(cli.ok("reserve", "hc1.lab.test", "--wait", "--healthy-within", "24h", "--duration", "1h",
+                                "--json").out)  # in the line until a check passes, not refused
+    assert waiting["state"] == "waiting" and waiting["system"] is None, waiting
+    cli.ok("return", str(waiting["id"]))
     assert cli.ok("health-check", "delete", "hc-cli").out == "deleted health check hc-cli\n"
     assert cli("health-check", "show", "hc-cli").code == 3

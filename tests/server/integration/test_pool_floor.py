@@ -1,13 +1,14 @@
 """A pool's floor of idle Automated systems for the scheduler (docs/access.md, "A floor for automation"):
 through the API, and under concurrent reserves on SQLite and PostgreSQL."""
 import threading
+from datetime import timedelta
 
 import pytest
 
 from lablease.domain.errors import Conflict
 from lablease.domain.permissions import Actor
 from lablease.domain.reservations import ReservationPolicy
-from lablease.services import reserve
+from lablease.services import reserve, wait_requests
 from lablease.store.uow import UnitOfWork
 
 from .conftest import START
@@ -109,3 +110,28 @@ def test_a_reservation_that_would_go_below_the_floor_waits_when_asked_and_is_gra
     assert status == 202 and _idle_automated(lab) == 1
     status, forced = lab.admin.post("/reservations?force=true", {"wait": True, "pools": ["ci"], "duration": "1h"})
     assert status == 201 and forced["state"] == "active" and forced["system"] == "a3.lab.test", forced
+
+
+def test_concurrent_waits_are_never_granted_past_the_floor(lab):
+    """Five idle, floor 3: four owners' waits for different systems at the same instant: exactly two are
+    granted at once, the other two wait (the grant counts under the reserve's lock)."""
+    _pool(lab, 5, 3)
+    alice = Actor(2, "alice")
+    outcomes, barrier = [], threading.Barrier(4)
+
+    def attempt(fqdn):
+        barrier.wait()
+        with UnitOfWork(lab.db, read_first=True) as uow:  # as the API opens it
+            made, _ = wait_requests.enqueue(uow, alice, START, ReservationPolicy(), {"system": fqdn},
+                                            timedelta(hours=1), None, None)
+            uow.commit()
+            outcomes.append(made.system_id is not None)
+
+    threads = [threading.Thread(target=attempt, args=(f"a{i}.lab.test",)) for i in range(1, 5)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(outcomes) == [False, False, True, True], outcomes
+    _, held = lab.admin.get("/reservations", active=True)
+    assert len([r for r in held if r["state"] == "active"]) == 2

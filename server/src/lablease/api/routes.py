@@ -106,7 +106,7 @@ SYSTEM_FILTERS = {
     "lab": ("str", "only systems of this lab"),
     "pool": ("str", "only systems in this pool (an unknown pool is an error)"),
     "owner": ("str", "only systems owned by this user"),
-    "health": ("str", "only systems of this health: unknown, good, bad or checking"),
+    "health": ("health", "only systems of this health: unknown, good, bad or checking"),
     "reserved_by": ("str", "only systems reserved now by this user ('me' for the caller)"),
     "free_from": ("time", "only systems with no booking in [free_from, free_until)"),
     "free_until": ("time", "end of the free window (open-ended when omitted)"),

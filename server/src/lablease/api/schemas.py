@@ -5,6 +5,7 @@ for what a schema cannot say (a name that names nobody, a start in the past, a b
 """
 from __future__ import annotations
 
+from ..domain.health import HEALTHS
 from ..domain.inventory import INVENTORY_SCHEMA
 from ..domain.systems import ARCHES, FQDN_MAX, FQDN_PATTERN
 from ..services.users import NAME_PATTERN
@@ -38,6 +39,7 @@ QUERY_KINDS = {"time": TIME, "bool": {"type": "boolean"},
                "int": {"type": "integer", "minimum": 1, "maximum": MAX_INT},  # e.g. a timeline's page number
                "span": {"type": "string", "enum": ["1d", "7d", "30d"]},  # a timeline's quick spans (domain/timeline)
                "per": {"type": "string", "enum": ["day", "hour"]},  # a utilisation report's step
+               "health": {"type": "string", "enum": list(HEALTHS)},  # a system's health (domain/health.py)
                "str": {"type": "string"}}
 # Path parameters by name (routes.py)
 PATH_PARAMETERS = {
@@ -123,8 +125,10 @@ END_OR_DURATION = rule("give either end or duration, not both", **{"not": {"requ
 RESERVATION_CREATE = {
     "type": "object",
     "allOf": [END_OR_DURATION,
-              rule("give the system to reserve (or wait: true with requires/pools)",
-                   anyOf=[{"required": ["system"]}, {"required": ["wait"], "properties": {"wait": {"const": True}}}])],
+              rule("give the system to reserve, or requires/pools to wait for any matching system",
+                   anyOf=[{"required": ["system"]},
+                          *({"required": ["wait", what], "properties": {"wait": {"const": True}, what: kind}}
+                            for what, kind in (("requires", {"type": "object"}), ("pools", {"minItems": 1})))])],
     "properties": {
         "system": {**FQDN, "description": "fqdn of the system"},
         "wait": {"type": "boolean", "default": False,
@@ -561,7 +565,7 @@ AR_ACCOUNTING = {"type": "object", "properties": {
 HEALTH_CHECK_FIELDS = {
     "system": {**FQDN, "description": "the check of this one system"},
     "pool": {**ENTITY, "description": "the check of this pool's systems"},
-    "arch": {"type": "string", "description": "the check of this architecture's systems"},
+    "arch": {**ARCH, "description": "the check of this architecture's systems"},
     "job": {"type": ["object", "string"], "description": "the job to run, as POST /jobs takes it: its JSON form, "
             "or job XML as a string; one recipe, placed on the system checked"},
     "every": {**DURATION, "description": "check at most this long after the last check"},

@@ -22,6 +22,7 @@ import heapq
 import json
 
 from sqlalchemy import and_, delete, func, or_, select
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import undefer_group
 
 from ..domain.permissions import Permission, decide, decide_schedule
@@ -81,8 +82,11 @@ def requirement_class(session, owner_id: int, spec: dict, now: datetime) -> Requ
     cls = RequirementClass(key=key, owner_id=owner_id, created_at=now, spec={
         "host_requires": spec.get("host_requires"), "force": spec.get("force"),
         "pools": (spec.get("autopick") or {}).get("pools", []), **({"reserve": True} if spec.get("reserve") else {})})
-    session.add(cls)
-    session.flush()
+    try:
+        with session.begin_nested():  # a savepoint: a lost race leaves the rest of the transaction alone
+            session.add(cls)
+    except IntegrityError:  # a concurrent request created it first (PostgreSQL; SQLite's write lock serialises)
+        return session.execute(select(RequirementClass).where(RequirementClass.key == key)).scalar_one()
     compute_candidates(session, cls, schedulable_systems(session, needs_hardware(cls.spec.get("host_requires"))))
     return cls
 

@@ -68,23 +68,39 @@ class Row(NamedTuple):
     policy_pool_id: int | None
 
 
-def visible(session, actor: Actor, query):
-    """`query` narrowed in SQL to the systems the actor may view, decided by domain.permissions.decide as for
-    the API's list: once per kind of system found (owned by the actor or not, a view rule applies or not, its
-    condition), so that pages count and slice in SQL and build no row, ORM object or decision per system."""
-    if actor.is_admin:
-        return query
-    mine = case((System.owner_id == actor.id, True), else_=False)
-    applies = _view_rule_applies(session.connection(), actor)
-    kinds = session.connection().execute(query.with_only_columns(mine, applies, System.condition).order_by(None)
-                                         .distinct()).all()
+class Seen(NamedTuple):
+    """How many of the visible systems have a condition and are held now or not: the header's counts."""
+
+    condition: str
+    held: bool
+    count: int
+
+
+def visible(session, actor: Actor, query, now: datetime | None = None) -> tuple[object, list[Seen]]:
+    """`query` narrowed to the systems the actor may view, and their counts, from ONE grouped scan: visibility is
+    decided by domain.permissions.decide as for the API's list, once per kind of system found (owned by the actor
+    or not, a view rule applies or not, its condition), so a page counts in SQL and builds no row, ORM object or
+    decision per system. When every kind found is visible (a site's usual "everybody may view"), the query is
+    left as it is. `held` (a reservation holds it at `now`) is counted only when `now` is given."""
+    owned = case((System.owner_id == actor.id, True), else_=False)
+    applies = false() if actor.is_admin else _view_rule_applies(session.connection(), actor)
+    held = held_now(now) if now is not None else false()
+    kinds = query.with_only_columns(owned.label("owned"), applies.label("applies"), System.condition.label("condition"),
+                                    held.label("held")).order_by(None).subquery()
+    found = session.connection().execute(select(kinds.c.owned, kinds.c.applies, kinds.c.condition, kinds.c.held,
+                                                func.count()).group_by(kinds.c.owned, kinds.c.applies,
+                                                                       kinds.c.condition, kinds.c.held)).all()
     applying = (Rule(Permission.VIEW, actor.id),)
-    allowed = [and_(mine if owned else ~mine, applies if applied else ~applies, System.condition == condition)
-               for owned, applied, condition in kinds
-               if decide(actor, Permission.VIEW, SystemAccess(owner_id=actor.id if owned else None,
-                                                              condition=condition,
-                                                              rules=applying if applied else ()))]
-    return query.where(or_(false(), *allowed))
+    allowed = {(bool(mine), bool(applied), condition): bool(decide(actor, Permission.VIEW, SystemAccess(
+        owner_id=actor.id if mine else None, condition=condition, rules=applying if applied else ())))
+        for mine, applied, condition, _, _ in found}
+    seen = [Seen(condition, bool(is_held), n) for mine, applied, condition, is_held, n in found
+            if allowed[(bool(mine), bool(applied), condition)]]
+    if all(allowed.values()):
+        return query, seen
+    return query.where(or_(false(), *(and_(owned if mine else ~owned, applies if applied else ~applies,
+                                           System.condition == condition)
+                                      for (mine, applied, condition), ok in allowed.items() if ok))), seen
 
 
 def all_rows(session, query) -> list[Row]:
@@ -95,21 +111,15 @@ def all_rows(session, query) -> list[Row]:
         query.with_only_columns(*columns).order_by(None).order_by(System.fqdn)).all()]
 
 
-def count(session, query) -> int:
-    return session.connection().execute(select(func.count()).select_from(
-        query.with_only_columns(System.id).order_by(None).subquery())).scalar_one()
-
-
-def page_of(session, query, page: int, per_page: int) -> tuple[list[Row], int, int, int]:
-    """One page (by name) of the systems of `query`: its rows, the total, the page shown and the page count."""
-    total = count(session, query)
+def page_of(session, query, total: int, page: int, per_page: int) -> tuple[list[Row], int, int]:
+    """One page (by name) of the `total` systems of `query`: its rows, the page shown and the page count."""
     pages = max(1, -(-total // per_page))
     page = min(max(1, page), pages)
     columns = (System.id, System.fqdn, System.condition, System.owner_id, System.policy_pool_id)
     rows = [Row(*row) for row in session.connection().execute(query.with_only_columns(*columns).order_by(None)
                                                                .order_by(System.fqdn).limit(per_page)
                                                                .offset((page - 1) * per_page))]
-    return rows, total, page, pages
+    return rows, page, pages
 
 
 def _view_rule_applies(connection, actor: Actor):
@@ -153,20 +163,19 @@ def systems_page(uow, actor: Actor, now: datetime, filters: dict, group: str | N
                  per_page: int) -> dict:
     """One page of the systems matching the filters, with the header's counts over all of them."""
     session = uow.session
-    query = visible(session, actor, system_service.filtered(session, actor, now, filters))
-    if group is None:  # counted and paged in SQL: no row for the systems not shown
-        shown, total, page, pages = page_of(session, query, page, per_page)
-        available = count(session, query.where(System.condition.in_(USABLE), ~held_now(now)))
+    query, seen = visible(session, actor, system_service.filtered(session, actor, now, filters), now)
+    total = sum(kind.count for kind in seen)
+    available = sum(kind.count for kind in seen if kind.condition in USABLE and not kind.held)
+    if group is None:  # paged in SQL: no row for the systems not shown
+        shown, page, pages = page_of(session, query, total, page, per_page)
         key = None
     else:  # sorted by a group computed in Python: every row, but plain ones
         rows = all_rows(session, query)
-        held = holders(session, now)
-        key = group_of(group, session, held)
+        key = group_of(group, session, holders(session, now) if group == "holder" else {})
         rows.sort(key=lambda row: (key(row), row.fqdn))
-        total, pages = len(rows), max(1, -(-len(rows) // per_page))
+        pages = max(1, -(-total // per_page))
         page = min(max(1, page), pages)
         shown = rows[(page - 1) * per_page: page * per_page]
-        available = sum(1 for row in rows if row.condition in USABLE and row.id not in held)
     by_id = {s.id: s for s in session.execute(select(System).where(System.id.in_([r.id for r in shown])).options(
         selectinload(System.pools), selectinload(System.owner), selectinload(System.policy_pool))).unique().scalars()}
     systems = [by_id[row.id] for row in shown]

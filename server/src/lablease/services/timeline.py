@@ -83,7 +83,9 @@ def for_pool(uow, actor, now: datetime, name: str, start: datetime, end: datetim
     about = pool_service.summary(session, name)
     # not systems.filtered: loading the Pool object would load its every system (Pool.systems is eager)
     members = select(System).where(System.id.in_(select(PoolSystem.system_id).where(PoolSystem.pool_id == about["id"])))
-    rows, total, page, pages = overview.page_of(session, overview.visible(session, actor, members), page, PER_PAGE)
+    shown_to_actor, seen = overview.visible(session, actor, members)
+    total = sum(kind.count for kind in seen)
+    rows, page, pages = overview.page_of(session, shown_to_actor, total, page, PER_PAGE)
     by_id = {s.id: s for s in session.execute(select(System).where(System.id.in_([row.id for row in rows])))
              .unique().scalars()}
     shown = [by_id[row.id] for row in rows]

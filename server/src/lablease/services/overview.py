@@ -108,7 +108,7 @@ def all_rows(session, query) -> list[Row]:
     10,000 ORM objects take seconds to build, their columns milliseconds."""
     columns = (System.id, System.fqdn, System.condition, System.owner_id, System.policy_pool_id)
     return [Row(*row) for row in session.connection().execute(
-        query.with_only_columns(*columns).order_by(None).order_by(System.fqdn)).all()]
+        query.with_only_columns(*columns).order_by(None).order_by(System.fqdn))]
 
 
 def page_of(session, query, total: int, page: int, per_page: int) -> tuple[list[Row], int, int]:
@@ -143,7 +143,7 @@ def pool_names(session) -> dict[int, str]:
     """System id -> its pools' names, joined (for grouping by pool)."""
     names = defaultdict(list)
     for system_id, name in session.connection().execute(select(PoolSystem.system_id, Pool.name)
-                                           .join(Pool, Pool.id == PoolSystem.pool_id).order_by(Pool.name)).all():
+                                           .join(Pool, Pool.id == PoolSystem.pool_id).order_by(Pool.name)):
         names[system_id].append(name)
     return {system_id: ", ".join(found) for system_id, found in names.items()}
 

@@ -79,8 +79,8 @@ def main() -> int:
         settings = Settings(data_dir=str(where), database_url=f"sqlite:///{where}/bench.db")
         db = Database(settings.database)
         use_secrets(db, SecretBox(settings))
+        upgrade(db)  # a kept database built by an older tree gets the newer migrations
         if fresh:
-            upgrade(db)
             began = time.perf_counter()
             populate(db, args.systems, args.bookings_per_system)
             print(f"{args.systems} systems, {args.systems * args.bookings_per_system} bookings inserted in "

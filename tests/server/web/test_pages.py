@@ -142,6 +142,39 @@ def test_a_system_the_person_may_not_view_is_neither_listed_nor_shown(web, perso
     assert rows(person("admin").page("/systems")) == ["open.lab.test", "secret.lab.test"]
 
 
+
+def test_who_sees_which_system_in_the_list_its_counts_groups_and_a_pool_timeline(web, person):
+    """Visibility as the API decides it, for each way a view is granted: to the person, to a group they are in,
+    through the policy of a pool the system uses, by owning the system; and refused otherwise."""
+    web.alice.post("/groups", {"name": "qe"})
+    web.bob.post("/groups", {"name": "ops"})
+    web.admin.post("/pools", {"name": "everything"})
+    granted = {"foruser": [{"permission": "view", "user": "alice"}], "forgroup": [{"permission": "view", "group": "qe"}],
+               "otherteam": [{"permission": "view", "group": "ops"}], "hidden": [], "mine": []}
+    for name in (*granted, "pooled", "unpooled"):
+        web.system(f"{name}.lab.test")
+        web.admin.post("/pools/everything/systems", {"fqdn": f"{name}.lab.test"})
+    for name, rules in granted.items():
+        assert web.admin.put(f"/systems/{name}.lab.test/access-policy", {"rules": rules})[0] == 200
+    assert web.admin.patch("/systems/mine.lab.test", {"owner": "alice"})[0] == 200
+    for pool, system, rules in (("gpu", "pooled", [{"permission": "view", "group": "qe"}]),
+                                ("locked", "unpooled", [])):  # unpooled's own rules let everybody view: unused
+        web.admin.post("/pools", {"name": pool})
+        web.admin.post(f"/pools/{pool}/systems", {"fqdn": f"{system}.lab.test"})
+        for rule in rules:
+            assert web.admin.post(f"/pools/{pool}/access-policy/rules", rule)[0] == 201
+        assert web.admin.put(f"/systems/{system}.lab.test/access-policy", {"use_pool_policy": pool})[0] == 200
+    alice, bob = person("alice"), person("bob")
+    hers = ["forgroup.lab.test", "foruser.lab.test", "mine.lab.test", "pooled.lab.test"]
+    assert rows(alice.page("/systems")) == hers
+    assert header(alice.page("/systems")) == "4 of 4 available · 0 queued"
+    assert rows(alice.page("/systems?group=condition")) == hers
+    timeline = alice.page("/pools/everything?span=1d")
+    assert re.findall(r'<g class="row" data-system="([^"]+)">', timeline) == hers and "4 systems" in timeline
+    assert rows(bob.page("/systems")) == ["otherteam.lab.test"]
+    assert header(bob.page("/systems")) == "1 of 1 available · 0 queued"
+    assert len(rows(person("admin").page("/systems?pool=everything"))) == 7
+
 def test_a_system_page_counts_the_queued_recipes_that_could_use_it(web, person):
     web.system("auto.lab.test", condition="automated")
     web.system("arm.lab.test", condition="automated", arch="aarch64")

@@ -105,6 +105,19 @@ def test_remote_user_is_trusted_only_when_the_setting_says_so(web, tmp_path):
     assert trusting.get("/systems", environ_base={"REMOTE_USER": "nobody"}).status_code == 303
 
 
+
+def test_remote_user_comes_only_from_the_front_proxy_never_from_a_request_header(web, tmp_path):
+    """A client can send a `Remote-User` header (HTTP_REMOTE_USER): only the proxy's REMOTE_USER counts, and only
+    when trusted; a user the proxy names but lablease has disabled stays out."""
+    assert web.client.get("/systems", headers={"Remote-User": "alice"}).status_code == 303  # off: ignored
+    trusting = Client(create_app(Settings(data_dir=str(tmp_path / "b"), web_trust_remote_user=True), web.db, web.clock))
+    assert trusting.get("/systems", headers={"Remote-User": "alice"}).status_code == 303  # on: still not a header
+    assert trusting.get("/systems", environ_base={"REMOTE_USER": "alice"}).status_code == 200
+    with UnitOfWork(web.db) as uow:
+        uow.session.execute(select(User).where(User.name == "alice")).scalar_one().disabled = True
+        uow.commit()
+    assert trusting.get("/systems", environ_base={"REMOTE_USER": "alice"}).status_code == 303
+
 def test_every_page_carries_the_csp_and_api_paths_are_untouched(web, person):
     alice = person("alice")
     response = alice.get("/systems")

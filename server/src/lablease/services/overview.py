@@ -9,7 +9,7 @@ from collections import defaultdict
 from datetime import datetime
 from typing import NamedTuple
 
-from sqlalchemy import func, select
+from sqlalchemy import and_, case, exists, false, func, or_, select
 from sqlalchemy.orm import selectinload
 
 from ..domain.actions import Holding, aborted_share, primary_action
@@ -38,6 +38,12 @@ def holders(session, now: datetime) -> dict[int, tuple[str, datetime | None]]:
     return {system_id: (name, end) for system_id, name, end in rows}
 
 
+def held_now(now: datetime):
+    """A condition on systems: a reservation holds it now (as `holders` lists them)."""
+    return exists().where(Reservation.system_id == System.id, Reservation.returned_at.is_(None),
+                          Reservation.start_at <= now)
+
+
 def since(session, system_ids: list[int]) -> dict[tuple[int, str], datetime]:
     """(system id, "usage" | "condition") -> when it last changed."""
     if not system_ids:
@@ -62,34 +68,75 @@ class Row(NamedTuple):
     policy_pool_id: int | None
 
 
-def visible_rows(session, actor: Actor, query) -> list[Row]:
-    """The systems of `query` the actor may view, decided by domain.permissions.decide as for the API's list,
-    from plain rows: 10,000 ORM objects take seconds to build, their columns milliseconds."""
-    columns = (System.id, System.fqdn, System.condition, System.owner_id, System.policy_pool_id)
-    connection = session.connection()  # Core rows: no ORM loading for what is only looked at
-    rows = [Row(*r) for r in connection.execute(query.with_only_columns(*columns).order_by(None)
-                                                .order_by(System.fqdn))]
-    if actor.is_admin:
-        return rows
-    # Which systems (and pools) have a view rule that applies to the actor: each rule judged once (Rule.applies_to)
-    own = {system_id for system_id, user_id, group_id in connection.execute(select(
-        AccessRule.system_id, AccessRule.user_id, AccessRule.group_id).where(AccessRule.permission == "view"))
-        if Rule(Permission.VIEW, user_id, group_id).applies_to(actor)}
-    pooled = {pool_id for pool_id, user_id, group_id in connection.execute(select(
-        PoolAccessRule.pool_id, PoolAccessRule.user_id, PoolAccessRule.group_id)
-        .where(PoolAccessRule.permission == "view")) if Rule(Permission.VIEW, user_id, group_id).applies_to(actor)}
+class Seen(NamedTuple):
+    """How many of the visible systems have a condition and are held now or not: the header's counts."""
+
+    condition: str
+    held: bool
+    count: int
+
+
+def visible(session, actor: Actor, query, now: datetime | None = None) -> tuple[object, list[Seen]]:
+    """`query` narrowed to the systems the actor may view, and their counts, from ONE grouped scan: visibility is
+    decided by domain.permissions.decide as for the API's list, once per kind of system found (owned by the actor
+    or not, a view rule applies or not, its condition), so a page counts in SQL and builds no row, ORM object or
+    decision per system. When every kind found is visible (a site's usual "everybody may view"), the query is
+    left as it is. `held` (a reservation holds it at `now`) is counted only when `now` is given."""
+    owned = case((System.owner_id == actor.id, True), else_=False)
+    applies = false() if actor.is_admin else _view_rule_applies(session.connection(), actor)
+    held = held_now(now) if now is not None else false()
+    kinds = query.with_only_columns(owned.label("owned"), applies.label("applies"), System.condition.label("condition"),
+                                    held.label("held")).order_by(None).subquery()
+    found = session.connection().execute(select(kinds.c.owned, kinds.c.applies, kinds.c.condition, kinds.c.held,
+                                                func.count()).group_by(kinds.c.owned, kinds.c.applies,
+                                                                       kinds.c.condition, kinds.c.held)).all()
     applying = (Rule(Permission.VIEW, actor.id),)
-    decided: dict[tuple, bool] = {}  # decide once per kind of system (owned or not, a rule applies or not)
+    allowed = {(bool(mine), bool(applied), condition): bool(decide(actor, Permission.VIEW, SystemAccess(
+        owner_id=actor.id if mine else None, condition=condition, rules=applying if applied else ())))
+        for mine, applied, condition, _, _ in found}
+    seen = [Seen(condition, bool(is_held), n) for mine, applied, condition, is_held, n in found
+            if allowed[(bool(mine), bool(applied), condition)]]
+    if all(allowed.values()):
+        return query, seen
+    return query.where(or_(false(), *(and_(owned if mine else ~owned, applies if applied else ~applies,
+                                           System.condition == condition)
+                                      for (mine, applied, condition), ok in allowed.items() if ok))), seen
 
-    def may_view(row: Row) -> bool:  # access as systems.access_of builds it: the pool's policy when used
-        applies = row.policy_pool_id in pooled if row.policy_pool_id is not None else row.id in own
-        key = (row.owner_id == actor.id, applies, row.condition)
-        if key not in decided:
-            access = SystemAccess(owner_id=row.owner_id, condition=row.condition, rules=applying if applies else ())
-            decided[key] = bool(decide(actor, Permission.VIEW, access))
-        return decided[key]
 
-    return [row for row in rows if may_view(row)]
+def all_rows(session, query) -> list[Row]:
+    """Every system of `query` (narrowed by `visible`), by name, as plain rows (what grouping sorts):
+    10,000 ORM objects take seconds to build, their columns milliseconds."""
+    columns = (System.id, System.fqdn, System.condition, System.owner_id, System.policy_pool_id)
+    return [Row(*row) for row in session.connection().execute(
+        query.with_only_columns(*columns).order_by(None).order_by(System.fqdn))]
+
+
+def page_of(session, query, total: int, page: int, per_page: int) -> tuple[list[Row], int, int]:
+    """One page (by name) of the `total` systems of `query`: its rows, the page shown and the page count."""
+    pages = max(1, -(-total // per_page))
+    page = min(max(1, page), pages)
+    columns = (System.id, System.fqdn, System.condition, System.owner_id, System.policy_pool_id)
+    rows = [Row(*row) for row in session.connection().execute(query.with_only_columns(*columns).order_by(None)
+                                                               .order_by(System.fqdn).limit(per_page)
+                                                               .offset((page - 1) * per_page))]
+    return rows, page, pages
+
+
+def _view_rule_applies(connection, actor: Actor):
+    """A column: does a view rule of the system (or of its policy pool, when it uses one) apply to the actor?
+    Rule.applies_to judges each distinct (user, group) of the view rules once; SQL matches rows against them."""
+    def matching(table):
+        pairs = connection.execute(select(table.user_id, table.group_id).where(table.permission == "view")
+                                   .distinct()).all()
+        chosen = [and_(table.user_id.is_(None) if user is None else table.user_id == user,
+                       table.group_id.is_(None) if group is None else table.group_id == group)
+                  for user, group in pairs if Rule(Permission.VIEW, user, group).applies_to(actor)]
+        return or_(false(), *chosen)
+
+    own = exists().where(AccessRule.system_id == System.id, AccessRule.permission == "view", matching(AccessRule))
+    pooled = exists().where(PoolAccessRule.pool_id == System.policy_pool_id, PoolAccessRule.permission == "view",
+                            matching(PoolAccessRule))
+    return case((System.policy_pool_id.is_not(None), pooled), else_=own)
 
 
 def pool_names(session) -> dict[int, str]:
@@ -116,14 +163,19 @@ def systems_page(uow, actor: Actor, now: datetime, filters: dict, group: str | N
                  per_page: int) -> dict:
     """One page of the systems matching the filters, with the header's counts over all of them."""
     session = uow.session
-    rows = visible_rows(session, actor, system_service.filtered(session, actor, now, filters))
-    held = holders(session, now)
-    key = group_of(group, session, held)
-    if key is not None:
+    query, seen = visible(session, actor, system_service.filtered(session, actor, now, filters), now)
+    total = sum(kind.count for kind in seen)
+    available = sum(kind.count for kind in seen if kind.condition in USABLE and not kind.held)
+    if group is None:  # paged in SQL: no row for the systems not shown
+        shown, page, pages = page_of(session, query, total, page, per_page)
+        key = None
+    else:  # sorted by a group computed in Python: every row, but plain ones
+        rows = all_rows(session, query)
+        key = group_of(group, session, holders(session, now) if group == "holder" else {})
         rows.sort(key=lambda row: (key(row), row.fqdn))
-    pages = max(1, -(-len(rows) // per_page))
-    page = min(max(1, page), pages)
-    shown = rows[(page - 1) * per_page: page * per_page]
+        pages = max(1, -(-total // per_page))
+        page = min(max(1, page), pages)
+        shown = rows[(page - 1) * per_page: page * per_page]
     by_id = {s.id: s for s in session.execute(select(System).where(System.id.in_([r.id for r in shown])).options(
         selectinload(System.pools), selectinload(System.owner), selectinload(System.policy_pool))).unique().scalars()}
     systems = [by_id[row.id] for row in shown]
@@ -133,8 +185,7 @@ def systems_page(uow, actor: Actor, now: datetime, filters: dict, group: str | N
         out["usage_since"] = changed.get((system.id, "usage"), system.created_at)
         out["condition_since"] = changed.get((system.id, "condition"), system.created_at)
         out["group"] = key(row) if key else None
-    return {"rows": described, "total": len(rows), "page": page, "pages": pages,
-            "available": sum(1 for row in rows if row.condition in USABLE and row.id not in held),
+    return {"rows": described, "total": total, "page": page, "pages": pages, "available": available,
             "queued": queued_count(session)}
 
 

@@ -76,19 +76,20 @@ def for_system(uow, actor, now: datetime, fqdn: str, start: datetime, end: datet
 
 
 def for_pool(uow, actor, now: datetime, name: str, start: datetime, end: datetime, page: int) -> dict:
-    """One page of a pool's timeline: its systems the actor may view, by name (visibility decided from plain
-    rows, as the systems list does: a pool of 10,000 systems builds ORM objects only for the page shown)."""
+    """One page of a pool's timeline: its systems the actor may view, by name (visibility decided per kind of
+    system and the page sliced in SQL, as the systems list does: a pool of 10,000 systems builds ORM objects
+    only for the page shown)."""
     session = uow.session
     about = pool_service.summary(session, name)
     # not systems.filtered: loading the Pool object would load its every system (Pool.systems is eager)
     members = select(System).where(System.id.in_(select(PoolSystem.system_id).where(PoolSystem.pool_id == about["id"])))
-    rows = overview.visible_rows(session, actor, members)
-    pages = max(1, -(-len(rows) // PER_PAGE))
-    page = min(max(page, 1), pages)
-    ids = [row.id for row in rows[(page - 1) * PER_PAGE:page * PER_PAGE]]
-    shown = sorted(session.execute(select(System).where(System.id.in_(ids))).unique().scalars(),
-                   key=lambda s: s.fqdn)
-    return {"pool": about | {"systems": len(rows)}, "page": page, "pages": pages,
+    shown_to_actor, seen = overview.visible(session, actor, members)
+    total = sum(kind.count for kind in seen)
+    rows, page, pages = overview.page_of(session, shown_to_actor, total, page, PER_PAGE)
+    by_id = {s.id: s for s in session.execute(select(System).where(System.id.in_([row.id for row in rows])))
+             .unique().scalars()}
+    shown = [by_id[row.id] for row in rows]
+    return {"pool": about | {"systems": total}, "page": page, "pages": pages,
             "chart": chart(session, shown, start, end, now)}
 
 

@@ -199,3 +199,13 @@ def test_a_wait_carries_its_purpose_and_needs_one_where_the_site_requires_it(db,
     lab.alice.post("/reservations", {"system": "s1.lab.test", "duration": "1h", "purpose": "kernel bisect"})
     waiting = waits(lab.bob, system="s1.lab.test", duration="1h", purpose="driver soak test")
     assert waiting["purpose"] == "driver soak test"
+
+
+def test_a_reservation_the_worker_returns_in_a_batch_hands_its_manual_system_to_the_line(lab):
+    lab.system()  # Manual: the scheduler runs no recipe on it, people in the line may still get it
+    _, held = lab.alice.post("/reservations", {"system": "s1.lab.test", "duration": "1h"})
+    waiting = waits(lab.bob, system="s1.lab.test", duration="1h")
+    lab.clock.advance(hours=1)
+    assert run_due(lab.db, START + H, lab.settings) == [held["id"]]  # the worker's expiry (services/expiry.py)
+    _, granted = lab.bob.get(f"/reservations/{waiting['id']}")
+    assert granted["state"] == "active" and granted["system"] == "s1.lab.test" and granted["start"] == at(START + H)

@@ -83,12 +83,12 @@ def return_plain(uow, ids: list[int], now: datetime) -> list[tuple[int, datetime
 
 
 def _offer(uow, freed: list, now: datetime) -> None:
-    """`system_freed` for each freed system someone may want: an Automated one (the scheduler's) or one an
-    advance reservation holds (its bound work's). The handlers ignore any other system (scheduling and
-    advance_states `on_system_freed`), so not emitting those saves a few queries per return."""
+    """`system_freed` for each freed system someone may want: an Automated or Manual one (the scheduler's
+    recipes, people waiting in line: services/waitline.py) or one an advance reservation holds (its bound
+    work's). The handlers ignore any other system, so not emitting those saves a few queries per return."""
     in_ars = set(uow.session.execute(select(ArSystem.system_id).where(
         ArSystem.system_id.in_([system.id for system in freed]))).scalars())
-    wanted = [system for system in freed if system.condition == "automated" or system.id in in_ars]
+    wanted = [system for system in freed if system.condition in ("automated", "manual") or system.id in in_ars]
     for system in wanted:
         emit(uow.session, SystemFreed(system.id, now))
 

@@ -322,13 +322,20 @@ def test_watch_stops_on_ctrl_c_with_130(server, automated, submit):
     job = submit(job_xml("jint1.lab.test"))
     script = Path(sys.executable).parent / "lablease"
     env = {**os.environ, "LABLEASE_URL": server.url, "LABLEASE_TOKEN": server.tokens["admin"]}
+    # A child inherits an ignored SIGINT (a test run started in the background has one), and Python then
+    # leaves Ctrl-C ignored: start it as a terminal would, with Ctrl-C handled.
+    ignored = signal.signal(signal.SIGINT, signal.default_int_handler)
     # `with`: the process is waited for and its pipes closed even when the test fails (never left to a later test)
-    with subprocess.Popen([str(script), "job", "watch", str(job["id"]), "--interval", "0.1"], env=env,
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as process:
+    try:
+        process = subprocess.Popen([str(script), "job", "watch", str(job["id"]), "--interval", "0.1"], env=env,
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    finally:
+        signal.signal(signal.SIGINT, ignored)
+    with process:
         try:
             first = process.stdout.readline()  # watching has begun
             process.send_signal(signal.SIGINT)
-            out, err = process.communicate(timeout=60)
+            out, err = process.communicate(timeout=20)
         finally:
             if process.poll() is None:
                 process.kill()

@@ -192,6 +192,11 @@ def _rule_field(error) -> str | None:
     if error.validator not in ("oneOf", "anyOf", "not") or "description" not in error.schema:
         return None
     alternatives = error.validator_value if error.validator != "not" else [error.validator_value]
+    if error.validator == "not" and isinstance(error.validator_value, dict) and "anyOf" in error.validator_value:
+        # "none of these combinations": name a field of the combination the body has
+        given = error.instance if isinstance(error.instance, dict) else {}
+        alternatives = [a for a in error.validator_value["anyOf"]
+                        if isinstance(a, dict) and all(n in given for n in a.get("required", ()))] or [{}]
     if not all(isinstance(a, dict) and a.get("required") for a in alternatives):
         return None
     return alternatives[0]["required"][0]

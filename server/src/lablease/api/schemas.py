@@ -6,6 +6,7 @@ for what a schema cannot say (a name that names nobody, a start in the past, a b
 from __future__ import annotations
 
 from ..domain.health import HEALTHS
+from ..domain.waitline import NOT_WITH_WAIT, WAIT_ONLY
 from ..domain.inventory import INVENTORY_SCHEMA
 from ..domain.systems import ARCHES, FQDN_MAX, FQDN_PATTERN
 from ..services.users import NAME_PATTERN
@@ -128,7 +129,16 @@ RESERVATION_CREATE = {
               rule("give the system to reserve, or requires/pools to wait for any matching system",
                    anyOf=[{"required": ["system"]},
                           *({"required": ["wait", what], "properties": {"wait": {"const": True}, what: kind}}
-                            for what, kind in (("requires", {"type": "object"}), ("pools", {"minItems": 1})))])],
+                            for what, kind in (("requires", {"type": "object"}), ("pools", {"minItems": 1})))]),
+              # domain/waitline.py check_fields and wanted: what goes with wait, and what never does
+              {"if": {"required": ["wait"], "properties": {"wait": {"const": True}}},
+               "then": {"allOf": [
+                   rule("a reservation that waits starts when it is granted: give duration, not start or end",
+                        **{"not": {"anyOf": [{"required": [name]} for name in NOT_WITH_WAIT]}}),
+                   rule("give either a system or requires/pools to wait for, not both",
+                        **{"not": {"anyOf": [{"required": ["system", "requires"]}, {"required": ["system", "pools"]}]}})]},
+               "else": rule("is only for a reservation that waits (wait: true)",
+                            **{"not": {"anyOf": [{"required": [name]} for name in WAIT_ONLY]}})}],
     "properties": {
         "system": {**FQDN, "description": "fqdn of the system"},
         "wait": {"type": "boolean", "default": False,

@@ -34,10 +34,15 @@ def on_a_terminal():
     import pty
     import termios
 
+    import signal
+
+    def as_on_a_terminal():
+        signal.signal(signal.SIGINT, signal.SIG_DFL)  # a run started in the background ignores Ctrl-C; a person's does not
+        fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
     controller, terminal = pty.openpty()
     process = subprocess.Popen([sys.executable, "-c", SHOW_THE_PAGES], cwd=ROOT, stdin=terminal, stdout=terminal,
-                               stderr=terminal, start_new_session=True,
-                               preexec_fn=lambda: fcntl.ioctl(0, termios.TIOCSCTTY, 0))
+                               stderr=terminal, start_new_session=True, preexec_fn=as_on_a_terminal)
     os.close(terminal)
     return process, controller
 

@@ -176,6 +176,12 @@ EXAMPLES = r"""
     duration: 4h
     wait: true
     wait_timeout: 7200
+
+- name: Leave the line, or give it back once granted
+  lablease.lab.reservation:
+    system: s2.lab.test
+    state: absent
+
 - name: Return it
   lablease.lab.reservation:
     system: s1.lab.test

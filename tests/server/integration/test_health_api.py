@@ -81,6 +81,9 @@ def test_a_failed_check_breaks_the_system_and_tells_its_owner_a_passing_one_make
     assert good["passed_at"] == good["last_check"] == "2026-11-22T12:15:00Z"
     assert [s["fqdn"] for s in lab.admin.get("/systems", health="good")[1]] == ["a.lab.test"]
     assert lab.admin.get("/systems", health="bad")[1] == []
+    for wrong in ("", "fine"):  # the description names the four states: nothing else is a filter
+        status, problem = lab.admin.get("/systems", health=wrong)
+        assert status == 422 and problem["field"] == "health" and "good" in problem["detail"], problem
 
 
 def test_a_check_is_due_after_n_recipes_and_after_a_failed_install(lab):

@@ -6,6 +6,7 @@ import json
 import re
 from urllib.parse import urlencode
 
+import jsonschema_rs
 from jsonschema import Draft202012Validator, FormatChecker
 from jsonschema.exceptions import best_match
 from werkzeug.datastructures import MultiDict
@@ -120,6 +121,32 @@ def _validator(schema: dict) -> Draft202012Validator:
     return validator
 
 
+_FAST: dict[int, object] = {}
+
+
+def _fast_validator(schema: dict):
+    """A compiled (Rust) validator of the same schema, to say "valid" quickly; None when the schema asks
+    for a format (e-mail) that only the full validator checks as this server means it."""
+    key = id(schema)
+    if key not in _FAST:
+        _FAST[key] = None if '"format": "email"' in json.dumps(schema) else \
+            jsonschema_rs.Draft202012Validator(schema, validate_formats=False)
+    return _FAST[key]
+
+
+def _quickly_valid(body: object, schema: dict) -> bool:
+    """True when the compiled validator finds body valid. Most bodies are: they skip jsonschema's walk
+    (a fifth of a reserve's CPU). A refusal, or a body it cannot take (an integer past 64 bits), goes to
+    jsonschema, whose errors name the field at fault, so every refusal is worded by one validator."""
+    fast = _fast_validator(schema)
+    if fast is None:
+        return False
+    try:
+        return fast.is_valid(body)
+    except (ValueError, OverflowError, TypeError):
+        return False
+
+
 def check_body(body: object, schema: dict) -> object:
     """The body, or 422 naming the field at fault when it does not match schema.
 
@@ -127,6 +154,8 @@ def check_body(body: object, schema: dict) -> object:
     otherwise be reported as the required field it was meant to be. A whole number written
     as 2.0 is an integer to JSON Schema: it comes back as the int 2.
     """
+    if _quickly_valid(body, schema):
+        return whole_numbers(body, schema)
     found = list(_validator(schema).iter_errors(body))
     error = next((e for e in found if e.validator == "additionalProperties"), None) or best_match(found)
     if error is None:
@@ -237,6 +266,9 @@ def query_value(kind: str, name: str, raw: str):
         if number < bounds["minimum"]:
             raise Invalid(name, f"must be at least {bounds['minimum']}")
         return number
+    choices = QUERY_KINDS[kind].get("enum")
+    if choices and raw not in choices:  # as the description says: one of these, an empty value included
+        raise Invalid(name, f"must be one of {', '.join(choices)}")
     return raw
 
 

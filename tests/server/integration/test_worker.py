@@ -122,3 +122,31 @@ def test_the_heartbeat_can_be_changed_or_stopped(lab):
     status, r = lab.alice.patch(f"/reservations/{r['id']}", {"heartbeat": None})
     assert status == 200 and r["heartbeat"] is None and r["due"] == at(START + timedelta(hours=4))
     assert run_due(lab.db, START + timedelta(hours=1)) == []
+
+
+def test_a_burst_of_wake_ups_costs_a_few_passes(lab):
+    """Hundreds of changes a second each wake the worker; their wake-ups collapse into one pass per wake_gap
+    (a pass per wake-up had taken a core of its own under a burst of reserves)."""
+    import time
+
+    worker = Worker(lab.settings, lab.db)
+    worker.wake_gap = 0.5
+    worker.start()
+    try:
+        deadline = time.monotonic() + 10
+        while worker.passes == 0:
+            assert time.monotonic() < deadline, "the worker never finished its first pass"
+            time.sleep(0.01)
+        before, began, sent = worker.passes, time.monotonic(), 0
+        while time.monotonic() - began < 1.5 or worker.passes == before:
+            with UnitOfWork(lab.db, waker=lab.app.waker) as uow:
+                uow.wake_worker()
+                uow.commit()
+            sent += 1
+            assert time.monotonic() - began < 20, "the wake-ups never led to a pass"
+        elapsed = time.monotonic() - began
+        passes = worker.passes - before
+    finally:
+        worker.stop()
+    assert sent >= 20
+    assert 1 <= passes <= elapsed / worker.wake_gap + 2, (sent, passes, elapsed)

@@ -16,6 +16,7 @@ from lablease.domain.lease import (
     extends_here,
     may_manage,
     needs_cascade,
+    wakes_worker,
 )
 from lablease.domain.permissions import Actor
 from lablease.domain.reservations import ReservationPolicy
@@ -145,3 +146,13 @@ def test_who_may_change_it(actor, allowed):
 
 def test_only_a_booking_on_the_systems_own_calendar_extends_here():
     assert extends_here(HELD) and not extends_here(replace(HELD, ar_id=2))
+
+
+def test_only_a_change_that_may_bring_a_deadline_sooner_wakes_the_worker():
+    beating = replace(HELD, heartbeat_seconds=600, last_heartbeat_at=NOW - H, due_at=NOW - H + timedelta(minutes=10))
+    assert not wakes_worker(beating, decide_heartbeat(beating, NOW))  # the deadline only moves later
+    shorter = replace(HELD, heartbeat_seconds=3600, last_heartbeat_at=NOW, due_at=NOW + H)
+    assert wakes_worker(shorter, decide_set_heartbeat(shorter, NOW, timedelta(minutes=5)))
+    assert wakes_worker(HELD, decide_extend(HELD, NOW, SITE, LEADS, end=NOW + H))  # sooner
+    assert wakes_worker(HELD, decide_extend(HELD, NOW, SITE, LEADS, extend_by=H))  # its warning is not read here
+    assert wakes_worker(HELD, decide_return(HELD, NOW))

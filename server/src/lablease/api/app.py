@@ -59,7 +59,7 @@ class LabLeaseApp:
         return self.handle(request)(environ, start_response)
 
     def handle(self, request: Request) -> Response:
-        page = self.web.handle(request)
+        page = None if request.path.startswith("/api/") else self.web.handle(request)  # API paths are never pages
         if page is not None:
             return page
         try:

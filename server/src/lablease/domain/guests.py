@@ -7,10 +7,17 @@ from __future__ import annotations
 
 import re
 
+from .errors import Conflict
+
 # QEMU/KVM's locally administered prefix, as Beaker's guests use: a guest's MAC is its system id under it.
 MAC_PREFIX = (0x52, 0x54, 0x00)
 _NOT_IN_NAME = re.compile(r"[^a-z0-9-]+")
 MAX_NAME = 255
+
+
+def not_for_people(fqdn: str, what: str) -> Conflict:
+    """The refusal to reserve, lend or hold a guest recipe's virtual machine: it is its recipe's alone."""
+    return Conflict(f"{fqdn} is a guest recipe's virtual machine; it cannot be {what}")
 
 
 def guest_mac(system_id: int) -> str:

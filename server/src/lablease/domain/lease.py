@@ -81,6 +81,16 @@ class Blocked:
     new_end: datetime | None
 
 
+def wakes_worker(lease: Lease, change: Change) -> bool:
+    """Whether the worker's next due time may come sooner, so it must be woken: not for a heartbeat, which only
+    moves the deadline later (hundreds of CI jobs beating each woke the worker for nothing); for any other change,
+    whose effect on the warnings and deadlines is not read here, yes."""
+    if set(change.reservation) - {"last_heartbeat_at", "due_at"}:
+        return True
+    new = change.reservation.get("due_at")
+    return new is not None and (lease.due_at is None or new < lease.due_at)
+
+
 def is_plain(lease: Lease) -> bool:
     """A manual reservation outside any advance reservation: the whole change is decided here."""
     return lease.kind == "manual" and lease.ar_id is None and lease.booking_id is not None and not lease.waited

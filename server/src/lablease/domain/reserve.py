@@ -21,6 +21,7 @@ from . import retries
 from .advance import FINAL, in_acl
 from .calendar import Booking, exclusive_conflict
 from .errors import BookingConflict, Conflict, DomainError, Forbidden, Holder, Invalid, NotFound
+from .guests import not_for_people
 from .notices import warn_at
 from .permissions import Actor, Permission, Rule, SystemAccess, decide
 from .times import format_time
@@ -192,7 +193,7 @@ def _plan(facts: ReserveFacts, what: retries.ReserveAsked, policy, now, warn) ->
     if system is None or not decide(actor, Permission.VIEW, system.access(with_loan=False)):
         return NotFound(f"no system named {what.system}")  # also when invisible: no leak of names
     if system.guest:
-        return Conflict(f"{system.fqdn} is a guest recipe's virtual machine; it cannot be reserved")
+        return not_for_people(system.fqdn, "reserved")
     if ar_id is None:  # inside an AR, its ACL grants the use instead
         decision = decide(actor, Permission.RESERVE, system.access())
         if not decision:

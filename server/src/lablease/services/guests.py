@@ -16,7 +16,6 @@ from datetime import datetime
 from sqlalchemy import select
 
 from ..domain import guests as rules
-from ..domain.errors import Conflict
 from ..domain.permissions import Permission
 from ..store.tables import AccessRule, Installation, Recipe, Resource, System
 from ..store.uow import settings_of
@@ -65,7 +64,7 @@ def retire(session, system: System, now: datetime) -> None:
 def refuse(system: System, what: str) -> None:
     """A guest system is its recipe's alone."""
     if system.guest:
-        raise Conflict(f"{system.fqdn} is a guest recipe's virtual machine; it cannot be {what}")
+        raise rules.not_for_people(system.fqdn, what)
 
 
 # --- answers --------------------------------------------------------------------------------------

@@ -10,6 +10,7 @@ from __future__ import annotations
 from ..domain import events as ev
 from ..observe import metrics
 from ..store.db import Database
+from ..store.queries import freed_system_wanted
 from ..store.uow import UnitOfWork
 from . import advance_states, health, installations, jobs, scheduling
 
@@ -28,7 +29,17 @@ def place_new_set(uow, event: ev.RecipeSetQueued) -> None:
     scheduling.on_new_set(uow, event.recipe_set_id, event.now)
 
 
-@_timed
+def _if_wanted(handler):
+    """A SystemFreed handler run only when something could take the system (store/queries.py says what)."""
+    def if_wanted(uow, event: ev.SystemFreed):
+        if freed_system_wanted(uow.session, event.system_id):
+            handler(uow, event)
+    if_wanted.__name__ = handler.__name__
+    return if_wanted
+
+
+@_timed  # every system_freed counts, the ones nothing could take too (their cost is the check)
+@_if_wanted
 def offer_freed_system(uow, event: ev.SystemFreed) -> None:
     scheduling.on_system_freed(uow, event.system_id, event.now)
 
@@ -40,7 +51,7 @@ def offer_changed_system(uow, event: ev.SystemChanged) -> None:
 
 HANDLERS: dict[type, tuple] = {
     ev.RecipeSetQueued: (place_new_set, advance_states.on_new_set),
-    ev.SystemFreed: (offer_freed_system, advance_states.on_system_freed),
+    ev.SystemFreed: (offer_freed_system, _if_wanted(advance_states.on_system_freed)),
     ev.SystemChanged: (offer_changed_system, advance_states.on_system_changed),
     ev.DistroTreeRemoved: (jobs.on_distro_tree_removed,),
     ev.ReservationClosed: (installations.on_reservation_closed,),

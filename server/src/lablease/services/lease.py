@@ -52,7 +52,8 @@ def _write(uow, actor: Actor | None, now: datetime, lease: Lease, change: Change
     lease_rows.write(uow.session, lease, change, rows)
     if change.freed:
         emit(uow.session, SystemFreed(lease.system_id, now))
-    uow.wake_worker()
+    if decide.wakes_worker(lease, change):
+        uow.wake_worker()
     return render(lease, change, now)
 
 

@@ -54,7 +54,8 @@ RETURN = select(*_COLUMNS, *_BUSY, *_TAIL).select_from(_FROM).where(_r.c.id == _
 
 def read(session, statement, reservation_id: int) -> Lease | None:
     """The reservation as `statement` (EXTEND, HEARTBEAT or RETURN) reads it, or None."""
-    row = session.execute(statement, {"id": reservation_id}).first()
+    # Core statements run on the session's connection: the ORM's execution layer has nothing to add here
+    row = session.connection().execute(statement, {"id": reservation_id}).first()
     if row is None:
         return None
     lease, tail = list(row[:20]), {"purpose": row[-2], "waited": bool(row[-1])}
@@ -83,13 +84,14 @@ def _update_reservation(columns: tuple):
 def write(session, lease: Lease, change: Change, activity: list[dict]) -> None:
     """The decided change: the reservation, its booking, the activity rows (one INSERT)."""
     values = change.reservation
-    session.execute(_update_reservation(tuple(values)), {"row": lease.id, **{f"v_{c}": v for c, v in values.items()}})
+    conn = session.connection()
+    conn.execute(_update_reservation(tuple(values)), {"row": lease.id, **{f"v_{c}": v for c, v in values.items()}})
     if change.booking_end == ("delete",):
-        session.execute(_DELETE_BOOKING, {"row": lease.booking_id})
+        conn.execute(_DELETE_BOOKING, {"row": lease.booking_id})
     elif change.booking_end is not None:
-        session.execute(_END_BOOKING, {"row": lease.booking_id, "v_end_at": change.booking_end[1]})
+        conn.execute(_END_BOOKING, {"row": lease.booking_id, "v_end_at": change.booking_end[1]})
     if activity:
-        session.execute(_INSERT_ACTIVITY, activity)
+        conn.execute(_INSERT_ACTIVITY, activity)
 
 
 

@@ -2,12 +2,36 @@
 so use cases need not import each other for it."""
 from __future__ import annotations
 
-from sqlalchemy import select
+from sqlalchemy import and_, bindparam, exists, or_, select
 
 from ..domain import advance as advance_rules
 from ..domain.times import format_time
 from ..scheduler.filters import Host, needs_hardware
-from .tables import AdvanceReservation, ArSystem, System
+from .tables import AdvanceReservation, ArSystem, ClassCandidate, Pool, PoolSystem, RecipeSet, System
+from .waitline_tables import ReservationWait
+
+# What a freed system may be wanted by: an advance reservation that holds it and is running or in error (it
+# may place its work now), a waiting reservation whose requirement class lists it, and for an Automated
+# system any recipe set waiting anywhere (the head of the queue may hold it) or a waiting reservation held
+# back by its pool's automation floor (one of the pool's systems may be granted now).
+_SYSTEM = System.__table__
+_WANTED = select(or_(
+    exists().where(ArSystem.system_id == _SYSTEM.c.id, AdvanceReservation.id == ArSystem.ar_id,
+                   AdvanceReservation.state.in_(("r", "E"))),
+    exists().where(ClassCandidate.system_id == _SYSTEM.c.id, ReservationWait.class_id == ClassCandidate.class_id,
+                   ReservationWait.status == "waiting"),
+    and_(_SYSTEM.c.condition == "automated", or_(
+        exists().where(RecipeSet.multi.in_((True, False)), RecipeSet.status.in_(("queued", "assigned"))),
+        exists().where(PoolSystem.system_id == _SYSTEM.c.id, Pool.id == PoolSystem.pool_id,
+                       Pool.automation_floor > 0))))).where(_SYSTEM.c.id == bindparam("system_id"))
+
+
+def freed_system_wanted(session, system_id: int) -> bool:
+    """Whether anything could take the freed system (one indexed statement): when nothing could, the
+    handlers of SystemFreed have nothing to offer and a return skips them (they had cost a return three
+    times its own work)."""
+    session.flush()  # a wait or an advance reservation changed in this unit of work counts (a no-op if none)
+    return bool(session.connection().execute(_WANTED, {"system_id": system_id}).scalar())
 
 
 def host(system: System, tree: dict | None = None) -> Host:

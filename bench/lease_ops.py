@@ -171,17 +171,20 @@ def authentication(database_url: str, token: str, repeat: int = 2000) -> dict:
 
 def report(table: dict) -> None:
     """The rates beside hello, and the heartbeat aim."""
-    print(f"{'database':<11} {'operation':<10} {'req/s':>8} {'p50 ms':>8} {'p99 ms':>8} {'requests':>9} {'non-2xx':>8}")
+    print(f"{'database':<11} {'operation':<10} {'req/s':>8} {'p50 ms':>8} {'p99 ms':>8} {'requests':>9} {'non-2xx':>8} "
+          f"{'CPU ms/req':>10}")
     for kind, results in table.items():
         for op in OPS:
             if op in results:
                 r = results[op]
                 print(f"{kind:<11} {op:<10} {r['rps']:>8.0f} {r['p50']:>8.2f} {r['p99']:>8.2f} {r['requests']:>9} "
-                      f"{r['errors']:>8}")
+                      f"{r['errors']:>8} {r.get('cpu_ms', float('nan')):>10.2f}")
     for kind, results in table.items():
         if "heartbeat" in results:
             ratio = results["heartbeat"]["rps"] / results["hello"]["rps"]
-            print(f"{kind}: heartbeat / hello = {ratio:.2f} ({'meets' if ratio >= 0.5 else 'misses'} the 0.5 aim)")
+            cpu = results["hello"].get("cpu_ms", 0) / results["heartbeat"].get("cpu_ms", 1)
+            print(f"{kind}: heartbeat / hello = {ratio:.2f} ({'meets' if ratio >= 0.5 else 'misses'} the 0.5 aim); "
+                  f"server CPU per request: hello / heartbeat = {cpu:.2f}")
         for op in OPS:
             counts = results.get(op, {}).get("sessions")
             if counts:

@@ -13,7 +13,10 @@ it measures, with gunicorn gthread 2 workers x 4 threads on loopback (lablease t
   lablease  POST /api/v1/reservations of the real server (token auth, policy,
             activity log, worker wake-up)
 
-and prints requests/s, p50, p99 and the ratio lablease / minimal (aim >= 0.5).
+and prints requests/s, p50, p99 and the ratio lablease / minimal (aim >= 0.5), and the server's CPU per
+request (all its processes: gunicorn's arbiter and workers, lablease's worker), which does not depend on how
+the kernel dealt the connections to gunicorn's workers (all 16 to one of them, now and then: that run's rate
+is then one process's) nor on what else the machine runs.
 Every request books a window of its own on one of 16 systems, so all of
 them succeed (a non-2xx answer is reported). The load generator is wrk
 (installed from Debian when missing and run as root), else Python threads with
@@ -159,6 +162,51 @@ class MinimalServer:
         os.killpg(self.process.pid, signal.SIGTERM)
         self.process.wait(20)
         self.log.close()
+
+
+# --- the server's CPU time ------------------------------------------------------------------------
+
+def _cpu_seconds(roots: list[int]) -> float:
+    """User + system CPU seconds of the processes `roots` and all their descendants, as /proc has them."""
+    parents, times = {}, {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+        except OSError:  # gone meanwhile
+            continue
+        parents[int(entry)] = int(fields[1])
+        times[int(entry)] = int(fields[11]) + int(fields[12])
+    tree, todo = set(), list(roots)
+    while todo:
+        pid = todo.pop()
+        if pid not in tree:
+            tree.add(pid)
+            todo += [child for child, parent in parents.items() if parent == pid]
+    return sum(times.get(pid, 0) for pid in tree) / os.sysconf("SC_CLK_TCK")
+
+
+class ServerCpu:
+    """A load generator whose every run also says the server's CPU milliseconds per request (`cpu_ms`)."""
+
+    def __init__(self, load, roots: list[int]):
+        self.load, self.roots, self.name = load, roots, load.name
+
+    @property
+    def script(self):  # wrk's script (lease_ops swaps it); absent for the Python load, as on the load itself
+        return self.load.script
+
+    @script.setter
+    def script(self, value) -> None:
+        self.load.script = value
+
+    def run(self, *args, **kwargs) -> dict:
+        before = _cpu_seconds(self.roots)
+        result = self.load.run(*args, **kwargs)
+        result["cpu_ms"] = (_cpu_seconds(self.roots) - before) * 1000 / max(1, result["requests"])
+        return result
 
 
 # --- load generation ----------------------------------------------------------------------------
@@ -312,6 +360,7 @@ def bench_database(url: str, minimal_url: str, load, seconds: float, workdir: Pa
     results = {}
     base = int(time.time()) + 86400
     server, worker = start_lablease(workdir / "lablease", url)
+    measured, load = load, ServerCpu(load, [server.process.pid, worker.pid])
     try:
         token = server.tokens["admin"]
         load.run(server.url, "/health", 1)  # warm up
@@ -328,6 +377,7 @@ def bench_database(url: str, minimal_url: str, load, seconds: float, workdir: Pa
 
     create_minimal_schema(minimal_url)
     minimal = MinimalServer(minimal_url, workdir)
+    load = ServerCpu(measured, [minimal.process.pid])
     try:
         load.run(minimal.url, "/reserve", 1, post=True, base=base, prefix="r")
         results["minimal"] = load.run(minimal.url, "/reserve", seconds, post=True, base=base + 86400 * 30,
@@ -366,19 +416,23 @@ def main() -> int:
     finally:
         postgres.stop()
 
-    print(f"{'database':<11} {'case':<9} {'req/s':>8} {'p50 ms':>8} {'p99 ms':>8} {'requests':>9} {'non-2xx':>8}")
+    print(f"{'database':<11} {'case':<9} {'req/s':>8} {'p50 ms':>8} {'p99 ms':>8} {'requests':>9} {'non-2xx':>8} "
+          f"{'CPU ms/req':>10}")
     for kind, results in table.items():
         for case in ("hello", "minimal", "lablease"):
             r = results[case]
             print(f"{kind:<11} {case:<9} {r['rps']:>8.0f} {r['p50']:>8.2f} {r['p99']:>8.2f} {r['requests']:>9} "
-                  f"{r['errors']:>8}" + (f"  socket errors: {r['socket_errors']}" if "socket_errors" in r else ""))
+                  f"{r['errors']:>8} {r['cpu_ms']:>10.2f}"
+                  + (f"  socket errors: {r['socket_errors']}" if "socket_errors" in r else ""))
     print()
     lease_ops.report(table)
     for kind, results in table.items():
         ratio = results["lablease"]["rps"] / results["minimal"]["rps"]
         verdict = "meets" if ratio >= 0.5 else "misses"
         print(f"{kind}: lablease / minimal reserve = {ratio:.2f} ({verdict} the 0.5 aim); "
-              f"lablease / hello = {results['lablease']['rps'] / results['hello']['rps']:.2f}")
+              f"lablease / hello = {results['lablease']['rps'] / results['hello']['rps']:.2f}; "
+              f"server CPU per request: minimal / lablease = "
+              f"{results['minimal']['cpu_ms'] / results['lablease']['cpu_ms']:.2f}")
     print("load average after: " + " ".join(f"{x:.2f}" for x in os.getloadavg()))
     shutil.rmtree(workdir, ignore_errors=True)
     return 0

@@ -2,7 +2,7 @@
 so use cases need not import each other for it."""
 from __future__ import annotations
 
-from sqlalchemy import and_, bindparam, exists, or_, select
+from sqlalchemy import and_, bindparam, exists, false, literal_column, or_, select, true
 
 from ..domain import advance as advance_rules
 from ..domain.times import format_time
@@ -15,13 +15,21 @@ from .waitline_tables import ReservationWait
 # system any recipe set waiting anywhere (the head of the queue may hold it) or a waiting reservation held
 # back by its pool's automation floor (one of the pool's systems may be granted now).
 _SYSTEM = System.__table__
+
+
+def _among(*values) -> list:
+    """Constant words written into the statement (an IN of bound values is expanded at every execution)."""
+    assert all(value.isalpha() for value in values)  # state names: nothing to quote
+    return [literal_column(f"'{value}'") for value in values]
+
+
 _WANTED = select(or_(
     exists().where(ArSystem.system_id == _SYSTEM.c.id, AdvanceReservation.id == ArSystem.ar_id,
-                   AdvanceReservation.state.in_(("r", "E"))),
+                   AdvanceReservation.state.in_(_among("r", "E"))),
     exists().where(ClassCandidate.system_id == _SYSTEM.c.id, ReservationWait.class_id == ClassCandidate.class_id,
                    ReservationWait.status == "waiting"),
     and_(_SYSTEM.c.condition == "automated", or_(
-        exists().where(RecipeSet.multi.in_((True, False)), RecipeSet.status.in_(("queued", "assigned"))),
+        exists().where(RecipeSet.multi.in_([true(), false()]), RecipeSet.status.in_(_among("queued", "assigned"))),
         exists().where(PoolSystem.system_id == _SYSTEM.c.id, Pool.id == PoolSystem.pool_id,
                        Pool.automation_floor > 0))))).where(_SYSTEM.c.id == bindparam("system_id"))
 

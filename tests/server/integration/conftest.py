@@ -73,6 +73,14 @@ class Lab:
         self.tokens[name] = token
         return Caller(self.client, token)
 
+    def in_arusers(self, name: str) -> None:
+        """The arusers group exists and `name` is in it: they may ask for advance reservations."""
+        with UnitOfWork(self.db) as uow:
+            users.ensure_arusers(uow.session, START)
+            uow.commit()
+        status, _ = self.admin.post("/groups/arusers/members", {"user": name})
+        assert status in (200, 201)
+
     def anonymous(self):
         return Caller(self.client, None)
 

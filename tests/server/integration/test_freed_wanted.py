@@ -3,7 +3,6 @@
 from datetime import timedelta
 
 from lablease.config import Settings
-from lablease.services import users
 from sqlalchemy import select
 
 from lablease.store.queries import freed_system_wanted
@@ -51,10 +50,7 @@ def test_a_waiting_reservation_or_waiting_work_makes_a_system_wanted(db):
 
 def test_a_running_advance_reservation_that_holds_it_makes_it_wanted(db, tmp_path):
     lab = Lab(db, Settings(data_dir=str(tmp_path / "data"), ar_duration_offset="1m"))
-    with UnitOfWork(db) as uow:
-        users.ensure_arusers(uow.session, START)
-        uow.commit()
-    lab.admin.post("/groups/arusers/members", {"user": "alice"})
+    lab.in_arusers("alice")
     lab.system("a1.lab.test", condition="automated")
     status, granted = lab.alice.post("/advance-reservations", {"start": at(START + timedelta(hours=1)),
                                                                "duration": "2h", "count": 1})

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import and_, exists, select, text
+from sqlalchemy import and_, bindparam, exists, select, text
 from sqlalchemy.orm import aliased
 
 from ..domain import commands as rules
@@ -156,14 +156,18 @@ class Claimed:
     loaders: tuple[str, ...] | None = None  # the system's netboot.loaders; None: every loader that can
 
 
-def _runnable(now: datetime):
+def _runnable_query():
     earlier, running = aliased(Command), aliased(Command)
     blocked_by_system = exists().where(earlier.system_id == Command.system_id, earlier.id < Command.id,
                                        earlier.status.in_(UNFINISHED))
     blocked_by_address = exists().where(running.status == "running", running.power_key == Command.power_key)
-    return (select(Command).where(Command.status == "queued", Command.due_at <= now, ~blocked_by_system,
+    return (select(Command).where(Command.status == "queued", Command.due_at <= bindparam("now"), ~blocked_by_system,
                                   ~and_(Command.power_key.is_not(None), blocked_by_address))
-            .order_by(Command.id))
+            .order_by(Command.id).limit(1))
+
+
+# The first runnable command (`now` bound at execution): built once, as the worker asks at every pass.
+_RUNNABLE = _runnable_query()
 
 
 class Unrunnable(Exception):
@@ -185,7 +189,7 @@ def claim_next(uow, now: datetime, timeout: timedelta, boot_image) -> Claimed | 
     session = uow.session
     if uow.is_postgresql:
         session.execute(text("SELECT pg_advisory_xact_lock(4242001)"))
-    command = session.execute(_runnable(now).limit(1)).unique().scalar_one_or_none()
+    command = session.execute(_RUNNABLE, {"now": now}).unique().scalar_one_or_none()
     if command is None:
         return None
     ident = command.id

@@ -67,11 +67,16 @@ def next_time(uow, step: Step):
     return item[1] if item else None
 
 
+_NEXT: dict[str, object] = {}  # each step's "next item" query, built once: the worker asks it at every pass
+
+
 def next_item(uow, step: Step) -> tuple[int, datetime] | None:
     """(id, due time) of the step's next item, or None."""
-    row = uow.session.execute(select(step.model.id, step.time).where(
-        step.time.is_not(None), step.pending, not_parked(step.kind, step.model.id))
-        .order_by(step.time).limit(1)).first()
+    query = _NEXT.get(step.kind)
+    if query is None:
+        query = _NEXT[step.kind] = select(step.model.id, step.time).where(
+            step.time.is_not(None), step.pending, not_parked(step.kind, step.model.id)).order_by(step.time).limit(1)
+    row = uow.session.execute(query).first()
     return tuple(row) if row else None
 
 

@@ -113,9 +113,17 @@ def _one(db: Database, settings: Settings, step: due.Step, ident: int, now: date
 def run_due(db: Database, now: datetime, settings: Settings | None = None) -> list[int]:
     """Do everything due at `now`; returns the ids of the reservations returned."""
     settings = settings or Settings()
+    with unit_of_work(db, settings, write=False) as uow:  # which steps have anything due: one transaction
+        due_now = {step.kind for step in DUE_STEPS if (at := due.next_time(uow, step)) is not None and at <= now}
     returned: list[int] = []
+    acted = False
     for step in DUE_STEPS:
+        # A step with nothing due is skipped (most passes, woken by a change, find nothing due at all); once a
+        # step has acted, the later ones are all looked at, as what it did may have made theirs due.
+        if step.kind not in due_now and not acted:
+            continue
         handled = run_step(db, settings, step, now)
+        acted = acted or bool(handled)
         if step is reservations.EXPIRY:
             returned += handled
     return returned

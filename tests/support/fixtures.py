@@ -18,6 +18,9 @@ from .live import LiveServer
 from .postgres import ThrowawayPostgres, find_bindir
 
 _counter = itertools.count()
+# The SMTP receivers' (aiosmtpd) thread logs every connection at INFO, at moments of its own: late lines went to
+# whatever stream the root logger had then, sometimes one pytest had closed ("--- Logging error ---" in CI).
+logging.getLogger("mail.log").setLevel(logging.WARNING)
 
 
 @pytest.fixture(autouse=True)

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import gc
 import os
 import pickle
 import random
@@ -169,18 +170,35 @@ def full_pass(db: Database, system_id: int, now: datetime) -> None:
 
 def measure(db: Database, how, events: list[int], now: datetime) -> tuple[list[float], list[float], int, float]:
     """Per event: wall-clock ms and this process's CPU ms (SQLite runs in-process: on a shared machine the CPU
-    time is what the event costs, the wall clock adds the time other processes had the cores)."""
+    time is what the event costs, the wall clock adds the time other processes had the cores). Full
+    (generation 2) garbage collections that fall inside an event are counted in COLLECTIONS."""
     before = started(db)
     times, cpu = [], []
     begin = time.perf_counter()
     for offset, system_id in enumerate(events):
         moment = now + timedelta(seconds=offset)
         free(db, system_id, moment)
+        collected = len(COLLECTIONS)
         t, c = time.perf_counter(), time.process_time()
         how(db, system_id, moment)
         times.append((time.perf_counter() - t) * 1000)
         cpu.append((time.process_time() - c) * 1000)
+        for entry in COLLECTIONS[collected:]:
+            entry.append(offset)
     return times, cpu, started(db) - before, time.perf_counter() - begin
+
+
+COLLECTIONS: list[list] = []  # [CPU ms, event index] per full collection while measuring
+_COLLECTING = {"since": 0.0}
+
+
+def _watch_collections(phase: str, info: dict) -> None:
+    if info["generation"] != 2:
+        return
+    if phase == "start":
+        _COLLECTING["since"] = time.process_time()
+    else:
+        COLLECTIONS.append([(time.process_time() - _COLLECTING["since"]) * 1000])
 
 
 def prepared(args, size: int, workdir: Path) -> tuple[Database, random.Random]:
@@ -227,6 +245,7 @@ def main() -> int:
     parser.add_argument("--keep", metavar="DIR", help="build each database once into DIR and reuse it")
     parser.add_argument("--profile", metavar="FILE", help="cProfile the event-driven events into FILE.<queue>")
     args = parser.parse_args()
+    gc.callbacks.append(_watch_collections)
     print(f"machine: {os.cpu_count()} cores, Python {sys.version.split()[0]}; load average before: "
           + " ".join(f"{x:.2f}" for x in os.getloadavg()), flush=True)
     rows = []
@@ -235,12 +254,16 @@ def main() -> int:
         db, rng = prepared(args, size, workdir)
         order = rng.sample(range(1, args.systems + 1), args.events + args.baseline_events)
         profile = cProfile.Profile(time.process_time) if args.profile else None
+        COLLECTIONS.clear()
         if profile:
             profile.enable()
         times, cpu, placed, elapsed = measure(db, event_driven, order[:args.events], NOW)
         if profile:
             profile.disable()
             profile.dump_stats(f"{args.profile}.{size}")
+        collections = [entry for entry in COLLECTIONS if len(entry) == 2]
+        print(f"queue {size}: {len(collections)} full garbage collection(s) inside the events: "
+              + ", ".join(f"{ms:.1f} ms CPU in event {index}" for ms, index in collections), flush=True)
         rows.append((size, "event-driven", times, cpu, placed, elapsed))
         if args.baseline_events:  # 0: the event-driven figures only (a full pass at 100,000 takes minutes)
             base, base_cpu, base_placed, base_elapsed = measure(db, full_pass, order[args.events:],

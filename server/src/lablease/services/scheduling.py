@@ -250,7 +250,10 @@ def _plan(session, recipe_set: RecipeSet, now: datetime, freed: int | None, head
 
 
 def _hold(session, recipe_set: RecipeSet, needs: list[Need], is_free, now: datetime) -> None:
-    partial = place_partial(needs, is_free)
+    """The head holds what it can use, from what it holds (kept: dealing it out again could swap a held
+    system for the freed one, give the held one back and offer it again, for nothing)."""
+    current = {r.id: r.system_id for r in recipe_set.recipes if r.status == "assigned"}
+    partial = place_partial(needs, is_free, current)
     if partial:
         hold(session, recipe_set, partial, now)
 

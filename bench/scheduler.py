@@ -1,6 +1,7 @@
 """Per-event scheduling cost as the queue grows, beside a naive full-pass scheduler.
 
     .venv/bin/python bench/scheduler.py [--systems 10000] [--queues 10000,100000] [--events 200]
+                                        [--keep DIR] [--profile FILE]
 
 Builds, on SQLite, 10,000 Automated systems (four arches, mixed memory, two
 pools) that are all busy, and a queue of recipes with mixed requirements
@@ -15,6 +16,11 @@ systems one at a time and measures, per event:
                  priority order and try every recipe set against the free
                  systems (implemented here as the baseline; a few events only).
 
+--keep DIR builds each lab and queue once into DIR and copies it for every
+run (the build takes minutes at 100,000; the same database and seed then
+serve a before/after comparison). --profile FILE writes a cProfile of the
+event-driven events (CPU time) for each queue size (FILE.<queue>).
+
 Prints p50/p99 per event and placements per second for each queue size; the
 figure that matters is how flat the event-driven cost stays when the queue
 grows tenfold.
@@ -22,8 +28,12 @@ grows tenfold.
 from __future__ import annotations
 
 import argparse
+import cProfile
+import gc
 import os
+import pickle
 import random
+import shutil
 import statistics
 import sys
 import tempfile
@@ -160,18 +170,66 @@ def full_pass(db: Database, system_id: int, now: datetime) -> None:
 
 def measure(db: Database, how, events: list[int], now: datetime) -> tuple[list[float], list[float], int, float]:
     """Per event: wall-clock ms and this process's CPU ms (SQLite runs in-process: on a shared machine the CPU
-    time is what the event costs, the wall clock adds the time other processes had the cores)."""
+    time is what the event costs, the wall clock adds the time other processes had the cores). Full
+    (generation 2) garbage collections that fall inside an event are counted in COLLECTIONS."""
     before = started(db)
     times, cpu = [], []
     begin = time.perf_counter()
     for offset, system_id in enumerate(events):
         moment = now + timedelta(seconds=offset)
         free(db, system_id, moment)
+        collected = len(COLLECTIONS)
         t, c = time.perf_counter(), time.process_time()
         how(db, system_id, moment)
         times.append((time.perf_counter() - t) * 1000)
         cpu.append((time.process_time() - c) * 1000)
+        for entry in COLLECTIONS[collected:]:
+            entry.append(offset)
     return times, cpu, started(db) - before, time.perf_counter() - begin
+
+
+COLLECTIONS: list[list] = []  # [CPU ms, event index] per full collection while measuring
+_COLLECTING = {"since": 0.0}
+
+
+def _watch_collections(phase: str, info: dict) -> None:
+    if info["generation"] != 2:
+        return
+    if phase == "start":
+        _COLLECTING["since"] = time.process_time()
+    else:
+        COLLECTIONS.append([(time.process_time() - _COLLECTING["since"]) * 1000])
+
+
+def prepared(args, size: int, workdir: Path) -> tuple[Database, random.Random]:
+    """A fresh copy of the lab and queue of this size, and the random state that built them (to draw the
+    same events): built here, or copied from --keep's directory (built there the first time)."""
+    path = workdir / "sched.db"
+    kept = Path(args.keep) / f"sched-{args.systems}-{size}.db" if args.keep else None
+    if kept is not None and kept.exists():
+        shutil.copyfile(kept, path)
+        rng = random.Random()
+        rng.setstate(pickle.loads(kept.with_suffix(".rng").read_bytes()))
+        print(f"queue {size}: copied {kept}", flush=True)
+        db = Database(f"sqlite:///{path}")
+        upgrade(db)  # a database kept by an older checkout gets this one's migrations
+        return db, rng
+    db = Database(f"sqlite:///{path}")
+    upgrade(db)
+    rng = random.Random(42)
+    t = time.perf_counter()
+    build_lab(db, args.systems, rng)
+    classes = make_classes(db)
+    build_queue(db, size, classes, rng, first_id=1)
+    print(f"queue {size}: built {args.systems} systems, {len(classes)} requirement classes and the queue "
+          f"in {time.perf_counter() - t:.1f} s", flush=True)
+    if kept is not None:
+        db.dispose()
+        kept.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, kept)
+        kept.with_suffix(".rng").write_bytes(pickle.dumps(rng.getstate()))
+        db = Database(f"sqlite:///{path}")
+    return db, rng
 
 
 def pct(times: list[float], q: int) -> float:
@@ -184,29 +242,41 @@ def main() -> int:
     parser.add_argument("--queues", default="10000,100000")
     parser.add_argument("--events", type=int, default=200)
     parser.add_argument("--baseline-events", type=int, default=3)
+    parser.add_argument("--keep", metavar="DIR", help="build each database once into DIR and reuse it")
+    parser.add_argument("--profile", metavar="FILE", help="cProfile the event-driven events into FILE.<queue>")
     args = parser.parse_args()
+    gc.callbacks.append(_watch_collections)
     print(f"machine: {os.cpu_count()} cores, Python {sys.version.split()[0]}; load average before: "
           + " ".join(f"{x:.2f}" for x in os.getloadavg()), flush=True)
     rows = []
     for size in (int(q) for q in args.queues.split(",")):
         workdir = Path(tempfile.mkdtemp(prefix="lablease-bench-sched-"))
-        db = Database(f"sqlite:///{workdir / 'sched.db'}")
-        upgrade(db)
-        rng = random.Random(42)
-        t = time.perf_counter()
-        build_lab(db, args.systems, rng)
-        classes = make_classes(db)
-        build_queue(db, size, classes, rng, first_id=1)
-        print(f"queue {size}: built {args.systems} systems, {len(classes)} requirement classes and the queue "
-              f"in {time.perf_counter() - t:.1f} s", flush=True)
+        db, rng = prepared(args, size, workdir)
         order = rng.sample(range(1, args.systems + 1), args.events + args.baseline_events)
+        gc.collect()  # building or copying the database left garbage: not the first event's to collect
+        profile = cProfile.Profile(time.process_time) if args.profile else None
+        COLLECTIONS.clear()
+        if profile:
+            profile.enable()
         times, cpu, placed, elapsed = measure(db, event_driven, order[:args.events], NOW)
+        if profile:
+            profile.disable()
+            profile.dump_stats(f"{args.profile}.{size}")
+        collections = [entry for entry in COLLECTIONS if len(entry) == 2]
+        print(f"queue {size}: {len(collections)} full garbage collection(s) inside the events: "
+              + ", ".join(f"{ms:.1f} ms CPU in event {index}" for ms, index in collections), flush=True)
+        if collections:  # what the events cost without the process-wide pauses (the figures above keep them)
+            hit = {index for _, index in collections}
+            rest = [c for index, c in enumerate(cpu) if index not in hit]
+            print(f"queue {size}: the other {len(rest)} events: CPU p50 {statistics.median(rest):.2f} ms, "
+                  f"p99 {pct(rest, 99):.2f} ms", flush=True)
         rows.append((size, "event-driven", times, cpu, placed, elapsed))
         if args.baseline_events:  # 0: the event-driven figures only (a full pass at 100,000 takes minutes)
             base, base_cpu, base_placed, base_elapsed = measure(db, full_pass, order[args.events:],
                                                                 NOW + timedelta(hours=1))
             rows.append((size, "full pass", base, base_cpu, base_placed, base_elapsed))
         db.dispose()
+        shutil.rmtree(workdir)
         print(f"queue {size}: measured; load average " + " ".join(f"{x:.2f}" for x in os.getloadavg()), flush=True)
     print(f"\n{'queue':>8}  {'scheduler':<13} {'events':>6} {'p50 ms':>9} {'p99 ms':>9} {'CPU p50':>9} "
           f"{'CPU p99':>9} {'placed':>7} {'placed/s':>9}")

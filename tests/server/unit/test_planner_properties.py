@@ -203,6 +203,27 @@ def test_the_head_holds_as_much_as_can_be_held_and_keeps_what_it_holds(lab, held
     assert again[needs[0].recipe_id] == held and list(again.values()).count(held) == 1
 
 
+@MANY
+@given(lab=labs, keep=st.lists(st.booleans(), min_size=6, max_size=6))
+def test_the_head_offered_a_system_keeps_every_system_it_holds_and_still_holds_as_much_as_can_be(lab, keep):
+    needs, calendar, is_free = plan_inputs(lab)
+    usable = lambda s, need: fits(need.runtime, calendar[s])  # noqa: E731
+    held = {r: s for (r, s), kept in zip(sorted(place_partial(needs, is_free).items()), keep) if kept}
+    partial = place_partial(needs, is_free, held)
+    assert len(partial) == maximum_matching(needs, usable)
+    assert set(held.values()) <= set(partial.values())  # nothing held is given back
+    assert len(set(partial.values())) == len(partial)
+
+
+def test_a_freed_system_that_adds_no_recipe_is_not_swapped_for_a_held_one():
+    """The head's recipes hold 1, 2 and 3; system 9 is freed. Dealt afresh, the first recipe takes 9 and the
+    second 1, and 2 is given back (offered again, for nothing); from what it holds, the head keeps 1, 2, 3."""
+    needs = [Need(11, (1, 9)), Need(12, (1, 2, 3, 9)), Need(13, (3,)), Need(14, ())]
+    free = lambda system, runtime: True  # noqa: E731
+    assert set(place_partial(needs, free).values()) == {1, 3, 9}
+    assert place_partial(needs, free, {11: 1, 12: 2, 13: 3}) == {11: 1, 12: 2, 13: 3}
+
+
 # --- the queue --------------------------------------------------------------------------------------------
 
 queued = st.lists(st.tuples(st.sampled_from([0, 1, 2]), st.integers(0, 5), st.integers(0, 2)), min_size=1,

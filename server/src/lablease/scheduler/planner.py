@@ -34,8 +34,13 @@ class Need:
 FreeCheck = Callable[[int, "timedelta | None"], bool]
 
 
-def _match(needs: list[Need], is_free: FreeCheck) -> dict[int, int]:
-    """Maximum matching recipe -> system, trying candidates in preference order."""
+def _match(needs: list[Need], is_free: FreeCheck, current: dict[int, int] | None = None) -> dict[int, int]:
+    """Maximum matching recipe -> system, trying candidates in preference order.
+
+    `current`: a matching to start from (recipe -> system; an entry the recipe can no longer use is
+    dropped). Augmenting paths only add systems to a matching, so every system of `current` stays in the
+    result, dealt to the same recipe or another.
+    """
     owner: dict[int, int] = {}  # system -> recipe
     chosen: dict[int, int] = {}  # recipe -> system
     by_id = {need.recipe_id: need for need in needs}
@@ -47,6 +52,9 @@ def _match(needs: list[Need], is_free: FreeCheck) -> dict[int, int]:
         return [s for s in need.candidates if is_free(s, need.runtime)]
 
     options = {need.recipe_id: free_candidates(need) for need in needs if need.held is None}
+    for recipe_id, system in (current or {}).items():
+        if system in options.get(recipe_id, ()) and system not in owner:
+            owner[system], chosen[recipe_id] = recipe_id, system
 
     def augment(recipe_id: int, seen: set[int]) -> bool:
         for system in options[recipe_id]:
@@ -61,7 +69,8 @@ def _match(needs: list[Need], is_free: FreeCheck) -> dict[int, int]:
 
     # Recipes with the fewest options choose first: they are the hardest to satisfy.
     for recipe_id in sorted(options, key=lambda r: len(options[r])):
-        augment(recipe_id, set())
+        if recipe_id not in chosen:
+            augment(recipe_id, set())
     return chosen
 
 
@@ -72,8 +81,10 @@ def place(needs: Iterable[Need], is_free: FreeCheck) -> dict[int, int] | None:
     return chosen if len(chosen) == len(needs) else None
 
 
-def place_partial(needs: Iterable[Need], is_free: FreeCheck) -> dict[int, int]:
-    return _match(list(needs), is_free)
+def place_partial(needs: Iterable[Need], is_free: FreeCheck, current: dict[int, int] | None = None) -> dict[int, int]:
+    """As many recipes as can be matched; from `current` (what the set holds), every system of it kept:
+    a freed system is taken only when it lets one more recipe hold, never in exchange for a held one."""
+    return _match(list(needs), is_free, current)
 
 
 def run_window(now: datetime, runtime: timedelta | None) -> Window:

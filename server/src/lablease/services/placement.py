@@ -10,6 +10,7 @@ from datetime import datetime, timedelta
 from ..domain import recipes as rules
 from ..domain.windows import Window
 from ..store import calendar
+from ..store.queries import load_guests
 from ..store.tables import Booking, Recipe, RecipeSet, Reservation, System
 from ..domain.events import RecipeAborted
 from ..store.uow import emit, settings_of, wake_worker
@@ -62,7 +63,8 @@ def _assign(session, recipe_set: RecipeSet, plan: dict[int, int], now: datetime,
     held = {sid: recipe.reservation_id for sid, recipe in held_by(recipe_set).items()}
     owner_id = recipe_set.job.owner_id
     for recipe in recipe_set.recipes:
-        if recipe.status in WAITING:
+        # a recipe dealt the system it holds keeps it untouched (no write, however many the set holds)
+        if recipe.status in WAITING and not (recipe.system_id in held and plan.get(recipe.id) == recipe.system_id):
             recipe.system_id, recipe.reservation_id = None, None
     for recipe in recipe_set.recipes:
         if recipe.id not in plan:
@@ -97,6 +99,7 @@ def start(session, recipe_set: RecipeSet, plan: dict[int, int], now: datetime, r
     reservation's calendar for the system, for work bound to it).
     """
     _assign(session, recipe_set, plan, now, holding=False, resource_of=resource_of)
+    load_guests(session, recipe_set)
     for recipe in recipe_set.recipes:
         if recipe.id not in plan:
             continue
@@ -167,7 +170,7 @@ def release(session, recipe_set: RecipeSet, now: datetime) -> None:
 
 
 def refresh_rollups(session, recipe_set: RecipeSet, now: datetime) -> None:
-    recipes = recipe_set.every_recipe()  # a guest's result counts as its host's does
+    recipes = load_guests(session, recipe_set).every_recipe()  # a guest's result counts as its host's does
     recipe_set.status = rules.rollup_status(r.status for r in recipes)
     recipe_set.result = rules.worst_result(r.result for r in recipes)
     job = recipe_set.job

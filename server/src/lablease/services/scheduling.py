@@ -119,22 +119,29 @@ def schedulable_systems(session, hardware: bool = False) -> list[System]:
 
 # --- the calendar, as the planner sees it -------------------------------------------------
 
-def free_candidates(session, recipe: Recipe, now: datetime, only: int | None = None) -> list[int]:
+def free_candidates(session, recipe: Recipe, now: datetime, only: int | None = None,
+                    memo: dict | None = None) -> list[int]:
     """The recipe's candidates that are Automated and free for its whole runtime, best first.
 
     Without a runtime limit a system with any later booking is not free: the
     recipe might never end. With one, a later booking is fine if the recipe
-    ends before it (backfill).
+    ends before it (backfill). `memo`: rows already read for a recipe of the
+    same class and runtime (the recipes of one set often ask alike).
     """
     window = run_window(now, runtime_of(recipe))
-    query = (select(ClassCandidate.system_id, ClassCandidate.rank)
-             .join(System, System.id == ClassCandidate.system_id)
-             .where(ClassCandidate.class_id == recipe.class_id, System.condition == "automated",
-                    ~calendar.booked_during(window, System.resource_id, session.get_bind().dialect.name))
-             .order_by(ClassCandidate.rank, System.fqdn))
-    if only is not None:
-        query = query.where(ClassCandidate.system_id == only)
-    rows = session.execute(query).all()
+    key = (recipe.class_id, window, only)
+    rows = memo.get(key) if memo is not None else None
+    if rows is None:
+        query = (select(ClassCandidate.system_id, ClassCandidate.rank)
+                 .join(System, System.id == ClassCandidate.system_id)
+                 .where(ClassCandidate.class_id == recipe.class_id, System.condition == "automated",
+                        ~calendar.booked_during(window, System.resource_id, session.get_bind().dialect.name))
+                 .order_by(ClassCandidate.rank, System.fqdn))
+        if only is not None:
+            query = query.where(ClassCandidate.system_id == only)
+        rows = session.execute(query).all()
+        if memo is not None:
+            memo[key] = rows
     if (recipe.spec.get("autopick") or {}).get("random"):
         return shuffled_within_tiers(rows)
     return [system_id for system_id, _ in rows]
@@ -160,13 +167,26 @@ def _live_suited(session, recipe: Recipe, ordered: list[int], now: datetime) -> 
     return [h.id for h in hosts if verdict(tree, h)[0]]
 
 
-def loan_check(session, owner):
-    """is_free for the planner: the calendar was checked in SQL; loans are checked here."""
+def loan_check(session, owner, needs: list[Need]):
+    """is_free for the planner: the calendar was checked in SQL; loans are checked here, the loans and
+    systems of every candidate read at once (not one query per candidate)."""
+    ids = sorted({sid for need in needs for sid in need.candidates})
+    missing = [sid for sid in ids if session.identity_key(System, sid) not in session.identity_map]
+    loans: dict = {}
+    for start_at in range(0, len(ids), _CHUNK):
+        chunk = ids[start_at:start_at + _CHUNK]
+        loans.update(system_service.active_loans(session, chunk))
+        wanted = [sid for sid in missing if chunk[0] <= sid <= chunk[-1]]
+        if wanted:
+            session.execute(select(System).where(System.id.in_(wanted))).unique().scalars().all()
+
     def is_free(system_id: int, runtime: timedelta | None) -> bool:
         system = session.get(System, system_id)
-        access = system_service.access_of(system, system_service.active_loan(session, system))
-        return bool(decide_schedule(owner, access))
+        return bool(decide_schedule(owner, system_service.access_of(system, loans.get(system_id))))
     return is_free
+
+
+_CHUNK = 1000  # ids per IN list (SQLite limits a statement's parameters)
 
 
 def _needs(session, recipe_set: RecipeSet, now: datetime, only: int | None = None, head: bool = False) -> list[Need]:
@@ -190,16 +210,19 @@ def _needs(session, recipe_set: RecipeSet, now: datetime, only: int | None = Non
     held = list(held_by(recipe_set))
     single = len(recipe_set.recipes) == 1
     narrow = only if (head and held) or (single and not held) else None
-    for recipe in recipe_set.recipes:
-        if recipe.status not in WAITING:
-            continue
+    waiting = [recipe for recipe in recipe_set.recipes if recipe.status in WAITING]
+    usable: dict[int, set[int]] = {}  # class -> the held systems it can use, for every class in one query
+    if held:
+        for class_id, system_id in session.execute(select(ClassCandidate.class_id, ClassCandidate.system_id).where(
+                ClassCandidate.class_id.in_({r.class_id for r in waiting}), ClassCandidate.system_id.in_(held))):
+            usable.setdefault(class_id, set()).add(system_id)
+    memo: dict = {}
+    for recipe in waiting:
         # the systems the set holds passed this check when it took them (their holder is now the set)
-        ordered = _live_suited(session, recipe, free_candidates(session, recipe, now, narrow), now)
+        ordered = _live_suited(session, recipe, free_candidates(session, recipe, now, narrow, memo), now)
         ordered = health_state.gate(session, recipe, ordered, now)  # healthy_within: a recent pass, or a check first
         if held:
-            usable = set(session.execute(select(ClassCandidate.system_id).where(
-                ClassCandidate.class_id == recipe.class_id, ClassCandidate.system_id.in_(held))).scalars())
-            ordered = [sid for sid in held if sid in usable] + ordered
+            ordered = [sid for sid in held if sid in usable.get(recipe.class_id, ())] + ordered
         needs.append(Need(recipe.id, tuple(ordered), runtime_of(recipe)))
     return needs
 
@@ -208,13 +231,31 @@ def _needs(session, recipe_set: RecipeSet, now: datetime, only: int | None = Non
 
 def try_start(session, recipe_set: RecipeSet, now: datetime, freed: int | None = None, head: bool = False) -> bool:
     """Start the set if every recipe gets a free system. `freed`: only that system is new (`head`: the set is
-    the head of the queue, see _needs)."""
-    owner = actor_for(session, recipe_set.job.owner)
-    plan = place(_needs(session, recipe_set, now, freed, head), loan_check(session, owner))
-    if plan is None:
-        return False
-    start(session, recipe_set, plan, now)
-    return True
+    the head of the queue, see _needs); the head that cannot start holds what it can use of the same needs
+    (read once for both)."""
+    needs, is_free = _plan(session, recipe_set, now, freed, head)
+    plan = place(needs, is_free)
+    if plan is not None:
+        start(session, recipe_set, plan, now)
+        return True
+    if head:
+        _hold(session, recipe_set, needs, is_free, now)
+    return False
+
+
+def _plan(session, recipe_set: RecipeSet, now: datetime, freed: int | None, head: bool):
+    """What the set's recipes could take now, and the planner's free check for it."""
+    needs = _needs(session, recipe_set, now, freed, head)
+    return needs, loan_check(session, actor_for(session, recipe_set.job.owner), needs)
+
+
+def _hold(session, recipe_set: RecipeSet, needs: list[Need], is_free, now: datetime) -> None:
+    """The head holds what it can use, from what it holds (kept: dealing it out again could swap a held
+    system for the freed one, give the held one back and offer it again, for nothing)."""
+    current = {r.id: r.system_id for r in recipe_set.recipes if r.status == "assigned"}
+    partial = place_partial(needs, is_free, current)
+    if partial:
+        hold(session, recipe_set, partial, now)
 
 
 def queue_order(query):
@@ -283,13 +324,9 @@ def settle_holding(session, now: datetime, previous_head: int | None = -1, known
         _hold_what_is_free(session, first, now)
 
 
-def _hold_what_is_free(session, recipe_set: RecipeSet, now: datetime, freed: int | None = None) -> None:
-    """The head holds what it can use of the free systems (`freed`: of what it holds and that one system)."""
-    owner = actor_for(session, recipe_set.job.owner)
-    partial = place_partial(_needs(session, recipe_set, now, freed, head=freed is not None),
-                            loan_check(session, owner))
-    if partial:
-        hold(session, recipe_set, partial, now)
+def _hold_what_is_free(session, recipe_set: RecipeSet, now: datetime) -> None:
+    """A new head holds what it can use of the free systems."""
+    _hold(session, recipe_set, *_plan(session, recipe_set, now, None, False), now)
 
 
 def on_new_set(uow, set_id: int, now: datetime) -> None:
@@ -349,9 +386,8 @@ def _offer(uow, system_id: int, now: datetime, candidates_changed: bool) -> None
         recipe_set = session.get(RecipeSet, set_id)
         if recipe_set.status not in WAITING:
             continue
-        is_head = first is not None and set_id == first.id
-        if not try_start(session, recipe_set, now, freed=system_id, head=is_head) and is_head:
-            _hold_what_is_free(session, recipe_set, now, freed=system_id)
+        # the head that cannot start holds the system (try_start): younger work must not take it
+        try_start(session, recipe_set, now, freed=system_id, head=first is not None and set_id == first.id)
     if automated:
         # The head is still the head when it has not started and no candidates changed: the sets before it in
         # the queue can never start (that is why it is the head), and an event adds no set.

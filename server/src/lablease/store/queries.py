@@ -3,11 +3,12 @@ so use cases need not import each other for it."""
 from __future__ import annotations
 
 from sqlalchemy import and_, bindparam, exists, false, literal_column, or_, select, true
+from sqlalchemy.orm.attributes import set_committed_value
 
 from ..domain import advance as advance_rules
 from ..domain.times import format_time
 from ..scheduler.filters import Host, needs_hardware
-from .tables import AdvanceReservation, ArSystem, ClassCandidate, Pool, PoolSystem, RecipeSet, System
+from .tables import AdvanceReservation, ArSystem, ClassCandidate, Pool, PoolSystem, Recipe, RecipeSet, System
 from .waitline_tables import ReservationWait
 
 # What a freed system may be wanted by: an advance reservation that holds it and is running or in error (it
@@ -70,3 +71,17 @@ def ar_summaries_for(session, system_ids: list[int]) -> dict[int, list[dict]]:
         found.setdefault(system_id, []).append({"id": ar.id, "name": ar.name, "state": ar.state,
                                                 "start": format_time(ar.start_at), "end": format_time(ar.end_at)})
     return found
+
+
+def load_guests(session, recipe_set: RecipeSet) -> RecipeSet:
+    """Every recipe's guests in one query (Recipe.guests is loaded when used: one query per recipe, each
+    flushing first, when placing a set or rolling up its status)."""
+    unloaded = [r for r in recipe_set.recipes if "guests" not in r.__dict__]
+    if unloaded:
+        found: dict[int, list[Recipe]] = {r.id: [] for r in unloaded}
+        for guest in session.execute(select(Recipe).where(Recipe.host_recipe_id.in_(found))
+                                     .order_by(Recipe.id)).unique().scalars():
+            found[guest.host_recipe_id].append(guest)
+        for recipe in unloaded:
+            set_committed_value(recipe, "guests", found[recipe.id])
+    return recipe_set

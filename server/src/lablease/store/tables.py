@@ -433,8 +433,12 @@ class Recipe(Base):
     guests: Mapped[list[Recipe]] = relationship(lazy="select", order_by="Recipe.id", viewonly=True,
                                                 primaryjoin="Recipe.id == foreign(Recipe.host_recipe_id)")
     system: Mapped[System | None] = relationship(lazy="joined")
-    __table_args__ = (Index("ix_recipes_class_queue", "class_id", "status", "priority", "queued_at", "id"),
-                      Index("ix_recipes_status", "status"))
+    __table_args__ = (Index("ix_recipes_status", "status"),)
+
+
+# Each requirement class's queued recipes in scheduling order (services/scheduling.py _class_queue): a page is
+# read from the index without sorting the class's top-priority group, however long the queue.
+Index("ix_recipes_class_queue", Recipe.class_id, Recipe.status, Recipe.priority.desc(), Recipe.queued_at, Recipe.id)
 
 
 class RequirementClass(Base):

@@ -254,6 +254,7 @@ def main() -> int:
         db, rng = prepared(args, size, workdir)
         order = rng.sample(range(1, args.systems + 1), args.events + args.baseline_events)
         gc.collect()  # building or copying the database left garbage: not the first event's to collect
+        gc.freeze()  # and what is left lives on, as the worker's start-up objects do (cli/server.py freezes them)
         profile = cProfile.Profile(time.process_time) if args.profile else None
         COLLECTIONS.clear()
         if profile:

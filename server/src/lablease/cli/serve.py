@@ -16,6 +16,7 @@ complete requests compete for the application (docs/design.md, "Serving").
 """
 from __future__ import annotations
 
+import gc
 import logging
 import os
 import signal
@@ -119,7 +120,10 @@ class LabLeaseServer(BaseApplication):
     def load(self):
         from ..api import create_app  # built in each worker process after the fork
 
-        return create_app(self.settings)
+        app = create_app(self.settings)
+        gc.collect()  # the application lives as long as the process: out of the collector's way (cli/server.py)
+        gc.freeze()
+        return app
 
 
 def worker_environ(settings: Settings, environ=os.environ) -> dict:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import signal
 import sys
@@ -213,6 +214,10 @@ def cmd_worker(settings: Settings, args) -> None:
     else:
         metrics.prepare(settings.data_dir)
     worker = Worker(settings, _db(settings), parent_pid=args.parent)
+    # What start-up made (modules, mappers, settings) lives as long as the process: out of the collector's
+    # way, so a full collection walks only what the passes made (it had cost 55-86 ms inside an event).
+    gc.collect()
+    gc.freeze()
     signal.signal(signal.SIGTERM, lambda *_: worker.stopping.set())
     try:
         worker.run()

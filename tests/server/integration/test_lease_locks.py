@@ -1,5 +1,6 @@
-"""Extend, heartbeat and return take SQLite's write lock (PostgreSQL: their writing transaction) at the read that
-is their check, and hold it to the commit: reading the caller's token happens before, in a transaction that ended."""
+"""Extend and return take SQLite's write lock (PostgreSQL: their writing transaction) at the read that is their
+check, and hold it to the commit: reading the caller's token happens before, in a transaction that ended. A
+heartbeat reads without a lock and its writing transaction is its one conditional UPDATE."""
 import pytest
 from sqlalchemy import event
 
@@ -28,7 +29,6 @@ def _first(log, start, match):
 
 
 @pytest.mark.parametrize("method, path, body", [
-    ("POST", "/reservations/{id}/heartbeat", None),
     ("PATCH", "/reservations/{id}", {"extend_by": "1h"}),
     ("DELETE", "/reservations/{id}", None),
 ])
@@ -51,3 +51,53 @@ def test_the_lock_spans_the_read_to_the_commit(watched, method, path, body):
     # ... and the locked transaction holds from the read through the writes to its commit.
     ended = _first(log, read, lambda e: e == ("end", locked_by))
     assert any(e[0] == "sql" and e[2].startswith(("UPDATE", "DELETE")) for e in log[read:ended]), log[read:ended]
+
+
+def _transactions(log) -> list[list[str]]:
+    """The statements of each transaction, in order (BEGIN and COMMIT left out)."""
+    found, current = [], None
+    for entry in log:
+        if entry[0] == "begin":
+            current = []
+        elif entry[0] == "end" and current is not None:
+            found.append(current)
+            current = None
+        elif entry[0] == "sql" and current is not None and not entry[2].startswith("BEGIN"):
+            current.append(entry[2])
+    return found
+
+
+def test_a_heartbeat_writes_in_a_transaction_of_one_statement(watched):
+    lab, log = watched
+    lab.system()
+    _, made = lab.alice.post("/reservations", {"system": "s1.lab.test", "duration": "2h", "heartbeat": "10m"})
+    log.clear()
+    lab.clock.advance(minutes=3)
+    status, beat = lab.alice.post(f"/reservations/{made['id']}/heartbeat")
+    assert status == 200 and beat["due"] == "2026-11-22T12:13:00Z"
+    writing = [t for t in _transactions(log) if any(sql.startswith("UPDATE") for sql in t)]
+    assert len(writing) == 1 and len(writing[0]) == 1, writing  # the UPDATE alone: nothing read under the lock
+    assert writing[0][0].startswith("UPDATE reservations")
+    assert lab.alice.get(f"/reservations/{made['id']}")[1]["due"] == "2026-11-22T12:13:00Z"
+
+
+def test_a_heartbeat_decided_on_what_changed_meanwhile_writes_nothing(watched):
+    """The conditional UPDATE misses when the reservation changed between the read and the write (here an
+    extension); the service then decides again under the lock."""
+    from lablease.domain.lease import decide_heartbeat
+    from lablease.store import lease_rows
+    from lablease.store.uow import UnitOfWork
+
+    lab, _ = watched
+    lab.system()
+    _, made = lab.alice.post("/reservations", {"system": "s1.lab.test", "duration": "2h", "heartbeat": "10m"})
+    with UnitOfWork(lab.db, write=False) as uow:
+        seen = lease_rows.read(uow.session, lease_rows.HEARTBEAT_PEEK, made["id"])
+    assert lab.alice.patch(f"/reservations/{made['id']}", {"extend_by": "1h"})[0] == 200
+    with UnitOfWork(lab.db) as uow:
+        assert not lease_rows.beat_if_unchanged(uow.session, seen, decide_heartbeat(seen, lab.clock()))
+        uow.commit()
+    with UnitOfWork(lab.db) as uow:  # as it is now, it goes through
+        now_seen = lease_rows.read(uow.session, lease_rows.HEARTBEAT_PEEK, made["id"])
+        assert lease_rows.beat_if_unchanged(uow.session, now_seen, decide_heartbeat(now_seen, lab.clock()))
+        uow.commit()

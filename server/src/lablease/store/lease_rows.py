@@ -49,6 +49,8 @@ EXTEND = (select(*_COLUMNS, _NEXT_START, _LOAN_END, *_TAIL)
           .select_from(_FROM.join(Resource.__table__, Resource.__table__.c.id == _s.c.resource_id))
           .where(_r.c.id == _ID).with_for_update(of=(_r, Resource.__table__)))
 HEARTBEAT = select(*_COLUMNS, *_TAIL).select_from(_FROM).where(_r.c.id == _ID).with_for_update(of=_r)
+# A heartbeat reads without a lock and writes with beat_if_unchanged (below).
+HEARTBEAT_PEEK = select(*_COLUMNS, *_TAIL).select_from(_FROM).where(_r.c.id == _ID)
 RETURN = select(*_COLUMNS, *_BUSY, *_TAIL).select_from(_FROM).where(_r.c.id == _ID).with_for_update(of=_r)
 
 
@@ -93,6 +95,24 @@ def write(session, lease: Lease, change: Change, activity: list[dict]) -> None:
     if activity:
         conn.execute(_INSERT_ACTIVITY, activity)
 
+
+
+# The heartbeat's one write: it holds only while what the decision read is still so (not returned, the same
+# interval, start and end), so no lock need be held from the read; a miss sends the caller to the locked path.
+_BEAT = (update(_r).where(_r.c.id == _ROW, _r.c.returned_at.is_(None),
+                          _r.c.heartbeat_seconds == bindparam("seen_heartbeat"),
+                          _r.c.start_at == bindparam("seen_start"),
+                          _r.c.end_at.is_not_distinct_from(bindparam("seen_end")))
+         .values(last_heartbeat_at=bindparam("v_last_heartbeat_at"), due_at=bindparam("v_due_at")))
+
+
+def beat_if_unchanged(session, lease: Lease, change: Change) -> bool:
+    """Write a decided heartbeat if the reservation is as `lease` read it; False (nothing written) if not."""
+    values = change.reservation
+    written = session.connection().execute(_BEAT, {
+        "row": lease.id, "seen_heartbeat": lease.heartbeat_seconds, "seen_start": lease.start_at,
+        "seen_end": lease.end_at, "v_last_heartbeat_at": values["last_heartbeat_at"], "v_due_at": values["due_at"]})
+    return written.rowcount == 1
 
 
 def system_resource(session, system_id: int) -> Resource:

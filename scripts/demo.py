@@ -174,8 +174,8 @@ def show_the_pages(url: str) -> None:
     print(f"open {url}/ and sign in as user 'demo' with password {DEMO_PASSWORD!r}")
     if not sys.stdin.isatty():
         return  # CI: nobody to click; the demo ends on its own
-    print("the server stays up for you to click around: press Enter (or Ctrl-C) to stop it ", end="", flush=True)
-    try:
+    try:  # a Ctrl-C may come as soon as the prompt is shown, while it is still being written
+        print("the server stays up for you to click around: press Enter (or Ctrl-C) to stop it ", end="", flush=True)
         # Not input(): a Ctrl-C pressed in the instant between its prompt and its read is noted but never
         # raised (the read then blocks on). Waiting in half-second slices raises a noted Ctrl-C at once.
         while not select.select([sys.stdin], [], [], 0.5)[0]:

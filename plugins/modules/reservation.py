@@ -17,7 +17,9 @@ description:
   - Idempotent. With O(state=present), a reservation the caller already holds on the system is kept
     (not changed); it is extended when a later end is asked. A system held by somebody else fails the task,
     saying by whom and until when. With O(state=absent), the caller's reservations on the system are returned;
-    nothing held means nothing changed.
+    nothing held means nothing changed. The reservation a recipe runs on (kind V(recipe)) is not returned: the
+    task fails with the server's answer naming the recipe and its job; it ends with the recipe (cancel the job
+    with M(lablease.lab.job), or finish the recipe).
   - Every reservation has an end (the server's default, 24 hours unless the site changed it, when neither
     O(duration) nor O(end) is given), so a crashed play never strands a system.
   - With O(wait=true), a system held by somebody else does not fail the task; the reservation joins the server's
@@ -471,13 +473,18 @@ class Reservations:
                 try:
                     self.client.request("DELETE", "/reservations/%d" % reservation["id"])
                 except LableaseError as error:
-                    if error.status not in (409, 422):  # already returned meanwhile (by the worker): fine
-                        raise
+                    if error.status not in (409, 422) or self._still_held(reservation["id"]):
+                        raise  # refused (a recipe's reservation ends with its recipe), not returned meanwhile
             returned.append(reservation["id"])
         last = held[0] if held else None
         if last is not None and not self.module.check_mode:
             last = self.client.get_or_none("/reservations/%d" % last["id"]) or last
         self.exit(bool(held), held[0] if held else None, None, returned=returned, answer=last)
+
+    def _still_held(self, reservation_id):
+        """After a 409/422 on returning it: was it returned meanwhile (by the worker), or is it still held?"""
+        now = self.client.get_or_none("/reservations/%d" % reservation_id)
+        return now is not None and now.get("state") == "active"
 
     # -- answer -------------------------------------------------------------------------
     def exit(self, changed, before, after, returned, answer=None):

@@ -44,8 +44,14 @@ def lab(site):
     busy = alice.post("/jobs", json={"whiteboard": "waits for run", **on("run.rack.test")}).json()
     bound = alice.post("/jobs", json={"whiteboard": "in the AR", "recipe_sets": [
         {"ar": ar.json()["id"], "recipes": [{"runtime_limit": 1800}]}]}).json()
+    # a job that can never start is refused when submitted: this one becomes impossible after (its only
+    # match, kept busy meanwhile, stops being an s390x)
+    zed = {"fqdn": "zed.lab.test", "arch": "s390x", "condition": "automated"}
+    assert admin.post("/systems", json=zed).status_code == 201
+    alice.post("/jobs", json=on("zed.lab.test"))
     never = alice.post("/jobs", json={"whiteboard": "s390x", "recipe_sets": [{"recipes": [
         {"host_requires": {"field": "arch", "op": "=", "value": "s390x"}}]}]}).json()
+    assert admin.patch("/systems/zed.lab.test", json={"arch": "x86_64"}).status_code == 200
     return {"reservation": reservation, "running": running, "ar": ar.json(), "busy": busy, "bound": bound,
             "never": never}
 

@@ -88,10 +88,11 @@ def test_the_queue_says_what_ruled_systems_out_and_that_a_loan_passes(lab):
     assert lab.alice.get(f"/recipes/{queue[0]['recipe']}")[1]["why"]["message"] == (
         "1 system(s) ruled out: hostname = a1.lab.test; 1 system(s) ruled out: the system is "
         "lent to another user; it waits for a loan to end: the systems that could run it are lent to someone else")
-    lab.alice.post("/jobs", {"recipe_sets": [{"recipes": [
+    status, problem = lab.alice.post("/jobs", {"recipe_sets": [{"recipes": [
         {"host_requires": {"field": "arch", "op": "=", "value": "s390x"}}]}]})
-    _, queue = lab.alice.get("/queue")
-    assert queue[1]["why"] == "2 system(s) ruled out: arch = s390x; no system can ever satisfy this recipe"
+    assert status == 409 and problem["detail"].startswith(  # never queued: it could never start
+        "recipe set 1 can never start: its 1 recipe(s) need a distinct system each, and of the Automated systems "
+        "you may be given (not Manual, broken or removed) none matches")
 
 
 def test_advance_reservations_are_named_for_what_they_do(lab):
@@ -127,7 +128,6 @@ def test_a_loan_is_named_only_when_it_alone_is_in_the_way(lab):
         if rule["permission"] == "reserve":
             lab.admin.delete(f"/systems/a1.lab.test/access-policy/rules/{rule['id']}")
     lab.admin.post("/systems/a1.lab.test/loan", {"recipient": "bob"})
-    lab.alice.post("/jobs", {"recipe_sets": [{"recipes": [{}]}]})
-    _, queue = lab.admin.get("/queue")
-    # alice may not use it even once bob's loan ends: that is what she is told
-    assert queue[0]["why"] == "1 system(s) ruled out: you may not use this system; no system can ever satisfy this recipe"
+    status, problem = lab.alice.post("/jobs", {"recipe_sets": [{"recipes": [{}]}]})
+    # alice may not use it even once bob's loan ends: that is what she is told, at once (no loan to wait for)
+    assert status == 409 and "can never start" in problem["detail"] and "none matches" in problem["detail"]

@@ -34,10 +34,14 @@ def reasons(lab) -> dict[int, dict]:
 def test_busy_behind_and_no_match_each_say_what_to_do(lab):
     lab.system("a1.lab.test", condition="automated")
     lab.system("a2.lab.test", condition="automated")
+    lab.system("z1.lab.test", condition="automated", arch="s390x")
     _, running = lab.alice.post("/jobs", on("a1.lab.test"))
     _, busy = lab.alice.post("/jobs", on("a1.lab.test"))
+    lab.alice.post("/jobs", on("z1.lab.test"))  # keeps z1 busy
     _, never = lab.alice.post("/jobs", {"recipe_sets": [{"recipes": [
         {"host_requires": {"field": "arch", "op": "=", "value": "s390x"}}]}]})
+    # a set that can never start is refused when submitted; one can still become impossible later
+    assert lab.admin.patch("/systems/z1.lab.test", {"arch": "x86_64"})[0] == 200
     lab.clock.now = START + 2 * H
     queue = reasons(lab)
     assert running["id"] not in queue  # it runs
@@ -47,7 +51,7 @@ def test_busy_behind_and_no_match_each_say_what_to_do(lab):
     assert queue[busy["id"]]["position"] == 1 and queue[busy["id"]]["waiting"] == 7200
     assert "hostname" in queue[busy["id"]]["wants"] and queue[busy["id"]]["owner"] == "alice"
     assert queue[never["id"]]["reason"]["category"] == "no-match"
-    assert queue[never["id"]]["reason"]["sentence"] == "No system can ever run it (2 system(s): arch = s390x)."
+    assert queue[never["id"]]["reason"]["sentence"] == "No system can ever run it (3 system(s): arch = s390x)."
     assert queue[never["id"]]["position"] == 2
     recipe = busy["recipe_sets"][0]["recipes"][0]["id"]
     _, shown = lab.alice.get(f"/recipes/{recipe}")
@@ -61,8 +65,9 @@ def test_an_advance_reservation_and_broken_candidates_are_named(lab):
     _, ar = lab.alice.post("/advance-reservations", {"start": at(START + 10 * H), "duration": "2h",
                                                      "hosts": ["a1.lab.test"]})
     _, bound = lab.alice.post("/jobs", {"recipe_sets": [{"ar": ar["id"], "recipes": [{"runtime_limit": 1800}]}]})
+    lab.alice.post("/jobs", on("b1.lab.test"))  # keeps b1 busy
+    _, broken = lab.alice.post("/jobs", on("b1.lab.test"))  # (refused were b1 broken already: it could never start)
     lab.admin.patch("/systems/b1.lab.test", {"condition": "broken"})
-    _, broken = lab.alice.post("/jobs", on("b1.lab.test"))
     queue = reasons(lab)
     assert queue[bound["id"]]["reason"] == {
         "category": "advance-reservation",

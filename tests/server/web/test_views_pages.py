@@ -86,8 +86,11 @@ def test_the_queue_says_why_each_recipe_waits_and_per_system_on_expanding(web, p
         {"host_requires": {"field": "hostname", "op": "=", "value": "q1.lab.test"}}]}]})
     _, waiting = web.alice.post("/jobs", {"whiteboard": "second", "recipe_sets": [{"recipes": [
         {"host_requires": {"field": "hostname", "op": "=", "value": "q1.lab.test"}}]}]})
+    web.alice.post("/jobs", {"recipe_sets": [{"recipes": [
+        {"host_requires": {"field": "hostname", "op": "=", "value": "q2.lab.test"}}]}]})  # keeps q2 busy
     _, never = web.alice.post("/jobs", {"recipe_sets": [{"recipes": [
-        {"host_requires": {"field": "arch", "op": "=", "value": "s390x"}}]}]})
+        {"host_requires": {"field": "hostname", "op": "=", "value": "q2.lab.test"}}]}]})
+    web.admin.patch("/systems/q2.lab.test", {"condition": "manual"})  # now it can never start (refused if submitted)
     web.clock.now = START + 3 * H
     bob = person("bob")
     html = bob.page("/queue")

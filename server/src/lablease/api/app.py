@@ -101,8 +101,7 @@ class LabLeaseApp:
             except IntegrityError as error:
                 # The schema's own guards (unique names, the exclusion constraint) caught a race.
                 log.info("integrity error on %s: %s", route.endpoint, error.orig)
-                return errors.problem(409, "Conflict", "the request conflicts with a concurrent change; retry it",
-                                      "conflict")
+                return errors.problem(409, "Conflict", errors.integrity_detail(error), "conflict")
         return self.reply(route, result, request)
 
     @staticmethod
@@ -140,3 +139,4 @@ def create_app(settings: Settings | None = None, db: Database | None = None,
     settings = settings or Settings()
     db = db or Database(settings.database)
     return Observed(LabLeaseApp(settings, db, clock))
+

@@ -8,6 +8,7 @@ import json
 import logging
 import secrets
 
+from sqlalchemy.exc import IntegrityError
 from werkzeug.exceptions import HTTPException
 from werkzeug.wrappers import Response
 
@@ -75,3 +76,25 @@ def unexpected(request) -> Response:
 def unavailable(outage) -> Response:
     """A 503 for a database outage (store/outage.py): what failed, and when to retry."""
     return problem(503, outage.title, outage.detail, outage.kind, headers={"Retry-After": str(outage.retry_after)})
+
+
+# The database's own guards of "one holder per system" (migration 0024 and the exclusion constraint of 0001).
+_ONE_HOLDER = ("one holder", "one_holder", "bookings_no_overlap")
+
+
+def integrity_detail(error: IntegrityError) -> str:
+    """What a guard of the schema refused (an IntegrityError), as a sentence: a second holder of a system,
+    or a race. The API and the pages answer it 409."""
+    if any(mark in str(error.orig) for mark in _ONE_HOLDER):
+        return ("a system has one holder at a time: the database refused a change that would give one a second "
+                "holder (or leave a recipe on a system without its reservation); read the system again")
+    return "the request conflicts with a concurrent change; retry it"
+
+
+def as_refusal(error: Exception) -> errors.DomainError:
+    """A refusal to show: a rule's, or a guard of the schema's (a Conflict); anything else is raised again."""
+    if isinstance(error, errors.DomainError):
+        return error
+    if isinstance(error, IntegrityError):
+        return errors.Conflict(integrity_detail(error))
+    raise error

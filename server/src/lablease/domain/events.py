@@ -77,6 +77,19 @@ class ReservationClosed(Event):
 
 
 @dataclass(frozen=True)
+class RecipeSystemTaken(Event):
+    """The server ends the reservation a recipe holds its system by (the system removed, the owner's loan
+    ended, ...; `why` is recorded): a recipe using the system is aborted, a recipe set only holding it
+    while it waits gives its systems back and queues again. Its system never stays claimed by a recipe
+    whose reservation is gone."""
+    name: ClassVar[str] = "recipe_system_taken"
+    at_once: ClassVar[bool] = True
+    recipe_id: int
+    now: datetime
+    why: str
+
+
+@dataclass(frozen=True)
 class RecipeAborted(Event):
     """A recipe cannot go on (`why` is recorded): it is finished as aborted, and its recipe set's
     state refreshed when `refresh` (a caller that refreshes the set itself afterwards says False)."""

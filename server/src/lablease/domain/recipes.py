@@ -8,6 +8,9 @@ STATES = ("new", "queued", "assigned", "scheduled", "waiting", "installing", "ru
           "completed", "cancelled", "aborted")
 FINISHED = frozenset({"completed", "cancelled", "aborted"})
 RESULTS = ("none", "pass", "warn", "fail")
+# The states in which a recipe holds its system through its reservation (kind `recipe`): that reservation
+# stays open until the recipe ends (services/endings.py; the database refuses otherwise, migration 0024).
+HOLDING = ("assigned", "scheduled", "waiting", "installing", "running")
 
 # Which state may follow which; any unfinished state may also end cancelled or aborted.
 _NEXT = {
@@ -62,3 +65,24 @@ def keeps_system(reservesys: dict | None, status: str, result: str) -> bool:
         return bool(reservesys.get("onabort", True))
     flag = {"pass": "onpass", "warn": "onwarn", "fail": "onfail", "none": "onpass"}[result]
     return bool(reservesys.get(flag, True))
+
+
+def refuse_return(reservation_id: int, recipe_id: int, job_id: int, status: str, fqdn: str) -> Conflict:
+    """A person may not hand back the reservation a recipe runs on: the recipe would go on using the system
+    while the scheduler gives it to other work. Ending the recipe frees it (docs/scheduler.md)."""
+    return Conflict(
+        f"reservation {reservation_id} is held by recipe {recipe_id} of job {job_id}, which is {status} on "
+        f"{fqdn}; it ends with the recipe: cancel the job (lablease job cancel {job_id}) or finish the recipe "
+        f"(PATCH /api/v1/recipes/{recipe_id} with status completed or aborted)",
+        recipe=recipe_id, job=job_id)
+
+
+def never_starts(position: int, recipes: int, usable: list[str]) -> Conflict:
+    """A recipe set that could not start even were every system free: refused when submitted, never queued
+    (it would wait for ever, and as the head of the queue hold systems others could use)."""
+    named = ", ".join(usable[:10]) + (f" and {len(usable) - 10} more" if len(usable) > 10 else "")
+    found = f"{len(usable)} match ({named})" if usable else "none matches"
+    return Conflict(
+        f"recipe set {position} can never start: its {recipes} recipe(s) need a distinct system each, and of "
+        f"the Automated systems you may be given (not Manual, broken or removed) {found}; change its host "
+        "requirements, or ask an administrator for more systems", recipe_set=position, usable=len(usable))

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from .errors import Invalid
+from .errors import Conflict, Invalid
 from .recipes import PRIORITIES, priority_value
 from .windows import Window
 
@@ -96,3 +96,21 @@ def estimated_start(position: int, ends: list[datetime | None], now: datetime) -
         return None
     return max(known[position - 1], now)
 
+
+
+def never_granted(by_condition: dict[str, int]) -> Conflict:
+    """A wait none of whose candidates its owner could ever be granted, as things stand: refused at once
+    (409), as reserving one of them by name is, instead of waiting for ever. `by_condition`: how many of
+    the systems matching it (that its owner may reserve by policy) are in each condition; none of them is
+    Manual, nor Automated and lent to the owner."""
+    if not by_condition:
+        return Conflict("no system you may reserve matches: it would wait for ever")
+    parts = []
+    if by_condition.get("automated"):
+        parts.append(f"{by_condition['automated']} Automated (given out by the scheduler to jobs: only a user "
+                     "one is lent to may reserve it by hand)")
+    if by_condition.get("broken"):
+        parts.append(f"{by_condition['broken']} broken (ask an administrator to repair one)")
+    return Conflict("no system it could be granted matches, so it would wait for ever: of the systems matching, "
+                    + " and ".join(parts) + "; submit a job for Automated systems, or wait for a Manual one",
+                    matching=dict(by_condition))

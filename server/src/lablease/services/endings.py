@@ -15,8 +15,9 @@ from sqlalchemy import select
 
 from ..domain.permissions import Actor, Permission, decide
 from ..store import calendar
-from ..store.tables import Booking, Loan, Reservation, System
-from ..domain.events import ReservationClosed, SystemFreed
+from ..domain import recipes as recipe_rules
+from ..store.tables import Booking, Loan, Recipe, Reservation, System
+from ..domain.events import RecipeSystemTaken, ReservationClosed, SystemFreed
 from ..store.uow import emit
 from . import activity, notices
 from .systems import access_of
@@ -38,7 +39,19 @@ WHY = {
 
 def close_reservation(session, reservation: Reservation, now: datetime, reason: str, actor: Actor | None,
                       settings=None) -> None:
-    """End a reservation now, free its slot, and follow through (return_loan, notices)."""
+    """End a reservation now, free its slot, and follow through (return_loan, notices).
+
+    A reservation a recipe still holds its system by ends only with its recipe: handed back by a person it
+    is refused (409 naming the recipe and what to do); ended by the server (a removed system, a loan that
+    ended) its recipe is ended first. The database refuses the rest (migration 0024)."""
+    recipe = _holding_recipe(session, reservation)
+    if recipe is not None:
+        if reason == "returned":
+            raise recipe_rules.refuse_return(reservation.id, recipe.id, recipe.job_id, recipe.status,
+                                             reservation.system.fqdn)
+        emit(session, RecipeSystemTaken(recipe.id, now, WHY.get(reason, reason)))  # ends it (services/jobs.py)
+        if reservation.returned_at is not None:
+            return  # the recipe's end returned it; a reservesys left it open: it ends here
     reservation.returned_at = now
     reservation.return_reason = reason
     reservation.due_at = reservation.warn_at = None
@@ -59,6 +72,15 @@ def close_reservation(session, reservation: Reservation, now: datetime, reason: 
         loan = _holder_loan(session, reservation)
         if loan is not None:
             close_loan(session, loan, now, "returned_with_reservation", actor, settings)
+
+
+def _holding_recipe(session, reservation: Reservation) -> Recipe | None:
+    """The unfinished recipe holding its system by this reservation (the query flushes the caller's pending
+    changes first, so a recipe just finished or detached is seen as it is now)."""
+    if reservation.kind != "recipe":
+        return None
+    return session.execute(select(Recipe).where(Recipe.reservation_id == reservation.id,
+                                                Recipe.status.in_(recipe_rules.HOLDING))).unique().scalar_one_or_none()
 
 
 def _holder_loan(session, reservation: Reservation) -> Loan | None:

@@ -51,6 +51,7 @@ HANDLERS: dict[type, tuple] = {
     ev.DistroTreeRemoved: (jobs.on_distro_tree_removed,),
     ev.ReservationClosed: (installations.on_reservation_closed,),
     ev.RecipeAborted: (jobs.on_recipe_aborted,),
+    ev.RecipeSystemTaken: (jobs.on_recipe_system_taken,),
     ev.RecipeFinished: (health.on_recipe_finished,),
     ev.InstallationCommandFailed: (installations.on_command_failed,),
     ev.AdvanceReservationEnded: (advance_states.on_ended,),

@@ -18,7 +18,7 @@ from ..jobxml import referenced_names
 from ..store import calendar
 from ..store.tables import (Booking, Group, GroupMember, Job, Pool, Recipe, RecipeSet,
                             Reservation, System)
-from ..domain.events import DistroTreeRemoved, RecipeAborted, RecipeFinished, RecipeSetQueued
+from ..domain.events import DistroTreeRemoved, RecipeAborted, RecipeFinished, RecipeSetQueued, RecipeSystemTaken
 from ..domain.notices import warn_at
 from ..store.uow import emit, wake_worker
 from ..domain.times import format_time
@@ -120,7 +120,7 @@ def submit(uow, actor: Actor, now: datetime, job: dict, request_id: str | None =
               request_document=job if request_id else None, document=job, warnings=list(warnings or []))
     session.add(row)
     session.flush()
-    for spec_set in job["recipe_sets"]:
+    for position, spec_set in enumerate(job["recipe_sets"], 1):
         priority = rules.priority_value(spec_set.get("priority", "Normal"))
         recipe_set = RecipeSet(job_id=row.id, priority=priority, ar_id=spec_set.get("ar"), status="queued",
                                queued_at=now, multi=len(spec_set["recipes"]) > 1)
@@ -144,6 +144,7 @@ def submit(uow, actor: Actor, now: datetime, job: dict, request_id: str | None =
                                    priority=priority, queued_at=now, host_recipe_id=recipe.id,
                                    distro_tree_id=distros.matching(session, guest_spec["distro_requires"])[0].id))
         session.flush()
+        scheduling.refuse_never_starting(session, recipe_set, position)  # 409: nothing is written
         emit(session, RecipeSetQueued(recipe_set.id, now))
     activity.record(session, actor, now, "job", row.id, "submitted")
     session.flush()
@@ -397,3 +398,16 @@ def on_recipe_aborted(uow, event: RecipeAborted) -> None:
     activity.record(session, None, event.now, "recipe", recipe.id, "aborted", "reason", None, event.why)
     if event.refresh:
         placement.refresh_rollups(session, recipe.recipe_set, event.now)
+
+
+def on_recipe_system_taken(uow, event: RecipeSystemTaken) -> None:
+    """The server ends the reservation a recipe holds (services/endings.py): a set only holding the system
+    gives its systems back and queues again; a recipe using it is aborted, saying why."""
+    session = uow.session
+    recipe = session.get(Recipe, event.recipe_id)
+    if recipe.status == "assigned":
+        placement.release(session, recipe.recipe_set, event.now)
+        return
+    finish(session, recipe, "aborted", event.now, None, uow.settings)
+    activity.record(session, None, event.now, "recipe", recipe.id, "aborted", "reason", None, event.why)
+    placement.refresh_rollups(session, recipe.recipe_set, event.now)

@@ -65,7 +65,8 @@ def _assign(session, recipe_set: RecipeSet, plan: dict[int, int], now: datetime,
     for recipe in recipe_set.recipes:
         # a recipe dealt the system it holds keeps it untouched (no write, however many the set holds)
         if recipe.status in WAITING and not (recipe.system_id in held and plan.get(recipe.id) == recipe.system_id):
-            recipe.system_id, recipe.reservation_id = None, None
+            # queued until dealt a system again below: a recipe never holds without its reservation
+            recipe.status, recipe.system_id, recipe.reservation_id = "queued", None, None
     for recipe in recipe_set.recipes:
         if recipe.id not in plan:
             continue
@@ -162,10 +163,11 @@ def release(session, recipe_set: RecipeSet, now: datetime) -> None:
     """A set that may no longer hold gives its systems back and queues again."""
     for recipe in recipe_set.recipes:
         if recipe.status == "assigned":
-            reservation = session.get(Reservation, recipe.reservation_id)
-            close_reservation(session, reservation, now, "released", None)
-            usage.set_usage(session, session.get(System, recipe.system_id), "idle", now)
+            reservation, system = session.get(Reservation, recipe.reservation_id), session.get(System, recipe.system_id)
+            # the recipe lets go first: a reservation a recipe holds its system by cannot be returned
             recipe.status, recipe.system_id, recipe.reservation_id = "queued", None, None
+            close_reservation(session, reservation, now, "released", None)
+            usage.set_usage(session, system, "idle", now)
     refresh_rollups(session, recipe_set, now)
 
 

@@ -26,6 +26,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import undefer_group
 
 from ..domain.permissions import Permission, decide, decide_schedule
+from ..domain.recipes import never_starts
 from dataclasses import replace
 
 from ..scheduler.filters import Host, is_live, needs_hardware, verdict
@@ -287,20 +288,35 @@ def _multi_queue(session, status: str, page: int = 20):
 def could_ever_start(session, recipe_set: RecipeSet) -> bool:
     """Do the recipes' candidate systems allow a distinct system each, were all of them free?
 
-    When every recipe has at least as many candidates as there are recipes, a
-    distinct system each always exists (Hall's condition), so counting
-    suffices; only otherwise is the matching tried.
+    Only the candidates the scheduler may give out count: Automated ones (not Manual, broken or removed;
+    a candidate is already one whose policy lets the owner have it, and never a guest's VM). A loan to
+    someone else ends one day, so a lent system counts. When every recipe has at least as many candidates
+    as there are recipes, a distinct system each always exists (Hall's condition), so counting suffices;
+    only otherwise is the matching tried.
     """
     waiting = [r for r in recipe_set.recipes if r.status in WAITING]
-    counts = dict(session.execute(select(ClassCandidate.class_id, func.count()).where(
-        ClassCandidate.class_id.in_({r.class_id for r in waiting})).group_by(ClassCandidate.class_id)).all())
-    if all(counts.get(r.class_id, 0) >= len(waiting) for r in waiting):
+    given = (select(ClassCandidate.class_id, ClassCandidate.system_id)
+             .join(System, System.id == ClassCandidate.system_id)
+             .where(ClassCandidate.class_id.in_({r.class_id for r in waiting}), System.condition == "automated"))
+    by_class: dict[int, list[int]] = {}
+    for class_id, system_id in session.execute(given).all():
+        by_class.setdefault(class_id, []).append(system_id)
+    if all(len(by_class.get(r.class_id, ())) >= len(waiting) for r in waiting):
         return True
-    needs = []
-    for recipe in waiting:
-        rows = session.execute(select(ClassCandidate.system_id).where(ClassCandidate.class_id == recipe.class_id))
-        needs.append(Need(recipe.id, tuple(rows.scalars())))
+    needs = [Need(recipe.id, tuple(by_class.get(recipe.class_id, ()))) for recipe in waiting]
     return place(needs, lambda system, runtime: True) is not None
+
+
+def refuse_never_starting(session, recipe_set: RecipeSet, position: int) -> None:
+    """A set that could not start even with every system free is refused when submitted (409), as a
+    reservation nobody could ever grant is: queued, it would wait for ever (docs/scheduler.md)."""
+    if recipe_set.ar_id is not None or could_ever_start(session, recipe_set):
+        return  # an advance reservation's work is checked against the AR's systems (advance_work)
+    class_ids = {r.class_id for r in recipe_set.recipes}
+    usable = session.execute(select(System.fqdn).join(ClassCandidate, ClassCandidate.system_id == System.id)
+                             .where(ClassCandidate.class_id.in_(class_ids), System.condition == "automated")
+                             .distinct().order_by(System.fqdn)).scalars().all()
+    raise never_starts(position, len(recipe_set.recipes), list(usable))
 
 
 def holders(session) -> list[RecipeSet]:
@@ -442,3 +458,5 @@ def on_system_changed(uow, system_id: int, now: datetime) -> None:
         compute_candidates(session, cls, [system], only=system)
     session.flush()
     _offer(uow, system_id, now, candidates_changed=True)
+    if system.condition != "automated":  # (_offer settles the holding only for an Automated system)
+        settle_holding(session, now)  # the head may have needed it: one that can never start gives back

@@ -9,15 +9,15 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from sqlalchemy import select
+from sqlalchemy import and_, exists, func, or_, select
 
 from ..domain import reservations as reservation_rules
 from ..domain import waitline as rules
-from ..domain.errors import Conflict, Invalid
+from ..domain.errors import Invalid
 from ..domain.permissions import Actor, Permission
 from ..jobxml.normalise import normalise_host_filter
 from ..scheduler.filters import LIVE_FIELDS, is_live
-from ..store.tables import ClassCandidate, Pool, Reservation, User
+from ..store.tables import ClassCandidate, Loan, Pool, Reservation, System, User
 from ..store.waitline_tables import ReservationWait
 from . import activity, guests, holds
 from . import systems as system_service
@@ -47,8 +47,7 @@ def enqueue(uow, actor: Actor, now: datetime, policy: reservation_rules.Reservat
         return previous, False  # a retry that raced its first attempt
     cls = requirement_class(session, actor.id, {"host_requires": wanted.tree, "force": wanted.force, "reserve": True},
                             now)
-    if not session.execute(select(ClassCandidate.system_id).where(ClassCandidate.class_id == cls.id)).first():
-        raise Conflict("no system you may reserve matches: it would wait for ever")
+    _refuse_never_granted(session, actor, cls.id)
     reservation = Reservation(system_id=None, user_id=actor.id, kind="manual", start_at=now, end_at=None,
                               return_loan=body.get("return_loan", False),
                               heartbeat_seconds=int(heartbeat.total_seconds()) if heartbeat else None,
@@ -66,6 +65,26 @@ def enqueue(uow, actor: Actor, now: datetime, policy: reservation_rules.Reservat
                     wanted.force or "a system matching requires/pools")
     try_grant(uow, wait, now)
     return reservation, True
+
+
+def _refuse_never_granted(session, actor: Actor, class_id: int) -> None:
+    """The wait's candidates (systems its owner may reserve by policy) must include one it could be granted
+    as things stand: a Manual one, or an Automated one its owner owns, borrows, or (an admin) may take —
+    the same rule as reserving one of them by name. A loan to someone else ends one day: such systems count."""
+    candidate = and_(ClassCandidate.class_id == class_id, ClassCandidate.system_id == System.id)
+    grantable = System.condition == "manual"
+    if not actor.is_admin:
+        lent_to_owner = exists().where(Loan.system_id == System.id, Loan.recipient_id == actor.id,
+                                       Loan.returned_at.is_(None))
+        grantable = or_(grantable, and_(System.condition == "automated",
+                                        or_(System.owner_id == actor.id, lent_to_owner)))
+    else:
+        grantable = System.condition.in_(("manual", "automated"))
+    if session.execute(select(System.id).where(exists().where(candidate), grantable).limit(1)).first():
+        return
+    counts = session.execute(select(System.condition, func.count()).where(exists().where(candidate))
+                             .group_by(System.condition)).all()
+    raise rules.never_granted({condition: n for condition, n in counts if condition != "removed"})
 
 
 def _by_request_id(session, actor: Actor, request_id: str) -> Reservation | None:

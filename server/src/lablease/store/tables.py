@@ -436,6 +436,12 @@ class Recipe(Base):
     __table_args__ = (Index("ix_recipes_status", "status"),)
 
 
+# The recipe holding a system by a reservation (store/migrations 0024: the database checks it on every return;
+# services/endings.py asks it): only recipes in a holding state, so it stays as small as the lab.
+Index("ix_recipes_holding", Recipe.reservation_id,
+      sqlite_where=text("status IN ('assigned', 'scheduled', 'waiting', 'installing', 'running')"),
+      postgresql_where=text("status IN ('assigned', 'scheduled', 'waiting', 'installing', 'running')"))
+
 # Each requirement class's queued recipes in scheduling order (services/scheduling.py _class_queue): a page is
 # read from the index without sorting the class's top-priority group, however long the queue.
 Index("ix_recipes_class_queue", Recipe.class_id, Recipe.status, Recipe.priority.desc(), Recipe.queued_at, Recipe.id)

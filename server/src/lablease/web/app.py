@@ -16,9 +16,8 @@ from werkzeug.exceptions import HTTPException, NotFound
 from werkzeug.utils import safe_join
 from werkzeug.wrappers import Request, Response
 
-from ..api.errors import ERROR_STATUS
+from ..api.errors import ERROR_STATUS, as_refusal
 from ..api.monitoring import ROUTE_KEY
-from ..domain.errors import DomainError
 from ..domain.signin import safe_next
 from ..services import signin
 from ..services.handlers import unit_of_work
@@ -88,7 +87,8 @@ class WebPages:
                 result = page.view(ctx)
                 if writes:
                     uow.commit()
-            except DomainError as error:
+            except Exception as raised:  # noqa: BLE001 - a refusal, or a schema guard's (a 409 as in the API)
+                error = as_refusal(raised)  # anything else goes on up (a bug)
                 status = next(code for kind, code in ERROR_STATUS.items() if isinstance(error, kind))
                 if not writes:
                     return self.error_page(request, actor, status, error.detail)

@@ -325,7 +325,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"lablease-server: {error.detail}", file=sys.stderr)
         return 1
     # e.g. a second worker on one SQLite database, a newer schema, a refused restore: why, in one line
-    except (OSError, AlreadyRunning, migrate.SchemaNewer, Refused, ToolFailed) as error:
+    except (OSError, AlreadyRunning, migrate.SchemaNewer, migrate.UpgradeRefused, Refused, ToolFailed) as error:
         if args.debug:
             raise
         print(f"lablease-server: {error}", file=sys.stderr)

@@ -28,12 +28,13 @@ from ..store.paging import Order
 from ..power import registry as power_registry
 from ..provision.netboot import LOADERS, normalise_mac
 from ..store.secrets import SECRET_KEYS
-from ..store.tables import AccessRule, DistroTree, Installation, Loan, Pool, Reservation, Resource, System, User
+from ..store.tables import (AccessRule, DistroTree, Installation, Loan, Pool, Reservation, Resource, System, User,
+                            netboot_mac_key)
 from ..domain.times import format_time
 from . import activity, health_state, usage
 from .inventory import check_inventory, inventory_of
 from ..store.queries import ar_summaries_for
-from ..domain.events import SystemChanged
+from ..domain.events import SystemChanged, SystemRemoved
 from ..store.uow import emit, settings_of
 
 EDITABLE = ("arch", "cpus", "memory_mb", "lab", "attributes", "condition", "owner", "power", "netboot",
@@ -229,6 +230,20 @@ def _checked_settings(key: str, settings: dict) -> dict:
     return settings
 
 
+def _refuse_shared_mac(session, netboot: dict | None, system_id: int | None) -> None:
+    """409 naming the system that already has this netboot MAC: provisioning one would write the other's boot
+    file (the database's unique index refuses it too: store/tables.py netboot_mac_key)."""
+    mac = (netboot or {}).get("mac")
+    if not mac:
+        return
+    holder = session.execute(select(System.fqdn).where(
+        netboot_mac_key(System.netboot) == normalise_mac(mac).replace(":", ""),
+        System.id != (system_id or 0))).scalar_one_or_none()
+    if holder is not None:
+        raise Conflict(f"netboot MAC {mac} is already {holder}'s; each system needs its own "
+                       "(provisioning one would write the other's boot file)", system=holder, mac=mac)
+
+
 def add_system(uow, actor: Actor, now: datetime, data: dict, force: bool | None = None) -> dict:
     decision = decide_site(actor, SiteAction.ADD_SYSTEM)
     if not decision:
@@ -240,6 +255,7 @@ def add_system(uow, actor: Actor, now: datetime, data: dict, force: bool | None 
     if session.execute(select(System.id).where(System.fqdn == fqdn)).first():
         raise Conflict(f"a system named {fqdn} already exists")
     values = _clean(session, {"condition": "manual", **data})
+    _refuse_shared_mac(session, values.get("netboot"), None)
     values.setdefault("owner_id", actor.id or None)  # id 0: the server itself
     resource = Resource(kind="system", name=fqdn, capacity=1)
     session.add(resource)
@@ -263,12 +279,20 @@ def update_system(uow, actor: Actor, now: datetime, fqdn: str, data: dict, force
     old_condition = system.condition
     data = {**data, **{key: _keep_secrets(getattr(system, key), data[key])
                        for key in ("power", "netboot") if isinstance(data.get(key), dict)}}
-    changes = _apply(session, system, _clean(session, data))
+    values = _clean(session, data)
+    if "netboot" in values:
+        _refuse_shared_mac(session, values["netboot"], system.id)
+    removing = values.get("condition") == "removed" != old_condition
+    if removing:
+        _check_removal(session, system, force)
+    changes = _apply(session, system, values)
     activity.record_changes(session, actor, now, "system", system.fqdn, changes)
     if system.condition != old_condition:
         usage.record_condition(session, system, old_condition, now)
         health_state.condition_changed(session, system, old_condition, now)
     session.flush()
+    if removing:
+        emit(session, SystemRemoved(system.id, now, actor))  # forced: its reservations and loan end
     if changes:
         emit(session, SystemChanged(system.id, now, force))
     return describe(session, system, now)
@@ -312,21 +336,32 @@ def _apply(session, system: System, values: dict) -> dict[str, tuple]:
     return changes
 
 
-def remove_system(uow, actor: Actor, now: datetime, fqdn: str, force: bool = False, on_return=None) -> None:
-    """Mark a system removed (its history stays); refuses while it is reserved unless forced."""
+def _check_removal(session, system: System, force: bool | None) -> None:
+    """The one rule of removing a system, whichever way (DELETE, condition removed, an import): refused while
+    someone holds or borrows it unless forced (domain/systems.py refuse_removal)."""
+    if force:
+        return
+    open_ = session.execute(select(Reservation).where(
+        Reservation.system_id == system.id, Reservation.returned_at.is_(None))
+        .order_by(Reservation.id)).unique().scalars()
+    loan = active_loan(session, system)
+    rules.refuse_removal(system.fqdn, [(r.id, r.user.name) for r in open_],
+                         loan.recipient.name if loan is not None else None)
+
+
+def remove_system(uow, actor: Actor, now: datetime, fqdn: str, force: bool = False) -> None:
+    """Mark a system removed (its history stays); refused while it is reserved or lent unless forced, which
+    returns its reservations and its loan."""
     session = uow.session
     system = find(session, fqdn, actor)
     require(session, actor, Permission.EDIT_SYSTEM, system)
-    open_ = list(session.execute(select(Reservation).where(
-        Reservation.system_id == system.id, Reservation.returned_at.is_(None))).unique().scalars())
-    if open_ and not force:
-        raise Conflict(f"{system.fqdn} has {len(open_)} active or upcoming reservation(s); remove with force to return them")
-    for reservation in open_:
-        on_return(reservation)
     if system.condition != "removed":
+        _check_removal(session, system, force)
         activity.record(session, actor, now, "system", system.fqdn, "changed", "condition", system.condition, "removed")
         old, system.condition = system.condition, "removed"
         usage.record_condition(session, system, old, now)
+        session.flush()
+        emit(session, SystemRemoved(system.id, now, actor))
         emit(session, SystemChanged(system.id, now, force))  # an advance reservation holding it is told
 
 

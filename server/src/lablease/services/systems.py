@@ -8,7 +8,7 @@ from sqlalchemy.orm import lazyload, selectinload
 
 from ..domain import systems as rules
 from ..domain.boot_text import check_options, first_unfit
-from ..domain.errors import Conflict, Forbidden, Invalid, NotFound
+from ..domain.errors import Conflict, DomainError, Forbidden, Invalid, NotFound
 from ..domain.numbers import check_whole
 from ..domain.permissions import (
     Actor,
@@ -425,23 +425,28 @@ def _free_window(now: datetime, filters: dict) -> Window:
                           "free_until")
 
 
-def import_systems(uow, actor: Actor, now: datetime, entries: list) -> dict:
-    """Add new systems and update known ones from a list; all or nothing."""
-    if not isinstance(entries, list):
-        raise Invalid("systems", "must be a list of systems")
-    added, updated = [], []
-    for index, entry in enumerate(entries):
-        if not isinstance(entry, dict) or "fqdn" not in entry:
-            raise Invalid(f"systems[{index}]", "each system needs at least fqdn and arch")
-        fqdn = rules.check_fqdn(entry["fqdn"])
-        exists_ = uow.session.execute(select(System.id).where(System.fqdn == fqdn)).first()
-        if exists_:
-            update_system(uow, actor, now, fqdn, {k: v for k, v in entry.items() if k != "fqdn"})
-            updated.append(fqdn)
-        else:
-            add_system(uow, actor, now, entry)
-            added.append(fqdn)
-    return {"added": added, "updated": updated}
+def import_systems(uow, actor: Actor, now: datetime, entries: list[tuple[int, dict]], force: bool = False) -> dict:
+    """Add each new system as POST /systems and change each known one as PATCH /systems/{fqdn} would, with the
+    same checks and consequences (`force` as the API's), each entry on its own (uow.step) so that every refused
+    one is named: {"added", "updated", "refused": {index: why}}. The caller commits only when none was refused
+    (all or nothing). A name given twice is refused: the second would silently undo part of the first."""
+    added, updated, refused, first = [], [], {}, {}
+    for index, entry in entries:
+        try:
+            fqdn = rules.check_fqdn(entry.get("fqdn"))
+            if fqdn in first:
+                raise Conflict(f"{fqdn} is also system {first[fqdn] + 1} of this import; give each system once")
+            first[fqdn] = index
+            with uow.step():
+                if uow.session.execute(select(System.id).where(System.fqdn == fqdn)).first():
+                    update_system(uow, actor, now, fqdn, {k: v for k, v in entry.items() if k != "fqdn"}, force)
+                    updated.append(fqdn)
+                else:
+                    add_system(uow, actor, now, entry, force)
+                    added.append(fqdn)
+        except DomainError as error:
+            refused[index] = error.detail
+    return {"added": added, "updated": updated, "refused": refused}
 
 
 def fqdn_of(session, system_id: int) -> str:

@@ -106,7 +106,9 @@ options:
     type: dict
   force:
     description:
-      - With O(state=absent), remove the system even while it is reserved; its reservations are returned.
+      - With O(state=absent), remove the system even while it is reserved or lent; its reservations (a recipe on one
+        is aborted) and its loan are returned, and their holders told. Without it, such a system is not removed and
+        the task fails naming the reservations and the loan.
     type: bool
     default: false
 requirements:

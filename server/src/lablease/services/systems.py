@@ -4,6 +4,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from sqlalchemy import exists, func, select
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import lazyload, selectinload
 
 from ..domain import systems as rules
@@ -355,13 +356,15 @@ def remove_system(uow, actor: Actor, now: datetime, fqdn: str, force: bool = Fal
     session = uow.session
     system = find(session, fqdn, actor)
     require(session, actor, Permission.EDIT_SYSTEM, system)
-    if system.condition != "removed":
-        _check_removal(session, system, force)
+    _check_removal(session, system, force)  # also when already removed: what an older version left held
+    changed = system.condition != "removed"
+    if changed:
         activity.record(session, actor, now, "system", system.fqdn, "changed", "condition", system.condition, "removed")
         old, system.condition = system.condition, "removed"
         usage.record_condition(session, system, old, now)
         session.flush()
-        emit(session, SystemRemoved(system.id, now, actor))
+    emit(session, SystemRemoved(system.id, now, actor))
+    if changed:
         emit(session, SystemChanged(system.id, now, force))  # an advance reservation holding it is told
 
 
@@ -446,6 +449,8 @@ def import_systems(uow, actor: Actor, now: datetime, entries: list[tuple[int, di
                     added.append(fqdn)
         except DomainError as error:
             refused[index] = error.detail
+        except IntegrityError:  # PostgreSQL: a concurrent change took the name or the MAC after the check
+            refused[index] = "conflicts with a concurrent change (its name or netboot MAC was just taken); retry"
     return {"added": added, "updated": updated, "refused": refused}
 
 

@@ -158,3 +158,33 @@ def test_removing_a_lent_system_ends_its_loan(lab):
     assert status == 409 and "a loan to alice" in problem["detail"]
     assert lab.admin.delete("/systems/s1.lab.test", force="true")[0] == 204
     assert lab.alice.get("/systems/s1.lab.test/loan")[0] == 404
+
+
+def test_an_import_is_all_or_nothing_on_both_databases(lab):
+    """Each system of an import in its own savepoint (its refusals its own), the file's writes one transaction."""
+    import pytest
+
+    from lablease.cli.server import SERVER
+    from lablease.cli.server_import import ImportRefused, import_file
+    from lablease.services.handlers import unit_of_work
+
+    lab.system("m1.lab.test", netboot={"mac": "52:54:00:ee:00:01"})
+    text = ("- {fqdn: m2.lab.test, arch: x86_64, netboot: {mac: 52-54-00-ee-00-02}}\n"
+            "- {fqdn: m3.lab.test, arch: x86_64, netboot: {mac: 525400EE0001}}\n"
+            "- {fqdn: m4.lab.test, arch: x86_64, netboot: {mac: 525400EE0002}}\n")
+    with unit_of_work(lab.db, lab.settings) as uow:
+        with pytest.raises(ImportRefused) as refused:
+            import_file(uow, SERVER, START, "s.yml", text, False)
+        uow.commit()  # what a caller that ignored the refusal would commit: nothing of the file (not m2)
+    assert str(refused.value).splitlines()[1:] == [
+        "s.yml:2: system 2 (m3.lab.test): netboot MAC 52:54:00:ee:00:01 is already m1.lab.test's; each system needs "
+        "its own (provisioning one would write the other's boot file)",
+        "s.yml:3: system 3 (m4.lab.test): netboot MAC 52:54:00:ee:00:02 is already m2.lab.test's; each system needs "
+        "its own (provisioning one would write the other's boot file)"]
+    assert lab.admin.get("/systems/m2.lab.test")[0] == 404
+    with unit_of_work(lab.db, lab.settings) as uow:
+        result = import_file(uow, SERVER, START, "s.yml", text.replace("EE0001", "EE0003").replace("EE0002", "EE0004"),
+                             False)
+        uow.commit()
+    assert result["added"] == ["m2.lab.test", "m3.lab.test", "m4.lab.test"]
+    assert lab.admin.get("/systems/m4.lab.test")[1]["netboot"]["mac"] == "52:54:00:ee:00:04"

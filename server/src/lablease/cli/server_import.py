@@ -84,8 +84,7 @@ def _as_text(value):
 
 
 def import_file(uow, actor, now: datetime, path: str, text: str, force: bool) -> dict:
-    """Check every system, import the good ones in the unit of work, and refuse the whole file (ImportRefused,
-    naming each refused system) when any is refused; the caller commits only what returns."""
+    """Check every system and import them in the unit of work, or none: ImportRefused names each refused one."""
     rows = read_rows(path, text)
     refused, entries = {}, []
     for row in rows:
@@ -93,8 +92,8 @@ def import_file(uow, actor, now: datetime, path: str, text: str, force: bool) ->
             entries.append((row.index, checked(row)))
         except Invalid as error:
             refused[row.index] = error.detail
-    result = systems.import_systems(uow, actor, now, entries, force)
-    refused.update(result["refused"])
+    result = systems.import_systems(uow, actor, now, entries, force, refused)
+    refused = result["refused"]
     if refused:
         lines = [f"{rows[index].named(path)}: {refused[index]}" for index in sorted(refused)]
         raise ImportRefused("\n".join([f"{path}: nothing imported: {len(refused)} of {len(rows)} system(s) refused",

@@ -428,12 +428,15 @@ def _free_window(now: datetime, filters: dict) -> Window:
                           "free_until")
 
 
-def import_systems(uow, actor: Actor, now: datetime, entries: list[tuple[int, dict]], force: bool = False) -> dict:
+def import_systems(uow, actor: Actor, now: datetime, entries: list[tuple[int, dict]], force: bool = False,
+                   refused: dict[int, str] | None = None) -> dict:
     """Add each new system as POST /systems and change each known one as PATCH /systems/{fqdn} would, with the
     same checks and consequences (`force` as the API's), each entry on its own (uow.step) so that every refused
-    one is named: {"added", "updated", "refused": {index: why}}. The caller commits only when none was refused
-    (all or nothing). A name given twice is refused: the second would silently undo part of the first."""
-    added, updated, refused, first = [], [], {}, {}
+    one is named: {"added", "updated", "refused": {index: why}}, `refused` holding those the caller's input
+    checks refused already. All or nothing: when any is refused, every write of the import is undone.
+    A name given twice is refused: the second would silently undo part of the first."""
+    added, updated, refused, first = [], [], dict(refused or {}), {}
+    whole = uow.session.begin_nested()
     for index, entry in entries:
         try:
             fqdn = rules.check_fqdn(entry.get("fqdn"))
@@ -451,7 +454,11 @@ def import_systems(uow, actor: Actor, now: datetime, entries: list[tuple[int, di
             refused[index] = error.detail
         except IntegrityError:  # PostgreSQL: a concurrent change took the name or the MAC after the check
             refused[index] = "conflicts with a concurrent change (its name or netboot MAC was just taken); retry"
-    return {"added": added, "updated": updated, "refused": refused}
+    if refused:
+        whole.rollback()
+        return {"added": [], "updated": [], "refused": refused}
+    whole.commit()
+    return {"added": added, "updated": updated, "refused": {}}
 
 
 def fqdn_of(session, system_id: int) -> str:

@@ -127,3 +127,14 @@ def test_an_import_that_would_break_an_advance_reservation_is_refused_unless_for
     assert server.admin.get(f"/advance-reservations/{ar['id']}").json()["state"] == "w"
     assert run(server, "system", "import", path, "--force").returncode == 0
     assert server.admin.get(f"/advance-reservations/{ar['id']}").json()["state"] == "E"
+
+
+def test_system_add_keeps_one_spelling_of_a_mac_and_refuses_a_shared_one(server):
+    result = run(server, "system", "add", "mac1.lab.test", "--arch", "x86_64", "--mac", "52-54-00-FF-00-01")
+    assert result.returncode == 0, result.stderr
+    assert server.admin.get("/systems/mac1.lab.test").json()["netboot"] == {"mac": "52:54:00:ff:00:01"}
+    result = run(server, "system", "add", "mac2.lab.test", "--arch", "x86_64", "--mac", "525400ff0001")
+    assert result.returncode == REFUSED and result.stderr == (
+        "lablease-server: netboot MAC 52:54:00:ff:00:01 is already mac1.lab.test's; each system needs its own "
+        "(provisioning one would write the other's boot file)\n")
+    assert not exists(server, "mac2.lab.test")

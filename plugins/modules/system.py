@@ -88,6 +88,9 @@ options:
     description:
       - "Netboot settings as the server accepts them, for example V({mac: 52:54:00:12:34:56, loader: grub2})."
       - Keys are compared one by one; keys not given keep their value.
+      - "The MAC may be written V(52:54:00:12:34:56), V(52-54-00-12-34-56), V(525400123456) or V(5254.0012.3456),
+        in either case; the server keeps it as V(52:54:00:12:34:56), so another spelling of the stored MAC is no change.
+        A MAC another system already has is refused, naming that system."
     type: dict
   inventory:
     description:
@@ -103,7 +106,9 @@ options:
     type: dict
   force:
     description:
-      - With O(state=absent), remove the system even while it is reserved; its reservations are returned.
+      - With O(state=absent), remove the system even while it is reserved or lent; its reservations (a recipe on one
+        is aborted) and its loan are returned, and their holders told. Without it, such a system is not removed and
+        the task fails naming the reservations and the loan.
     type: bool
     default: false
 requirements:
@@ -222,12 +227,25 @@ system:
       sample: {"vendor": "Dell Inc.", "system_type": "Machine", "hypervisor": null, "cpu": {"flags": ["vmx"]}}
 """
 
+import re
+
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.lablease.lab.plugins.module_utils.client import api_argument_spec
 from ansible_collections.lablease.lab.plugins.module_utils.resource import Resource
 
 SCALARS = ("arch", "cpus", "memory_mb", "lab", "owner", "condition")
 SECRET_KEYS = ("password", "pass", "secret", "token", "credentials", "key")
+# The spellings the server takes (its provision/netboot.py normalise_mac), kept as lower-case colon form.
+MAC_SPELLINGS = re.compile(r"[0-9a-f]{2}([:-])[0-9a-f]{2}(\1[0-9a-f]{2}){4}|[0-9a-f]{12}|[0-9a-f]{4}(\.[0-9a-f]{4}){2}")
+
+
+def normal_mac(mac):
+    """The MAC as the server keeps it; anything that is not a MAC is sent as given, for the server to refuse."""
+    text = mac.strip().lower() if isinstance(mac, str) else None
+    if text is None or not MAC_SPELLINGS.fullmatch(text):
+        return mac
+    digits = re.sub(r"[:.-]", "", text)
+    return ":".join(digits[i:i + 2] for i in range(0, 12, 2))
 
 
 def normal_attributes(attributes):
@@ -254,6 +272,8 @@ def wanted_changes(params, current):
         changes["inventory"] = inventory
     for key in ("power", "netboot"):
         given = dict(params[key] or {})
+        if key == "netboot" and "mac" in given:
+            given["mac"] = normal_mac(given["mac"])
         if key == "power" and params["power_password"] is not None and (
                 current is None or params["update_password"] == "always"):
             given["password"] = params["power_password"]

@@ -339,3 +339,18 @@ def test_operator_playbook(server, tmp_path):  # playbooks/demo.yml runs in test
 def test_readme_adhoc_line_is_the_tested_one():
     readme = (ROOT / "README.md").read_text()
     assert textwrap.dedent("ansible localhost -m lablease.lab.reservation -a 'system=s1.lab.test duration=4h'") in readme
+
+
+def test_the_system_module_keeps_one_spelling_of_a_mac_and_refuses_a_shared_one(server, tmp_path):
+    """A MAC in another spelling is the same MAC: no change on s1, and refused on s2 naming s1 (provisioning s2
+    would have written s1's boot file)."""
+    env = ansible_env(server, user="admin")
+    tasks = [{"name": name, "lablease.lab.system": {"fqdn": fqdn, "netboot": {"mac": mac}}, "ignore_errors": True}
+             for name, fqdn, mac in (("set", "s1.lab.test", "52:54:00:BB:00:01"),
+                                     ("again", "s1.lab.test", "525400bb0001"),
+                                     ("shared", "s2.lab.test", "52-54-00-bb-00-01"))]
+    first, again, shared = results(env, playbook(tmp_path, tasks))
+    assert first["changed"] and first["system"]["netboot"]["mac"] == "52:54:00:bb:00:01"
+    assert not again["failed"] and again["changed"] is False
+    assert shared["failed"] and "52:54:00:bb:00:01 is already s1.lab.test's" in shared["msg"]
+    assert server.admin.get("/systems/s2.lab.test").json()["netboot"] == {}

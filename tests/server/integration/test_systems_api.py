@@ -104,3 +104,87 @@ def test_unknown_routes_and_methods_are_problems(lab):
     response = lab.client.put("/api/v1/systems", headers={"Authorization": f"Bearer {lab.tokens['alice']}"})
     assert response.status_code == 405 and response.mimetype == "application/problem+json"
     assert "GET" in response.headers["Allow"]
+
+
+def test_a_netboot_mac_belongs_to_one_system_whatever_its_spelling(lab):
+    """Provisioning one of two systems sharing a MAC would write the other's boot file: the second is refused
+    (409 naming the holder), by POST and by PATCH, in every spelling; each MAC is kept in one spelling."""
+    lab.system("m1.lab.test", netboot={"mac": "52:54:00:BB:00:01"})
+    assert lab.admin.get("/systems/m1.lab.test")[1]["netboot"]["mac"] == "52:54:00:bb:00:01"
+    for spelling in ("52:54:00:bb:00:01", "52:54:00:BB:00:01", "52-54-00-bb-00-01", "525400BB0001", "5254.00bb.0001"):
+        status, problem = lab.admin.post("/systems", {"fqdn": "m2.lab.test", "arch": "x86_64",
+                                                      "netboot": {"mac": spelling}})
+        assert status == 409, (spelling, problem)
+        assert "52:54:00:bb:00:01 is already m1.lab.test's" in problem["detail"]
+    assert lab.admin.get("/systems/m2.lab.test")[0] == 404  # nothing half written
+    lab.system("m2.lab.test", netboot={"mac": "525400bb0002"})
+    status, problem = lab.admin.patch("/systems/m2.lab.test", {"netboot": {"mac": "52-54-00-BB-00-01"}})
+    assert status == 409 and "m1.lab.test" in problem["detail"]
+    assert lab.admin.get("/systems/m2.lab.test")[1]["netboot"] == {"mac": "52:54:00:bb:00:02"}
+    # its own MAC again, in another spelling, is no conflict; a MAC given up is free for another system
+    assert lab.admin.patch("/systems/m1.lab.test", {"netboot": {"mac": "52-54-00-bb-00-01"}})[0] == 200
+    assert lab.admin.patch("/systems/m1.lab.test", {"netboot": {}})[0] == 200
+    assert lab.admin.patch("/systems/m2.lab.test", {"netboot": {"mac": "52:54:00:bb:00:01"}})[0] == 200
+    lab.system("m3.lab.test")  # systems without a MAC are many
+    lab.system("m4.lab.test", netboot={"loaders": ["ipxe"]})
+
+
+def test_a_change_to_removed_follows_the_rule_of_removing(lab):
+    """PATCH condition removed is a removal: refused while someone holds or borrows the system, naming them;
+    forced, their reservation and loan end (as DELETE ?force=true does)."""
+    lab.system()
+    lab.admin.post("/systems/s1.lab.test/loan", {"recipient": "alice", "duration": "2d"})
+    _, r = lab.alice.post("/reservations", {"system": "s1.lab.test", "duration": "2h"})
+    for refused in (lambda: lab.admin.patch("/systems/s1.lab.test", {"condition": "removed"}),
+                    lambda: lab.admin.delete("/systems/s1.lab.test")):
+        status, problem = refused()
+        assert status == 409
+        assert problem["detail"] == (f"s1.lab.test has reservation {r['id']} of alice and a loan to alice; "
+                                     "remove it with force to return them")
+    assert lab.admin.get("/systems/s1.lab.test")[1]["condition"] == "manual"
+    status, system = lab.admin.patch("/systems/s1.lab.test", {"condition": "removed", "force": True})
+    assert status == 200 and system["condition"] == "removed"
+    assert system["reservation"] is None and system["loan"] is None
+    _, returned = lab.alice.get(f"/reservations/{r['id']}")
+    assert returned["state"] == "returned"
+    assert lab.alice.get("/systems/s1.lab.test/loan")[0] == 404
+    assert lab.alice.patch("/systems/s1.lab.test/loan", {"extend_by": "1d"})[0] == 404
+
+
+def test_removing_a_lent_system_ends_its_loan(lab):
+    lab.system()
+    lab.admin.post("/systems/s1.lab.test/loan", {"recipient": "alice"})
+    status, problem = lab.admin.delete("/systems/s1.lab.test")
+    assert status == 409 and "a loan to alice" in problem["detail"]
+    assert lab.admin.delete("/systems/s1.lab.test", force="true")[0] == 204
+    assert lab.alice.get("/systems/s1.lab.test/loan")[0] == 404
+
+
+def test_an_import_is_all_or_nothing_on_both_databases(lab):
+    """Each system of an import in its own savepoint (its refusals its own), the file's writes one transaction."""
+    import pytest
+
+    from lablease.cli.server import SERVER
+    from lablease.cli.server_import import ImportRefused, import_file
+    from lablease.services.handlers import unit_of_work
+
+    lab.system("m1.lab.test", netboot={"mac": "52:54:00:ee:00:01"})
+    text = ("- {fqdn: m2.lab.test, arch: x86_64, netboot: {mac: 52-54-00-ee-00-02}}\n"
+            "- {fqdn: m3.lab.test, arch: x86_64, netboot: {mac: 525400EE0001}}\n"
+            "- {fqdn: m4.lab.test, arch: x86_64, netboot: {mac: 525400EE0002}}\n")
+    with unit_of_work(lab.db, lab.settings) as uow:
+        with pytest.raises(ImportRefused) as refused:
+            import_file(uow, SERVER, START, "s.yml", text, False)
+        uow.commit()  # what a caller that ignored the refusal would commit: nothing of the file (not m2)
+    assert str(refused.value).splitlines()[1:] == [
+        "s.yml:2: system 2 (m3.lab.test): netboot MAC 52:54:00:ee:00:01 is already m1.lab.test's; each system needs "
+        "its own (provisioning one would write the other's boot file)",
+        "s.yml:3: system 3 (m4.lab.test): netboot MAC 52:54:00:ee:00:02 is already m2.lab.test's; each system needs "
+        "its own (provisioning one would write the other's boot file)"]
+    assert lab.admin.get("/systems/m2.lab.test")[0] == 404
+    with unit_of_work(lab.db, lab.settings) as uow:
+        result = import_file(uow, SERVER, START, "s.yml", text.replace("EE0001", "EE0003").replace("EE0002", "EE0004"),
+                             False)
+        uow.commit()
+    assert result["added"] == ["m2.lab.test", "m3.lab.test", "m4.lab.test"]
+    assert lab.admin.get("/systems/m4.lab.test")[1]["netboot"]["mac"] == "52:54:00:ee:00:04"

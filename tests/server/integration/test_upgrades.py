@@ -9,6 +9,7 @@ of every revision up to R, upgraded by `init`, and then read back row by row and
 from __future__ import annotations
 
 import itertools
+import json
 from datetime import datetime, timezone
 
 import pytest
@@ -202,3 +203,47 @@ def test_a_downgrade_to_an_unknown_or_later_revision_is_refused(site, capsys):
     assert stop.value.code == 2 and "unknown schema revision '9999'" in capsys.readouterr().err
     assert main(["db", "downgrade", chain()[-1], "--yes"]) == 1
     assert "nothing to downgrade" in capsys.readouterr().err
+
+
+def test_an_upgrade_refuses_systems_sharing_a_netboot_mac_until_each_has_its_own(site, capsys):
+    """0025 makes netboot MACs unique: MACs two systems already share (in any spelling) are named, in one line,
+    and nothing changes until an administrator gives each system its own; the others are kept in one spelling."""
+    settings, db = site
+    before = migrate.scripts().get_revision("0025").down_revision
+    migrate.upgrade(db, before)
+    macs = {"a.lab.test": "52:54:00:bb:00:01", "b.lab.test": "52:54:00:BB:00:01", "c.lab.test": "525400bb0002",
+            "d.lab.test": "52-54-00-bb-00-02", "e.lab.test": "5254.00BB.0003", "f.lab.test": ""}
+    system = dict(SEEDS["0001"][6][1])
+    with db.writer.begin() as connection:
+        for name, row in SEEDS["0001"][0], SEEDS["0001"][4]:  # ann, an administrator, and her token
+            connection.execute(plain(subset(name, row)).insert().values(row))
+        for ident, (fqdn, mac) in enumerate(macs.items(), start=1):
+            resource = {"id": ident, "kind": "system", "name": fqdn, "capacity": 1}
+            connection.execute(plain(subset("resources", resource)).insert().values(resource))
+            row = {**system, "id": ident, "resource_id": ident, "fqdn": fqdn,
+                   "netboot": {"mac": mac, "loaders": ["ipxe"], "password": "kept"}}
+            connection.execute(plain(subset("systems", row)).insert().values(row))
+
+    assert main(["init"]) == 1
+    error = capsys.readouterr().err.strip()
+    assert "\n" not in error and "Traceback" not in error
+    assert error.startswith("lablease-server: systems share a netboot MAC address")
+    assert "52:54:00:bb:00:01 on a.lab.test, b.lab.test; 52:54:00:bb:00:02 on c.lab.test, d.lab.test." in error
+    assert "Nothing was changed" in error and "run lablease-server init again" in error
+    assert migrate.current_revision(db) == before
+
+    with db.writer.begin() as connection:
+        for fqdn, mac in (("b.lab.test", "52:54:00:bb:00:04"), ("d.lab.test", None)):
+            connection.execute(text("UPDATE systems SET netboot = :n WHERE fqdn = :f"),
+                               {"n": json.dumps({"mac": mac}), "f": fqdn})
+    assert main(["init"]) == 0 and migrate.current_revision(db) == migrate.head_revision()
+    capsys.readouterr()
+    admin = Caller(Client(create_app(settings, db)), TOKEN)
+    shown = {fqdn: admin.get(f"/systems/{fqdn}")[1]["netboot"] for fqdn in macs}
+    assert {fqdn: netboot.get("mac") for fqdn, netboot in shown.items()} == {
+        "a.lab.test": "52:54:00:bb:00:01", "b.lab.test": "52:54:00:bb:00:04", "c.lab.test": "52:54:00:bb:00:02",
+        "d.lab.test": None, "e.lab.test": "52:54:00:bb:00:03", "f.lab.test": ""}
+    assert shown["e.lab.test"] == {"mac": "52:54:00:bb:00:03", "loaders": ["ipxe"]}  # the secret kept, not shown
+    status, problem = admin.post("/systems", {"fqdn": "g.lab.test", "arch": "x86_64",
+                                              "netboot": {"mac": "52:54:00:BB:00:03"}})
+    assert status == 409 and "e.lab.test" in problem["detail"]

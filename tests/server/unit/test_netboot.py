@@ -112,14 +112,16 @@ def test_clear_removes_exactly_that_macs_files(tmp_path):
     ("52-54-00-12-34-56", "52:54:00:12:34:56"),
     ("52:54:00:AB:cd:EF", "52:54:00:ab:cd:ef"),
     (" 52-54-00-AB-CD-EF\n", "52:54:00:ab:cd:ef"),
+    ("525400BB0001", "52:54:00:bb:00:01"),
+    ("5254.00bb.0001", "52:54:00:bb:00:01"),
 ])
 def test_normalise_mac(mac, expected):
     assert netboot.normalise_mac(mac) == expected
 
 
 @pytest.mark.parametrize("mac", [
-    "", "52:54:00:12:34", "52:54:00:12:34:56:78", "52:54-00:12:34:56", "5254.0012.3456",
-    "525400123456", "52:54:00:12:34:5g", "../../etc/passwd", None,
+    "", "52:54:00:12:34", "52:54:00:12:34:56:78", "52:54-00:12:34:56", "5254.0012-3456",
+    "52540012345", "5254001234567", "52:54:00:12:34:5g", "5254:0012:3456", "../../etc/passwd", None,
 ])
 def test_bad_macs_are_refused(tmp_path, mac):
     with pytest.raises(ValueError, match="is not a MAC address"):

@@ -84,6 +84,8 @@ SYSTEM_CREATE = {
     "additionalProperties": False,
 }
 SYSTEM_UPDATE = {"type": "object", "properties": SYSTEM_FIELDS, "additionalProperties": False}
+# One system of `lablease-server system import`: added as POST /systems or changed as PATCH /systems/{fqdn}.
+SYSTEM_IMPORT = {**SYSTEM_CREATE, "required": ["fqdn"]}
 
 RESERVATION_SUMMARY = {
     "type": ["object", "null"],

@@ -10,8 +10,6 @@ from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 
-import yaml
-
 from ..config import Settings, load, load_settings, url_without_password
 from ..config.kinds import as_text
 from ..config.reference import effective
@@ -31,6 +29,7 @@ from ..domain.times import format_time
 from ..timeparse import parse_duration
 from .output import table, to_json
 from .server_data import add_commands as add_data_commands
+from .server_import import ImportRefused, import_file
 
 # Administration from the server's own command line acts with full rights.
 SERVER = Actor(id=0, name="lablease-server", is_admin=True)
@@ -158,6 +157,8 @@ def _attributes(pairs: list[tuple[str, str]]) -> dict:
 def cmd_system_add(settings: Settings, args) -> None:
     data = {"fqdn": args.fqdn, "arch": args.arch, "condition": args.condition,
             "attributes": _attributes(args.attr)}
+    if args.mac is not None:
+        data["netboot"] = {"mac": args.mac}
     for key in ("cpus", "memory_mb", "lab", "owner"):
         if getattr(args, key) is not None:
             data[key] = getattr(args, key)
@@ -169,10 +170,9 @@ def cmd_system_add(settings: Settings, args) -> None:
 
 def cmd_system_import(settings: Settings, args) -> None:
     with open(args.file, encoding="utf-8") as handle:
-        loaded = yaml.safe_load(handle)
-    entries = loaded.get("systems") if isinstance(loaded, dict) else loaded
+        text = handle.read()
     with unit_of_work(_db(settings), settings) as uow:
-        result = systems.import_systems(uow, SERVER, now(), entries)
+        result = import_file(uow, SERVER, now(), args.file, text, args.force)
         uow.commit()
     print(f"imported {args.file}: {len(result['added'])} added, {len(result['updated'])} updated")
 
@@ -283,9 +283,13 @@ def parser() -> argparse.ArgumentParser:
     sadd.add_argument("--owner")
     sadd.add_argument("--condition", default="manual", choices=["automated", "manual", "broken", "removed"])
     sadd.add_argument("--attr", type=key_value, action="append", help="KEY=VALUE (repeatable)")
+    sadd.add_argument("--mac", help="its netboot MAC address (any spelling; kept as 52:54:00:12:34:56)")
     sadd.set_defaults(func=cmd_system_add)
     simport = system.add_parser("import", help="add or update systems from a YAML file")
     simport.add_argument("file")
+    simport.add_argument("--force", action="store_true",
+                         help="as the API's force=true: remove held or lent systems (returning their reservations "
+                              "and loans) and make changes that put an advance reservation into error")
     simport.set_defaults(func=cmd_system_import)
 
     serve = sub.add_parser("serve", help="run the API (gunicorn) and, unless --no-worker, the worker")
@@ -325,7 +329,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"lablease-server: {error.detail}", file=sys.stderr)
         return 1
     # e.g. a second worker on one SQLite database, a newer schema, a refused restore: why, in one line
-    except (OSError, AlreadyRunning, migrate.SchemaNewer, Refused, ToolFailed) as error:
+    except (OSError, AlreadyRunning, migrate.SchemaNewer, migrate.UpgradeRefused, Refused, ToolFailed,
+            ImportRefused) as error:
         if args.debug:
             raise
         print(f"lablease-server: {error}", file=sys.stderr)

@@ -90,6 +90,17 @@ class RecipeSystemTaken(Event):
 
 
 @dataclass(frozen=True)
+class SystemRemoved(Event):
+    """A system was removed (forced while held or lent): its open reservations are returned (a recipe on
+    one aborted) and its loan ends, before anything looks at the system again."""
+    name: ClassVar[str] = "system_removed"
+    at_once: ClassVar[bool] = True
+    system_id: int
+    now: datetime
+    actor: Actor | None
+
+
+@dataclass(frozen=True)
 class RecipeAborted(Event):
     """A recipe cannot go on (`why` is recorded): it is finished as aborted, and its recipe set's
     state refreshed when `refresh` (a caller that refreshes the set itself afterwards says False)."""

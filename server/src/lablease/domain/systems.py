@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import re
 
-from .errors import Invalid
+from .errors import Conflict, Invalid
 
 CONDITIONS = ("automated", "manual", "broken", "removed")
 USAGES = ("idle", "scheduled", "waiting", "installing", "running", "pending")
@@ -52,3 +52,14 @@ def check_attributes(attributes: dict) -> dict[str, list[str]]:
             raise Invalid(f"attributes.{key}", "values must be strings or numbers")
         cleaned[str(key)] = [str(v) for v in values]
     return cleaned
+
+
+def refuse_removal(fqdn: str, reservations: list[tuple[int, str]], lent_to: str | None) -> None:
+    """Removing a system someone holds or borrows (DELETE, or a change of its condition to removed, by the
+    API or an import) is refused unless forced, naming them; forced, their reservations and loan end."""
+    held = [f"reservation {ident} of {user}" for ident, user in reservations]
+    if lent_to is not None:
+        held.append(f"a loan to {lent_to}")
+    if held:
+        listed = held[0] if len(held) == 1 else f"{', '.join(held[:-1])} and {held[-1]}"
+        raise Conflict(f"{fqdn} has {listed}; remove it with force to return them")

@@ -34,7 +34,9 @@ from ..domain.boot_text import unfit_for_a_line
 LOADERS = ("ipxe", "pxelinux", "grub2")
 DISPATCHER = "boot.ipxe"
 DISPATCHER_SCRIPT = "#!ipxe\nchain ipxe/${net0/mac:hexhyp} || exit\n"
-_MAC = re.compile(r"[0-9a-f]{2}([:-])[0-9a-f]{2}(\1[0-9a-f]{2}){4}")
+# The spellings a MAC arrives in (inventories, DHCP configs, `ip link`, switches): pairs joined by colons or
+# hyphens, twelve digits, or Cisco's three dotted groups of four; one separator throughout.
+_MAC = re.compile(r"[0-9a-f]{2}([:-])[0-9a-f]{2}(\1[0-9a-f]{2}){4}|[0-9a-f]{12}|[0-9a-f]{4}(\.[0-9a-f]{4}){2}")
 
 
 @dataclass(frozen=True)
@@ -51,11 +53,13 @@ class BootImage:
 
 
 def normalise_mac(mac: str) -> str:
-    """`52:54:00:12:34:56` or `52-54-00-12-34-56`, either case, to lower-case colon form."""
+    """`52:54:00:12:34:56`, `52-54-00-12-34-56`, `525400123456` or `5254.0012.3456`, either case, to the one
+    spelling lablease keeps (lower-case colon form): two spellings of one MAC are one machine's boot file."""
     text = mac.strip().lower() if isinstance(mac, str) else ""
     if not _MAC.fullmatch(text):
         raise ValueError(f"{mac!r} is not a MAC address")
-    return text.replace("-", ":")
+    digits = re.sub(r"[:.-]", "", text)
+    return ":".join(digits[i:i + 2] for i in range(0, 12, 2))
 
 
 def ipxe(image: BootImage | None) -> str:

@@ -12,7 +12,7 @@ from ..observe import metrics
 from ..store.db import Database
 from ..store.queries import freed_system_wanted
 from ..store.uow import UnitOfWork
-from . import advance_states, health, installations, jobs, scheduling
+from . import advance_states, health, installations, jobs, loans, scheduling
 
 
 def _timed(handler):
@@ -49,6 +49,7 @@ HANDLERS: dict[type, tuple] = {
     ev.SystemFreed: (offer_freed_system,),
     ev.SystemChanged: (offer_changed_system, advance_states.on_system_changed),
     ev.DistroTreeRemoved: (jobs.on_distro_tree_removed,),
+    ev.SystemRemoved: (loans.on_system_removed,),
     ev.ReservationClosed: (installations.on_reservation_closed,),
     ev.RecipeAborted: (jobs.on_recipe_aborted,),
     ev.RecipeSystemTaken: (jobs.on_recipe_system_taken,),

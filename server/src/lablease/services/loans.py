@@ -9,6 +9,7 @@ from ..domain import loans as rules
 from ..domain.errors import Conflict, Forbidden, Invalid, NotFound
 from ..domain.notices import warn_at
 from ..domain.permissions import Actor
+from ..domain.events import SystemRemoved
 from ..domain.recipes import FINISHED
 from ..store.tables import Loan, Recipe, Reservation, System, User
 from ..domain.times import format_time
@@ -56,21 +57,39 @@ def _held(session, system) -> list[rules.Held]:
 def _return_for_loan(session, actor: Actor, now: datetime, blocking: list[rules.Held], recipient: str,
                      settings) -> None:
     """Forced: the reservations in the way are returned (a recipe on one is aborted); holders are told."""
-    for held in blocking:
-        reservation = session.get(Reservation, held.reservation)
+    _take_back(session, actor, now, [session.get(Reservation, held.reservation) for held in blocking], "lent_away",
+               f"its system was lent to {recipient}", settings)
+
+
+def _take_back(session, actor: Actor, now: datetime, reservations: list[Reservation], reason: str, why: str,
+               settings) -> None:
+    """Forced: reservations returned with `reason` (a recipe on one is aborted, saying `why`); holders are told."""
+    for reservation in reservations:
         recipe = session.execute(select(Recipe).where(Recipe.reservation_id == reservation.id,
                                                       Recipe.status.notin_(FINISHED))).unique().scalar_one_or_none()
         if recipe is not None and recipe.status == "assigned":  # only holding it for its set: queue again
             release(session, recipe.recipe_set, now)
         elif recipe is not None:
             finish(session, recipe, "aborted", now, actor, settings)
-            activity.record(session, actor, now, "recipe", recipe.id, "aborted", "reason", None,
-                            f"its system was lent to {recipient}")
+            activity.record(session, actor, now, "recipe", recipe.id, "aborted", "reason", None, why)
             refresh_rollups(session, recipe.recipe_set, now)
         if reservation.returned_at is None:  # (a recipe's reservesys may have kept it)
-            endings.close_reservation(session, reservation, now, "lent_away", actor, settings)
-        activity.record(session, actor, now, "reservation", reservation.id, "lent_away", "reason", None,
-                        f"the system was lent to {recipient} (forced)")
+            endings.close_reservation(session, reservation, now, reason, actor, settings)
+        activity.record(session, actor, now, "reservation", reservation.id, reason, "reason", None, f"{why} (forced)")
+
+
+def on_system_removed(uow, event: SystemRemoved) -> None:
+    """A system removed while held or lent (forced): its reservations are returned, a recipe on one aborted,
+    and its loan ends; each holder is told."""
+    session = uow.session
+    open_ = session.execute(select(Reservation).where(Reservation.system_id == event.system_id,
+                                                      Reservation.returned_at.is_(None))
+                            .order_by(Reservation.id)).unique().scalars().all()
+    _take_back(session, event.actor, event.now, list(open_), "removed", "its system was removed", uow.settings)
+    loan = session.execute(select(Loan).where(Loan.system_id == event.system_id,
+                                              Loan.returned_at.is_(None))).unique().scalar_one_or_none()
+    if loan is not None:
+        endings.close_loan(session, loan, event.now, "removed", event.actor, uow.settings)
 
 
 def grant(uow, actor: Actor, now: datetime, fqdn: str, recipient: str, duration: timedelta | None = None,

@@ -4,11 +4,12 @@ from __future__ import annotations
 from datetime import datetime
 
 from sqlalchemy import exists, func, select
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import lazyload, selectinload
 
 from ..domain import systems as rules
 from ..domain.boot_text import check_options, first_unfit
-from ..domain.errors import Conflict, Forbidden, Invalid, NotFound
+from ..domain.errors import Conflict, DomainError, Forbidden, Invalid, NotFound
 from ..domain.numbers import check_whole
 from ..domain.permissions import (
     Actor,
@@ -28,12 +29,13 @@ from ..store.paging import Order
 from ..power import registry as power_registry
 from ..provision.netboot import LOADERS, normalise_mac
 from ..store.secrets import SECRET_KEYS
-from ..store.tables import AccessRule, DistroTree, Installation, Loan, Pool, Reservation, Resource, System, User
+from ..store.tables import (AccessRule, DistroTree, Installation, Loan, Pool, Reservation, Resource, System, User,
+                            netboot_mac_key)
 from ..domain.times import format_time
 from . import activity, health_state, usage
 from .inventory import check_inventory, inventory_of
 from ..store.queries import ar_summaries_for
-from ..domain.events import SystemChanged
+from ..domain.events import SystemChanged, SystemRemoved
 from ..store.uow import emit, settings_of
 
 EDITABLE = ("arch", "cpus", "memory_mb", "lab", "attributes", "condition", "owner", "power", "netboot",
@@ -229,6 +231,20 @@ def _checked_settings(key: str, settings: dict) -> dict:
     return settings
 
 
+def _refuse_shared_mac(session, netboot: dict | None, system_id: int | None) -> None:
+    """409 naming the system that already has this netboot MAC: provisioning one would write the other's boot
+    file (the database's unique index refuses it too: store/tables.py netboot_mac_key)."""
+    mac = (netboot or {}).get("mac")
+    if not mac:
+        return
+    holder = session.execute(select(System.fqdn).where(
+        netboot_mac_key(System.netboot) == normalise_mac(mac).replace(":", ""),
+        System.id != (system_id or 0))).scalar_one_or_none()
+    if holder is not None:
+        raise Conflict(f"netboot MAC {mac} is already {holder}'s; each system needs its own "
+                       "(provisioning one would write the other's boot file)", system=holder, mac=mac)
+
+
 def add_system(uow, actor: Actor, now: datetime, data: dict, force: bool | None = None) -> dict:
     decision = decide_site(actor, SiteAction.ADD_SYSTEM)
     if not decision:
@@ -240,6 +256,7 @@ def add_system(uow, actor: Actor, now: datetime, data: dict, force: bool | None 
     if session.execute(select(System.id).where(System.fqdn == fqdn)).first():
         raise Conflict(f"a system named {fqdn} already exists")
     values = _clean(session, {"condition": "manual", **data})
+    _refuse_shared_mac(session, values.get("netboot"), None)
     values.setdefault("owner_id", actor.id or None)  # id 0: the server itself
     resource = Resource(kind="system", name=fqdn, capacity=1)
     session.add(resource)
@@ -263,12 +280,20 @@ def update_system(uow, actor: Actor, now: datetime, fqdn: str, data: dict, force
     old_condition = system.condition
     data = {**data, **{key: _keep_secrets(getattr(system, key), data[key])
                        for key in ("power", "netboot") if isinstance(data.get(key), dict)}}
-    changes = _apply(session, system, _clean(session, data))
+    values = _clean(session, data)
+    if "netboot" in values:
+        _refuse_shared_mac(session, values["netboot"], system.id)
+    removing = values.get("condition") == "removed" != old_condition
+    if removing:
+        _check_removal(session, system, force)
+    changes = _apply(session, system, values)
     activity.record_changes(session, actor, now, "system", system.fqdn, changes)
     if system.condition != old_condition:
         usage.record_condition(session, system, old_condition, now)
         health_state.condition_changed(session, system, old_condition, now)
     session.flush()
+    if removing:
+        emit(session, SystemRemoved(system.id, now, actor))  # forced: its reservations and loan end
     if changes:
         emit(session, SystemChanged(system.id, now, force))
     return describe(session, system, now)
@@ -312,21 +337,34 @@ def _apply(session, system: System, values: dict) -> dict[str, tuple]:
     return changes
 
 
-def remove_system(uow, actor: Actor, now: datetime, fqdn: str, force: bool = False, on_return=None) -> None:
-    """Mark a system removed (its history stays); refuses while it is reserved unless forced."""
+def _check_removal(session, system: System, force: bool | None) -> None:
+    """The one rule of removing a system, whichever way (DELETE, condition removed, an import): refused while
+    someone holds or borrows it unless forced (domain/systems.py refuse_removal)."""
+    if force:
+        return
+    open_ = session.execute(select(Reservation).where(
+        Reservation.system_id == system.id, Reservation.returned_at.is_(None))
+        .order_by(Reservation.id)).unique().scalars()
+    loan = active_loan(session, system)
+    rules.refuse_removal(system.fqdn, [(r.id, r.user.name) for r in open_],
+                         loan.recipient.name if loan is not None else None)
+
+
+def remove_system(uow, actor: Actor, now: datetime, fqdn: str, force: bool = False) -> None:
+    """Mark a system removed (its history stays); refused while it is reserved or lent unless forced, which
+    returns its reservations and its loan."""
     session = uow.session
     system = find(session, fqdn, actor)
     require(session, actor, Permission.EDIT_SYSTEM, system)
-    open_ = list(session.execute(select(Reservation).where(
-        Reservation.system_id == system.id, Reservation.returned_at.is_(None))).unique().scalars())
-    if open_ and not force:
-        raise Conflict(f"{system.fqdn} has {len(open_)} active or upcoming reservation(s); remove with force to return them")
-    for reservation in open_:
-        on_return(reservation)
-    if system.condition != "removed":
+    _check_removal(session, system, force)  # also when already removed: what an older version left held
+    changed = system.condition != "removed"
+    if changed:
         activity.record(session, actor, now, "system", system.fqdn, "changed", "condition", system.condition, "removed")
         old, system.condition = system.condition, "removed"
         usage.record_condition(session, system, old, now)
+        session.flush()
+    emit(session, SystemRemoved(system.id, now, actor))
+    if changed:
         emit(session, SystemChanged(system.id, now, force))  # an advance reservation holding it is told
 
 
@@ -390,23 +428,37 @@ def _free_window(now: datetime, filters: dict) -> Window:
                           "free_until")
 
 
-def import_systems(uow, actor: Actor, now: datetime, entries: list) -> dict:
-    """Add new systems and update known ones from a list; all or nothing."""
-    if not isinstance(entries, list):
-        raise Invalid("systems", "must be a list of systems")
-    added, updated = [], []
-    for index, entry in enumerate(entries):
-        if not isinstance(entry, dict) or "fqdn" not in entry:
-            raise Invalid(f"systems[{index}]", "each system needs at least fqdn and arch")
-        fqdn = rules.check_fqdn(entry["fqdn"])
-        exists_ = uow.session.execute(select(System.id).where(System.fqdn == fqdn)).first()
-        if exists_:
-            update_system(uow, actor, now, fqdn, {k: v for k, v in entry.items() if k != "fqdn"})
-            updated.append(fqdn)
-        else:
-            add_system(uow, actor, now, entry)
-            added.append(fqdn)
-    return {"added": added, "updated": updated}
+def import_systems(uow, actor: Actor, now: datetime, entries: list[tuple[int, dict]], force: bool = False,
+                   refused: dict[int, str] | None = None) -> dict:
+    """Add each new system as POST /systems and change each known one as PATCH /systems/{fqdn} would, with the
+    same checks and consequences (`force` as the API's), each entry on its own (uow.step) so that every refused
+    one is named: {"added", "updated", "refused": {index: why}}, `refused` holding those the caller's input
+    checks refused already. All or nothing: when any is refused, every write of the import is undone.
+    A name given twice is refused: the second would silently undo part of the first."""
+    added, updated, refused, first = [], [], dict(refused or {}), {}
+    whole = uow.session.begin_nested()
+    for index, entry in entries:
+        try:
+            fqdn = rules.check_fqdn(entry.get("fqdn"))
+            if fqdn in first:
+                raise Conflict(f"{fqdn} is also system {first[fqdn] + 1} of this import; give each system once")
+            first[fqdn] = index
+            with uow.step():
+                if uow.session.execute(select(System.id).where(System.fqdn == fqdn)).first():
+                    update_system(uow, actor, now, fqdn, {k: v for k, v in entry.items() if k != "fqdn"}, force)
+                    updated.append(fqdn)
+                else:
+                    add_system(uow, actor, now, entry, force)
+                    added.append(fqdn)
+        except DomainError as error:
+            refused[index] = error.detail
+        except IntegrityError:  # PostgreSQL: a concurrent change took the name or the MAC after the check
+            refused[index] = "conflicts with a concurrent change (its name or netboot MAC was just taken); retry"
+    if refused:
+        whole.rollback()
+        return {"added": [], "updated": [], "refused": refused}
+    whole.commit()
+    return {"added": added, "updated": updated, "refused": {}}
 
 
 def fqdn_of(session, system_id: int) -> str:

@@ -29,6 +29,11 @@ class SchemaNewer(Exception):
             "before the upgrade (docs/deployment.md)")
 
 
+class UpgradeRefused(Exception):
+    """A migration found data it cannot carry over as it is (e.g. two systems sharing a netboot MAC): the
+    message names what and what to do; nothing was changed (the upgrade is one transaction)."""
+
+
 def upgrade(db: Database, revision: str = "head") -> None:
     """Bring the database to `revision`; safe to run again."""
     _migrate(db, command.upgrade, revision)

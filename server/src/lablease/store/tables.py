@@ -16,8 +16,11 @@ from sqlalchemy import (
     MetaData,
     String,
     Text,
+    JSON,
     UniqueConstraint,
+    func,
     text,
+    type_coerce,
 )
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
@@ -163,6 +166,17 @@ class System(Base):
     pools: Mapped[list[Pool]] = relationship(secondary="pool_systems", lazy="select", back_populates="systems",
                                              order_by="Pool.name")
     policy_pool: Mapped[Pool | None] = relationship(lazy="select", foreign_keys=[policy_pool_id])
+
+
+def netboot_mac_key(netboot):
+    """A system's netboot MAC as the database compares it: its twelve digits in lower case, whatever the
+    spelling (NULL without one). Two systems never share one: provisioning one would write the other's boot
+    file (migration 0025; the application keeps the one spelling, provision/netboot.normalise_mac)."""
+    mac = func.nullif(type_coerce(netboot, JSON)["mac"].as_string(), "")
+    return func.lower(func.replace(func.replace(func.replace(mac, ":", ""), "-", ""), ".", ""))
+
+
+Index("uq_systems_netboot_mac", netboot_mac_key(System.__table__.c.netboot), unique=True)
 
 
 class AccessRule(Base):

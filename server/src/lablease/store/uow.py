@@ -1,7 +1,8 @@
 """Unit of work: one transaction per request or worker step, rolled back unless committed."""
 from __future__ import annotations
 
-from typing import Callable, Mapping
+from contextlib import contextmanager
+from typing import Callable, Iterator, Mapping
 
 from sqlalchemy.orm import Session
 
@@ -72,6 +73,22 @@ class UnitOfWork:
         callbacks, self._after_commit = self._after_commit, []
         for callback in callbacks:
             callback()
+
+    @contextmanager
+    def step(self) -> Iterator[None]:
+        """A part of the unit of work that succeeds or fails alone (an import's rows): a savepoint whose events
+        are handled when it succeeds, so their refusals are its own, and dropped with its writes when it fails."""
+        pending, self.events = self.events, []
+        savepoint = self.session.begin_nested()
+        try:
+            yield
+            self.dispatch()
+        except BaseException:
+            savepoint.rollback()
+            self.events = pending
+            raise
+        self.events = pending
+        savepoint.commit()
 
     def after_commit(self, callback: Callable[[], None]) -> None:
         if callback not in self._after_commit:

@@ -82,3 +82,13 @@ def test_system_info_filters_and_unknown(api, run):
     assert failed and "no system named zz.lab.test" in result["msg"]
     result, failed = run(system_info.main, {"free_for": "later"})
     assert failed and "free_for" in result["msg"]
+
+
+def test_another_spelling_of_the_stored_mac_is_no_change(api, run):
+    api.add_system("s3.lab.test", netboot={"mac": "52:54:00:bb:00:01", "loaders": ["ipxe"]})
+    for spelling in ("52:54:00:BB:00:01", "52-54-00-bb-00-01", "525400BB0001", "5254.00bb.0001"):
+        result, failed = run(system.main, {"fqdn": "s3.lab.test", "netboot": {"mac": spelling}})
+        assert not failed and not result["changed"] and api.writes == [], spelling
+    result, failed = run(system.main, {"fqdn": "s3.lab.test", "netboot": {"mac": "52-54-00-BB-00-02"}})
+    assert api.writes == [("PATCH", "/systems/s3.lab.test", {"netboot": {"mac": "52:54:00:bb:00:02", "loaders": ["ipxe"]}})]
+    assert system.normal_mac("not a mac") == "not a mac"  # sent as given: the server says what is wrong

@@ -27,6 +27,11 @@ description:
     C(checking)) and C(lablease_health_detail) (since when, the last check's result, when it last passed)."
   - Every host is also in the group C(health_<health>) - C(health_good), C(health_bad), C(health_checking) or
     C(health_unknown) - so a play can target only systems whose last health check passed.
+  - An option the plugin does not know (a typo such as C(sytems)) fails the source, naming it and the option
+    it most resembles, rather than being ignored.
+  - With O(cache), the list is kept as the server gave it - including the C(lablease_reservation*) variables, which
+    are then as of that moment. O(systems=reserved) is never cached, since its hosts are what changes (a cached list
+    would still show systems you have returned).
 author:
   - lablease developers (@lablease)
 extends_documentation_fragment:
@@ -43,6 +48,7 @@ options:
     description:
       - V(all) - every system the user may see; V(mine) - the systems the user owns;
         V(reserved) - the systems the user holds a reservation on now.
+      - V(reserved) is read from the server every time, even with O(cache) on.
     type: str
     choices: [all, mine, reserved]
     default: all
@@ -93,7 +99,9 @@ compose:
 # cache_timeout: 600
 """
 
-from ansible.errors import AnsibleError
+import difflib
+
+from ansible.errors import AnsibleError, AnsibleParserError
 from ansible.plugins.inventory import BaseInventoryPlugin, Cacheable, Constructable
 from ansible_collections.lablease.lab.plugins.module_utils.client import Client, LableaseError
 
@@ -164,12 +172,31 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
             systems = [s for s in systems if s.get("condition") != "removed"]
         return systems
 
+    def refuse_unknown_options(self, config, path):
+        """Ansible ignores keys an inventory plugin does not declare; a misspelt filter would list every system."""
+        unknown = sorted(set(config) - set(self._options))
+        if not unknown:
+            return
+        known = sorted(self._options)
+        named = []
+        for key in unknown:
+            close = difflib.get_close_matches(key, known, n=1)
+            named.append("'%s'%s" % (key, " (did you mean '%s'?)" % close[0] if close else ""))
+        raise AnsibleParserError("%s: unknown option %s in %s; the options are %s"
+                                 % (self.NAME, ", ".join(named), path, ", ".join(known)))
+
     def parse(self, inventory, loader, path, cache=True):
         super(InventoryModule, self).parse(inventory, loader, path, cache)
-        self._read_config_data(path)
+        config = self._read_config_data(path)
+        self.refuse_unknown_options(config, path)
+        # The systems held now are what a cache would get wrong: never cache them (DOCUMENTATION says so).
+        cacheable = self.get_option("systems") != "reserved"
+        if not cacheable and config.get("cache"):
+            self.display.warning("%s: %s: systems: reserved is read from the server every time; cache is not used for "
+                                 "it (a cached list would still show systems you have returned)" % (self.NAME, path))
         cache_key = self.get_cache_key(path)
-        use_cache = self.get_option("cache") and cache
-        update_cache = self.get_option("cache") and not cache
+        use_cache = cacheable and self.get_option("cache") and cache
+        update_cache = cacheable and self.get_option("cache") and not cache
         systems = None
         if use_cache:
             try:

@@ -75,6 +75,10 @@ options:
     description:
       - Return the reservation early when no heartbeat came for this long (for example V(10m)), on top of its end.
       - Send heartbeats with O(keepalive=true) while the work runs.
+      - When the caller already holds the system, a different O(heartbeat) changes the reservation's interval (the
+        next heartbeat is then due that long from now), and V(none) stops its heartbeats, so that only its end
+        returns it (for example to keep a system for a person to look at once the pipeline that sent the
+        heartbeats has ended).
       - The forms a duration may take are listed once, in L(Times and durations,https://github.com/lablease/lablease/blob/main/docs/api.md#times-and-durations).
     type: str
   keepalive:
@@ -313,8 +317,7 @@ class Reservations:
         try:
             if params["duration"] and params["duration"].strip().lower() != "unlimited":
                 parse_duration(params["duration"], "duration")
-            if params["heartbeat"]:
-                parse_duration(params["heartbeat"], "heartbeat")
+            self.heartbeat = self.asked_heartbeat()
             self.start = parse_time(params["start"], "start") if params["start"] else None
             self.end = parse_time(params["end"], "end") if params["end"] else None
             if params["take_by"]:
@@ -324,10 +327,19 @@ class Reservations:
         if params["wait"] and (self.start or self.end):
             self.fail("wait cannot be combined with start or end: a waiting reservation starts when it is granted "
                       "(give duration)")
+        if self.heartbeat == 0 and params["keepalive"]:
+            self.fail("keepalive needs a heartbeat; heartbeat: none stops them")
         if params["take_by"] and not params["wait"]:
             self.fail("take_by is only for a reservation that waits (wait: true)")
         if self.start and self.end and self.end <= self.start:
             self.fail("end (%s) must be after start (%s)" % (params["end"], params["start"]))
+
+    def asked_heartbeat(self):
+        """The heartbeat asked for, in seconds: None when not given, 0 for V(none) (no heartbeat)."""
+        beat = (self.params["heartbeat"] or "").strip()
+        if not beat:
+            return None
+        return 0 if beat.lower() == "none" else int(parse_duration(beat, "heartbeat"))
 
     # -- finding what the caller holds ----------------------------------------------
     def mine(self):
@@ -377,24 +389,35 @@ class Reservations:
             changed = True
             after["end"] = format_time(wanted)
             actions.append("extend")
+        if self.heartbeat is not None and self.heartbeat != (current.get("heartbeat") or 0):
+            changed = True
+            after["heartbeat"] = self.heartbeat or None
+            actions.append("interval")
         if self.params["keepalive"]:
-            if not current.get("heartbeat"):
+            if not after.get("heartbeat"):
                 self.fail("reservation %s on %s was made without a heartbeat; keepalive needs one (heartbeat option)"
                           % (current["id"], self.system))
             changed = True
             actions.append("heartbeat")
         if changed and not self.module.check_mode:
+            change = {}  # the end and the interval in one PATCH, so they change together or not at all
             if "extend" in actions:
-                after = self.client.request("PATCH", "/reservations/%d" % current["id"], {"end": after["end"]})[1]
+                change["end"] = after["end"]
+            if "interval" in actions:
+                change["heartbeat"] = self.params["heartbeat"] if self.heartbeat else None
+            if change:
+                after = self.client.request("PATCH", "/reservations/%d" % current["id"], change)[1]
             if "heartbeat" in actions:
                 after = self.client.request("POST", "/reservations/%d/heartbeat" % current["id"])[1]
         self.exit(changed, current, after, returned=[])
 
     def reserve(self, system):
         body = {"system": self.system, "return_loan": self.params["return_loan"]}
-        for key in ("duration", "heartbeat", "purpose", "force", "healthy_within"):
+        for key in ("duration", "purpose", "force", "healthy_within"):
             if self.params[key]:
                 body[key] = self.params[key]
+        if self.heartbeat:
+            body["heartbeat"] = self.params["heartbeat"]
         if self.start:
             body["start"] = format_time(self.start)
         if self.end:
@@ -460,7 +483,7 @@ class Reservations:
             "system": self.system, "user": me.get("name"), "kind": "manual", "start": format_time(start),
             "end": format_time(end), "state": "active" if self.start is None else "upcoming",
             "return_loan": self.params["return_loan"], "seconds_left": seconds_left,
-            "heartbeat": int(parse_duration(self.params["heartbeat"])) if self.params["heartbeat"] else None,
+            "heartbeat": self.heartbeat or None,
             "purpose": self.params["purpose"],
         }
 

@@ -19,6 +19,7 @@ from datetime import datetime, timedelta, timezone
 from urllib.error import HTTPError
 from urllib.parse import parse_qs, urlencode, urlparse
 
+from ansible_collections.lablease.lab.plugins.module_utils.times import parse_duration
 from ansible_collections.lablease.lab.tests.unit.plugins.openapi_check import load_copy
 
 CONTRACT = load_copy()  # every request and answer is checked against the server's OpenAPI description
@@ -214,7 +215,12 @@ class FakeApi:
                     self.problem(url, 409, "Conflict", "reservation %d was already returned" % reservation["id"])
                 reservation["last_heartbeat"] = iso(NOW)
             elif method == "PATCH":
-                reservation["end"] = body["end"]
+                if "end" in body:
+                    reservation["end"] = body["end"]
+                if "heartbeat" in body:  # a new interval from now, or (null) none
+                    beat = body["heartbeat"]
+                    reservation["heartbeat"] = None if beat is None else int(parse_duration(beat))
+                    reservation["last_heartbeat"] = None if beat is None else iso(NOW)
             elif method == "DELETE":
                 waiting = reservation.get("state") == "waiting"
                 reservation.update(returned_at=iso(NOW), state="cancelled" if waiting else "returned", seconds_left=None)

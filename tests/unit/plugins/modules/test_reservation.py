@@ -36,6 +36,30 @@ def test_a_later_end_extends(api, run):
     assert result["diff"]["after"]["end"] == "2030-01-01T00:00:00Z"
 
 
+def test_heartbeat_none_stops_the_heartbeats_of_a_held_reservation(api, run):
+    api.add_system("s1.lab.test")
+    held = api.add_reservation("s1.lab.test", hours=1)
+    held["heartbeat"] = 900
+    args = {"system": "s1.lab.test", "end": "2030-01-01T00:00:00Z", "heartbeat": "none"}
+    result, failed = run(reservation.main, args)
+    assert not failed and result["changed"]
+    # one PATCH: the end and the interval change together
+    assert api.writes == [("PATCH", "/reservations/%d" % held["id"], {"end": "2030-01-01T00:00:00Z", "heartbeat": None})]
+    assert result["reservation"]["heartbeat"] is None
+    again, failed = run(reservation.main, args)
+    assert not failed and not again["changed"] and len(api.writes) == 1
+
+
+def test_a_different_heartbeat_changes_it(api, run):
+    api.add_system("s1.lab.test")
+    held = api.add_reservation("s1.lab.test", hours=1)
+    result, failed = run(reservation.main, {"system": "s1.lab.test", "heartbeat": "10m"})
+    assert not failed and result["changed"] and result["reservation"]["heartbeat"] == 600
+    assert api.writes == [("PATCH", "/reservations/%d" % held["id"], {"heartbeat": "10m"})]
+    result, failed = run(reservation.main, {"system": "s1.lab.test", "heartbeat": "none", "keepalive": True})
+    assert failed and result["msg"] == "keepalive needs a heartbeat; heartbeat: none stops them"
+
+
 def test_a_longer_duration_counts_from_the_start(api, run):
     api.add_system("s1.lab.test")
     api.add_reservation("s1.lab.test", hours=1)

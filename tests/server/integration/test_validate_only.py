@@ -47,8 +47,17 @@ def ok(answer):
     return body
 
 
+@pytest.fixture
+def noticing(db, tmp_path):
+    """A site that mails and calls webhooks (on loopback): a change that tells somebody writes the outbox."""
+    return Lab(db, Settings(data_dir=str(tmp_path / "data"), smtp_host="127.0.0.1",
+                            webhook_allowed_networks=("127.0.0.1/32",)))
+
+
 def scene(lab):
     """Something for every write to act on; returns the ids the requests need."""
+    for who in ("alice", "bob"):  # each is told of what happens to what they hold, by mail and webhook
+        ok(getattr(lab, who).patch("/me", {"email": f"{who}@lab.test", "webhook_url": "http://127.0.0.1:9/hook"}))
     lab.in_arusers("alice")
     for fqdn in ("s1.lab.test", "s2.lab.test", "s3.lab.test"):
         lab.system(fqdn)
@@ -149,7 +158,8 @@ def test_every_write_that_takes_validate_only_is_covered_here():
     assert validating - covered == set()
 
 
-def test_a_validated_write_keeps_nothing_and_answers_as_the_real_one(lab):
+def test_a_validated_write_keeps_nothing_and_answers_as_the_real_one(noticing):
+    lab = noticing
     ids = scene(lab)
     statuses = {r.endpoint: {r.status, *r.also} for r in ROUTES}  # e.g. PUT: 201 when it would create
     before = everything(lab)
@@ -160,6 +170,10 @@ def test_a_validated_write_keeps_nothing_and_answers_as_the_real_one(lab):
         after = everything(lab)
         changed = [name for name in before if before[name] != after[name]]
         assert changed == [], (method, path, changed)
+    # the same writes for real do tell people (the comparison above would have seen an outbox row)
+    ok(lab.admin.delete("/systems/s2.lab.test/loan"))
+    ok(lab.alice.delete(f"/reservations/{ids['reservation']}"))
+    assert len(everything(lab)["outbox"]) > len(before["outbox"])
 
 
 def test_a_validated_create_answers_what_it_would_make(lab):

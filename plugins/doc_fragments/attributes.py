@@ -34,7 +34,8 @@ attributes:
   check_mode:
     support: full
     details:
-      - Nothing is written; the answer shows the object as it would be.
+      - Nothing is written. The server is asked what would happen (its V(validate_only) form of the same
+        requests) - the task fails where the real run would, and otherwise shows the object as it would be.
   diff_mode:
     support: full
     details:

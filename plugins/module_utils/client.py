@@ -6,6 +6,12 @@
 Every module and the inventory plugin talk to the server through `Client`:
 authentication, timeouts, retries with backoff (idempotent calls only) and
 errors turned into one sentence a person can act on (`LableaseError`).
+
+Check mode: a module's client has ``validate_only`` set, and every write it sends
+carries ``?validate_only=true``: the server does all it would (every check, the
+database's too), answers what it would have made, and keeps nothing. A task that
+needs several writes sends them as one `Batch` (``POST /batch``), which the server
+applies in one transaction: all of them or none, in check mode and out of it.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -106,6 +112,7 @@ class Client:
         self.open = opener or open_url
         self.sleep = sleep or time.sleep
         self.user_agent = user_agent
+        self.validate_only = False  # check mode: every write is only validated by the server (nothing is kept)
         self._me = None
 
     # -- plumbing ---------------------------------------------------------
@@ -135,8 +142,19 @@ class Client:
         method = method.upper()
         if idempotent is None:
             idempotent = method in IDEMPOTENT_METHODS
+        validating = self.validate_only and method != "GET"
+        if validating:  # nothing is kept, so asking again is safe
+            query, idempotent = dict(query or {}, validate_only=True), True
         response, answer = self.exchange(method, self.endpoint(path, query), body, idempotent, raw, content_type)
+        if validating and response.headers.get("Validate-Only") != "true":
+            raise LableaseError("the lablease server at %s does not know validate_only (it answered %s %s without "
+                                "saying it kept nothing); check mode needs a newer server" % (self.url, method, path),
+                                url=self.url)
         return response.getcode(), answer
+
+    def batch(self):
+        """A `Batch` of writes for this server, sent as one request."""
+        return Batch(self)
 
     def exchange(self, method, target, body=None, idempotent=True, raw=None, content_type=None):
         """(response, decoded JSON or None): the server's answer to target (retried as request() says)."""
@@ -247,6 +265,41 @@ class Client:
         return quote(to_native(segment), safe="")
 
 
+class Batch:
+    """Writes applied together: ``add()`` each, then ``send()`` makes one request of them.
+
+    The server runs them in order in one transaction (POST /batch), so a task that needs several
+    writes changes everything or nothing. One write goes as itself. ``send()`` returns each
+    write's answer (None for 204), in order; the first refusal raises LableaseError naming it.
+    """
+
+    def __init__(self, client):
+        self.client = client
+        self.requests = []
+
+    def add(self, method, path, body=None, query=None):
+        entry = {"method": method.upper(), "path": API_PREFIX + path}
+        if body is not None:
+            entry["body"] = body
+        if query:
+            entry["query"] = dict((k, v) for k, v in query.items() if v is not None)
+        self.requests.append(entry)
+        return self
+
+    def __len__(self):
+        return len(self.requests)
+
+    def send(self):
+        if not self.requests:
+            return []
+        if len(self.requests) == 1:
+            one = self.requests[0]
+            return [self.client.request(one["method"], one["path"][len(API_PREFIX):], one.get("body"),
+                                        query=one.get("query"))[1]]
+        answer = self.client.request("POST", "/batch", {"requests": self.requests})[1] or {}
+        return [entry.get("body") for entry in answer.get("responses") or []]
+
+
 def client_from_params(params, opener=None, sleep=None):
     return Client(params.get("url"), params.get("token"), validate_certs=params.get("validate_certs", True),
                   timeout=params.get("timeout") or 30, retries=params.get("retries", 3), opener=opener, sleep=sleep)
@@ -255,9 +308,11 @@ def client_from_params(params, opener=None, sleep=None):
 def module_client(module):
     """A Client for an AnsibleModule, failing the module with a clear message on bad settings."""
     try:
-        return client_from_params(module.params)
+        client = client_from_params(module.params)
     except LableaseError as error:
         module.fail_json(msg=error.message)
+    client.validate_only = bool(module.check_mode)  # check mode asks the server, which keeps nothing
+    return client
 
 
 def list_plan(current, wanted, mode):

@@ -4,8 +4,11 @@
 """The present/absent engine the resource modules share.
 
 Every module that manages one object on the server does the same steps: read the
-object as it is, work out what the options want changed, then report "not changed",
-predict the object (check mode) or write it, and show the diff before/after. `Resource`
+object as it is, work out what the options want changed, then report "not changed"
+or write it, and show the diff before/after. In check mode the writes are the same
+requests, which the server only validates (``?validate_only=true``, client.py): the
+task fails where the real run would, and the object reported is the server's answer
+(or the prediction, where the write answers nothing). `Resource`
 does those steps once; a module subclasses it and says only what is particular to it:
 
 - ``key``: the name of the object in the result (``group``, ``pool``, ...);
@@ -14,6 +17,7 @@ does those steps once; a module subclasses it and says only what is particular t
 - ``plan(current)``: what to change, falsy when nothing (``current`` None: a new object);
 - ``predict(current, plan)``: the object as it would be after the change;
 - ``create(plan)``, ``update(current, plan)``: write; return the object after, or None to read it back;
+  several writes go as one ``self.client.batch()`` (all or none);
 - ``delete(current)``; ``shown(obj)``: what the diff compares.
 
 ``extra`` holds further result keys (``added``, ``cancelled``, ...) a module returns in every answer.
@@ -84,18 +88,18 @@ class Resource(object):
         if current is not None and not plan:
             self.done(False, current, current, current)
         predicted = self.predict(current, plan)
-        if self.check_mode:
-            self.done(True, predicted, current, predicted)
+        # in check mode the server validates the same writes and keeps nothing (a refusal fails the task)
         after = self.create(plan) if current is None else self.update(current, plan)
         if after is None:
-            after = self.read()
+            after = predicted if self.check_mode else self.read()
+        elif self.check_mode and current is None and "id" in after:
+            after = dict(after, id=None)  # nothing was made: the id the server answered names nothing
         self.done(True, after, current, after)
 
     def absent(self, current):
         if current is None:
             self.done(False, None, None, None)
-        if not self.check_mode:
-            self.delete(current)
+        self.delete(current)  # check mode: only validated
         self.done(True, None, current, None)
 
     def done(self, changed, obj, before, after):

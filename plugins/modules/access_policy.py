@@ -234,12 +234,14 @@ class AccessPolicy(Resource):
                 put["use_pool_policy"] = plan["use_pool_policy"]
             self.client.request("PUT", self.path, put, query=forced)
             return None
+        batch = self.client.batch()  # one transaction: a refused rule changes nothing
         if "use_pool_policy" in plan:
-            self.client.request("PUT", self.path, {"use_pool_policy": plan["use_pool_policy"]}, query=forced)
+            batch.add("PUT", self.path, {"use_pool_policy": plan["use_pool_policy"]}, query=forced)
         for rule in plan.get("added", []):
-            self.client.request("POST", self.path + "/rules", body(rule))
+            batch.add("POST", self.path + "/rules", body(rule))
         for rule in plan.get("removed", []):
-            self.client.delete_or_none("%s/rules/%d" % (self.path, rule["id"]), forced)
+            batch.add("DELETE", "%s/rules/%d" % (self.path, rule["id"]), query=forced)
+        batch.send()
         return None  # read back
 
     shown = staticmethod(shown)

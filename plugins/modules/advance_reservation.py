@@ -41,10 +41,9 @@ extends_documentation_fragment:
 attributes:
   check_mode:
     details:
-      - Nothing is written. A new AR is checked by the server without being created (C(validate_only), Grid
-        Engine's C(qrsub -w v)) - the task reports C(changed) and the systems that would be granted, or
-        fails with the server's reasons when the AR could not be granted. A change or a deletion is
-        predicted from the AR as it is.
+      - Nothing is written. Every request is checked by the server without being kept (V(validate_only), as Grid
+        Engine's C(qrsub -w v)) - the task reports C(changed) and the AR as it would be (its C(id) null, the
+        systems that would be granted), or fails with the server's reasons as the real run would.
   diff_mode:
     details: Shows the AR (name, account, state, start, end, duration, systems, hosts, requires, pools, count,
       acl, mail, error_handling) before and after; a release shows in its systems.
@@ -303,7 +302,6 @@ from ansible_collections.lablease.lab.plugins.module_utils.times import (
     format_time,
     parse_duration,
     parse_time,
-    utcnow,
 )
 
 PATH = "/advance-reservations"
@@ -423,27 +421,6 @@ class Wanted:
         if self.events is not None or self.mail_to is not None:
             body["mail"] = dict((k, v) for k, v in (("events", self.events), ("to", self.mail_to)) if v is not None)
         return body
-
-    def predicted(self, owner, systems):
-        """A new AR as the server would grant it (check mode). As the server does: end and duration without a
-        start begin at end - duration; no start means now, and the AR is then running (r) at once."""
-        now = utcnow().replace(microsecond=0)
-        if self.start:
-            start = self.start
-        elif self.end and self.duration is not None:
-            start = max(self.end - timedelta(seconds=self.duration), now)
-        else:
-            start = now
-        end = self.end or start + timedelta(seconds=self.duration)
-        state = "w" if self.start or start > now else "r"
-        params = self.params
-        return {"id": None, "name": self.name, "owner": owner, "account": params["account"], "state": state,
-                "start": format_time(start), "end": format_time(end), "duration": int((end - start).total_seconds()),
-                "systems": list(systems or []), "hosts": self.hosts or [], "requires": params["requires"],
-                "pools": self.pools or [], "count": params["count"] if params["count"] is not None else (
-                    len(self.hosts) if self.hosts else 1),
-                "acl": self.acl or [owner], "mail": self.mail(), "error_handling": params["error_handling"] or "soft",
-                "submitted_at": None, "error_reasons": []}
 
     # -- an existing AR ---------------------------------------------------------------------
     def fixed_differences(self, ar):
@@ -572,14 +549,9 @@ def present(module, client, wanted, found):
             module.fail_json(msg="end or duration: needed to create advance reservation %s" % name)
         body = wanted.body()
         try:
+            after = client.request("POST", PATH, body)[1]  # check mode: validate_only, the AR as it would be granted
             if module.check_mode:
-                answer = client.request("POST", PATH, dict(body, validate_only=True), idempotent=True)[1] or {}
-                if not answer.get("grantable"):
-                    module.fail_json(msg=not_granted(name, answer.get("detail"), answer.get("reasons")),
-                                     validation=answer)
-                after = wanted.predicted(client.me().get("name"), answer.get("systems"))
-            else:
-                after = client.request("POST", PATH, body)[1]
+                after = dict(after, id=None)  # nothing was made
         except LableaseError as error:
             module.fail_json(msg=refusal(error, name), status=error.status, problem=error.problem)
         module.exit_json(changed=True, advance_reservation=after, diff={"before": {}, "after": shown(after)})
@@ -597,31 +569,30 @@ def present(module, client, wanted, found):
         module.exit_json(changed=False, advance_reservation=current,
                          diff={"before": shown(current), "after": shown(current)})
     after = wanted.changed(current, change)
-    if not module.check_mode:
-        try:
-            answer = client.request("PATCH", "%s/%d" % (PATH, current["id"]), change)[1]
-        except LableaseError as error:
-            module.fail_json(msg="advance reservation %s (id %s): %s" % (name, current["id"], error.message),
-                             status=error.status, problem=error.problem, advance_reservation=current)
-        after = answer or after
+    try:
+        answer = client.request("PATCH", "%s/%d" % (PATH, current["id"]), change)[1]  # check mode: only validated
+    except LableaseError as error:
+        module.fail_json(msg="advance reservation %s (id %s): %s" % (name, current["id"], error.message),
+                         status=error.status, problem=error.problem, advance_reservation=current)
+    after = answer or after
     module.exit_json(changed=True, advance_reservation=after, diff={"before": shown(current), "after": shown(after)})
 
 
 def absent(module, client, wanted, found):
     if not found:
         module.exit_json(changed=False, advance_reservation=None, deleted=[], diff={"before": {}, "after": {}})
-    deleted = []
+    batch = client.batch()  # every one or none (check mode: only validated)
     for ar in found:
-        if not module.check_mode:
-            try:
-                client.delete_or_none("%s/%d" % (PATH, ar["id"]), {"force": True} if module.params["force"] else None)
-            except LableaseError as error:
-                message = "advance reservation %s (id %s): %s" % (wanted.name, ar["id"], error.message)
-                if error.status == 409 and not module.params["force"] and "force" not in error.message:
-                    message += " (force=true aborts the work bound to it and deletes it)"
-                module.fail_json(msg=message, status=error.status, problem=error.problem, changed=bool(deleted),
-                                 deleted=deleted)
-        deleted.append(ar["id"])
+        batch.add("DELETE", "%s/%d" % (PATH, ar["id"]), query={"force": True} if module.params["force"] else None)
+    try:
+        batch.send()
+    except LableaseError as error:
+        message = "advance reservation %s (id %s): %s" % (
+            wanted.name, ", ".join(str(ar["id"]) for ar in found), error.message)
+        if error.status == 409 and not module.params["force"] and "force" not in error.message:
+            message += " (force=true aborts the work bound to it and deletes it)"
+        module.fail_json(msg=message, status=error.status, problem=error.problem, changed=False, deleted=[])
+    deleted = [ar["id"] for ar in found]
     before = shown(found[0]) if len(found) == 1 else {"advance_reservations": [shown(ar) for ar in found]}
     module.exit_json(changed=True, advance_reservation=None, deleted=deleted, diff={"before": before, "after": {}})
 

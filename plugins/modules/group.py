@@ -213,18 +213,20 @@ class Group(Resource):
         body = {"name": self.params["name"]}
         if fields.get("description") is not None:
             body["description"] = fields.pop("description")
-        self.client.request("POST", "/groups", body)
-        return self.update(None, dict(plan, fields=fields))
+        return self.update(None, dict(plan, fields=fields), self.client.batch().add("POST", "/groups", body))
 
-    def update(self, current, plan):
+    def update(self, current, plan, batch=None):
+        """The group's changes and its members' as one batch: an unknown user changes nothing."""
+        batch = batch or self.client.batch()
         if plan.get("fields"):
-            self.client.request("PATCH", self.path, plan["fields"])
+            batch.add("PATCH", self.path, plan["fields"])
         # the caller's own membership changes go last, so the caller stays an owner while it works
         for user, role in sorted(plan.get("changes", {}).items(), key=lambda item: item[0] == self.me):
             if role is None:
-                self.client.delete_or_none("%s/members/%s" % (self.path, self.client.quote(user)))
+                batch.add("DELETE", "%s/members/%s" % (self.path, self.client.quote(user)))
             else:
-                self.client.request("POST", self.path + "/members", {"user": user, "owner": role == "owner"})
+                batch.add("POST", self.path + "/members", {"user": user, "owner": role == "owner"})
+        batch.send()
         return None
 
     def delete(self, current):

@@ -31,9 +31,11 @@ attributes:
   check_mode:
     support: full
     details:
-      - Nothing is submitted or cancelled; the job description is checked locally (it is there and has
-        recipe sets with recipes). The task reports C(changed) unless an unfinished job with the same
-        O(request_id) exists. A job is only fully checked by the server.
+      - Nothing is submitted or cancelled. The server checks the job in full without keeping it
+        (V(validate_only)), so malformed XML, an unknown pool or distro fails the task as the real run would.
+        The task reports C(changed) unless an unfinished job with the same O(request_id) exists (then it
+        returns that job); a job that would be submitted is not made, so RV(job_id) and RV(job) are null and
+        RV(recipes) and RV(systems) empty.
   diff_mode:
     support: none
     details: A job is submitted or cancelled as a whole; there is nothing to compare.
@@ -294,23 +296,21 @@ def cancel(module, client):
     job = client.get("/jobs/%d" % module.params["job_id"])
     if finished(job):
         answer(module, False, job, recipes_of(job))
-    if not module.check_mode:
-        job = client.request("POST", "/jobs/%d/cancel" % module.params["job_id"])[1]
+    job = client.request("POST", "/jobs/%d/cancel" % module.params["job_id"])[1]  # check mode: only validated
     answer(module, True, job, recipes_of(job))
 
 
 def submit(module, client, body, xml):
     """(job, changed): the job with the request id, submitted unless it exists (201 new, 200 found)."""
     query = {"request_id": module.params["request_id"] or derived_request_id(body, xml)}
-    if module.check_mode:
-        running = [j for j in client.get_all("/jobs", query) if not j.get("finished_at")]
-        if not running:
-            answer(module, True, None, [])
-        return running[0], False
+    # In check mode the server checks the job in full and keeps nothing (validate_only): a job it would refuse
+    # fails the task; an unfinished job with the request id is found (200) as it would be.
     if xml is not None:
         status, job = client.request("POST", "/jobs", query=query, idempotent=True, raw=xml, content_type="application/xml")
     else:
         status, job = client.request("POST", "/jobs", body, query=query, idempotent=True)
+    if module.check_mode and status == 201:
+        answer(module, True, None, [])  # nothing was submitted: no job, recipe or system to name
     return job, status == 201
 
 

@@ -192,17 +192,6 @@ def wanted_end(params, loan, now):
     return None
 
 
-def refuse_over_reservations(module, client, fqdn, recipient):
-    """Check mode: fail as the server would when other users' reservations are in the loan's way."""
-    others = [r for r in client.get_all("/reservations", {"system": fqdn, "active": True}) if r["user"] != recipient]
-    if others:
-        first = min(others, key=lambda r: (r["start"], r["id"]))
-        module.fail_json(msg="%s is reserved by %s until %s (reservation %s), so %s could not use the loan; "
-                             "use force to return %s" % (fqdn, first["user"], first.get("end") or
-                                                         "further notice", first["id"], recipient,
-                                                         "them" if len(others) > 1 else "it"))
-
-
 class Loan(Resource):
     key = "loan"
 
@@ -227,8 +216,7 @@ class Loan(Resource):
         """Return the loan; not changed when there is none, or it is somebody else's than the recipient given."""
         if current is None or (self.params["recipient"] and current["recipient"] != self.params["recipient"]):
             self.done(False, current, current, current)
-        if not self.check_mode:
-            self.client.request("DELETE", self.path)
+        self.client.request("DELETE", self.path)  # check mode: only validated
         self.extra["returned"] = current
         self.done(True, None, current, None)
 
@@ -258,8 +246,6 @@ class Loan(Resource):
             body["purpose"] = params["purpose"]
         if params["force"]:
             body["force"] = True
-        elif self.check_mode:
-            refuse_over_reservations(self.module, self.client, self.fqdn, self.recipient)
         return body
 
     def extension(self, current):
@@ -287,11 +273,11 @@ class Loan(Resource):
                 "purpose": self.params["purpose"], "returned_at": None, "return_reason": None}
 
     def create(self, plan):
-        after = self.client.request("POST", self.path, plan)[1]
-        if self.params["end"] and after.get("end") != format_time(self.target):
-            # the duration was counted from the server's clock: set the end asked for exactly
-            after = self.client.request("PATCH", self.path, {"end": format_time(self.target)})[1]
-        return after
+        batch = self.client.batch().add("POST", self.path, plan)
+        if self.params["end"]:
+            # the duration is counted from the server's clock: set the end asked for exactly, in the same transaction
+            batch.add("PATCH", self.path, {"end": format_time(self.target)})
+        return batch.send()[-1]
 
     def update(self, current, plan):
         return self.client.request("PATCH", self.path, plan)[1]

@@ -183,20 +183,23 @@ class Pool(Resource):
         return predicted
 
     def create(self, plan):
-        self.client.request("POST", "/pools", dict(plan.get("fields", {}), name=self.params["name"]))
-        return self.members(plan)
+        batch = self.client.batch().add("POST", "/pools", dict(plan.get("fields", {}), name=self.params["name"]))
+        return self.members(batch, plan)
 
     def update(self, current, plan):
+        batch = self.client.batch()
         if plan.get("fields"):
-            self.client.request("PATCH", self.path, plan["fields"])
-        return self.members(plan)
+            batch.add("PATCH", self.path, plan["fields"])
+        return self.members(batch, plan)
 
-    def members(self, plan):
+    def members(self, batch, plan):
+        """Send the pool's changes and its membership's as one batch: an unknown system changes nothing."""
         for fqdn in plan.get("adds", []):
-            self.client.request("POST", self.path + "/systems", {"fqdn": fqdn})
+            batch.add("POST", self.path + "/systems", {"fqdn": fqdn})
         forced = {"force": True} if self.params["force"] else None  # breaks an advance reservation if need be
         for fqdn in plan.get("removes", []):
-            self.client.delete_or_none("%s/systems/%s" % (self.path, self.client.quote(fqdn)), forced)
+            batch.add("DELETE", "%s/systems/%s" % (self.path, self.client.quote(fqdn)), query=forced)
+        batch.send()
         return None  # read back
 
     def delete(self, current):

@@ -27,7 +27,8 @@ extends_documentation_fragment:
   - lablease.lab.attributes.resource
 attributes:
   check_mode:
-    details: No command is queued; the task reports whether one would be.
+    details: No command is queued. The server is asked whether it would queue one (V(validate_only)), so the task
+      fails where the real run would (no power driver, not allowed to control the system).
   diff_mode:
     details: Shows the system's known power state before and after.
 options:
@@ -209,9 +210,10 @@ def main():
             module.exit_json(changed=False, command=None, power_state=known,
                              diff={"before": {"power_state": known}, "after": {"power_state": known}})
         diff = {"before": {"power_state": known}, "after": {"power_state": wanted}}
+        # check mode: the server only validates it (no driver, not allowed ... fail the task as they would)
+        command = client.request("POST", path + "/power", {"action": params["state"]})[1]
         if module.check_mode:
             module.exit_json(changed=True, command=None, power_state=wanted, diff=diff)
-        command = client.request("POST", path + "/power", {"action": params["state"]})[1]
         power_state = known
         if params["wait"]:
             try:

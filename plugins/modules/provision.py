@@ -32,8 +32,9 @@ extends_documentation_fragment:
 attributes:
   check_mode:
     details:
-      - Nothing is installed; the task reports C(changed) when an installation would be started, and checks
-        that a matching distro tree exists. It does not wait.
+      - Nothing is installed. The server is asked whether it would start the installation (V(validate_only)), so
+        the task fails where the real run would (not the holder, no power driver, no such distro tree) and
+        otherwise reports C(changed) with the installation it would start. It does not wait.
   diff_mode:
     details: Shows the system's latest installation (id, distro, arch, variant, ks_meta, kernel_options)
       before and after.
@@ -306,25 +307,6 @@ def wait_for(module, client, installation, changed):
     return current
 
 
-def check_tree(module, client, system):
-    """In check mode: the tree the server would pick, failing the task as the server would."""
-    params = module.params
-    name, arch, variant = params["distro"], params["arch"] or system.get("arch"), params["variant"]
-    trees = [t for t in client.get_all("/distro-trees", {"name": name, "arch": arch, "variant": variant})
-             if t.get("name") == name and t.get("arch") == arch and variant in (None, t.get("variant"))]
-    if not trees:
-        module.fail_json(msg="no distro tree named %s for %s%s" % (name, arch, " (variant %s)" % variant if variant else ""))
-    if len(trees) > 1:
-        module.fail_json(msg="%s %s has several variants (%s); say which with the variant option" % (
-            name, arch, ", ".join(sorted(t.get("variant") or "(none)" for t in trees))))
-    tree = trees[0]
-    if tree.get("arch") != system.get("arch"):
-        module.fail_json(msg="%s is for %s, %s is %s" % (name, tree.get("arch"), system.get("fqdn"), system.get("arch")))
-    if tree.get("labs") and system.get("lab") not in tree["labs"]:
-        module.fail_json(msg="%s is not available in lab %s" % (name, system.get("lab") or "(none)"))
-    return dict((k, tree.get(k)) for k in ("id", "name", "arch", "variant"))
-
-
 def latest_of(client, system):
     """The system's latest installation in full, or None (also when it is somebody else's: the server shows
     an installation only to its requester, the holder of its reservation, the system's owner and admins)."""
@@ -334,19 +316,6 @@ def latest_of(client, system):
     return None
 
 
-def predicted(module, client, system, fqdn):
-    """In check mode: the installation the server would start, failing the task as the server would."""
-    params = module.params
-    if not holds(client, system):
-        module.fail_json(msg="not allowed: only the current holder of %s may provision it; reserve it first"
-                         % system.get("fqdn", fqdn), status=403)
-    return {"id": None, "system": fqdn, "user": client.me()["name"],
-            "reservation": (system.get("reservation") or {}).get("id"), "recipe": None,
-            "distro_tree": check_tree(module, client, system), "ks_meta": params["ks_meta"],
-            "kernel_options": params["kernel_options"], "status": "queued", "error": None,
-            "created_at": None, "started_at": None, "installed_at": None, "finished_at": None}
-
-
 def start(module, client, fqdn):
     """Ask the server to install; with wait, wait until the installed system runs."""
     params = module.params
@@ -354,9 +323,12 @@ def start(module, client, fqdn):
     for key in ("arch", "variant", "ks_meta", "kernel_options"):
         if params[key]:
             body[key] = params[key]
+    # check mode: the server only validates it (not the holder, no power, no such tree ... fail as they would)
     installation = client.request("POST", "/systems/%s/provision" % client.quote(fqdn), body)[1]
     if isinstance(installation.get("installation"), dict):  # {installation, kickstart_url}
         installation = dict(installation["installation"], kickstart_url=installation.get("kickstart_url"))
+    if module.check_mode:
+        return dict(installation, id=None)  # nothing was made: the id the server answered names nothing
     if params["wait"]:
         try:
             installation = wait_for(module, client, installation, True)
@@ -399,7 +371,7 @@ def main():
             if params["wait"] and not module.check_mode and found.get("status") != READY:
                 found = wait_for(module, client, found, False)
             module.exit_json(changed=False, installation=found, diff={"before": before, "after": before})
-        after = predicted(module, client, system, fqdn) if module.check_mode else start(module, client, fqdn)
+        after = start(module, client, fqdn)
         module.exit_json(changed=True, installation=after, diff={"before": before, "after": shown(after)})
     except LableaseError as error:
         fail(module, error)

@@ -33,7 +33,9 @@ extends_documentation_fragment:
   - lablease.lab.attributes.resource
 attributes:
   check_mode:
-    details: Nothing is written; the answer says what would be reserved, extended or returned.
+    details: Nothing is written. The server is asked what would happen (V(validate_only)), so the task fails
+      where the real run would (a duration past the site maximum, a system someone else holds) and otherwise
+      says what would be reserved, extended or returned; a reservation that would wait is not waited for.
 options:
   system:
     description:
@@ -279,7 +281,6 @@ from ansible_collections.lablease.lab.plugins.module_utils.times import (
     format_time,
     parse_duration,
     parse_time,
-    utcnow,
 )
 
 MAX_REQUEST_ID_GENERATIONS = 20
@@ -399,16 +400,18 @@ class Reservations:
                           % (current["id"], self.system))
             changed = True
             actions.append("heartbeat")
-        if changed and not self.module.check_mode:
+        if changed:  # one batch: extended, interval changed and renewed, or none of them (check mode: only validated)
+            batch = self.client.batch()
             change = {}  # the end and the interval in one PATCH, so they change together or not at all
             if "extend" in actions:
                 change["end"] = after["end"]
             if "interval" in actions:
                 change["heartbeat"] = self.params["heartbeat"] if self.heartbeat else None
             if change:
-                after = self.client.request("PATCH", "/reservations/%d" % current["id"], change)[1]
+                batch.add("PATCH", "/reservations/%d" % current["id"], change)
             if "heartbeat" in actions:
-                after = self.client.request("POST", "/reservations/%d/heartbeat" % current["id"])[1]
+                batch.add("POST", "/reservations/%d/heartbeat" % current["id"])
+            after = batch.send()[-1] or after
         self.exit(changed, current, after, returned=[])
 
     def reserve(self, system):
@@ -426,8 +429,6 @@ class Reservations:
             body["wait"] = True
             if self.params["take_by"]:
                 body["take_by"] = self.params["take_by"]
-        if self.module.check_mode:
-            self.exit(True, None, self.predict(system), returned=[])
         request_id = self.params["request_id"]
         if not request_id:
             ended = self.client.get_all("/reservations", {"system": self.system, "active": False, "user": "me"})
@@ -436,16 +437,22 @@ class Reservations:
         for dummy in range(MAX_REQUEST_ID_GENERATIONS):
             body["request_id"] = request_id
             # A reserve with a request_id is idempotent on the server, so the client may retry it.
+            # In check mode the server only validates it: the answer is what it would make, nothing is kept.
             status, made = self.client.request("POST", "/reservations", body, idempotent=True)
             if made.get("state") == "waiting":  # queued now, or by an earlier run of this task
-                self.exit(True, None, self.wait_for(made), returned=[])
+                self.exit(True, None, self.made(made, status) if self.module.check_mode else self.wait_for(made),
+                          returned=[])
             if made.get("returned_at") is None and made.get("system") == self.system:
-                self.exit(status == 201, None, made, returned=[])
+                self.exit(status == 201, None, self.made(made, status), returned=[])
             if self.params["request_id"]:
                 self.fail("request_id %s belongs to reservation %s of %s, which is %s; choose another request_id"
                           % (request_id, made.get("id"), made.get("system"), made.get("state")))
             request_id = next_request_id(request_id, made)
         self.fail("could not derive a fresh request_id for %s; pass request_id" % self.system)
+
+    def made(self, reservation, status):
+        """The reservation answered; in check mode one that would be made has no id (nothing was made)."""
+        return dict(reservation, id=None) if self.module.check_mode and status == 201 else reservation
 
     def wait_for(self, waiting):
         """Poll the waiting reservation until it is granted; on a timeout leave the queue and fail."""
@@ -463,51 +470,37 @@ class Reservations:
             self.fail("reservation %s was %s before it was granted" % (waiting["id"], current.get("state", "removed")))
         return current
 
-    def predict(self, system):
-        """The reservation that would be made (check mode), after checking that the system is free now."""
-        holder = system.get("reservation")
-        start = self.start or utcnow().replace(microsecond=0)
-        if holder and self.params["wait"]:
-            return {"system": None, "user": self.client.me().get("name"), "kind": "manual", "state": "waiting",
-                    "start": format_time(start), "end": None, "return_loan": self.params["return_loan"]}
-        if holder and self.start is None:
-            self.fail("%s is reserved by %s until %s" % (self.system, holder.get("user") or "another user",
-                                                         holder.get("end") or "further notice"))
-        end = self.end
-        duration = self.params["duration"]
-        if end is None and duration and duration.strip().lower() != "unlimited":
-            end = start + timedelta(seconds=parse_duration(duration))
-        me = self.client.me()
-        seconds_left = int((end - utcnow()).total_seconds()) if end else None
-        return {
-            "system": self.system, "user": me.get("name"), "kind": "manual", "start": format_time(start),
-            "end": format_time(end), "state": "active" if self.start is None else "upcoming",
-            "return_loan": self.params["return_loan"], "seconds_left": seconds_left,
-            "heartbeat": self.heartbeat or None,
-            "purpose": self.params["purpose"],
-        }
-
     # -- absent -------------------------------------------------------------------------
     def absent(self):
         held = self.mine()
-        returned = []
-        for reservation in held:
-            if not self.module.check_mode:
-                try:
-                    self.client.request("DELETE", "/reservations/%d" % reservation["id"])
-                except LableaseError as error:
-                    if error.status not in (409, 422) or self._still_held(reservation["id"]):
-                        raise  # refused (a recipe's reservation ends with its recipe), not returned meanwhile
-            returned.append(reservation["id"])
+        if held:
+            held = self.give_back(held)
+        returned = [reservation["id"] for reservation in held]
         last = held[0] if held else None
         if last is not None and not self.module.check_mode:
             last = self.client.get_or_none("/reservations/%d" % last["id"]) or last
         self.exit(bool(held), held[0] if held else None, None, returned=returned, answer=last)
 
-    def _still_held(self, reservation_id):
-        """After a 409/422 on returning it: was it returned meanwhile (by the worker), or is it still held?"""
-        now = self.client.get_or_none("/reservations/%d" % reservation_id)
-        return now is not None and now.get("state") == "active"
+    def give_back(self, held):
+        """Return every reservation held, in one batch (all or none); the ones it returned."""
+        for attempt in (1, 2):
+            batch = self.client.batch()
+            for reservation in held:
+                batch.add("DELETE", "/reservations/%d" % reservation["id"])
+            try:
+                batch.send()
+                return held
+            except LableaseError as error:
+                if attempt == 2 or error.status not in (409, 422):
+                    raise
+                # one was returned meanwhile (by the worker): give back what is still held
+                still = [r["id"] for r in self.mine()]
+                if len(still) == len(held):
+                    raise
+                held = [r for r in held if r["id"] in still]
+                if not held:
+                    return []
+        return held
 
     # -- answer -------------------------------------------------------------------------
     def exit(self, changed, before, after, returned, answer=None):

@@ -27,7 +27,8 @@ extends_documentation_fragment:
   - lablease.lab.attributes.resource
 attributes:
   check_mode:
-    details: Nothing is written; the answer says what would be booked, changed or cancelled.
+    details: Nothing is written; the server is asked (V(validate_only)), so the task fails where the real run would
+      (an overbooked or held resource), and otherwise says what would be booked, changed or cancelled.
 options:
   subject:
     description:
@@ -197,9 +198,10 @@ class Booking(Resource):
 
     def absent(self, current):
         """Cancel every booking of the caller found; the last one is the answer."""
-        if not self.check_mode:
-            for booking in self.mine:
-                self.client.request("DELETE", "%s/%d" % (self.base, booking["id"]))
+        batch = self.client.batch()  # every booking or none (check mode: only validated)
+        for booking in self.mine:
+            batch.add("DELETE", "%s/%d" % (self.base, booking["id"]))
+        batch.send()
         self.extra["cancelled"] = [b["id"] for b in self.mine]
         last = self.mine[-1] if self.mine else None
         self.done(bool(self.mine), last, last, None)

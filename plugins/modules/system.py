@@ -332,8 +332,8 @@ class System(Resource):
         if current is None or current.get("condition") == "removed":
             self.done(False, current, current, current)
         after = dict(current, condition="removed")
-        if not self.check_mode:
-            self.client.request("DELETE", self.path, query={"force": True} if self.params["force"] else None)
+        self.client.request("DELETE", self.path, query={"force": True} if self.params["force"] else None)
+        if not self.check_mode:  # in check mode the server only validated it
             after = self.client.get(self.path)
         self.done(True, after, current, after)
 

@@ -71,6 +71,7 @@ class FakeApi:
         self.ar_bound = set()  # ids of ARs with work bound to them
         self.bound_detail = "advance reservation %d has bound work (job 3); delete with force=true to abort it first"
         self.calls = []  # (method, path, body)
+        self.validated = set()  # indexes in calls of those sent with ?validate_only=true
         self.queries = []  # (method, path, query) of each call with a query string
         self.pages = []  # (path, after) of each list asked for
         self.fail_next = []  # statuses or exceptions to raise before answering
@@ -97,8 +98,20 @@ class FakeApi:
         return reservation
 
     @property
+    def sent(self):
+        """The writes, each request of a batch as itself: (method, path, body)."""
+        flat = []
+        for method, path, body in self.writes:
+            if path == "/batch":
+                flat.extend((r["method"], r["path"][len("/api/v1"):], r.get("body")) for r in body["requests"])
+            else:
+                flat.append((method, path, body))
+        return flat
+
+    @property
     def writes(self):
-        return [c for c in self.calls if c[0] != "GET"]
+        """The calls that could change something (a validate_only one cannot)."""
+        return [c for number, c in enumerate(self.calls) if c[0] != "GET" and number not in self.validated]
 
     # -- the opener -------------------------------------------------------------------
     def __call__(self, url, method="GET", data=None, headers=None, **kwargs):
@@ -107,7 +120,10 @@ class FakeApi:
         query = dict((k, v[0]) for k, v in parse_qs(parsed.query).items())
         body = json.loads(data) if data and headers.get("Content-Type") == "application/json" else None
         self.calls.append((method, path, body))
-        if query:
+        validating = method != "GET" and query.pop("validate_only", None) == "true"
+        if validating:
+            self.validated.add(len(self.calls) - 1)
+        elif query:
             self.queries.append((method, path, query))
         if self.fail_next:
             failure = self.fail_next.pop(0)
@@ -115,17 +131,55 @@ class FakeApi:
                 raise failure
             self.problem(url, failure, "Service Unavailable", "try later")
         CONTRACT.check_request(method, path, query, body, headers.get("Content-Type"))
+        # validate_only works on a copy and puts the untouched objects back; a batch keeps a copy to go back to
+        kept = self.state() if validating else (copy.deepcopy(self.state()) if path == "/batch" else None)
+        if validating:
+            self.restore(copy.deepcopy(kept))
         try:
             if headers.get("Authorization") != "Bearer secret":
                 self.problem(url, 401, "Authentication required", "the API token is not known")
-            status, answer = self.route(url, method, path, query, body)
+            if path == "/batch" and method == "POST":
+                status, answer = self.batch(url, body)
+            else:
+                status, answer = self.route(url, method, path, query, body)
         except HTTPError as error:
+            if kept is not None:
+                self.restore(kept)  # like the server: a refused request (or batch) keeps nothing
             CONTRACT.check_answer(method, path, error.code, error.payload, problem=True)
             raise
+        finally:
+            if validating:
+                self.restore(kept)  # like the server: validate_only keeps nothing
         CONTRACT.check_answer(method, path, status, answer)
         if method == "GET" and isinstance(answer, list):
             return self.page(path, query, answer)
-        return Answer(status, answer)
+        return Answer(status, answer, {"Validate-Only": "true"} if validating else None)
+
+    # -- validate_only and batches ------------------------------------------------------
+    RECORDS = ("calls", "validated", "queries", "pages", "fail_next")  # what the test looks at: never rolled back
+
+    def state(self):
+        return dict((k, v) for k, v in self.__dict__.items() if k not in self.RECORDS)
+
+    def restore(self, kept):
+        self.__dict__.update(kept)
+
+    def batch(self, url, body):
+        """Like the server's POST /batch: each request in order; the first refusal is the answer."""
+        responses = []
+        for number, request in enumerate(body["requests"], 1):
+            path = request["path"][len("/api/v1"):]
+            query = dict((k, ("true" if v else "false") if isinstance(v, bool) else str(v))
+                         for k, v in (request.get("query") or {}).items())
+            try:
+                status, answer = self.route(url, request["method"], path, query, copy.deepcopy(request.get("body")))
+            except HTTPError as error:
+                payload = dict(error.payload, request=number, detail="request %d of the batch (%s %s): %s" % (
+                    number, request["method"], request["path"], error.payload["detail"]))
+                extra = dict((k, v) for k, v in payload.items() if k not in ("type", "title", "status", "detail"))
+                self.problem(url, error.code, payload["title"], payload["detail"], **extra)
+            responses.append(dict(status=status, **({} if answer is None else {"body": answer})))
+        return 200, {"responses": responses}
 
     def page(self, path, query, entries):
         """Like the server: `limit` entries (default 100) after the cursor, and a Link to the next page.

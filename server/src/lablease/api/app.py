@@ -13,7 +13,8 @@ from werkzeug.routing import Rule
 from werkzeug.wrappers import Request, Response
 
 from ..config import Settings
-from ..domain.errors import DomainError, Unauthenticated
+from ..domain.errors import DomainError, Invalid, Unauthenticated
+from ..domain.paging import PageRequest
 from ..services.token_cache import TokenCache
 from ..services.users import authenticate
 from ..store.auth_stamp import stamp_path
@@ -28,6 +29,7 @@ from .inputs import check_body, merge_force, next_link, page_request, query_valu
 from .monitoring import ROUTE_KEY, Observed
 from .routes import ROUTES, Route, shared_map
 from .views.context import Context, Reply
+from .views.batch import BATCH_VIEW
 
 log = logging.getLogger("lablease.api")
 
@@ -94,6 +96,9 @@ class LabLeaseApp:
             force = merge_force(query, body)  # in the query string or the JSON body
             ctx = Context(uow, actor, now, self.settings, args, body, query, raw=data, mimetype=request.mimetype,
                           page=page_request(query), force=force)
+            ctx.call = lambda method, path, sub_query, sub_body: self.call(ctx, method, path, sub_query, sub_body)
+            # ?validate_only=true: the same work, rolled back where it would commit (store/uow.py)
+            uow.validate_only = route.writes and bool(query.get("validate_only"))
             try:
                 result = route.view(ctx)
                 if route.writes:
@@ -102,7 +107,34 @@ class LabLeaseApp:
                 # The schema's own guards (unique names, the exclusion constraint) caught a race.
                 log.info("integrity error on %s: %s", route.endpoint, error.orig)
                 return errors.problem(409, "Conflict", errors.integrity_detail(error), "conflict")
-        return self.reply(route, result, request)
+        response = self.reply(route, result, request)
+        if uow.validate_only:  # says the server applied it: a server that did not would have kept the change
+            response.headers["Validate-Only"] = "true"
+        return response
+
+    def call(self, ctx: Context, method: str, path: str, query: dict, body) -> tuple[int, object]:
+        """(status, answer) of one writing JSON route run in ctx's unit of work (POST /batch), or a refusal."""
+        try:
+            rule, args = self.url_map.bind("lablease").match(path.split("?")[0], method=method, return_rule=True)
+        except HTTPException:
+            raise Invalid("path", f"{method} {path} is not a route of this API") from None
+        route = self.routes[rule.endpoint]
+        if not route.writes or route.raw or not route.auth or route.view is BATCH_VIEW:
+            raise Invalid("path", f"{method} {rule.rule} cannot be part of a batch (only writes with JSON bodies "
+                                  "that need a token)")
+        unknown = sorted(set(query) - set(route.query) | ({"validate_only"} & set(query)))
+        if unknown:
+            raise Invalid("query", f"{method} {rule.rule} does not take {', '.join(unknown)} in a batch")
+        parsed = {name: query_value(route.query[name][0], name, _query_text(value)) for name, value in query.items()}
+        if route.body is None and body is not None:
+            raise Invalid("body", f"{method} {rule.rule} takes no body")
+        data = check_body({} if body is None else body, route.body) if route.body is not None else {}
+        force = merge_force(parsed, data)
+        sub = Context(ctx.uow, ctx.actor, ctx.now, self.settings, args, data, parsed, page=PageRequest(), force=force)
+        result, status = route.view(sub), route.status
+        if isinstance(result, Reply):
+            result, status = result.body, result.status
+        return status, (None if status == 204 else result)
 
     @staticmethod
     def body(route: Route, request: Request, data: bytes) -> dict:
@@ -130,6 +162,11 @@ class LabLeaseApp:
         if status == 204:
             return Response(status=204)
         return Response(json.dumps(result), status=status, mimetype="application/json")
+
+
+def _query_text(value) -> str:
+    """A batch request's query value (JSON) as it would be written in a query string."""
+    return ("true" if value else "false") if isinstance(value, bool) else str(value)
 
 
 def create_app(settings: Settings | None = None, db: Database | None = None,

@@ -15,7 +15,8 @@ from werkzeug.routing import IntegerConverter, Map, Rule, UnicodeConverter
 from ..domain.limits import MAX_INT
 from . import schemas as s
 from ..services.installations import EVENTS
-from .views import access, advance, health, jobs, meta, provisioning, reservations, schedules, systems, timelines
+from .views import (access, advance, batch, health, jobs, meta, provisioning, reservations, schedules, systems,
+                    timelines)
 
 BASE = "/api/v1"
 EVENT = "<any(" + ", ".join(EVENTS) + "):event>"  # an installer callback's name
@@ -112,6 +113,9 @@ SYSTEM_FILTERS = {
     "free_until": ("time", "end of the free window (open-ended when omitted)"),
 }
 TOKEN = {"token": ("str", "the installation's secret token, from its kickstart")}
+# Every writing route takes it (added by _validating below; the unit of work rolls back instead of committing).
+VALIDATE_ONLY = {"validate_only": ("bool", "nothing is kept: the server does all it would (every check, the "
+                                           "database's too) and answers what it would have made, then rolls back")}
 FORCE_AR = {"force": ("bool", "do it even if it breaks an advance reservation, which then goes into error")}
 TIMELINE_WINDOW = {"span": ("span", "1d, 7d (default) or 30d, from a seventh of it before now"),
                    "start": ("time", "explicit window start"), "end": ("time", "explicit window end (at most 92 days)")}
@@ -138,6 +142,9 @@ ROUTES: list[Route] = [
     Route("GET", BASE + "/openapi.json", meta.openapi, "This API description (OpenAPI 3.1)", "meta",
           response={"type": "object"}, auth=False),
     Route("GET", BASE + "/me", meta.me, "Who the token belongs to", "meta", response=s.ME),
+    Route("POST", BASE + "/batch", batch.run, "Several writes applied in one transaction: all of them or none "
+          "(the first refusal is answered, naming its request)", "meta", body=s.BATCH, response=s.BATCH_ANSWER,
+          statuses=(403, 404, 409, 429)),
     Route("GET", BASE + "/me/calendar", meta.calendar_show,
           "The address of the caller's iCalendar feed (reservations and loans)", "meta", response=s.CALENDAR),
     Route("POST", BASE + "/me/calendar", meta.calendar_rotate,
@@ -430,4 +437,9 @@ def _paged(route: Route) -> Route:
     return replace(route, query={**route.query, **PAGING}) if route.paged else route
 
 
-ROUTES = [_paged(_force_in_body_too(route)) for route in ROUTES]
+def _validating(route: Route) -> Route:
+    """A write a token holder makes takes ?validate_only=true (the installer's callbacks do not)."""
+    return replace(route, query={**route.query, **VALIDATE_ONLY}) if route.writes and route.auth else route
+
+
+ROUTES = [_validating(_paged(_force_in_body_too(route))) for route in ROUTES]

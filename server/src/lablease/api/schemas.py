@@ -599,3 +599,18 @@ HEALTH_CHECK = {"type": "object", "properties": {
     "after_recipes": {"type": ["integer", "null"]}, "job": {"type": "object", "description": "the job, normalised"},
     "source": {"type": ["object", "string"], "description": "the job as it was given"},
     "owner": {"type": ["string", "null"]}, "created_at": TIME}}
+# POST /batch: several writes in one transaction (api/views/batch.py)
+BATCH_REQUEST = {"type": "object", "required": ["method", "path"], "additionalProperties": False, "properties": {
+    "method": {"enum": ["POST", "PUT", "PATCH", "DELETE"]},
+    "path": {"type": "string", "minLength": 1, "maxLength": 1000,
+             "description": "the route's path, e.g. /api/v1/pools/gpus/systems (JSON routes only)"},
+    "query": {"type": "object", "additionalProperties": {"type": ["string", "boolean", "integer"]},
+              "description": "its query parameters, e.g. {\"force\": true}"},
+    "body": {"description": "its JSON body"}}}
+BATCH = {"type": "object", "required": ["requests"], "additionalProperties": False, "properties": {
+    "requests": {"type": "array", "minItems": 1, "maxItems": 100, "items": BATCH_REQUEST,
+                 "description": "applied in order, in one transaction: every one of them, or none"}}}
+BATCH_ANSWER = {"type": "object", "required": ["responses"], "properties": {
+    "responses": {"type": "array", "description": "each request's answer, in order", "items": {
+        "type": "object", "required": ["status"],
+        "properties": {"status": {"type": "integer"}, "body": {"description": "its JSON answer (absent for 204)"}}}}}}

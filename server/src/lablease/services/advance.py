@@ -134,8 +134,9 @@ def create(uow, actor: Actor, now: datetime, data: dict) -> tuple[dict, int]:
     chosen, reasons = choose_systems(session, Window(start, end), hosts, tree, pools, count, members)
     if len(chosen) < count:
         raise Conflict(_refusal(count, chosen, reasons), reasons=reasons)
-    if data.get("validate_only"):
-        return {"grantable": True, "systems": [s.fqdn for s in chosen]}, 200
+    asked = bool(data.get("validate_only"))  # qrsub -w v: made in full (every check), then not kept (store/uow.py)
+    if asked:
+        uow.validate_only = True
     ar = AdvanceReservation(
         name=data.get("name"), owner_id=actor.id, account=data.get("account"), start_at=start, end_at=end,
         state=rules.state_by_time(start, end, now), error_handling=handling, mail_events=events,
@@ -151,6 +152,8 @@ def create(uow, actor: Actor, now: datetime, data: dict) -> tuple[dict, int]:
     publish(session, settings, ar, now, "created", f"advance reservation {ar.id} was granted: "
              f"{', '.join(s.system.fqdn for s in ar.systems)} from {format_time(start)} to {format_time(end)}")
     wake_worker(session)
+    if asked:
+        return {"grantable": True, "systems": [s.fqdn for s in chosen]}, 200
     return as_dict(ar), 201
 
 

@@ -21,6 +21,11 @@ class UnitOfWork:
     handler functions, services/handlers.py): a consequence (`at_once`) as it is emitted, the others
     when the use case is done, before the transaction commits. An event no handler takes is an
     error, never dropped: a unit of work made without the table cannot take events at all.
+
+    A validate-only unit of work (`validate_only = True`, set by the API for `?validate_only=true`
+    or by a use case answering "could it be done?") runs the whole use case, its events and the
+    database's own checks (a flush), then rolls back where it would commit: nothing is kept, no
+    outbox row, no notification, no after-commit callback.
     """
 
     def __init__(self, db: Database, write: bool = True, waker: Waker | None = None, settings=None,
@@ -34,6 +39,7 @@ class UnitOfWork:
         self.handlers = handlers  # event type -> the functions handling it, each called (uow, event)
         self.events: list = []  # emitted, not yet handled
         self.write = write
+        self.validate_only = False
         self.waker = waker
         self.session: Session | None = None
         self._after_commit: list[Callable[[], None]] = []
@@ -69,6 +75,11 @@ class UnitOfWork:
 
     def commit(self) -> None:
         self.dispatch()
+        if self.validate_only:
+            self.session.flush()  # the constraints answer too (IntegrityError), as they would on commit
+            self.session.rollback()
+            self._after_commit = []
+            return
         self.session.commit()
         callbacks, self._after_commit = self._after_commit, []
         for callback in callbacks:

@@ -147,3 +147,47 @@ def test_wait_until_stops_at_the_deadline():
     assert slept == [2, 2, 1]
     answers = iter([None, "done"])
     assert wait_until(lambda: next(answers), 5, 2, sleep=sleep, clock=lambda: now[0]) == ("done", False)
+
+
+def test_a_batch_of_one_goes_as_itself_and_of_several_as_one_request():
+    fake = FakeApi()
+    fake.add_system("s1.lab.test")
+    client, waits = make(fake)
+    assert client.batch().add("PATCH", "/systems/s1.lab.test", {"lab": "west"}).send()[0]["lab"] == "west"
+    assert fake.writes == [("PATCH", "/systems/s1.lab.test", {"lab": "west"})]
+    answers = client.batch().add("PATCH", "/systems/s1.lab.test", {"lab": "east"}).add(
+        "DELETE", "/systems/s1.lab.test", query={"force": True}).send()
+    assert answers[0]["lab"] == "east" and answers[1] is None and fake.writes[-1][1] == "/batch"
+    assert fake.writes[-1][2]["requests"][1] == {"method": "DELETE", "path": "/api/v1/systems/s1.lab.test",
+                                                 "query": {"force": True}}
+
+
+def test_a_refused_request_of_a_batch_names_itself_and_changes_nothing():
+    fake = FakeApi()
+    fake.add_system("s1.lab.test")
+    client, waits = make(fake)
+    batch = client.batch().add("PATCH", "/systems/s1.lab.test", {"lab": "west"}).add(
+        "PATCH", "/systems/nope.lab.test", {"lab": "west"})
+    with pytest.raises(LableaseError) as refused:
+        batch.send()
+    assert refused.value.status == 404 and refused.value.message == (
+        "request 2 of the batch (PATCH /api/v1/systems/nope.lab.test): no system named nope.lab.test")
+    assert fake.systems["s1.lab.test"]["lab"] is None
+
+
+def test_validate_only_writes_keep_nothing_and_a_server_that_ignores_it_is_named():
+    fake = FakeApi()
+    fake.add_system("s1.lab.test")
+    client, waits = make(fake)
+    client.validate_only = True
+    assert client.request("PATCH", "/systems/s1.lab.test", {"lab": "west"})[1]["lab"] == "west"
+    assert fake.systems["s1.lab.test"]["lab"] is None and fake.writes == [] and client.get("/me")["name"] == "alice"
+
+    def old_server(url, method="GET", data=None, headers=None, **kwargs):
+        answer = fake(url.replace("validate_only=true", "validate_only=false"), method, data, headers, **kwargs)
+        return answer
+
+    client.open = old_server
+    with pytest.raises(LableaseError) as refused:
+        client.request("PATCH", "/systems/s1.lab.test", {"lab": "west"})
+    assert "does not know validate_only" in refused.value.message

@@ -119,17 +119,13 @@ def test_provision_check_mode_installs_nothing_but_checks_the_tree(api, run):
     assert result["changed"] and api.writes == [] and result["installation"]["id"] is None
     assert result["installation"]["distro_tree"] == {"id": 1, "name": "Fedora-40", "arch": "x86_64", "variant": "Server"}
     assert result["installation"]["reservation"] == 5 and result["diff"]["after"]["ks_meta"] == "harness=restraint"
-    result, failed = run(provision.main, dict(ARGS, distro="Fedora-99"), check=True)
-    assert failed and result["msg"] == "no distro tree named Fedora-99 for x86_64 (variant Server)"
-    result, failed = run(provision.main, dict(ARGS, arch="aarch64", variant=None), check=True)
-    assert failed and result["msg"] == "no distro tree named Fedora-40 for aarch64"
-    result, failed = run(provision.main, dict(ARGS, variant=None), check=True)
-    assert failed and result["msg"] == (
-        "Fedora-40 x86_64 has several variants (Server, Workstation); say which with the variant option")
-    api.add_distro_tree("RHEL-10", labs=["lab2"])
-    result, failed = run(provision.main, dict(ARGS, distro="RHEL-10", variant=None), check=True)
-    assert failed and result["msg"] == "RHEL-10 is not available in lab (none)"
-    assert api.writes == []
+    assert api.calls[-1][:2] == ("POST", "/systems/s1.lab.test/provision")  # asked with ?validate_only=true
+    result, failed = run(provision.main, dict(ARGS, distro="Fedora-99"), check=True)  # the server's refusal
+    assert failed and result["status"] == 422 and result["msg"] == "distro_tree: no distro tree Fedora-99 for x86_64"
+    api.systems["s1.lab.test"]["reservation"]["user"] = "bob"
+    result, failed = run(provision.main, ARGS, check=True)
+    assert failed and result["status"] == 403 and "only the current holder" in result["msg"]
+    assert api.writes == [] and api.installations == {}
 
 
 def test_provision_waits_for_a_kept_installation(api, run):

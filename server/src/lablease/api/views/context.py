@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Callable
 
 from ...config import Settings
 from ...domain.paging import PageRequest
@@ -25,6 +26,9 @@ class Context:
     # force=true (query string or JSON body): do it even though it breaks an advance reservation,
     # which goes into error; False refuses such a change (inputs.merge_force)
     force: bool = False
+    # (method, path, query, body) -> (status, answer): another route's view run in this unit of work
+    # (POST /batch); set by the application
+    call: Callable[[str, str, dict, object], tuple[int, object]] | None = None
 
 
 @dataclass

@@ -308,6 +308,60 @@ def test_a_blocking_wait_stopped_by_a_signal_leaves_the_line(cli, server, add_sy
     assert server.api("admin").get(f"/systems/{fqdn}").json().get("reservation") is None
 
 
+class HoldingProxy:
+    """A TCP proxy before the server that holds the first request until `release` is set (a slow answer to
+    the request that joins the line), then passes everything on."""
+
+    def __init__(self, port: int):
+        self.port, self.arrived, self.release = port, threading.Event(), threading.Event()
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}"
+        threading.Thread(target=self.serve, daemon=True).start()
+
+    def serve(self) -> None:
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            threading.Thread(target=self.handle, args=(client,), daemon=True).start()
+
+    def handle(self, client: socket.socket) -> None:
+        first = client.recv(65536)
+        if not self.arrived.is_set():
+            self.arrived.set()
+            self.release.wait(30)
+        upstream = socket.create_connection(("127.0.0.1", self.port))
+        upstream.sendall(first)
+        threading.Thread(target=LosingProxy.copy, args=(client, upstream), daemon=True).start()
+        LosingProxy.copy(upstream, client)
+
+    def close(self) -> None:
+        self.listener.close()
+
+
+def test_a_wait_stopped_while_it_is_being_asked_for_leaves_the_line_too(cli, server, add_system):
+    held = held_by_bob(cli, add_system, "sig3.lab.test")
+    proxy = HoldingProxy(server.port)
+    waiting = subprocess.Popen([str(SCRIPT), "reserve", "sig3.lab.test", "--wait", "--block", "--duration", "1h"],
+                               env={**env_of(server, "dave"), "LABLEASE_URL": proxy.url}, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    try:
+        assert proxy.arrived.wait(30)  # the request to join the line is on its way, its answer held
+        waiting.send_signal(signal.SIGTERM)
+        proxy.release.set()
+        out, err = waiting.communicate(timeout=30)
+    finally:
+        proxy.close()
+        if waiting.poll() is None:
+            waiting.kill()
+    assert waiting.returncode == ExitStatus.TERMINATED and "left the line" in err, (out, err)
+    mine = [r for r in server.api("dave").get("/reservations").json() if r["request_id"].startswith("lablease-")]
+    assert [r["state"] for r in mine if r["id"] == int(err.split("reservation ")[1].split()[0])] == ["cancelled"]
+    assert not [r for r in mine if r["state"] in ("waiting", "active")]  # nothing of it is left in the line
+    cli.ok("return", str(held["id"]), user="bob")
+
+
 # --- a granted wait nobody confirms; a reservation lost -----------------------------------------------
 
 def test_a_granted_wait_nobody_confirms_is_returned_within_its_take_by_or_heartbeat(cli, server, add_system):

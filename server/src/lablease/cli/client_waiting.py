@@ -12,19 +12,30 @@ import json
 
 from . import client_jobs
 from .client_commands import Outcome, body, creating
-from .client_http import Api, ClientError, Terminated, signals_held, stopped
+from .client_http import Api, ClientError, Terminated, new_request_id, signals_held, stopped
 from .client_status import ExitStatus
 from .client_views import RESERVATION
 
 
 def reserve_waiting(api: Api, args) -> Outcome:
     requires = _requires(args.requires)
-    reservation = creating(args, lambda request_id: api.post("/reservations", body(
-        wait=True, system=args.system, requires=requires, pools=args.pool or None, priority=args.priority,
-        duration=args.duration, heartbeat=args.heartbeat, take_by=args.take_by, return_loan=args.return_loan,
-        request_id=request_id, healthy_within=args.healthy_within, purpose=args.purpose,
-        force=args.force or None), idempotent=True))
-    if args.block or args.timeout is not None:  # also a retry answering one that ended: not "granted"
+    blocking = args.block or args.timeout is not None
+    args.request_id = args.request_id or new_request_id()  # known before it is sent: a stop mid-request finds it
+
+    def ask(request_id: str) -> dict:
+        return api.post("/reservations", body(
+            wait=True, system=args.system, requires=requires, pools=args.pool or None, priority=args.priority,
+            duration=args.duration, heartbeat=args.heartbeat, take_by=args.take_by, return_loan=args.return_loan,
+            request_id=request_id, healthy_within=args.healthy_within, purpose=args.purpose,
+            force=args.force or None), idempotent=True)
+    try:
+        reservation = creating(args, ask)
+    except (KeyboardInterrupt, Terminated) as stop:
+        if not blocking:
+            raise
+        word, status = stopped(stop)
+        raise ClientError(f"{word}; {leave_asked(api, ask, args.request_id)}", status) from None
+    if blocking:  # also a retry answering one that ended: not "granted"
         reservation = wait_until_granted(api, reservation, args.timeout, args.interval)
     if reservation.get("state") == "waiting":
         return Outcome(reservation, RESERVATION, waiting_line(reservation))
@@ -83,6 +94,18 @@ def ended(reservation: dict) -> tuple[str, ExitStatus]:
         return (f"reservation {ident} was granted {reservation.get('system')} at {granted} and is {state} since "
                 f"{reservation.get('returned_at')}: the system is no longer yours", ExitStatus.LOST)
     return f"reservation {ident} was {state} before it was granted", ExitStatus.ENDED
+
+
+def leave_asked(api: Api, ask, request_id: str) -> str:
+    """Stopped while asking to wait: the same request again (its request id makes nothing new when the first
+    arrived) says which reservation it is, and that one leaves the line."""
+    with signals_held():
+        try:
+            reservation = ask(request_id)
+        except ClientError as error:
+            return (f"the wait asked with request id {request_id} may be in the line ({error.message}); "
+                    "`lablease reservations` lists it")
+        return leave_line(api, reservation)
 
 
 def leave_line(api: Api, reservation: dict) -> str:

@@ -56,7 +56,8 @@ class Terminated(BaseException):
     KeyboardInterrupt: a wait can clean up after itself and say so before the command exits 143."""
 
 
-STOPPED = {KeyboardInterrupt: ("interrupted", ExitStatus.INTERRUPTED), Terminated: ("terminated", ExitStatus.TERMINATED)}
+STOPPED = {KeyboardInterrupt: ("interrupted", ExitStatus.INTERRUPTED),
+           Terminated: ("terminated", ExitStatus.TERMINATED)}
 
 
 def stopped(stop: BaseException) -> tuple[str, ExitStatus]:

@@ -22,6 +22,7 @@ import json
 import re
 import socket
 import time
+from http.client import HTTPException
 from urllib.error import HTTPError, URLError
 from urllib.parse import quote, urlencode, urljoin
 
@@ -30,6 +31,7 @@ from ansible.module_utils.common.text.converters import to_native, to_text
 from ansible.module_utils.urls import open_url
 
 API_PREFIX = "/api/v1"
+PROBLEM = "urn:lablease:problem:"  # how every problem type of a lablease server starts
 RETRY_STATUSES = (502, 503, 504)
 IDEMPOTENT_METHODS = ("GET", "HEAD", "PUT", "DELETE", "OPTIONS")
 LINK = re.compile(r'<([^>]*)>[^,]*?;\s*rel="?([^",;]*)"?')  # one entry of a Link header: <url>; rel="next"
@@ -42,6 +44,19 @@ API_ARGUMENT_SPEC = dict(
     timeout=dict(type="int", default=30),
     retries=dict(type="int", default=3),
 )
+
+
+def clean_token(token):
+    """The token without the white space around it (a CI secret file ends in a newline); refused, never
+    shown, when it still holds a space or a control character (no lablease token does)."""
+    token = to_text(token or "").strip()
+    if not token:
+        raise LableaseError("no lablease API token: set the token option or LABLEASE_TOKEN "
+                            "(an administrator creates one with `lablease-server token create USER`)")
+    if any(c.isspace() or ord(c) < 32 or ord(c) > 126 for c in token):
+        raise LableaseError("the lablease API token (option token or LABLEASE_TOKEN) holds a space, a control "
+                            "or a non-ASCII character, which no lablease token has; it is not shown here")
+    return token
 
 
 def next_link(header):
@@ -97,9 +112,7 @@ class Client:
         if not url:
             raise LableaseError("no lablease server URL: set the url option or LABLEASE_URL, "
                                 "e.g. http://127.0.0.1:8042")
-        if not token:
-            raise LableaseError("no lablease API token: set the token option or LABLEASE_TOKEN "
-                                "(an administrator creates one with `lablease-server token create USER`)")
+        token = clean_token(token)
         url = url.rstrip("/")
         if url.endswith(API_PREFIX):
             url = url[:-len(API_PREFIX)]
@@ -180,7 +193,8 @@ class Client:
                     self._wait(attempt)
                     continue
                 raise self._http_error(method, target, error)
-            except (URLError, socket.timeout, socket.error, ConnectionError) as error:
+            except (URLError, socket.timeout, socket.error, ConnectionError, HTTPException) as error:
+                # (a kept-alive connection closed under the request: reset, or no status line at all)
                 if not last:
                     self._wait(attempt)
                     continue
@@ -218,8 +232,13 @@ class Client:
         if not isinstance(problem, dict):
             problem = {}
         message = problem_message(error.code, problem, method, self.url)
-        if error.code == 404 and not problem:
-            message = "%s %s: not found on the lablease server at %s (is url right?)" % (method, target, self.url)
+        kind = str(problem.get("type") or "")
+        if error.code == 404 and (not kind.startswith(PROBLEM) or kind == PROBLEM + "no-such-path"):
+            # another site's page, or a path the server has no route for: the url is wrong, not the object
+            message = ("%s %s: the server at %s does not look like a lablease server (404 %s); set the url "
+                       "option or LABLEASE_URL to its address, e.g. http://127.0.0.1:8042"
+                       % (method, target.split("?", 1)[0], self.url,
+                          "no such API path" if kind else "without a lablease problem"))
         return LableaseError(message, status=error.code, problem=problem, url=self.url)
 
     # -- helpers every module uses ------------------------------------------

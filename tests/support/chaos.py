@@ -132,7 +132,7 @@ class ChaosStorm:
         rng = random.Random(self.seed)
         with requests.Session() as session:
             session.headers["Authorization"] = f"Bearer {token}"
-            # A connection idle for a while may be closed by the server (keep-alive 2 s) just as the next
+            # A connection idle for a while may be closed by the server (gunicorn_keepalive) just as the next
             # request goes out, which no retry may cover for a POST: a connection per request.
             session.headers["Connection"] = "close"
             while not self.stop.wait(1.0):

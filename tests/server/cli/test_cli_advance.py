@@ -328,7 +328,7 @@ class Stub(BaseHTTPRequestHandler):
         url = urlsplit(self.path)
         self.seen.append((self.command, url.path, parse_qs(url.query), sent))
         status, payload = self.answers.get((self.command, url.path), (404, {
-            "type": "about:blank", "title": "Not found", "status": 404, "detail": "no such thing"}))
+            "type": "urn:lablease:problem:not-found", "title": "Not found", "status": 404, "detail": "no such thing"}))
         data = b"" if payload is None else json.dumps(payload).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/problem+json" if status >= 400 else "application/json")

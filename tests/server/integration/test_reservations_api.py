@@ -246,7 +246,8 @@ def test_a_returned_reservation_cannot_be_returned_or_extended_again(lab):
     _, r = lab.alice.post("/reservations", {"system": "s1.lab.test", "duration": "2h"})
     assert lab.alice.delete(f"/reservations/{r['id']}")[0] == 204
     status, problem = lab.alice.delete(f"/reservations/{r['id']}")
-    assert status == 409 and problem["detail"] == f"reservation {r['id']} was already returned"
+    assert status == 409 and problem["detail"].startswith(f"reservation {r['id']} was already returned at ")
+    assert problem["type"] == "urn:lablease:problem:reservation-ended"  # not "taken": a client tells them apart
     assert lab.alice.patch(f"/reservations/{r['id']}", {"extend_by": "1h"})[0] == 409
 
 

@@ -163,6 +163,32 @@ def test_a_retried_wait_with_its_request_id_is_the_same_reservation(lab):
     assert len(mine) == 1
 
 
+def test_a_request_id_reused_for_another_wait_is_refused_naming_what_differs(lab):
+    """One rule for every reserve with a request_id (domain/retries.py), waiting or granted since."""
+    lab.system()
+    lab.system("s2.lab.test")
+    _, held = lab.alice.post("/reservations", {"system": "s1.lab.test", "duration": "1h"})
+    asked = {"wait": True, "system": "s1.lab.test", "duration": "2h", "heartbeat": "10m", "request_id": "ci-7"}
+    first = waits(lab.bob, **asked)
+    for change, differs in (({"duration": "3h"}, "duration (first 2h, now 3h)"),
+                            ({"heartbeat": "20m"}, "heartbeat (first 10m, now 20m)"),
+                            ({"system": "s2.lab.test"}, "system (first s1.lab.test, now s2.lab.test)"),
+                            ({"take_by": "15m"}, "take_by (first None, now 15m)"),
+                            ({"priority": "High"}, "priority (first Normal, now High)"),
+                            ({"wait": False}, "wait (first true, now false)")):
+        status, problem = lab.bob.post("/reservations", {**asked, **change})
+        assert status == 409 and differs in problem["detail"], (change, problem)
+    lab.alice.delete(f"/reservations/{held['id']}")  # granted now: compared all the same
+    status, granted = lab.bob.post("/reservations", asked)
+    assert (status, granted["id"], granted["state"]) == (200, first["id"], "active")
+    status, problem = lab.bob.post("/reservations", {**asked, "duration": "3h"})
+    assert status == 409 and "duration (first 2h, now 3h)" in problem["detail"]
+    _, plain = lab.bob.post("/reservations", {"system": "s2.lab.test", "duration": "1h", "request_id": "ci-8"})
+    status, problem = lab.bob.post("/reservations", {"wait": True, "system": "s2.lab.test", "duration": "1h",
+                                                     "request_id": "ci-8"})
+    assert status == 409 and "wait (first false, now true)" in problem["detail"]
+
+
 BAD = [
     ({"wait": True}, "system", "give the system to reserve, or requires/pools to wait for any matching system"),
     ({"wait": True, "pools": ["nope"]}, "pools", "no pool named nope"),

@@ -8,11 +8,12 @@ from typing import Callable
 
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import configure_mappers
-from werkzeug.exceptions import HTTPException
+from werkzeug.exceptions import HTTPException, NotFound
 from werkzeug.routing import Rule
 from werkzeug.wrappers import Request, Response
 
 from ..config import Settings
+from ..domain import errors as domain_errors
 from ..domain.errors import DomainError, Invalid, Unauthenticated
 from ..domain.paging import PageRequest
 from ..services.token_cache import TokenCache
@@ -32,6 +33,10 @@ from .views.context import Context, Reply
 from .views.batch import BATCH_VIEW
 
 log = logging.getLogger("lablease.api")
+
+
+class NoSuchPath(domain_errors.NotFound):
+    """404 `urn:lablease:problem:no-such-path`: no route has this path (clients tell a wrong address by it)."""
 
 
 def utcnow() -> datetime:
@@ -65,7 +70,7 @@ class LabLeaseApp:
         if page is not None:
             return page
         try:
-            rule, args = self.url_map.bind_to_environ(request.environ).match(return_rule=True)
+            rule, args = self.match(request)
             request.environ[ROUTE_KEY] = rule.rule  # requests are counted by rule, never by raw path
             return self.run(self.routes[rule.endpoint], request, args)
         except Unauthenticated as error:
@@ -82,6 +87,17 @@ class LabLeaseApp:
             # The database failed, not this request: nothing was committed, the same request will work later.
             log.warning("%s answering %s %s: %s", found.title.lower(), request.method, request.path, reason(error))
             return errors.unavailable(found)
+
+    def match(self, request: Request):
+        """(rule, arguments); a path that no route has is told apart from one naming no object (a client's
+        address with a wrong prefix, e.g. `.../api/v1` twice, must not read "no system named ...")."""
+        try:
+            return self.url_map.bind_to_environ(request.environ).match(return_rule=True)
+        except NotFound as error:
+            if error.description != NotFound.description:  # a converter's own: an id or name that cannot be
+                raise
+            raise NoSuchPath(f"no API path {request.path} on this lablease server (its API is under "
+                             f"/api/v1/)") from None
 
     def run(self, route: Route, request: Request, args: dict) -> Response:
         # Read the bounded body (413 past the limit) before the transaction: on SQLite a

@@ -17,7 +17,7 @@ import sys
 import traceback
 from typing import IO, Mapping, Sequence
 
-from .client_http import DEFAULT_URL, Api, ClientError, Environment
+from .client_http import DEFAULT_URL, Api, ClientError, Environment, Terminated, hide, sigterm_raises
 from .client_parser import build_parser
 from .client_status import ExitStatus
 
@@ -31,18 +31,28 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
     args = parse(list(sys.argv[1:] if argv is None else argv), environment)
     if isinstance(args, int):
         return args
+    secrets = tokens(args, environment)
     try:
-        return run(args, environment)
+        with sigterm_raises():
+            return run(args, environment)
     except ClientError as error:
-        return fail(environment, args.debug, error.message, error.status)
+        return fail(environment, args.debug, error.message, error.status, secrets)
     except BrokenPipeError:  # `lablease systems | head -1`: the reader left, nothing to say
         silence(environment.stdout)
         return ExitStatus.ERROR
     except KeyboardInterrupt:
-        return fail(environment, args.debug, "interrupted", ExitStatus.INTERRUPTED)
+        return fail(environment, args.debug, "interrupted", ExitStatus.INTERRUPTED, secrets)
+    except Terminated:
+        return fail(environment, args.debug, "terminated (SIGTERM)", ExitStatus.TERMINATED, secrets)
     except Exception as error:  # a bug: say so in one line, the traceback is for --debug
         return fail(environment, args.debug, f"internal error: {type(error).__name__}: {error} "
-                    "(run with --debug for the traceback)", ExitStatus.ERROR)
+                    "(run with --debug for the traceback)", ExitStatus.ERROR, secrets)
+
+
+def tokens(args, environment: Environment) -> list[str]:
+    """The token as given and as sent, which no line this command prints may hold."""
+    given = [getattr(args, "token", None), environment.env.get("LABLEASE_TOKEN")]
+    return [variant for value in given if value for variant in (value, value.strip())]
 
 
 def parse(argv: list[str], environment: Environment):
@@ -86,10 +96,11 @@ def silence(stream: IO[str]) -> None:
         pass
 
 
-def fail(environment: Environment, debug: bool, message: str, status: ExitStatus) -> int:
+def fail(environment: Environment, debug: bool, message: str, status: ExitStatus, secrets=()) -> int:
+    """One line on stderr (after the traceback with --debug), never holding the token."""
     if debug:
-        traceback.print_exc(file=environment.stderr)
-    print(f"{PROG}: {message}", file=environment.stderr)
+        print(hide(traceback.format_exc(), secrets), file=environment.stderr, end="")
+    print(hide(f"{PROG}: {message}", secrets), file=environment.stderr)
     return int(status)
 
 

@@ -6,9 +6,10 @@ as typed: the server parses them and names the field when it cannot.
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
-from .client_http import Api, ClientError, segment
+from .client_http import Api, ClientError, new_request_id, segment
 from .client_status import ExitStatus
 from .client_views import CALENDAR, RESERVATION, SYSTEM, USER, Shape, end_time
 
@@ -42,6 +43,20 @@ def body(**fields) -> dict:
     return {key: value for key, value in fields.items() if value is not None and value is not False}
 
 
+def creating(args, make):
+    """make(request_id)'s answer: a create sent with its request id (--request-id, else a new one), so it may be
+    sent again (Api: once more on a reset connection) and never makes two; when no answer came at all, the
+    error names the id that gets the first one without making another."""
+    request_id = args.request_id or new_request_id()
+    try:
+        return make(request_id)
+    except ClientError as error:
+        if error.status == ExitStatus.UNREACHABLE:
+            error.message += (f"; it may have been made: the same command with --request-id {request_id} "
+                              "answers it and never makes another")
+        raise
+
+
 def systems(api: Api, args) -> Outcome:
     params = {"arch": args.arch, "lab": args.lab, "pool": args.pool, "condition": args.condition,
               "free_from": args.free_from, "free_until": args.free_until,
@@ -60,11 +75,11 @@ def reserve(api: Api, args) -> Outcome:
         return reserve_waiting(api, args)
     if args.system is None:
         raise ClientError("give the SYSTEM to reserve (or --wait with --pool/--requires)", ExitStatus.USAGE)
-    reservation = api.post("/reservations", body(
+    reservation = creating(args, lambda request_id: api.post("/reservations", body(
         system=args.system, start=args.start, end=args.end, duration=args.duration,
-        heartbeat=args.heartbeat, return_loan=args.return_loan, request_id=args.request_id,
+        heartbeat=args.heartbeat, return_loan=args.return_loan, request_id=request_id,
         advance_reservation=args.advance_reservation, purpose=args.purpose, force=args.force or None,
-        healthy_within=args.healthy_within))
+        healthy_within=args.healthy_within), idempotent=True))
     return Outcome(reservation, RESERVATION)
 
 
@@ -81,9 +96,40 @@ def give_back(api: Api, args) -> Outcome:
 
 
 def heartbeat(api: Api, args) -> Outcome:
-    reservation = api.post(f"/reservations/{args.id}/heartbeat")
-    due = end_time(reservation.get("due"))
-    return Outcome(reservation, RESERVATION, f"reservation {args.id}: next heartbeat due by {due}")
+    """One heartbeat; with --every, one every so often until stopped or until process --while-pid is gone.
+    A reservation already returned exits 10 (LOST) whichever it is."""
+    if args.while_pid is not None and args.every is None:
+        raise ClientError("--while-pid needs --every (how often to send a heartbeat)", ExitStatus.USAGE)
+    reservation = beat(api, args.id)
+    if args.every is None:
+        return Outcome(reservation, RESERVATION, f"reservation {args.id}: next heartbeat due by "
+                                                 f"{end_time(reservation.get('due'))}")
+    from .client_jobs import monotonic, sleep  # one clock and sleep for every loop (tests replace them)
+
+    while args.while_pid is None or alive(args.while_pid):
+        beat_at = monotonic() + args.every
+        while monotonic() < beat_at:  # in slices: a gone process is noticed within a second
+            sleep(min(1.0, beat_at - monotonic()))
+            if args.while_pid is not None and not alive(args.while_pid):
+                break
+        else:
+            reservation = beat(api, args.id)
+    return Outcome(reservation, RESERVATION, f"process {args.while_pid} is gone: no more heartbeats for "
+                                             f"reservation {args.id} (the server returns it when one is missed)")
+
+
+def beat(api: Api, reservation_id: int) -> dict:
+    return api.post(f"/reservations/{reservation_id}/heartbeat", idempotent=True)  # twice is as good as once
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process: it exists
+        return True
+    return True
 
 
 def reservations(api: Api, args) -> Outcome:

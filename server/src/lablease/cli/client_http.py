@@ -6,19 +6,27 @@ for an expected problem.
 """
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import sys
+import threading
+import uuid
 from dataclasses import dataclass, field
 from typing import IO, Mapping
 from urllib.parse import quote, urljoin
 
 import requests
+from requests.adapters import HTTPAdapter
+from urllib3.util.retry import Retry
 
 from .client_status import ExitStatus, http_status_to_exit_status
 
 DEFAULT_URL = "http://127.0.0.1:8042"
 TIMEOUT = 30  # seconds, for connecting and for each answer
 API = "/api/v1"
+PROBLEM = "urn:lablease:problem:"  # how every problem type of a lablease server starts (api/errors.py)
+HIDDEN = "(the token, hidden)"
 
 
 @dataclass
@@ -43,36 +51,111 @@ class ClientError(Exception):
         self.outcome = outcome  # shown on stdout before the error line (a submitted job's id matters)
 
 
+class Terminated(BaseException):
+    """SIGTERM (what CI sends to cancel a job), raised where the command is, as Ctrl-C raises
+    KeyboardInterrupt: a wait can clean up after itself and say so before the command exits 143."""
+
+
+STOPPED = {KeyboardInterrupt: ("interrupted", ExitStatus.INTERRUPTED),
+           Terminated: ("terminated", ExitStatus.TERMINATED)}
+
+
+def stopped(stop: BaseException) -> tuple[str, ExitStatus]:
+    """("interrupted", 130) for Ctrl-C, ("terminated", 143) for SIGTERM."""
+    return STOPPED[Terminated if isinstance(stop, Terminated) else KeyboardInterrupt]
+
+
+def _main_thread() -> bool:
+    return threading.current_thread() is threading.main_thread()  # only it may set signal handlers
+
+
+@contextlib.contextmanager
+def sigterm_raises():
+    """While the command runs, SIGTERM raises Terminated (Python's default would end it silently)."""
+    if not _main_thread():
+        yield
+        return
+
+    def terminate(_signum, _frame):
+        raise Terminated()
+    previous = signal.signal(signal.SIGTERM, terminate)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+@contextlib.contextmanager
+def signals_held():
+    """A clean-up that must finish (leaving the line) is not cut short by a second Ctrl-C or SIGTERM."""
+    if not _main_thread():
+        yield
+        return
+    previous = {number: signal.signal(number, signal.SIG_IGN) for number in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+
+
 def segment(value) -> str:
     """A path segment, escaped (fqdns and names go into URLs as typed)."""
     return quote(str(value), safe="")
 
 
+def new_request_id() -> str:
+    """The request id of a create the user gave none for: a retry with it never makes a second object."""
+    return f"lablease-{uuid.uuid4().hex}"
+
+
+def once_more(methods) -> HTTPAdapter:
+    """An adapter that sends a request once more, on a fresh connection, when its connection was reset or
+    closed under it: a kept-alive connection the server closes (its keep-alive ran out, docs/deployment.md)
+    just as the next request goes out. Only for requests that may arrive twice (`methods`; None: any)."""
+    return HTTPAdapter(max_retries=Retry(total=1, connect=1, read=1, status=0, other=0, allowed_methods=methods,
+                                         raise_on_status=False, respect_retry_after_header=False))
+
+
 class Api:
-    """JSON requests under /api/v1 with the caller's token."""
+    """JSON requests under /api/v1 with the caller's token.
+
+    Two sessions: reads (GET and the other idempotent methods) are sent once more on a reset connection;
+    a POST or PATCH only when the caller says it may arrive twice (`idempotent`: a create with its
+    request id, a heartbeat)."""
 
     def __init__(self, url: str, token: str | None, debug_stream: IO[str] | None = None):
         self.url = check_url(url)
-        self.token = token
+        self.token = check_token(token)
         self.debug_stream = debug_stream
-        self.session = requests.Session()
-        self.session.headers["Accept"] = "application/json"
-        self.session.headers["User-Agent"] = "lablease-cli"
-        if token:
-            self.session.headers["Authorization"] = f"Bearer {token}"
+        self.session = self._session(Retry.DEFAULT_ALLOWED_METHODS)
+        self.repeatable = self._session(None)
+
+    def _session(self, methods) -> requests.Session:
+        session = requests.Session()
+        session.headers["Accept"] = "application/json"
+        session.headers["User-Agent"] = "lablease-cli"
+        if self.token:
+            session.headers["Authorization"] = f"Bearer {self.token}"
+        for scheme in ("http://", "https://"):
+            session.mount(scheme, once_more(methods))
+        return session
 
     def close(self) -> None:
         self.session.close()
+        self.repeatable.close()
 
     def get(self, path: str, params: dict | None = None):
         return self.request("GET", path, params=params)
 
-    def post(self, path: str, body: dict | None = None):
-        return self.request("POST", path, json=body if body is not None else {})
+    def post(self, path: str, body: dict | None = None, idempotent: bool = False):
+        return self.request("POST", path, json=body if body is not None else {}, idempotent=idempotent)
 
-    def post_raw(self, path: str, data: bytes, content_type: str):
+    def post_raw(self, path: str, data: bytes, content_type: str, params: dict | None = None,
+                 idempotent: bool = False):
         """POST a body as it is (job XML or JSON read from a file)."""
-        return self.request("POST", path, data=data, headers={"Content-Type": content_type})
+        return self.request("POST", path, data=data, headers={"Content-Type": content_type}, params=params,
+                            idempotent=idempotent)
 
     def patch(self, path: str, body: dict):
         return self.request("PATCH", path, json=body)
@@ -98,12 +181,13 @@ class Api:
         """A GET whose answer is not JSON (a job's XML), as text; or ClientError."""
         return self.send("GET", self.url + API + path).text
 
-    def send(self, method: str, target: str, **kwargs):
+    def send(self, method: str, target: str, idempotent: bool = False, **kwargs):
         """The answer to one request, or ClientError for a failure."""
         if kwargs.get("params"):
             kwargs["params"] = {k: v for k, v in kwargs["params"].items() if v is not None}
+        session = self.repeatable if idempotent else self.session
         try:
-            response = self.session.request(method, target, timeout=TIMEOUT, **kwargs)
+            response = session.request(method, target, timeout=TIMEOUT, **kwargs)
         except requests.ConnectionError as error:
             raise ClientError(f"cannot reach the server at {self.url}: {connection_reason(error)}",
                               ExitStatus.UNREACHABLE) from error
@@ -112,28 +196,66 @@ class Api:
                               ExitStatus.UNREACHABLE) from error
         self.trace(method, response)
         if response.status_code >= 400:
-            raise self.failure(response)
+            raise self.failure(method, response)
         return response
 
     def trace(self, method: str, response) -> None:
         if self.debug_stream is not None:
             print(f"debug: {method} {response.url} -> {response.status_code}", file=self.debug_stream)
 
-    def failure(self, response) -> ClientError:
+    def failure(self, method: str, response) -> ClientError:
         problem = problem_of(response)
+        kind = str(problem.get("type") or "")
+        if response.status_code == 404 and not kind.startswith(PROBLEM):
+            # Not a lablease server's answer (a proxy's or another site's page): the address is wrong,
+            # whatever object was asked for.
+            return ClientError(f"the server at {self.url} does not look like a lablease server ({method} "
+                               f"{without_query(response.url)} answered 404 without a lablease problem); "
+                               f"{URL_HINT}", ExitStatus.USAGE, problem)
         detail = problem.get("detail") or problem.get("title") or response.reason or "error"
         if response.status_code == 401:
             detail += "" if self.token else " (set LABLEASE_TOKEN or pass --token)"
         if response.status_code >= 500:
             detail = f"server error {response.status_code}: {detail}"
-        return ClientError(detail, http_status_to_exit_status(response.status_code), problem)
+        if kind == PROBLEM + "no-such-path":
+            detail = f"the server at {self.url} has no such API path ({detail}); {URL_HINT}"
+        return ClientError(detail, http_status_to_exit_status(response.status_code, kind), problem)
+
+
+URL_HINT = f"LABLEASE_URL (or --url) is the lablease server's address, e.g. {DEFAULT_URL}"
+
+
+def without_query(url: str) -> str:
+    return url.split("?", 1)[0]
 
 
 def check_url(url: str) -> str:
+    """The server's address; `.../api/v1` is taken for the address it is under (the collection does the same)."""
     if not url.startswith(("http://", "https://")):
         raise ClientError(f"the server URL must start with http:// or https://, not {url!r} "
                           "(LABLEASE_URL or --url)", ExitStatus.USAGE)
-    return url.rstrip("/")
+    url = url.rstrip("/")
+    return url[:-len(API)] if url.endswith(API) else url
+
+
+def check_token(token: str | None) -> str | None:
+    """The token without the white space around it (a CI secret file ends in a newline); one that still
+    holds a space or a control character is refused without being shown (an error must never print it)."""
+    token = (token or "").strip()
+    if not token:
+        return None
+    if not (token.isascii() and token.isprintable()) or any(c.isspace() for c in token):
+        raise ClientError("the token (--token or LABLEASE_TOKEN) holds a space, a control or a non-ASCII "
+                          "character, which no lablease token has; it is not shown here", ExitStatus.USAGE)
+    return token
+
+
+def hide(text: str, secrets) -> str:
+    """Text with every secret in it replaced: the last guard of every line the command line prints."""
+    for secret in secrets:
+        if secret and len(secret) >= 4:
+            text = text.replace(secret, HIDDEN)
+    return text
 
 
 def decode(response):
@@ -142,8 +264,9 @@ def decode(response):
     try:
         return response.json()
     except ValueError as error:
-        raise ClientError(f"the server at {response.url} did not answer with JSON "
-                          f"(HTTP {response.status_code}); is LABLEASE_URL a lablease server?") from error
+        raise ClientError(f"the server at {without_query(response.url)} did not answer with JSON "
+                          f"(HTTP {response.status_code}), as a lablease server does; {URL_HINT}",
+                          ExitStatus.USAGE) from error
 
 
 def problem_of(response) -> dict:

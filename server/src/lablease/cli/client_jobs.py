@@ -15,8 +15,8 @@ from lxml import etree
 
 from . import output
 from ..domain import times
-from .client_commands import Outcome
-from .client_http import Api, ClientError
+from .client_commands import Outcome, creating
+from .client_http import Api, ClientError, Terminated, stopped
 from .client_status import ExitStatus
 from .client_views import DISTRO, JOB, QUEUE, RECIPE, job_recipes
 
@@ -82,7 +82,8 @@ def job_submit(api: Api, args) -> Outcome:
     data, content_type = read_job(args.file, args.environment.stdin)
     if args.ar is not None:
         data = bind_to_ar(data, content_type, args.ar)
-    job = api.post_raw("/jobs", data, content_type)
+    job = creating(args, lambda request_id: api.post_raw("/jobs", data, content_type, {"request_id": request_id},
+                                                        idempotent=True))
     if args.wait or args.timeout is not None:  # --timeout implies --wait
         job = wait_until_running(api, job, args.timeout, args.interval)
     return Outcome(job, JOB)
@@ -109,9 +110,13 @@ def wait_until_running(api: Api, job: dict, timeout: float | None, interval: flo
             pause = interval if deadline is None else max(0.0, min(interval, deadline - monotonic()))
             sleep(pause)
             job = api.get(f"/jobs/{job['id']}")
-    except KeyboardInterrupt:
-        raise ClientError(f"interrupted; job {job['id']} stays submitted ({job.get('status')}; "
-                          f"`lablease job cancel {job['id']}` cancels it)", ExitStatus.INTERRUPTED) from None
+    except (KeyboardInterrupt, Terminated) as stop:
+        word, status = stopped(stop)
+        raise ClientError(f"{word}; job {job['id']} stays submitted ({job.get('status')}; "
+                          f"`lablease job cancel {job['id']}` cancels it)", status) from None
+    except ClientError as error:  # the job exists: its id is never lost (--json prints it)
+        error.outcome = error.outcome or Outcome(job, JOB)
+        raise
 
 
 def timeout_message(api: Api, job: dict, waiting: list[dict], timeout: float) -> str:

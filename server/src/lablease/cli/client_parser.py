@@ -59,9 +59,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="lablease", parents=[global_options(True)],
         description="Reserve and lend lab systems through a lablease server.",
-        epilog="Exit status: 0 ok, 1 error, 2 usage, 3 not found, 4 forbidden, 5 conflict, "
-               "6 invalid input, 7 server unreachable, 8 what --wait waited for ended or failed, 9 timed out, "
-               "25 limit of advance reservations reached, 130 interrupted.")
+        epilog="Exit status: 0 ok, 1 error, 2 usage (also a URL or token that cannot be a lablease server's), "
+               "3 not found, 4 forbidden, 5 conflict, 6 invalid input, 7 server unreachable, 8 what --wait waited "
+               "for ended or failed, 9 timed out, 10 the reservation was already returned (lost), "
+               "25 limit of advance reservations reached, 130 interrupted, 143 terminated (SIGTERM); "
+               "docs/cli.md lists them.")
     parser.add_argument("--version", action="version", version=f"lablease {installed_version()}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     common = global_options(False)
@@ -112,7 +114,8 @@ def add_reservation_commands(commands, common) -> None:
     p.add_argument("--start", metavar="TIME", help="RFC 3339 start, to reserve in advance (default: now)")
     p.add_argument("--heartbeat", metavar="DURATION", help="return it when no heartbeat came for this long")
     p.add_argument("--return-loan", action="store_true", help="return my loan of the system with it")
-    p.add_argument("--request-id", metavar="ID", help="retrying with the same ID never books twice")
+    p.add_argument("--request-id", metavar="ID", help="retrying with the same ID never books twice "
+                                                      "(default: a new one, sent again on a lost answer)")
     p.add_argument("--advance-reservation", "--ar", metavar="ID", type=int,
                    help="reserve inside this advance reservation (default end: the reservation's)")
     p.add_argument("--healthy-within", metavar="DURATION",
@@ -151,6 +154,10 @@ def add_reservation_commands(commands, common) -> None:
 
     p = commands.add_parser("heartbeat", help="renew a heartbeat reservation", parents=[common])
     p.add_argument("id", metavar="ID", type=int)
+    p.add_argument("--every", metavar="SECONDS", type=interval,
+                   help="keep sending one every SECONDS (until stopped, or until --while-pid's process is gone)")
+    p.add_argument("--while-pid", metavar="PID", type=int,
+                   help="with --every: stop once this process is gone (a CI job's shell: $$)")
     p.set_defaults(handler=c.heartbeat)
 
     p = commands.add_parser("reservations", help="list reservations (mine unless --all or --user)",
@@ -281,6 +288,8 @@ def add_job_commands(commands, common) -> None:
     p = sub.add_parser("submit", help="submit job XML or its JSON form", parents=[common])
     p.add_argument("file", metavar="FILE", help="a .xml or .json file, or - for stdin (XML if it starts with <)")
     p.add_argument("--ar", metavar="ID", type=int, help="bind every recipe set to this advance reservation")
+    p.add_argument("--request-id", metavar="ID", help="retrying with the same ID never submits twice "
+                                                      "(default: a new one, sent again on a lost answer)")
     p.add_argument("--wait", action="store_true", help="wait until every recipe is running")
     p.add_argument("--timeout", metavar="DURATION", type=duration,
                    help="wait at most this long (exit 9 then); implies --wait; default: as long as it takes")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 
 from .client_commands import Outcome, body, system_path
-from .client_http import Api, ClientError
+from .client_http import Api, ClientError, Terminated, stopped
 from .client_jobs import now_text, seconds_text
 from .client_status import ExitStatus
 from .client_views import DISTRO, Shape
@@ -121,9 +121,12 @@ def follow(api: Api, args, what: Followed, item: dict) -> Outcome:
                                   f"it is {status}", ExitStatus.TIMED_OUT, outcome=settled(args, what, item))
             sleep(args.interval if deadline is None else max(0.0, min(args.interval, deadline - monotonic())))
             item = api.get(what.path)
-    except KeyboardInterrupt:
-        raise ClientError(f"interrupted; {what.name(item)} goes on ({item.get('status')})",
-                          ExitStatus.INTERRUPTED) from None
+    except (KeyboardInterrupt, Terminated) as stop:
+        word, status = stopped(stop)
+        raise ClientError(f"{word}; {what.name(item)} goes on ({item.get('status')})", status) from None
+    except ClientError as error:  # polling failed: --json still prints the item (its id)
+        error.outcome = error.outcome or settled(args, what, item)
+        raise
 
 
 def settled(args, what: Followed, item: dict) -> Outcome | None:

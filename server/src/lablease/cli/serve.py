@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import gc
 import logging
+import math
 import os
 import signal
 import subprocess
@@ -82,8 +83,10 @@ class LabLeaseServer(BaseApplication):
             "threads": self.settings.gunicorn_threads,  # gthread only
             "timeout": 60,
             "graceful_timeout": 10,
-            # gevent: also how long a client has to send a request's headers before it is hung up on
-            "keepalive": 2,
+            # gevent: also how long a client has to send a request's headers before it is hung up on.
+            # Not a usual poll interval: a client polling at the keep-alive sends just as the server closes
+            # (docs/deployment.md, "Keep-alive").
+            "keepalive": math.ceil(self.settings.gunicorn_keepalive.total_seconds()),
             "accesslog": self.access_log,
             "logger_class": ServerLog,
             "loglevel": self.settings.log_level,

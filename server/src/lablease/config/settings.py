@@ -80,6 +80,10 @@ class Settings:
         "[design](design.md#serving)"), choices=("gevent", "gthread"))
     gunicorn_threads: int = setting(4, "threads per API process under `gthread` (more SQLite writers hurt the "
                                        "tail latency)", unit="threads")
+    gunicorn_keepalive: timedelta = setting("7s", (
+        "how long an idle kept-alive connection stays open (whole seconds, rounded up), and (gevent) how long a "
+        "client has to send a request's headers; 7 s is no poll interval clients use (`lablease`'s 2 s, "
+        "round 5 or 10 s): [deployment](deployment.md#keep-alive)"))
     worker_max_sleep: timedelta = setting(
         "5m", "the longest the worker sleeps when nothing is due (it is woken by changes)")
     worker_batch: int = setting(500, (

@@ -75,6 +75,11 @@ class Conflict(DomainError):
     title = "Conflict"
 
 
+class ReservationEnded(Conflict):
+    """409 `urn:lablease:problem:reservation-ended`: the reservation acted on was already returned. Its
+    own type, so a client tells "you lost your system" from "the system is taken" (both 409)."""
+
+
 @dataclass
 class Holder:
     """Who holds a conflicting booking; name is None when the caller may not see it."""

@@ -16,9 +16,10 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from . import reservations as rules
-from .errors import Conflict, Invalid
+from .errors import Conflict, Invalid, ReservationEnded
 from .notices import warn_at
 from .permissions import Actor, SystemAccess, may_manage_reservation
+from .times import format_time
 from .windows import Window
 
 BUSY_USAGE = ("waiting", "installing", "running")  # a return must set the system idle again (cascade)
@@ -102,9 +103,12 @@ def needs_cascade(lease: Lease, actor: Actor | None) -> bool:
             or actor is None or actor.id != lease.user_id)
 
 
-def refuse_returned(reservation_id: int, returned_at: datetime | None) -> None:
+def refuse_returned(reservation_id: int, returned_at: datetime | None, reason: str | None = None) -> None:
+    """A returned reservation is gone for good (its own problem type: a client tells it from "taken")."""
     if returned_at is not None:
-        raise Conflict(f"reservation {reservation_id} was already returned")
+        why = f" ({reason.replace('_', ' ')})" if reason else ""
+        raise ReservationEnded(f"reservation {reservation_id} was already returned at {format_time(returned_at)}{why}",
+                               returned_at=format_time(returned_at), return_reason=reason)
 
 
 def may_manage(actor: Actor, lease: Lease) -> bool:
@@ -129,7 +133,7 @@ def _deadlines(lease: Lease, end: datetime | None, heartbeat_seconds: int | None
 def decide_extend(lease: Lease, now: datetime, policy: rules.ReservationPolicy, warn: WarnLeads | None,
                   end: datetime | None = None, extend_by: timedelta | None = None) -> Change | Blocked:
     """Move the end (later or earlier): never into the next booking, past the site's maximum or the loan."""
-    refuse_returned(lease.id, lease.returned_at)
+    refuse_returned(lease.id, lease.returned_at, lease.return_reason)
     new_end = rules.plan_new_end(now, policy, Window(lease.start_at, lease.end_at), end, extend_by,
                                  loan_end=lease.loan_end)
     # Bookings of one system never overlap, so only one starting between ours and the new end is in the way.
@@ -141,7 +145,7 @@ def decide_extend(lease: Lease, now: datetime, policy: rules.ReservationPolicy, 
 
 def decide_heartbeat(lease: Lease, now: datetime) -> Change:
     """The holder is alive: the missed-heartbeat deadline counts from now (or the start, if later)."""
-    refuse_returned(lease.id, lease.returned_at)
+    refuse_returned(lease.id, lease.returned_at, lease.return_reason)
     if not lease.heartbeat_seconds:
         raise Invalid("heartbeat", f"reservation {lease.id} was made without a heartbeat interval")
     last = max(now, lease.start_at)
@@ -151,7 +155,7 @@ def decide_heartbeat(lease: Lease, now: datetime) -> Change:
 
 def decide_set_heartbeat(lease: Lease, now: datetime, interval: timedelta | None) -> Change:
     """Start, change or (None) stop the heartbeat; the deadline counts from now."""
-    refuse_returned(lease.id, lease.returned_at)
+    refuse_returned(lease.id, lease.returned_at, lease.return_reason)
     seconds = int(rules.heartbeat_interval(interval).total_seconds()) if interval is not None else None
     last = max(now, lease.start_at) if seconds else None
     values = {"heartbeat_seconds": seconds, "last_heartbeat_at": last,
@@ -162,7 +166,7 @@ def decide_set_heartbeat(lease: Lease, now: datetime, interval: timedelta | None
 
 def decide_return(lease: Lease, now: datetime, reason: str = "returned") -> Change:
     """End it now: the booking is cut at now (or dropped if it had not begun), the system is freed."""
-    refuse_returned(lease.id, lease.returned_at)
+    refuse_returned(lease.id, lease.returned_at, lease.return_reason)
     values = {"returned_at": now, "return_reason": reason, "due_at": None, "warn_at": None}
     if lease.end_at is None or lease.end_at > now:
         values["end_at"] = max(now, lease.start_at)

@@ -8,10 +8,12 @@ ask for. Time is a parameter; nothing here reads a clock.
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from .errors import Conflict, format_path
+from .recipes import PRIORITIES
 from .reservations import UNLIMITED
 from .times import format_human, format_time
 from .windows import utc
@@ -81,6 +83,54 @@ def reserve_differences(asked: ReserveAsked, made: ReserveMade) -> list[str]:
     differs("heartbeat", *(format_human(h) if h else None for h in (made.heartbeat, asked.heartbeat)))
     differs("advance_reservation", made.advance_reservation, asked.advance_reservation)
     return found
+
+
+@dataclass(frozen=True)
+class WaitAsked:
+    """What a reservation that waits asked for: by the retry, or (read back) by the first request.
+
+    `system` or `tree` is what it waits for (a named system, or a hostRequires filter with its pools);
+    `length` None is unlimited, and is not compared when the retry left the duration out (the site's
+    default, whatever the first one got: as for a reserve)."""
+
+    system: str | None
+    tree: dict | None
+    length: timedelta | None
+    heartbeat: timedelta | None
+    take_by: timedelta | None
+    healthy_within: timedelta | None
+    priority: int
+    return_loan: bool
+    length_given: bool = True
+
+
+def wait_differences(asked: WaitAsked, made: WaitAsked) -> list[str]:
+    """What a retry of a reservation that waits asks differently from the first request, as
+    reserve_differences says it: the same rule whether the first one is still waiting or was granted."""
+    found = []
+
+    def differs(name: str, first, again) -> None:
+        if first != again:
+            found.append(f"{name} (first {first}, now {again})")
+
+    def human(value: timedelta | None, none: str | None = None):
+        return format_human(value) if value is not None else none
+
+    differs("system", (made.system or "").lower() or None, (asked.system or "").lower() or None)
+    differs("requires", *(json.dumps(t, sort_keys=True) if t is not None else None for t in (made.tree, asked.tree)))
+    if asked.length_given:
+        differs("duration", human(made.length, UNLIMITED), human(asked.length, UNLIMITED))
+    differs("heartbeat", human(made.heartbeat), human(asked.heartbeat))
+    differs("take_by", human(made.take_by), human(asked.take_by))
+    differs("healthy_within", human(made.healthy_within), human(asked.healthy_within))
+    differs("priority", PRIORITIES[made.priority], PRIORITIES[asked.priority])
+    differs("return_loan", made.return_loan, asked.return_loan)
+    return found
+
+
+def wait_mode_differs(first_waited: bool) -> list[str]:
+    """A request_id of a request that waited, reused by one that does not (or the other way round)."""
+    return [f"wait (first {str(first_waited).lower()}, now {str(not first_waited).lower()})"]
 
 
 def document_differences(first, again, path: tuple = ()) -> list[str]:

@@ -127,7 +127,7 @@ def return_with_cascade(uow, actor: Actor, now: datetime, reservation_id: int, r
     """The full return (services/endings.py `close_reservation`): a recipe's installation, return_loan,
     notices, the system's release action, with ORM objects and events."""
     reservation = reservations.managed(uow.session, actor, reservation_id)
-    decide.refuse_returned(reservation.id, reservation.returned_at)
+    decide.refuse_returned(reservation.id, reservation.returned_at, reservation.return_reason)
     endings.close_reservation(uow.session, reservation, now, reason, actor, uow.settings)
     return reservations.as_dict(reservation, now)
 

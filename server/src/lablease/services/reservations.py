@@ -97,7 +97,7 @@ def list_reservations(uow, actor: Actor, now: datetime, user: str | None = None,
 
 def _open(reservation: Reservation, now: datetime | None = None) -> None:
     """Still held; `now`: a heartbeat or change by its holder also confirms a granted waiting reservation."""
-    refuse_returned(reservation.id, reservation.returned_at)
+    refuse_returned(reservation.id, reservation.returned_at, reservation.return_reason)
     if reservation.system_id is None:
         raise Conflict(f"reservation {reservation.id} is still waiting for a system")
     if now is not None and waitline.confirm(reservation, now):

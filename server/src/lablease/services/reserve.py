@@ -78,7 +78,10 @@ def _keep_holds(uow, actor: Actor, planned: decide.Planned, advance_reservation:
 
 
 def read_facts(conn, actor: Actor, asked: decide.Asked) -> decide.ReserveFacts:
-    """What the decision needs: the earlier request, else the system and (if named) the advance reservation."""
+    """What the decision needs: the earlier request, else the system and (if named) the advance reservation.
+    An earlier request that waited in the line is another request (services/wait_requests.py compares those)."""
+    if (waited := rows.waited(conn, actor.id, asked.request_id)) is not None:
+        retries.refuse_changed_retry(asked.request_id, f"reservation {waited}", retries.wait_mode_differs(True))
     previous = rows.previous(conn, actor.id, asked.request_id)
     if previous is not None:
         return decide.ReserveFacts(actor, None, previous)

@@ -12,12 +12,13 @@ from datetime import datetime, timedelta
 from sqlalchemy import and_, exists, func, or_, select
 
 from ..domain import reservations as reservation_rules
+from ..domain import retries
 from ..domain import waitline as rules
 from ..domain.errors import Invalid
 from ..domain.permissions import Actor, Permission
 from ..jobxml.normalise import normalise_host_filter
 from ..scheduler.filters import LIVE_FIELDS, is_live
-from ..store.tables import ClassCandidate, Loan, Pool, Reservation, System, User
+from ..store.tables import ClassCandidate, Loan, Pool, RequirementClass, Reservation, System, User
 from ..store.waitline_tables import ReservationWait
 from . import activity, guests, holds
 from . import systems as system_service
@@ -33,8 +34,9 @@ def enqueue(uow, actor: Actor, now: datetime, policy: reservation_rules.Reservat
     healthy_within: granted only a system with a passing health check that recent (health_state.gate_wait);
     force: an admin's wait may take a pool below its automation floor (holds.floor_allows)."""
     session = uow.session
+    asked = _asked(body, duration, heartbeat, take_by, healthy_within)
     if body.get("request_id") and (previous := _by_request_id(session, actor, body["request_id"])) is not None:
-        return previous, False  # a retry returns the reservation its first attempt queued
+        return _retried(session, previous, body["request_id"], asked), False  # what its first attempt queued
     wanted = _wanted(session, actor, body)
     purpose = holds.purpose_of(uow.settings, body.get("purpose"))
     window = reservation_rules.plan_window(now, policy, duration=duration)  # the site's default and maximum
@@ -44,7 +46,7 @@ def enqueue(uow, actor: Actor, now: datetime, policy: reservation_rules.Reservat
         heartbeat = reservation_rules.heartbeat_interval(heartbeat)
     uow.start_writing()  # SQLite: the write lock from here (as a reserve takes it), so queueing is serialised
     if body.get("request_id") and (previous := _by_request_id(session, actor, body["request_id"])) is not None:
-        return previous, False  # a retry that raced its first attempt
+        return _retried(session, previous, body["request_id"], asked), False  # a retry that raced its first attempt
     cls = requirement_class(session, actor.id, {"host_requires": wanted.tree, "force": wanted.force, "reserve": True},
                             now)
     _refuse_never_granted(session, actor, cls.id)
@@ -85,6 +87,35 @@ def _refuse_never_granted(session, actor: Actor, class_id: int) -> None:
     counts = session.execute(select(System.condition, func.count()).where(exists().where(candidate))
                              .group_by(System.condition)).all()
     raise rules.never_granted({condition: n for condition, n in counts if condition != "removed"})
+
+
+def _asked(body: dict, duration, heartbeat, take_by, healthy_within) -> retries.WaitAsked:
+    """What this request asks, as a retry is compared (domain/retries.py `wait_differences`)."""
+    requires = normalise_host_filter(body.get("requires"), "requires")
+    wanted = rules.wanted(body.get("system"), requires, body.get("pools") or [])
+    length = None if duration in (None, reservation_rules.UNLIMITED) else duration
+    return retries.WaitAsked(wanted.force, wanted.tree, length, heartbeat, take_by, healthy_within,
+                             rules.priority(body.get("priority")), bool(body.get("return_loan")),
+                             length_given=duration is not None)
+
+
+def _retried(session, previous: Reservation, request_id: str, asked: retries.WaitAsked) -> Reservation:
+    """The reservation the first attempt made, when this is the same request; else 409 naming what differs
+    (the rule of every reserve with a request_id: docs/api.md)."""
+    wait = previous.wait
+    if wait is None:  # the first one did not wait
+        retries.refuse_changed_retry(request_id, f"reservation {previous.id}", retries.wait_mode_differs(False))
+        return previous
+    spec = session.get(RequirementClass, wait.class_id).spec
+    made = retries.WaitAsked(spec.get("force"), spec.get("host_requires"), _delta(wait.duration_seconds),
+                             _delta(previous.heartbeat_seconds), _delta(wait.take_by_seconds),
+                             _delta(wait.healthy_within_seconds), wait.priority, bool(previous.return_loan))
+    retries.refuse_changed_retry(request_id, f"reservation {previous.id}", retries.wait_differences(asked, made))
+    return previous
+
+
+def _delta(seconds: int | None) -> timedelta | None:
+    return timedelta(seconds=seconds) if seconds is not None else None
 
 
 def _by_request_id(session, actor: Actor, request_id: str) -> Reservation | None:

@@ -17,6 +17,7 @@ from .advance_tables import AdvanceReservation, ArSystem
 from .tables import (AccessRule, Activity, Booking, Group, Loan, Pool, PoolAccessRule, PoolSystem, Reservation,
                      Resource, ScheduleReservation, System, User)
 from .types import UTCDateTime
+from .waitline_tables import ReservationWait
 
 bookings, reservations, activity = Booking.__table__, Reservation.__table__, Activity.__table__
 systems, loans, users = System.__table__, Loan.__table__, User.__table__
@@ -78,6 +79,14 @@ def previous(conn, user_id: int, request_id: str | None) -> Made | None:
         return None
     row = conn.execute(_PREVIOUS, {"user_id": user_id, "request_id": request_id}).first()
     return Made(*row) if row is not None else None
+
+
+def waited(conn, user_id: int, request_id: str | None) -> int | None:
+    """The id of the caller's reservation made through the waiting line with this request_id, if any."""
+    if not request_id:
+        return None
+    return conn.execute(select(Reservation.id).join(ReservationWait, ReservationWait.reservation_id == Reservation.id)
+                        .where(Reservation.user_id == user_id, Reservation.request_id == request_id)).scalar()
 
 
 def advance_facts(conn, ar_id: int, system_id: int, group_ids) -> tuple[AdvanceFacts | None, frozenset[str]]:

@@ -113,6 +113,9 @@ class Machine:
         self.log(f"power on (mac {self.mac or 'none'})")
         with requests.Session() as self.http:
             self.http.trust_env = False  # firmware knows no proxies
+            # A connection per call, as iPXE and the installer's curl make: a kept-alive one idle through an
+            # install step could be closed by the server just as install_done goes out (a lost callback).
+            self.http.headers["Connection"] = "close"
             script = self.netboot_script()
             while self.boot(script):
                 script = self.await_new_config(script)

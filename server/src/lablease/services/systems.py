@@ -312,15 +312,21 @@ def _apply(session, system: System, values: dict) -> dict[str, tuple]:
     return changes
 
 
-def remove_system(uow, actor: Actor, now: datetime, fqdn: str, force: bool = False, on_return=None) -> None:
-    """Mark a system removed (its history stays); refuses while it is reserved unless forced."""
+def remove_system(uow, actor: Actor, now: datetime, fqdn: str, force: bool = False, on_return=None) -> int:
+    """Mark a system removed (its history stays); refuses while it is reserved unless forced, which returns
+    those reservations: how many it returned."""
     session = uow.session
     system = find(session, fqdn, actor)
     require(session, actor, Permission.EDIT_SYSTEM, system)
     open_ = list(session.execute(select(Reservation).where(
         Reservation.system_id == system.id, Reservation.returned_at.is_(None))).unique().scalars())
     if open_ and not force:
-        raise Conflict(f"{system.fqdn} has {len(open_)} active or upcoming reservation(s); remove with force to return them")
+        raise Conflict(f"{system.fqdn} has {len(open_)} active or upcoming reservation(s); remove with force=true to return them")
+    if on_return is None:  # the API's and `lablease-server system remove`'s way: returned as removed
+        from .endings import close_reservation  # endings needs this module's access rules: imported when used
+
+        def on_return(reservation):
+            close_reservation(session, reservation, now, "removed", actor, settings_of(session))
     for reservation in open_:
         on_return(reservation)
     if system.condition != "removed":
@@ -328,6 +334,7 @@ def remove_system(uow, actor: Actor, now: datetime, fqdn: str, force: bool = Fal
         old, system.condition = system.condition, "removed"
         usage.record_condition(session, system, old, now)
         emit(session, SystemChanged(system.id, now, force))  # an advance reservation holding it is told
+    return len(open_)
 
 
 def get_system(uow, actor: Actor, now: datetime, fqdn: str) -> dict:

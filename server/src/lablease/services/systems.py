@@ -322,11 +322,6 @@ def remove_system(uow, actor: Actor, now: datetime, fqdn: str, force: bool = Fal
         Reservation.system_id == system.id, Reservation.returned_at.is_(None))).unique().scalars())
     if open_ and not force:
         raise Conflict(f"{system.fqdn} has {len(open_)} active or upcoming reservation(s); remove with force=true to return them")
-    if on_return is None:  # the API's and `lablease-server system remove`'s way: returned as removed
-        from .endings import close_reservation  # endings needs this module's access rules: imported when used
-
-        def on_return(reservation):
-            close_reservation(session, reservation, now, "removed", actor, settings_of(session))
     for reservation in open_:
         on_return(reservation)
     if system.condition != "removed":

@@ -1,5 +1,5 @@
 """/systems"""
-from ...services import activity, systems
+from ...services import activity, endings, systems
 from ...domain.paging import Page
 from .context import Context
 
@@ -21,7 +21,12 @@ def update(ctx: Context) -> dict:
 
 
 def remove(ctx: Context) -> None:
-    systems.remove_system(ctx.uow, ctx.actor, ctx.now, ctx.args["fqdn"], bool(ctx.query.get("force")))
+    session = ctx.uow.session
+
+    def give_back(reservation):
+        endings.close_reservation(session, reservation, ctx.now, "removed", ctx.actor, ctx.settings)
+
+    systems.remove_system(ctx.uow, ctx.actor, ctx.now, ctx.args["fqdn"], bool(ctx.query.get("force")), give_back)
 
 
 def history(ctx: Context) -> Page:

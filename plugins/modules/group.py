@@ -33,7 +33,8 @@ options:
     required: true
   state:
     description:
-      - V(present) creates or updates the group; V(absent) deletes it.
+      - V(present) creates or updates the group; V(absent) deletes it. Deleting is refused while an access rule
+        grants to the group or it owns a pool (the error names each), unless O(force=true).
     type: str
     choices: [present, absent]
     default: present
@@ -79,6 +80,12 @@ options:
     type: str
     choices: [always, on_create]
     default: on_create
+  force:
+    description:
+      - With O(state=absent), delete the group although access rules grant to it or it owns pools - those rules are
+        removed and those pools are left without an owning group (administrators manage them).
+    type: bool
+    default: false
 requirements:
   - Python 3.8 or later on the host that runs the module.
 seealso:
@@ -230,7 +237,7 @@ class Group(Resource):
         return None
 
     def delete(self, current):
-        self.client.delete_or_none(self.path)
+        self.client.delete_or_none(self.path, {"force": True} if self.params["force"] else None)
 
     shown = staticmethod(shown)
 
@@ -247,6 +254,7 @@ def main():
             webhook_url=dict(type="str"),
             webhook_secret=dict(type="str", no_log=True),
             update_secret=dict(type="str", default="on_create", choices=["always", "on_create"], no_log=False),
+            force=dict(type="bool", default=False),
         ),
         supports_check_mode=True,
     )

@@ -35,8 +35,8 @@ options:
     required: true
   state:
     description:
-      - V(present) creates or updates the pool; V(absent) deletes it (systems that used its access policy fall
-        back to their own).
+      - V(present) creates or updates the pool; V(absent) deletes it. Deleting is refused while a health check
+        runs on the pool or a system uses its access policy (the error names each), unless O(force=true).
     type: str
     choices: [present, absent]
     default: present
@@ -71,7 +71,8 @@ options:
       - Removing a system from the pool is refused when it would break an advance reservation (one that asked
         for this pool and holds the system).
       - With O(force=true) the system is removed anyway, and that advance reservation goes into error.
-      - Only removing systems takes it; creating, changing and deleting the pool are not affected.
+      - Deleting the pool (O(state=absent)) takes it too - its health checks are deleted and the systems that used
+        its access policy use their own rules again.
     type: bool
     default: false
 requirements:
@@ -203,7 +204,7 @@ class Pool(Resource):
         return None  # read back
 
     def delete(self, current):
-        self.client.delete_or_none(self.path)
+        self.client.delete_or_none(self.path, {"force": True} if self.params["force"] else None)
 
     shown = staticmethod(shown)
 

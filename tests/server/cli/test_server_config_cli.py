@@ -53,12 +53,12 @@ def test_config_show_json_for_machines(tmp_path):
 
 def test_a_mistyped_setting_stops_the_command_naming_the_right_one(tmp_path):
     result = run(tmp_path, "config", "show", LABLEASE_COMAND_TIMEOUT="1m")
-    assert result.returncode == 1
+    assert result.returncode == 2  # settings that cannot be used: the usage status
     assert result.stderr.strip() == ("lablease-server: environment: unknown setting 'LABLEASE_COMAND_TIMEOUT' "
                                      "(did you mean 'LABLEASE_COMMAND_TIMEOUT'?); docs/configuration.md lists them all")
     (tmp_path / "bad.yml").write_text("comand_timeout: 1m\n")
     result = run(tmp_path, "--config", str(tmp_path / "bad.yml"), "init")
-    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert result.returncode == 2 and "Traceback" not in result.stderr
     assert result.stderr.strip().endswith("unknown setting 'comand_timeout' (did you mean 'command_timeout'?); "
                                           "docs/configuration.md lists them all")
     assert not (tmp_path / "data").exists()  # refused before anything was written

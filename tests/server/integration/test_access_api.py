@@ -94,3 +94,36 @@ def test_a_system_may_use_its_pools_policy(lab):
     lab.alice.delete("/pools/gpu/systems/a.lab.test")
     assert lab.admin.get("/systems/a.lab.test/access-policy")[1]["use_pool_policy"] is None
     assert lab.bob.post("/reservations", {"system": "a.lab.test", "start": at(START.replace(day=24))})[0] == 201
+
+
+def test_a_pool_or_group_others_still_name_is_deleted_only_when_forced(lab):
+    from .test_health_api import SMOKE
+
+    lab.system("r1.lab.test")
+    assert lab.alice.post("/groups", {"name": "qa", "members": ["bob"]})[0] == 201
+    _, rule = lab.admin.post("/systems/r1.lab.test/access-policy/rules", {"permission": "reserve", "group": "qa"})
+    assert lab.alice.post("/pools", {"name": "qa-pool", "owner_group": "qa"})[0] == 201
+    lab.admin.post("/pools/qa-pool/systems", {"fqdn": "r1.lab.test"})
+    _, pool_rule = lab.admin.post("/pools/qa-pool/access-policy/rules", {"permission": "loan_self", "group": "qa"})
+    assert lab.admin.post("/health-checks", {"name": "qa-smoke", "pool": "qa-pool", "job": SMOKE})[0] == 201
+
+    status, problem = lab.alice.delete("/groups/qa")
+    assert status == 409 and problem["references"] == [
+        f"the reserve rule {rule['id']} of r1.lab.test's access policy",
+        f"the loan_self rule {pool_rule['id']} of pool qa-pool's access policy", "pool qa-pool, which it owns"]
+    status, problem = lab.admin.delete("/pools/qa-pool")
+    assert status == 409 and problem["references"] == ["health check qa-smoke"]
+    assert lab.admin.get("/pools/qa-pool")[1]["owner_group"] == "qa"  # nothing changed
+
+    status, forced = lab.alice.delete("/groups/qa", force="true")
+    assert status == 200 and forced["changed"] == [
+        f"removed the reserve rule {rule['id']} of r1.lab.test's access policy",
+        f"removed the loan_self rule {pool_rule['id']} of pool qa-pool's access policy",
+        "pool qa-pool has no owning group now (administrators manage it)"]
+    assert lab.admin.get("/pools/qa-pool")[1]["owner_group"] is None
+    assert lab.admin.get("/pools/qa-pool/access-policy")[1]["rules"] == []
+    status, forced = lab.admin.delete("/pools/qa-pool", force="true")
+    assert status == 200 and forced == {"deleted": "qa-pool", "changed": ["deleted health check qa-smoke"]}
+    assert lab.admin.get("/health-checks/qa-smoke")[0] == 404
+    _, log = lab.admin.get("/systems/r1.lab.test/activity")
+    assert any(e["action"] == "policy_changed" and e["old"] == "reserve for group qa" for e in log)

@@ -177,6 +177,8 @@ def test_changes_that_would_break_a_granted_reservation_are_refused_unless_force
     assert status == 409
     status, problem = lab.admin.delete("/pools/fast/systems/a2.lab.test")
     assert status == 409 and "pool" in problem["detail"]
+    status, problem = lab.admin.delete("/pools/fast")  # deleting the pool takes both systems out of it
+    assert status == 409 and "pool" in problem["detail"]
     status, problem = lab.admin.put("/systems/a2.lab.test/access-policy", {"rules": []})
     assert status == 409 and "alice may no longer use a2.lab.test" in problem["detail"]
     assert lab.alice.get(f"/advance-reservations/{granted['id']}")[1]["state"] == "w"  # nothing happened

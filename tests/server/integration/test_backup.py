@@ -85,7 +85,7 @@ def test_a_backup_of_a_newer_schema_or_not_a_backup_is_refused(site, capsys, tmp
     bare = tmp_path / "bare.tar.gz"
     with tarfile.open(bare, "w:gz") as target:
         target.addfile(tarfile.TarInfo("notes.txt"), io.BytesIO(b""))
-    assert main(["restore", str(bare)]) == 1
+    assert main(["restore", str(bare)]) == 2  # a FILE that is not what the command takes: a usage error
     assert "the backup has no manifest.json" in capsys.readouterr().err
 
 

@@ -96,14 +96,15 @@ def test_a_site_requires_a_purpose_shown_with_the_holder(db, tmp_path):
 
 
 def test_a_maximum_total_hold_per_user(db, tmp_path):
-    lab = Lab(db, Settings(data_dir=str(tmp_path / "data"), max_hold_per_user="8h", allow_unlimited_reservations=True))
+    lab = Lab(db, Settings(data_dir=str(tmp_path / "data"), max_hold_per_user="8h",
+                           default_reservation_duration="4h"))
     for name in ("m1", "m2", "m3"):
         lab.system(f"{name}.lab.test")
     _, first = lab.alice.post("/reservations", {"system": "m1.lab.test", "duration": "5h"})
     status, problem = lab.alice.post("/reservations", {"system": "m2.lab.test", "duration": "4h"})
     assert status == 409 and (problem["limit"], problem["current_total"]) == (8 * 3600, 5 * 3600)
     assert "8h" in problem["detail"] and "5h" in problem["detail"]
-    assert lab.alice.post("/reservations", {"system": "m2.lab.test", "duration": "unlimited"})[0] == 409
+    assert lab.alice.post("/reservations", {"system": "m2.lab.test", "duration": "unlimited"})[0] == 422  # never
     assert lab.bob.post("/reservations", {"system": "m2.lab.test", "duration": "4h"})[0] == 201  # each user's own
     # time passing frees room: what counts is what is left
     lab.clock.advance(hours=2)

@@ -220,12 +220,12 @@ def test_site_maximum_and_unlimited_settings(db):
 
     from .conftest import Lab
 
-    lab = Lab(db, Settings(max_reservation_duration="8h", allow_unlimited_reservations=True))
+    lab = Lab(db, Settings(default_reservation_duration="4h", max_reservation_duration="8h"))
     lab.system()
     status, problem = lab.alice.post("/reservations", {"system": "s1.lab.test", "duration": "9h"})
     assert status == 422 and "maximum of 8h" in problem["detail"]
     status, problem = lab.alice.post("/reservations", {"system": "s1.lab.test", "duration": "unlimited"})
-    assert status == 422  # unlimited is longer than the maximum
+    assert status == 422  # unlimited is longer than the maximum (and a site cannot allow it with one: test_config)
 
 
 def test_unlimited_where_the_site_allows_it(db):

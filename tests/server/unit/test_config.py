@@ -55,13 +55,71 @@ def test_a_bad_value_is_refused_naming_the_setting(overrides, named):
     assert refused.value.field == named
 
 
+@pytest.mark.parametrize("overrides, named, why", [
+    # an address without its port (gunicorn would bind 8000 while the log names the port-less URL)
+    ({"listen": "localhost"}, "listen", "'localhost' is not HOST:PORT with a port from 1 to 65535"),
+    ({"listen": "127.0.0.1:0"}, "listen", "is not HOST:PORT"),
+    ({"listen": "::1:8042"}, "listen", "is not HOST:PORT"),  # an IPv6 host goes in brackets
+    ({"metrics_listen": "0.0.0.0"}, "metrics_listen", "is not HOST:PORT"),
+    ({"metrics_listen": "127.0.0.1:8042"}, "metrics_listen", "is listen's address"),
+    # URLs written into kickstarts, netboot configs and links
+    ({"public_url": "lablease.example.com"}, "public_url", "is not an http:// or https:// URL"),
+    ({"install_url": "ftp://10.0.2.2"}, "install_url", "is not an http:// or https:// URL"),
+    ({"labs": {"qemu": {"install_url": "10.0.2.2:8042"}}}, "labs.qemu.install_url", "is not an http:// or https://"),
+    # databases and drivers lablease does not run on
+    ({"database_url": "postgres://u:s3cret@db/lablease"}, "database_url", "for PostgreSQL write postgresql+psycopg://"),
+    ({"database_url": "postgresql://u:s3cret@db/lablease"}, "database_url", "for PostgreSQL write postgresql+psycopg://"),
+    ({"database_url": "mysql://u@db/lablease"}, "database_url", "mysql:// is not a database lablease runs on"),
+    ({"database_url": "db.example.com"}, "database_url", "is not a database URL"),
+    ({"log_level": "verbose"}, "log_level", "'verbose' is not one of: debug, info, warning, error, critical"),
+    # counts that must be positive (0 API processes hangs every request)
+    *[({name: 0}, name, "0 cannot work: it must be at least 1") for name in (
+        "gunicorn_workers", "gunicorn_threads", "max_body_bytes", "worker_batch", "outbox_max_attempts",
+        "command_max_attempts", "command_workers")],
+    ({"smtp_port": 0}, "smtp_port", "0 cannot work: it must be from 1 to 65535"),
+    ({"smtp_port": 70000}, "smtp_port", "must be from 1 to 65535"),
+    ({"max_advance_reservations": -1}, "max_advance_reservations", "must be at least 0"),
+    # durations that must be ordered, and settings that never go together
+    ({"max_reservation_duration": "1h"}, "max_reservation_duration",
+     "1h is shorter than default_reservation_duration (1d): every reservation made without a duration would be "
+     "refused"),
+    ({"max_hold_per_user": "8h"}, "max_hold_per_user", "8h is shorter than default_reservation_duration (1d)"),
+    ({"max_reservation_duration": "2d", "allow_unlimited_reservations": True}, "allow_unlimited_reservations",
+     "cannot be true while max_reservation_duration (2d) is set"),
+    ({"max_hold_per_user": "2d", "allow_unlimited_reservations": True}, "allow_unlimited_reservations",
+     "cannot be true while max_hold_per_user (2d) is set"),
+    ({"warn_before": "30m"}, "warn_before", "30m is shorter than warn_before_short (1h)"),
+])
+def test_a_value_that_cannot_work_is_refused_naming_the_setting_and_why(overrides, named, why):
+    with pytest.raises(Invalid) as refused:
+        Settings(**overrides)
+    assert refused.value.field == named and why in refused.value.detail
+    assert "s3cret" not in refused.value.detail  # a database URL is never repeated: it may hold a password
+
+
+def test_values_that_work_are_taken():
+    settings = Settings(listen="[::1]:8042", metrics_listen="127.0.0.1:9188", log_level="WARNING",
+                        database_url="postgresql+psycopg://u:pw@db/lablease", public_url="https://lablease.example.com",
+                        default_reservation_duration="4h", max_reservation_duration="4h", max_hold_per_user="1d",
+                        max_advance_reservations=0, warn_before="1h", warn_before_short="1h")
+    assert (settings.listen, settings.log_level, settings.max_reservation_duration) == (
+        "[::1]:8042", "warning", timedelta(hours=4))
+    assert Settings(allow_unlimited_reservations=True).reservation_policy.allow_unlimited
+
+
+def test_every_whole_number_setting_says_its_minimum():
+    from lablease.config.kinds import WHOLE_NUMBER
+
+    assert all(spec.minimum is not None for spec in specs() if spec.kind is WHOLE_NUMBER)
+
+
 def test_file_then_environment(tmp_path):
     config = tmp_path / "lablease.yml"
-    config.write_text("default_reservation_duration: 8h\nallow_unlimited_reservations: true\nlisten: 0.0.0.0:9000\n")
+    config.write_text("default_reservation_duration: 8h\nrequire_purpose: true\nlisten: 0.0.0.0:9000\n")
     loaded = load(str(config), environ={"LABLEASE_LISTEN": "127.0.0.1:9001", "LABLEASE_MAX_RESERVATION_DURATION": "2w"})
     settings = loaded.settings
     assert settings.reservation_policy.default_duration == timedelta(hours=8)
-    assert settings.reservation_policy.allow_unlimited is True
+    assert settings.require_purpose is True
     assert settings.reservation_policy.max_duration == timedelta(weeks=2)
     assert settings.listen == "127.0.0.1:9001"
     assert loaded.config_file == str(config)

@@ -117,6 +117,8 @@ TOKEN = {"token": ("str", "the installation's secret token, from its kickstart")
 VALIDATE_ONLY = {"validate_only": ("bool", "nothing is kept: the server does all it would (every check, the "
                                            "database's too) and answers what it would have made, then rolls back")}
 FORCE_AR = {"force": ("bool", "do it even if it breaks an advance reservation, which then goes into error")}
+FORCE_DELETE = {"force": ("bool", "delete it although others still name it: they are changed (the answer, 200, "
+                                  "says how) and an advance reservation it breaks goes into error")}
 TIMELINE_WINDOW = {"span": ("span", "1d, 7d (default) or 30d, from a seventh of it before now"),
                    "start": ("time", "explicit window start"), "end": ("time", "explicit window end (at most 92 days)")}
 # Every list takes these (added by _paged below); the next page's URL is in the answer's Link header.
@@ -224,8 +226,10 @@ ROUTES: list[Route] = [
           statuses=(404,)),
     Route("PATCH", BASE + "/groups/<name>", access.group_update, "Change description or webhook (owners)",
           "groups", body=s.GROUP_UPDATE, response=s.GROUP, statuses=(403, 404)),
-    Route("DELETE", BASE + "/groups/<name>", access.group_delete, "Delete a group (owners)", "groups", status=204,
-          statuses=(403, 404)),
+    Route("DELETE", BASE + "/groups/<name>", access.group_delete,
+          "Delete a group (owners); 409 naming the access rules and pools that still name it, unless forced",
+          "groups", query=FORCE_DELETE, status=204, statuses=(403, 404, 409),
+          also={200: ("forced: what it changed (rules removed, pools left to administrators)", s.FORCED_DELETE)}),
     Route("POST", BASE + "/groups/<name>/members", access.member_add, "Add a member, or make one an owner (owners)",
           "groups", body=s.MEMBER_ADD, response=s.GROUP, statuses=(403, 404)),
     Route("DELETE", BASE + "/groups/<name>/members/<user>", access.member_remove, "Remove a member (owners)",
@@ -244,8 +248,10 @@ ROUTES: list[Route] = [
           response=s.TIMELINE, statuses=(404,)),
     Route("PATCH", BASE + "/pools/<name>", access.pool_update, "Change description or owning group", "pools",
           body=s.POOL_UPDATE, response=s.POOL, statuses=(403, 404)),
-    Route("DELETE", BASE + "/pools/<name>", access.pool_delete, "Delete a pool", "pools", status=204,
-          statuses=(403, 404)),
+    Route("DELETE", BASE + "/pools/<name>", access.pool_delete,
+          "Delete a pool; 409 naming the health checks and the systems using its access policy, unless forced",
+          "pools", query=FORCE_DELETE, status=204, statuses=(403, 404, 409),
+          also={200: ("forced: what it changed (checks deleted, systems back on their own rules)", s.FORCED_DELETE)}),
     Route("POST", BASE + "/pools/<name>/systems", access.pool_add_system,
           "Add a system (members of the owning group)", "pools", body=s.POOL_MEMBER, response=s.POOL,
           statuses=(403, 404)),

@@ -361,6 +361,9 @@ POOL = {"type": "object", "properties": {"name": {"type": "string"}, "descriptio
                                          "owner_group": {"type": ["string", "null"]},
                                          "automation_floor": {"type": "integer"},
                                          "systems": {"type": "array", "items": {"type": "string"}}}}
+# A forced DELETE of a pool or group that others still named: what forcing changed, in words.
+FORCED_DELETE = {"type": "object", "properties": {"deleted": {"type": "string"},
+                                                  "changed": {"type": "array", "items": {"type": "string"}}}}
 POOL_MEMBER = {"type": "object", "required": ["fqdn"], "properties": {"fqdn": FQDN}, "additionalProperties": False}
 RULE_CREATE = {
     "type": "object",

@@ -10,7 +10,10 @@ from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 
-from ..config import Settings, load, load_settings, url_without_password
+import yaml
+from sqlalchemy.exc import DBAPIError, SQLAlchemyError
+
+from ..config import Settings, load, load_settings, specs, url_without_password
 from ..config.kinds import as_text
 from ..config.reference import effective
 from ..domain.errors import DomainError, Invalid
@@ -19,7 +22,8 @@ from ..observe import logs
 from ..services import systems, users
 from ..services.sealing import seal_all
 from ..store import migrate
-from ..store.backup import Refused
+from ..store.backup import NotABackup, Refused
+from ..store.outage import reason
 from ..store.pgdump import ToolFailed
 from ..store.db import Database
 from ..store.secrets import SecretBox, private_dir, site_key, use_secrets
@@ -45,7 +49,7 @@ def _db(settings: Settings, need_schema: bool = True) -> Database:
     try:
         migrate.check_known(db)  # a newer lablease's schema is refused by every command, with what to do
         if need_schema and migrate.current_revision(db) != migrate.head_revision():
-            raise SystemExit("lablease-server: the database is not initialised or not migrated; run: lablease-server init")
+            raise Unusable("the database is not initialised or not migrated; run: lablease-server init")
     except BaseException:
         db.dispose()
         raise
@@ -115,12 +119,108 @@ def cmd_group_add(settings: Settings, args) -> None:
           f"members {', '.join(group['members']) or '-'}")
 
 
+def _done(settings: Settings, use_case, *args):
+    """One use case (the API's own, from services/) in one unit of work, committed; what it returned."""
+    with unit_of_work(_db(settings), settings) as uow:
+        result = use_case(uow, *args)
+        uow.commit()
+    return result
+
+
+def _read(settings: Settings, use_case, *args):
+    with unit_of_work(_db(settings), settings, write=False) as uow:
+        return use_case(uow, *args)
+
+
+def cmd_group_member_add(settings: Settings, args) -> None:
+    from ..services import groups
+
+    group = _done(settings, groups.add_member, SERVER, now(), args.group, args.user, args.owner)
+    print(f"{args.user} is {'an owner' if args.owner else 'a member'} of {group['name']}: "
+          f"owners {', '.join(group['owners']) or '-'}; members {', '.join(group['members'])}")
+
+
+def cmd_group_member_remove(settings: Settings, args) -> None:
+    from ..services import groups
+
+    _done(settings, groups.remove_member, SERVER, now(), args.group, args.user)
+    print(f"{args.user} is no longer in {args.group}")
+
+
+def cmd_delete(settings: Settings, args) -> None:
+    """`pool delete` and `group delete`: what was deleted, and what forcing it changed besides."""
+    from ..services import groups, pools
+
+    changed = _done(settings, {"pool": pools, "group": groups}[args.command].delete, SERVER, now(), args.name,
+                    args.force)
+    print("\n".join([f"{args.command} {args.name} deleted" + ("; forcing it also:" if changed else ""),
+                     *(f"  {change}" for change in changed)]))
+
+
+def cmd_user_list(settings: Settings, args) -> None:
+    found = _read(settings, users.user_list)
+    print(to_json(found) if args.json else table(found, [
+        ("NAME", lambda u: u["name"]), ("ADMIN", lambda u: u["admin"]),
+        ("STATE", lambda u: "disabled" if u["disabled"] else "active"), ("TOKENS", lambda u: u["tokens"]),
+        ("GROUPS", lambda u: u["groups"]), ("EMAIL", lambda u: u["email"])]))
+
+
+def cmd_user_disable(settings: Settings, args, disabled: bool = True) -> None:
+    changed = _done(settings, users.set_disabled, now(), args.name, disabled)
+    state = "disabled" if disabled else "enabled"
+    if not changed:
+        print(f"user {args.name} was {state} already")
+    elif disabled:
+        print(f"user {args.name} disabled: their tokens, web sign-in and calendar feed are refused until "
+              "lablease-server user enable; what they hold stays theirs")
+    else:
+        print(f"user {args.name} enabled: their tokens that are not revoked or expired work again")
+
+
+def cmd_user_enable(settings: Settings, args) -> None:
+    cmd_user_disable(settings, args, disabled=False)
+
+
+def cmd_token_list(settings: Settings, args) -> None:
+    found = _read(settings, users.token_list, now(), args.user)
+    print(to_json(found) if args.json else table(found, [
+        ("NAME", lambda t: t["name"]), ("STATE", lambda t: t["state"]), ("CREATED", lambda t: t["created"]),
+        ("EXPIRES", lambda t: t["expires"]), ("REVOKED", lambda t: t["revoked"])]))
+
+
+def cmd_system_remove(settings: Settings, args) -> None:
+    at = now()
+    with unit_of_work(_db(settings), settings) as uow:  # as the API's DELETE /systems/FQDN: one rule of removing
+        returned = systems.remove_system(uow, SERVER, at, args.fqdn, args.force)
+        uow.commit()
+    print(f"{args.fqdn} removed (its history stays)" + (f"; returned {returned} reservation(s)" if returned else ""))
+
+
+def cmd_system_condition(settings: Settings, args) -> None:
+    system = _done(settings, systems.update_system, SERVER, now(), args.fqdn, {"condition": args.condition},
+                   args.force)
+    print(f"{system['fqdn']} is {system['condition']}")
+
+
 def lifetime(text: str):
     """--expires: a duration, checked while parsing so a bad one is a usage error (status 2)."""
     try:
         return parse_duration(text, "expires")
     except Invalid as error:
         raise argparse.ArgumentTypeError(error.extra["reason"]) from None
+
+
+def setting_option(name: str):
+    """An option overriding a setting: its value checked as the setting's (a bad one is a usage error)."""
+    spec = next(spec for spec in specs() if spec.name == name)
+
+    def read(text: str):
+        try:
+            return spec.read(text)
+        except Invalid as error:
+            raise argparse.ArgumentTypeError(error.extra["reason"]) from None
+
+    return read
 
 
 def key_value(pair: str) -> tuple[str, str]:
@@ -180,12 +280,11 @@ def cmd_system_import(settings: Settings, args) -> None:
 def cmd_serve(settings: Settings, args) -> None:
     from .serve import serve
 
-    if args.listen:
-        settings = replace(settings, listen=args.listen)
-    if args.workers:
-        settings = replace(settings, gunicorn_workers=args.workers)
-    if args.threads:
-        settings = replace(settings, gunicorn_threads=args.threads)
+    overrides = {"listen": args.listen, "gunicorn_workers": args.workers, "gunicorn_threads": args.threads}
+    try:  # each value was checked as it was parsed; the rules between settings are checked again here
+        settings = replace(settings, **{name: value for name, value in overrides.items() if value is not None})
+    except Invalid as error:
+        raise Unusable(error.detail) from None
     _db(settings).dispose()
     serve(settings, run_worker=not args.no_worker, access_log=args.access_log, config_file=args.config)
 
@@ -253,6 +352,14 @@ def parser() -> argparse.ArgumentParser:
     passwd = user.add_parser("passwd", help="set a user's web sign-in password (stdin when not a terminal)")
     passwd.add_argument("name")
     passwd.set_defaults(func=cmd_user_passwd)
+    ulist = user.add_parser("list", help="every user: administrator or not, disabled or not, tokens, groups")
+    ulist.add_argument("--json", action="store_true", help="for machines")
+    ulist.set_defaults(func=cmd_user_list)
+    for action, func, text in (("disable", cmd_user_disable, "refuse a user's tokens, web sign-in and calendar feed"),
+                               ("enable", cmd_user_enable, "let a disabled user in again")):
+        toggle = user.add_parser(action, help=text)
+        toggle.add_argument("name")
+        toggle.set_defaults(func=func)
 
     group = sub.add_parser("group", help="groups").add_subparsers(dest="action", required=True)
     gadd = group.add_parser("add", help="create a group")
@@ -261,6 +368,20 @@ def parser() -> argparse.ArgumentParser:
     gadd.add_argument("--owner", action="append", help="a user who owns the group (repeatable)")
     gadd.add_argument("--member", action="append", help="a member (repeatable)")
     gadd.set_defaults(func=cmd_group_add)
+    member = group.add_parser("add-member", help="add a user to a group (arusers too), or make a member an owner")
+    member.add_argument("group")
+    member.add_argument("user")
+    member.add_argument("--owner", action="store_true", help="as an owner of the group")
+    member.set_defaults(func=cmd_group_member_add)
+    member = group.add_parser("remove-member", help="take a user out of a group")
+    member.add_argument("group")
+    member.add_argument("user")
+    member.set_defaults(func=cmd_group_member_remove)
+    gdelete = group.add_parser("delete", help="delete a group (refused while access rules or pools name it)")
+    gdelete.add_argument("name")
+    gdelete.add_argument("--force", action="store_true",
+                         help="remove the access rules granting to it and leave the pools it owns to administrators")
+    gdelete.set_defaults(func=cmd_delete)
 
     token = sub.add_parser("token", help="API tokens").add_subparsers(dest="action", required=True)
     create = token.add_parser("create", help="print a new token for a user")
@@ -272,6 +393,10 @@ def parser() -> argparse.ArgumentParser:
     revoke.add_argument("user")
     revoke.add_argument("--name", help="only tokens with this label")
     revoke.set_defaults(func=cmd_token_revoke)
+    tlist = token.add_parser("list", help="a user's tokens: label, state and dates (never the secret)")
+    tlist.add_argument("user")
+    tlist.add_argument("--json", action="store_true", help="for machines")
+    tlist.set_defaults(func=cmd_token_list)
 
     system = sub.add_parser("system", help="systems").add_subparsers(dest="action", required=True)
     sadd = system.add_parser("add", help="add one system")
@@ -291,18 +416,37 @@ def parser() -> argparse.ArgumentParser:
                          help="as the API's force=true: remove held or lent systems (returning their reservations "
                               "and loans) and make changes that put an advance reservation into error")
     simport.set_defaults(func=cmd_system_import)
+    sremove = system.add_parser("remove", help="mark a system removed (its history stays)")
+    sremove.add_argument("fqdn")
+    sremove.add_argument("--force", action="store_true", help="return its reservations first")
+    sremove.set_defaults(func=cmd_system_remove)
+    scondition = system.add_parser("condition", help="set a system's condition, e.g. repair a broken one")
+    scondition.add_argument("fqdn")
+    scondition.add_argument("condition", choices=["automated", "manual", "broken"],
+                            help="(to take a system out of use for good: system remove)")
+    scondition.add_argument("--force", action="store_true", help="even if it breaks an advance reservation")
+    scondition.set_defaults(func=cmd_system_condition)
+
+    pool = sub.add_parser("pool", help="pools").add_subparsers(dest="action", required=True)
+    pdelete = pool.add_parser("delete", help="delete a pool (refused while a health check or an access policy "
+                                             "names it)")
+    pdelete.add_argument("name")
+    pdelete.add_argument("--force", action="store_true",
+                         help="delete its health checks and give systems using its access policy their own rules")
+    pdelete.set_defaults(func=cmd_delete)
 
     serve = sub.add_parser("serve", help="run the API (gunicorn) and, unless --no-worker, the worker")
-    serve.add_argument("--listen", help="HOST:PORT (default LABLEASE_LISTEN or 127.0.0.1:8042)")
-    serve.add_argument("--workers", type=int, help="gunicorn worker processes")
-    serve.add_argument("--threads", type=int, help="threads per worker process")
+    serve.add_argument("--listen", type=setting_option("listen"),
+                       help="HOST:PORT (default LABLEASE_LISTEN or 127.0.0.1:8042)")
+    serve.add_argument("--workers", type=setting_option("gunicorn_workers"), help="gunicorn worker processes")
+    serve.add_argument("--threads", type=setting_option("gunicorn_threads"), help="threads per worker process")
     serve.add_argument("--no-worker", action="store_true", help="run the worker apart (lablease-server worker)")
     serve.add_argument("--access-log", help="file for the access log ('-' for stderr)")
     serve.set_defaults(func=cmd_serve)
     config = sub.add_parser("config", help="settings").add_subparsers(dest="action", required=True)
     show = config.add_parser("show", help="print the effective settings and where each came from")
     show.add_argument("--json", action="store_true", help="for machines")
-    show.set_defaults(func=cmd_config_show)
+    show.set_defaults(func=cmd_config_show, database=False)
 
     status = sub.add_parser("status", help="liveness, readiness, queue depth and the oldest due item "
                                            "(exit 3 when not ready)")
@@ -316,26 +460,69 @@ def parser() -> argparse.ArgumentParser:
     return top
 
 
+# Exit statuses (docs/cli.md, "The lablease-server command"); 2 is also argparse's own for a bad command line.
+REFUSED, USAGE, NOT_READY = 1, 2, 3
+
+
+class Unusable(Exception):
+    """What the command was given cannot be used: its settings, the database they name, or a FILE."""
+
+
+def configured(args) -> Settings:
+    """The settings, checked whole (config/checks.py), and the database they name answering."""
+    try:
+        settings = load_settings(args.config)
+    except Invalid as error:
+        raise Unusable(error.detail) from None
+    logs.configure(settings.log_format, settings.log_level)
+    if getattr(args, "database", True):  # every command but `config show` opens it
+        reachable(settings)
+    return settings
+
+
+def reachable(settings: Settings) -> None:
+    """Connect once before the command does anything: a wrong host, port, role, password or database name is
+    then one line naming the database (never its password), not a traceback from wherever it was first used."""
+    where = url_without_password(settings.database)
+    try:
+        db = Database(settings.database)  # SQLite: makes data_dir (0700) and the file (0600), as init would
+        try:
+            with db.reader.connect():
+                pass
+        finally:
+            db.dispose()
+    except DBAPIError as error:
+        raise Unusable(f"cannot use the database {where}: {' '.join(str(error.orig or error).split())}") from None
+    except OSError as error:
+        raise Unusable(f"cannot use the database {where}: {error.strerror or error}: {error.filename}") from None
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     logs.configure()
     try:
-        settings = load_settings(args.config)
-        logs.configure(settings.log_format, settings.log_level)
-        code = args.func(settings, args)
+        code = args.func(configured(args), args)
+    except (Unusable, NotABackup) as error:
+        return _fail(args, str(error), USAGE)
     except DomainError as error:
-        if args.debug:
-            raise
-        print(f"lablease-server: {error.detail}", file=sys.stderr)
-        return 1
+        return _fail(args, error.detail.replace("force=true", "--force"), REFUSED)
     # e.g. a second worker on one SQLite database, a newer schema, a refused restore: why, in one line
     except (OSError, AlreadyRunning, migrate.SchemaNewer, migrate.UpgradeRefused, Refused, ToolFailed,
             ImportRefused) as error:
-        if args.debug:
-            raise
-        print(f"lablease-server: {error}", file=sys.stderr)
-        return 1
+        return _fail(args, str(error), REFUSED)
+    except SQLAlchemyError as error:  # the database failed under the command (restarting? disk full?)
+        return _fail(args, f"the database failed: {reason(error)}", REFUSED)
+    except Exception as error:  # a bug: still one line (its first), the traceback with --debug
+        return _fail(args, f"internal error: {type(error).__name__}: {reason(error)}; run again with --debug to "
+                           "see where", REFUSED)
     return code or 0
+
+
+def _fail(args, message: str, status: int) -> int:
+    if args.debug:
+        raise
+    print(f"lablease-server: {message}", file=sys.stderr)
+    return status
 
 
 if __name__ == "__main__":

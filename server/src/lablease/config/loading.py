@@ -55,13 +55,28 @@ def load_settings(config_file: str | None = None, environ=None) -> Settings:
 
 
 def _from_file(config_file: str) -> dict:
-    with open(config_file, encoding="utf-8") as handle:
-        loaded = yaml.safe_load(handle) or {}
+    loaded = _read_yaml(config_file) or {}
     if not isinstance(loaded, dict):
         raise Invalid(config_file, "must hold a mapping of settings")
     known = [spec.name for spec in specs()]
     _refuse_unknown(config_file, [str(key) for key in loaded if key not in known], known)
     return loaded
+
+
+def _read_yaml(config_file: str):
+    """The file's YAML; a file that cannot be read or is not YAML is Invalid, in one line naming the place."""
+    try:
+        with open(config_file, encoding="utf-8") as handle:
+            return yaml.safe_load(handle)
+    except OSError as error:
+        raise Invalid(config_file, f"cannot be read: {error.strerror or error}") from None
+    except UnicodeDecodeError:
+        raise Invalid(config_file, "is not UTF-8 text (a YAML settings file)") from None
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(error, "problem", None) or str(error).splitlines()[0]
+        raise Invalid(config_file, f"is not YAML: {problem}{where}") from None
 
 
 def _from_environment(environ) -> dict:

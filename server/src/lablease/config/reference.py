@@ -33,6 +33,8 @@ def generated() -> str:
     lines = [BEGIN, "", "| setting | environment | type | default | meaning |", "|---|---|---|---|---|"]
     for spec in specs():
         kind = spec.kind.name + (f" ({spec.unit})" if spec.unit else "")
+        if spec.minimum is not None:
+            kind += f", {spec.minimum} to {spec.maximum}" if spec.maximum is not None else f", at least {spec.minimum}"
         kind += "" if spec.mask is None else (", secret" if spec.mask is hidden else ", password hidden")
         lines.append(f"| `{spec.name}` | `{spec.variable}` | {kind} | {_cell(spec.default_text())} "
                      f"| {_cell(spec.doc)} |")

@@ -17,7 +17,8 @@ from typing import Callable, get_type_hints
 from ..domain.destinations import Network
 from ..domain.errors import Invalid
 from ..domain.reservations import ReservationPolicy
-from .kinds import KINDS, Kind, as_text
+from . import checks
+from .kinds import KINDS, WHOLE_NUMBER, Kind, as_text
 
 
 def hidden(value) -> str:
@@ -39,11 +40,15 @@ def url_without_password(url: str) -> str:
 
 
 def setting(default, doc: str, *, unit: str = "", empty: str = "", mask: Callable | None = None,
-            choices: tuple = ()):
+            choices: tuple = (), minimum: int | None = None, maximum: int | None = None,
+            check: Callable | None = None):
     """A setting's field: `default` as the file would write it; `doc` (markdown) says what it does;
     `unit` follows the type in the docs; `empty` says what an empty value means; `mask` hides a secret;
-    `choices`, when given, are the only values it takes."""
-    metadata = {"doc": doc, "unit": unit, "empty": empty, "mask": mask, "choices": choices}
+    `choices`, when given, are the only values it takes; a whole number says its `minimum` (and any
+    `maximum`); `check(name, value)` returns the typed value if it can work, else raises Invalid
+    (config/checks.py, where the rules between settings are too)."""
+    metadata = {"doc": doc, "unit": unit, "empty": empty, "mask": mask, "choices": choices, "minimum": minimum,
+                "maximum": maximum, "check": check}
     if isinstance(default, (dict, list)):
         return field(default_factory=lambda: copy.deepcopy(default), metadata=metadata)
     return field(default=default, metadata=metadata)
@@ -55,10 +60,11 @@ class Settings:
         "where the SQLite database, the site key and (by default) the TFTP root, kickstarts and power scripts "
         "live; `init` creates it with mode 0700 (the database and key 0600)"))
     database_url: str = setting("", "SQLAlchemy URL; `postgresql+psycopg://user:pw@host/db` for PostgreSQL",
-                                empty="SQLite file `lablease.db` in `data_dir`", mask=url_without_password)
-    listen: str = setting("127.0.0.1:8042", "`HOST:PORT` that `serve` binds")
+                                empty="SQLite file `lablease.db` in `data_dir`", mask=url_without_password,
+                                check=checks.database_url)
+    listen: str = setting("127.0.0.1:8042", "`HOST:PORT` that `serve` binds", check=checks.address)
     public_url: str = setting("", "how clients reach the API (written into the OpenAPI `servers`)",
-                              empty="`http://<listen>`")
+                              empty="`http://<listen>`", check=checks.http_url)
     default_reservation_duration: timedelta = setting(
         "24h", "length of a reservation made without `duration` or `end`")
     max_reservation_duration: timedelta | None = setting(
@@ -72,14 +78,14 @@ class Settings:
         "the most a user may hold at once: the sum of their open manual reservations' remaining time; a "
         "reservation or extension past it is refused with 409 ([access](access.md#purpose-and-maximum-hold))"),
         empty="no maximum")
-    max_body_bytes: int = setting(1024 * 1024, "larger request bodies get 413", unit="bytes")
-    gunicorn_workers: int = setting(2, "API processes under `serve`", unit="processes")
+    max_body_bytes: int = setting(1024 * 1024, "larger request bodies get 413", unit="bytes", minimum=1)
+    gunicorn_workers: int = setting(2, "API processes under `serve`", unit="processes", minimum=1)
     gunicorn_worker_class: str = setting("gevent", (
         "how `serve`'s API processes take connections: `gevent` (a slow or idle client costs a greenlet, never a "
         "turn of the application) or `gthread` (threads; only behind a proxy that buffers whole requests) — "
         "[design](design.md#serving)"), choices=("gevent", "gthread"))
     gunicorn_threads: int = setting(4, "threads per API process under `gthread` (more SQLite writers hurt the "
-                                       "tail latency)", unit="threads")
+                                       "tail latency)", unit="threads", minimum=1)
     gunicorn_keepalive: timedelta = setting("7s", (
         "how long an idle kept-alive connection stays open (whole seconds, rounded up), and (gevent) how long a "
         "client has to send a request's headers; 7 s is no poll interval clients use (`lablease`'s 2 s, "
@@ -88,8 +94,10 @@ class Settings:
         "5m", "the longest the worker sleeps when nothing is due (it is woken by changes)")
     worker_batch: int = setting(500, (
         "reservations the worker returns in one transaction when many are due at once (plain returns only: "
-        "[design](design.md), the worker)"), unit="reservations")
-    log_level: str = setting("info", "gunicorn and server log level")
+        "[design](design.md), the worker)"), unit="reservations", minimum=1)
+    log_level: str = setting("info", "gunicorn and server log level: `debug`, `info`, `warning`, `error` or "
+                                      "`critical`", check=lambda _name, value: value.lower(),
+                              choices=("debug", "info", "warning", "error", "critical"))
     log_format: str = setting("keyvalue", (
         "one line per event as `key=value` pairs or one JSON object; every line of a request carries its "
         "`request_id` ([monitoring](monitoring.md#logs))"), choices=("keyvalue", "json"))
@@ -99,7 +107,7 @@ class Settings:
     metrics_listen: str = setting("", (
         "`HOST:PORT` that `serve` binds too, for the scraper: `GET /metrics` answers only there (and still "
         "asks for `metrics_token` when one is set)"), empty="no such listener; without a token either, "
-        "`/metrics` is off (404)")
+        "`/metrics` is off (404)", check=checks.optional_address)
     worker_heartbeat_timeout: timedelta = setting("60s", (
         "readiness (`GET /api/v1/ready`) wants a worker heartbeat this recent; a worker beats every third of it"))
     token_cache_seconds: timedelta | None = setting("5s", (
@@ -113,13 +121,13 @@ class Settings:
         "the lead time for those shorter than twice `warn_before` (none for ones shorter than this)"))
     smtp_host: str = setting("", "SMTP server for warnings and notices (webhooks are sent without it)",
                              empty="no mail")
-    smtp_port: int = setting(25, "its port")
+    smtp_port: int = setting(25, "its port", minimum=1, maximum=65535)
     smtp_from: str = setting("lablease@localhost", "the From address")
     smtp_user: str = setting("", "SMTP login, if the server needs one")
     smtp_password: str = setting("", "its password", mask=hidden)
     smtp_starttls: bool = setting(False, "upgrade the connection with STARTTLS")
     outbox_max_attempts: int = setting(8, "deliveries of a message tried before it is marked failed",
-                                       unit="attempts")
+                                       unit="attempts", minimum=1)
     outbox_retry_delay: timedelta = setting(
         "30s", "wait after the first failed delivery; doubled after each further one")
     webhook_timeout: timedelta = setting("10s", (
@@ -131,7 +139,7 @@ class Settings:
         "([access](access.md#webhook-destinations))"))
     max_advance_reservations: int = setting(100, (
         "advance reservations active at once (not exited or deleted); more are refused with 429; "
-        "`0` switches them off"))
+        "`0` switches them off"), minimum=0)
     ar_duration_offset: timedelta = setting("1m", (
         "work inside an advance reservation must end this long before it does (Grid Engine's DURATION_OFFSET)"))
     secret_key: str = setting("", (
@@ -147,9 +155,10 @@ class Settings:
                              empty="`data_dir/tftpboot`")
     install_url: str = setting("", (
         "the base URL installing machines reach this server at (written into netboot configs and kickstarts)"),
-        empty="`public_url`")
+        empty="`public_url`", check=checks.http_url)
     labs: dict[str, dict[str, str]] = setting({}, (
-        "per lab, `{tftp_root, install_url}` overriding the two above (in the environment: YAML or JSON text)"))
+        "per lab, `{tftp_root, install_url}` overriding the two above (in the environment: YAML or JSON text)"),
+        check=checks.lab_urls)
     kickstart_dir: str = setting("", "the site's kickstart templates and snippets, looked up before the built-in ones",
                                  empty="`data_dir/kickstarts`")
     job_kickstarts: str = setting("admins_and_owners", (
@@ -166,11 +175,12 @@ class Settings:
         "2m", "a power or netboot command taking longer is killed and counts as a failed attempt")
     command_max_attempts: int = setting(3, (
         "attempts before a command fails for good (the system is then marked broken if Automated)"),
-        unit="attempts")
+        unit="attempts", minimum=1)
     command_retry_delay: timedelta = setting(
         "10s", "wait after the first failed attempt; doubled after each further one")
     command_workers: int = setting(4, (
-        "commands (of different systems and power addresses) the worker runs at once"), unit="commands")
+        "commands (of different systems and power addresses) the worker runs at once"), unit="commands",
+        minimum=1)
     web_session_lifetime: timedelta = setting("12h", (
         "a web sign-in lasts this long, then the person signs in again ([web](web.md#signing-in))"))
     web_trust_remote_user: bool = setting(False, (
@@ -179,10 +189,8 @@ class Settings:
 
     def __post_init__(self):
         for spec in specs():  # every value typed and checked now, whoever made this object
-            value = spec.kind.read(spec.name, getattr(self, spec.name))
-            if spec.choices and value not in spec.choices:
-                raise Invalid(spec.name, f"{value!r} is not one of: {', '.join(spec.choices)}")
-            object.__setattr__(self, spec.name, value)
+            object.__setattr__(self, spec.name, spec.read(getattr(self, spec.name)))
+        checks.check_together(self)  # then the rules between settings
 
     @property
     def database(self) -> str:
@@ -232,6 +240,21 @@ class Spec:
     empty: str
     mask: Callable | None
     choices: tuple = ()
+    minimum: int | None = None
+    maximum: int | None = None
+    check: Callable | None = None
+
+    def read(self, raw) -> object:
+        """The typed value, or Invalid naming this setting and why it cannot work."""
+        value = self.kind.read(self.name, raw)
+        if self.check:
+            value = self.check(self.name, value)
+        if self.choices and value not in self.choices:
+            raise Invalid(self.name, f"{value!r} is not one of: {', '.join(self.choices)}")
+        if self.minimum is not None and value < self.minimum or self.maximum is not None and value > self.maximum:
+            bounds = f"from {self.minimum} to {self.maximum}" if self.maximum is not None else f"at least {self.minimum}"
+            raise Invalid(self.name, f"{value} cannot work: it must be {bounds}")
+        return value
 
     @property
     def variable(self) -> str:
@@ -258,6 +281,8 @@ def specs() -> tuple[Spec, ...]:
         kind = KINDS.get(hints[item.name])
         if kind is None or "doc" not in item.metadata:
             raise TypeError(f"setting {item.name}: declare it with setting(...) and a type of {list(KINDS)}")
+        if kind is WHOLE_NUMBER and item.metadata["minimum"] is None:  # 0 or -1 processes, attempts, bytes...
+            raise TypeError(f"setting {item.name}: a whole number says its minimum (setting(..., minimum=N))")
         default = item.default_factory() if callable(item.default_factory) else item.default
         found.append(Spec(item.name, kind, default, **item.metadata))
     return tuple(found)

@@ -7,7 +7,10 @@ from sqlalchemy import select
 
 from ..domain.errors import Conflict, Forbidden, Invalid, NotFound
 from ..domain.permissions import Actor
-from ..store.tables import Group, GroupMember, User
+from ..domain.events import SystemChanged
+from ..domain.references import check_unreferenced
+from ..store.tables import AccessRule, Group, GroupMember, Pool, PoolAccessRule, System, User
+from ..store.uow import emit
 from . import activity, destinations
 from .users import check_name, find_user
 from ..domain.paging import Page, PageRequest
@@ -139,12 +142,49 @@ def remove_member(uow, actor: Actor, now: datetime, name: str, user: str) -> Non
     activity.record(session, actor, now, "group", name, "member_removed", "member", user, None)
 
 
-def delete(uow, actor: Actor, now: datetime, name: str) -> None:
+def delete(uow, actor: Actor, now: datetime, name: str, force: bool = False) -> list[str]:
+    """Delete a group; while access rules grant to it or it owns pools, only when forced, which removes those
+    rules and leaves those pools to administrators. Returns what forcing changed."""
     session = uow.session
     group = _find(session, name)
     _require_owner(session, actor, group)
+    rules = session.execute(select(AccessRule, System).join(System, System.id == AccessRule.system_id)
+                            .where(AccessRule.group_id == group.id).order_by(System.fqdn, AccessRule.id)
+                            ).unique().all()
+    pool_rules = session.execute(select(PoolAccessRule, Pool).join(Pool, Pool.id == PoolAccessRule.pool_id)
+                                 .where(PoolAccessRule.group_id == group.id).order_by(Pool.name, PoolAccessRule.id)
+                                 ).unique().all()
+    owned = list(session.execute(select(Pool).where(Pool.owner_group_id == group.id).order_by(Pool.name))
+                 .unique().scalars())
+    references = ([f"the {rule.permission} rule {rule.id} of {system.fqdn}'s access policy"
+                   for rule, system in rules] +
+                  [f"the {rule.permission} rule {rule.id} of pool {pool.name}'s access policy"
+                   for rule, pool in pool_rules] +
+                  [f"pool {pool.name}, which it owns" for pool in owned])
+    check_unreferenced(f"group {name}", references, force,
+                       "remove those rules and leave those pools to administrators")
+    for rule, system in rules:
+        system.rules.remove(rule)  # delete-orphan: the row goes, and the loaded policy no longer shows it
+        activity.record(session, actor, now, "system", system.fqdn, "policy_changed", "rule",
+                        f"{rule.permission} for group {name}", None)
+        emit(session, SystemChanged(system.id, now, True))
+    for rule, pool in pool_rules:
+        pool.rules.remove(rule)
+        activity.record(session, actor, now, "pool", pool.name, "policy_changed", "rule",
+                        f"{rule.permission} for group {name}", None)
+        for system_id in session.execute(select(System.id).where(System.policy_pool_id == pool.id)).scalars():
+            emit(session, SystemChanged(system_id, now, True))
+    for pool in owned:
+        pool.owner_group_id = None
+        activity.record(session, actor, now, "pool", pool.name, "changed", "owner_group", name, None)
+    session.flush()
     session.delete(group)
     activity.record(session, actor, now, "group", name, "deleted")
+    return ([f"removed the {rule.permission} rule {rule.id} of {system.fqdn}'s access policy"
+             for rule, system in rules] +
+            [f"removed the {rule.permission} rule {rule.id} of pool {pool.name}'s access policy"
+             for rule, pool in pool_rules] +
+            [f"pool {pool.name} has no owning group now (administrators manage it)" for pool in owned])
 
 
 def update_me(uow, actor: Actor, now: datetime, data: dict) -> dict:

@@ -8,8 +8,10 @@ from sqlalchemy import func, select
 from ..domain.errors import Conflict, Forbidden, Invalid, NotFound
 from ..domain.holds import check_floor
 from ..domain.permissions import Actor, may_manage_pool
+from ..domain.references import check_unreferenced
+from ..store.health_tables import HealthCheck
 from ..store.tables import Group, Pool, PoolSystem, System
-from . import activity, scheduling
+from . import activity, health_state, scheduling
 from ..domain.events import SystemChanged
 from ..store.uow import emit
 from . import systems as system_service
@@ -113,14 +115,34 @@ def update(uow, actor: Actor, now: datetime, name: str, data: dict) -> dict:
     return as_dict(pool)
 
 
-def delete(uow, actor: Actor, now: datetime, name: str) -> None:
+def delete(uow, actor: Actor, now: datetime, name: str, force: bool = False) -> list[str]:
+    """Delete a pool; while a health check runs on it or systems use its access policy, only when forced, which
+    deletes those checks and gives those systems back their own rules. Returns what forcing changed."""
     session = uow.session
     pool = find(session, name)
     require_manager(actor, pool)
-    for system in session.execute(select(System).where(System.policy_pool_id == pool.id)).unique().scalars():
+    checks = list(session.execute(select(HealthCheck).where(HealthCheck.scope == "pool", HealthCheck.target == name)
+                                  .order_by(HealthCheck.name)).unique().scalars())
+    governed = list(session.execute(select(System).where(System.policy_pool_id == pool.id).order_by(System.fqdn))
+                    .unique().scalars())
+    check_unreferenced(f"pool {name}", [f"health check {check.name}" for check in checks] +
+                       [f"{system.fqdn}, which uses its access policy" for system in governed], force,
+                       "delete those checks and give those systems back their own access rules")
+    for check in checks:
+        session.delete(check)
+        activity.record(session, actor, now, "health_check", check.name, "deleted", "pool", name, None)
+    for system in governed:
         _stop_using_policy(session, actor, now, system, pool)
+    for system in list(pool.systems):  # what its pools decide (requirements, advance reservations) changes
+        system.pools.remove(pool)
+        emit(session, SystemChanged(system.id, now, force))
     session.delete(pool)
     activity.record(session, actor, now, "pool", name, "deleted")
+    if checks:
+        session.flush()
+        health_state.refresh_all(session, now)
+    return ([f"deleted health check {check.name}" for check in checks] +
+            [f"{system.fqdn} uses its own access rules again" for system in governed])
 
 
 def add_system(uow, actor: Actor, now: datetime, name: str, fqdn: str, force: bool | None = None) -> dict:

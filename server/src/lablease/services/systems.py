@@ -337,26 +337,26 @@ def _apply(session, system: System, values: dict) -> dict[str, tuple]:
     return changes
 
 
-def _check_removal(session, system: System, force: bool | None) -> None:
+def _check_removal(session, system: System, force: bool | None) -> int:
     """The one rule of removing a system, whichever way (DELETE, condition removed, an import): refused while
     someone holds or borrows it unless forced (domain/systems.py refuse_removal)."""
-    if force:
-        return
-    open_ = session.execute(select(Reservation).where(
+    open_ = list(session.execute(select(Reservation).where(
         Reservation.system_id == system.id, Reservation.returned_at.is_(None))
-        .order_by(Reservation.id)).unique().scalars()
-    loan = active_loan(session, system)
-    rules.refuse_removal(system.fqdn, [(r.id, r.user.name) for r in open_],
-                         loan.recipient.name if loan is not None else None)
+        .order_by(Reservation.id)).unique().scalars())
+    if not force:
+        loan = active_loan(session, system)
+        rules.refuse_removal(system.fqdn, [(r.id, r.user.name) for r in open_],
+                             loan.recipient.name if loan is not None else None)
+    return len(open_)
 
 
-def remove_system(uow, actor: Actor, now: datetime, fqdn: str, force: bool = False) -> None:
+def remove_system(uow, actor: Actor, now: datetime, fqdn: str, force: bool = False) -> int:
     """Mark a system removed (its history stays); refused while it is reserved or lent unless forced, which
-    returns its reservations and its loan."""
+    returns its reservations and its loan: how many reservations were open."""
     session = uow.session
     system = find(session, fqdn, actor)
     require(session, actor, Permission.EDIT_SYSTEM, system)
-    _check_removal(session, system, force)  # also when already removed: what an older version left held
+    held = _check_removal(session, system, force)  # also when already removed: what an older version left held
     changed = system.condition != "removed"
     if changed:
         activity.record(session, actor, now, "system", system.fqdn, "changed", "condition", system.condition, "removed")
@@ -366,6 +366,7 @@ def remove_system(uow, actor: Actor, now: datetime, fqdn: str, force: bool = Fal
     emit(session, SystemRemoved(system.id, now, actor))
     if changed:
         emit(session, SystemChanged(system.id, now, force))  # an advance reservation holding it is told
+    return held
 
 
 def get_system(uow, actor: Actor, now: datetime, fqdn: str) -> dict:

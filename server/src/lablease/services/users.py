@@ -10,6 +10,7 @@ from sqlalchemy import bindparam, select
 
 from ..domain.errors import Conflict, Invalid, NotFound, Unauthenticated
 from ..domain.permissions import Actor
+from ..domain.times import format_time
 from ..store.tables import Group, GroupMember, Token, User
 from . import activity
 from .token_cache import TokenCache
@@ -95,15 +96,58 @@ def create_token(uow, now: datetime, user_name: str, name: str = "token", expire
 
 
 def revoke_tokens(uow, now: datetime, user_name: str, name: str | None = None) -> int:
-    """Revoke a user's tokens (all, or those with the given name); returns how many."""
+    """Revoke a user's tokens (all, or those with the given name); returns how many. A name that labels none
+    of the user's usable tokens is NotFound naming those there are: a typo must not look like a revocation."""
     user = find_user(uow.session, user_name)
     query = select(Token).where(Token.user_id == user.id, Token.revoked_at.is_(None))
-    if name:
-        query = query.where(Token.name == name)
     tokens = list(uow.session.execute(query).scalars())
+    if name:
+        named = [token for token in tokens if token.name == name]
+        if not named:
+            labels = sorted({token.name for token in tokens})
+            raise NotFound(f"{user_name} has no token named {name!r} that is not revoked "
+                           f"({'theirs: ' + ', '.join(labels) if labels else 'they have none'}); nothing revoked")
+        tokens = named
     for token in tokens:
         token.revoked_at = now
     return len(tokens)
+
+
+def token_list(uow, now: datetime, user_name: str) -> list[dict]:
+    """A user's tokens, oldest first: label and dates, never the secret (only its hash is kept anyway)."""
+    user = find_user(uow.session, user_name)
+    tokens = uow.session.execute(select(Token).where(Token.user_id == user.id).order_by(Token.id)).scalars()
+    return [{"name": token.name, "created": format_time(token.created_at), "expires": format_time(token.expires_at),
+             "revoked": format_time(token.revoked_at),
+             "state": "revoked" if token.revoked_at else "expired" if token.expires_at and token.expires_at <= now
+             else "active"} for token in tokens]
+
+
+def user_list(uow) -> list[dict]:
+    """Every user with their groups and how many usable tokens they hold (administrators: `user list`)."""
+    session = uow.session
+    groups: dict[int, list[str]] = {}
+    for user_id, group in session.execute(select(GroupMember.user_id, Group.name)
+                                          .join(Group, Group.id == GroupMember.group_id).order_by(Group.name)):
+        groups.setdefault(user_id, []).append(group)
+    tokens: dict[int, int] = {}
+    for user_id in session.execute(select(Token.user_id).where(Token.revoked_at.is_(None))).scalars():
+        tokens[user_id] = tokens.get(user_id, 0) + 1
+    return [{"name": user.name, "admin": user.is_admin, "disabled": user.disabled, "email": user.email,
+             "groups": groups.get(user.id, []), "tokens": tokens.get(user.id, 0),
+             "created": format_time(user.created_at)}
+            for user in session.execute(select(User).order_by(User.name)).scalars()]
+
+
+def set_disabled(uow, now: datetime, name: str, disabled: bool) -> bool:
+    """Disable a user (their tokens, web sessions and calendar feed are refused until enabled again) or enable
+    them; returns whether anything changed. What they hold stays theirs: an administrator returns it."""
+    user = find_user(uow.session, name)
+    if user.disabled == disabled:
+        return False
+    activity.record(uow.session, None, now, "user", name, "changed", "disabled", user.disabled, disabled)
+    user.disabled = disabled
+    return True
 
 
 def actor_for(session, user: User) -> Actor:

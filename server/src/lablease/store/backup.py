@@ -18,6 +18,7 @@ import os
 import sqlite3
 import tarfile
 import tempfile
+import zlib
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -34,6 +35,10 @@ DUMPS = {"sqlite": "lablease.db", "postgresql": "lablease.pgdump"}
 
 class Refused(Exception):
     """A backup or restore that would lose or overwrite data; the message says why and what to do."""
+
+
+class NotABackup(Refused):
+    """The file given to restore cannot be read, or is not a whole lablease backup."""
 
 
 def backup(settings, target: Path) -> dict:
@@ -73,10 +78,8 @@ def backup(settings, target: Path) -> dict:
 
 def restore(settings, source: Path, force: bool = False) -> dict:
     """Put the archive's database (and site key) where the settings point; refuse to overwrite unless forced."""
-    with tarfile.open(source, "r:*") as archive, tempfile.TemporaryDirectory(prefix=".lablease-restore-") as work:
-        manifest = json.loads(_member(archive, MANIFEST))
-        if manifest.get("format") != FORMAT:
-            raise Refused(f"{source} is not a lablease backup of format {FORMAT}")
+    with _archive(source) as archive, tempfile.TemporaryDirectory(prefix=".lablease-restore-") as work:
+        manifest = _manifest(source, archive)
         _check_revision(manifest["revision"])
         dialect = make_url(settings.database).get_backend_name()
         if dialect != manifest["dialect"]:
@@ -94,6 +97,31 @@ def restore(settings, source: Path, force: bool = False) -> dict:
             key_path = private_dir(Path(settings.data_dir)) / KEY
             private_file(key_path)
             key_path.write_bytes(key)
+    return manifest
+
+
+def _archive(source: Path) -> tarfile.TarFile:
+    try:
+        return tarfile.open(source, "r:*")
+    except OSError as error:
+        raise NotABackup(f"{source}: cannot be read: {error.strerror or error}") from None
+    except (tarfile.TarError, EOFError, zlib.error):
+        raise NotABackup(f"{source} is not a lablease backup (not a tar archive, or a damaged one)") from None
+
+
+MANIFEST_KEYS = ("format", "dialect", "revision", "database", "site_key")
+
+
+def _manifest(source: Path, archive: tarfile.TarFile) -> dict:
+    """The archive's manifest, checked whole before anything in it is used."""
+    try:
+        manifest = json.loads(_member(archive, MANIFEST))
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        raise NotABackup(f"{source}: its {MANIFEST} is not JSON: not a lablease backup, or damaged") from None
+    if not isinstance(manifest, dict) or any(not isinstance(manifest.get(key), (str, int)) for key in MANIFEST_KEYS):
+        raise NotABackup(f"{source}: its {MANIFEST} lacks {', '.join(MANIFEST_KEYS)}: not a lablease backup")
+    if manifest["format"] != FORMAT:
+        raise NotABackup(f"{source} is not a lablease backup of format {FORMAT}")
     return manifest
 
 
@@ -173,9 +201,11 @@ def _member(archive: tarfile.TarFile, name: str) -> bytes:
     """A regular file of the archive by name; nothing is extracted to paths the archive chooses."""
     try:
         member = archive.getmember(name)
+        handle = archive.extractfile(member) if member.isfile() else None
+        if handle is None:
+            raise NotABackup(f"the backup's {name} is not a regular file")
+        return handle.read()
     except KeyError:
-        raise Refused(f"the backup has no {name}: not a lablease backup, or damaged") from None
-    handle = archive.extractfile(member) if member.isfile() else None
-    if handle is None:
-        raise Refused(f"the backup's {name} is not a regular file")
-    return handle.read()
+        raise NotABackup(f"the backup has no {name}: not a lablease backup, or damaged") from None
+    except (tarfile.TarError, EOFError, zlib.error):  # a truncated or corrupted archive, found while reading it
+        raise NotABackup(f"the backup is damaged: its {name} cannot be read whole") from None

@@ -47,8 +47,13 @@ def group_update(ctx: Context) -> dict:
     return groups.update(ctx.uow, ctx.actor, ctx.now, ctx.args["name"], ctx.body)
 
 
-def group_delete(ctx: Context) -> None:
-    groups.delete(ctx.uow, ctx.actor, ctx.now, ctx.args["name"])
+def group_delete(ctx: Context) -> Reply | None:
+    return _deleted(ctx.args["name"], groups.delete(ctx.uow, ctx.actor, ctx.now, ctx.args["name"], ctx.force))
+
+
+def _deleted(name: str, changed: list[str]) -> Reply | None:
+    """204; or, when forcing changed what still named it, 200 saying what it changed."""
+    return Reply({"deleted": name, "changed": changed}, 200) if changed else None
 
 
 def member_add(ctx: Context) -> dict:
@@ -82,8 +87,8 @@ def pool_update(ctx: Context) -> dict:
     return pools.update(ctx.uow, ctx.actor, ctx.now, ctx.args["name"], ctx.body)
 
 
-def pool_delete(ctx: Context) -> None:
-    pools.delete(ctx.uow, ctx.actor, ctx.now, ctx.args["name"])
+def pool_delete(ctx: Context) -> Reply | None:
+    return _deleted(ctx.args["name"], pools.delete(ctx.uow, ctx.actor, ctx.now, ctx.args["name"], ctx.force))
 
 
 def pool_add_system(ctx: Context) -> dict:

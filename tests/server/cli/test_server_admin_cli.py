@@ -103,7 +103,7 @@ def test_a_broken_system_is_repaired_and_a_held_one_removed_only_when_forced(adm
     assert any(entry.get("field") == "condition" and entry.get("new") == "manual" for entry in history)
     held = server.api("bob").post("/reservations", json={"system": "adm1.lab.test", "duration": "1h"}).json()
     code, _, err = admin("system", "remove", "adm1.lab.test")
-    assert code == REFUSED and "1 active or upcoming reservation(s); remove with --force" in err
+    assert code == REFUSED and f"has reservation {held['id']} of bob; remove it with force" in err
     assert server.admin.get("/systems/adm1.lab.test").json()["condition"] == "manual"
     code, out, _ = admin("system", "remove", "adm1.lab.test", "--force")
     assert (code, out) == (0, "adm1.lab.test removed (its history stays); returned 1 reservation(s)\n")

@@ -67,6 +67,21 @@ def describe(leaf: dict) -> str:
     return f"{leaf['field']}{key} {leaf['op']} {value}"
 
 
+def describe_tree(tree: dict | None) -> str | None:
+    """A filter tree as one line a person reads: `arch = x86_64 and (memory >= 2048 or key_value[GPU] = yes)`."""
+    if not tree:
+        return None
+    for word in ("and", "or"):
+        if word in tree:
+            return f" {word} ".join(f"({describe_tree(t)})" if "and" in t or "or" in t else describe_tree(t)
+                                    for t in tree[word])
+    if "not" in tree:
+        return f"not ({describe_tree(tree['not'])})"
+    if "field" not in tree:  # a disk's own filter: {"disk": tree}
+        return " ".join(f"{key} ({describe_tree(inner)})" for key, inner in tree.items())
+    return describe({"op": "=", **tree})
+
+
 def _like(pattern: str, value: str) -> bool:
     regex = "^" + ".*".join(re.escape(part) for part in str(pattern).split("%")) + "$"
     return re.match(regex, value or "", re.IGNORECASE) is not None
@@ -257,4 +272,5 @@ def needs_hardware(tree: dict | None) -> bool:
     return False
 
 
-__all__ = ["Host", "verdict", "possible", "is_live", "matches", "leaves", "describe", "needs_hardware"]
+__all__ = ["Host", "verdict", "possible", "is_live", "matches", "leaves", "describe", "describe_tree",
+           "needs_hardware"]

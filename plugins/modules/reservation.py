@@ -261,9 +261,13 @@ reservation:
       description: While it waits - when a system it may get is booked until; null otherwise.
       type: str
     wait:
-      description: For a reservation asked with O(wait) - its C(status), C(queued_at), C(granted_at), C(take_by)
-        and C(confirmed_at).
+      description: For a reservation asked with O(wait) - its C(status), C(queued_at), C(granted_at), C(duration),
+        C(take_by) and C(confirmed_at).
       type: dict
+    waits_for:
+      description: For a reservation asked with O(wait) - what it waits (or waited) for, in words.
+      type: str
+      sample: arch = x86_64 and (pool = ci)
 returned:
   description: Ids of the reservations returned (O(state=absent)), or that would be returned in check mode.
   returned: always

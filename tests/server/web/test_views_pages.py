@@ -191,7 +191,7 @@ def test_my_reservations_page_shows_a_waiting_one_and_leaves_the_queue(web, pers
     _, waiting = web.bob.post("/reservations", {"wait": True, "system": "q1.lab.test", "duration": "1h"})
     bob = person("bob")
     html = bob.page("/reservations")
-    assert "waiting in the queue: position 1" in html and 'href="/systems/None"' not in html
+    assert "waiting in the queue for system q1.lab.test: position 1" in html and 'href="/systems/None"' not in html
     bob.follow(bob.post(f"/reservations/{waiting['id']}/return", {"back": "/reservations"}))
     assert web.bob.get(f"/reservations/{waiting['id']}")[1]["state"] == "cancelled"
 

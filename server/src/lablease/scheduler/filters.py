@@ -82,6 +82,15 @@ def describe_tree(tree: dict | None) -> str | None:
     return describe({"op": "=", **tree})
 
 
+def wanted_words(force: str | None, host_requires: dict | None, distro_requires: dict | None = None) -> str:
+    """What a recipe or a waiting reservation asks for, in one line a person reads: the forced system or the host
+    requirements, and the distro requirements (`arch = x86_64 and memory >= 4096; distro: distro_name = F-40`)."""
+    host = describe_tree(host_requires)
+    wanted = (f"system {force}" + (f" ({host})" if host else "")) if force else (host or "any system")
+    distro = describe_tree(distro_requires)
+    return wanted + (f"; distro: {distro}" if distro else "")
+
+
 def _like(pattern: str, value: str) -> bool:
     regex = "^" + ".*".join(re.escape(part) for part in str(pattern).split("%")) + "$"
     return re.match(regex, value or "", re.IGNORECASE) is not None
@@ -273,4 +282,4 @@ def needs_hardware(tree: dict | None) -> bool:
 
 
 __all__ = ["Host", "verdict", "possible", "is_live", "matches", "leaves", "describe", "describe_tree",
-           "needs_hardware"]
+           "wanted_words", "needs_hardware"]

@@ -18,7 +18,7 @@ from ..scheduler.planner import Explanation, explain
 from ..domain.paging import Page, PageRequest
 from ..store import paging
 from ..store.paging import Order
-from ..scheduler.filters import Host, describe_tree, is_live, needs_hardware, possible, verdict
+from ..scheduler.filters import Host, is_live, needs_hardware, possible, verdict, wanted_words
 from ..store.tables import (AccessRule, AdvanceReservation, Booking, ClassCandidate, Loan, Pool, PoolAccessRule,
                             PoolSystem, Recipe, RecipeSet, Reservation, System, User)
 from . import health_state, placement
@@ -382,12 +382,5 @@ def queue(uow, actor: Actor, now: datetime, page: PageRequest = PageRequest(), d
 
 
 def _wants(spec: dict) -> str:
-    """What a recipe asks for, in one line a person reads: the forced system or its host requirements, and its
-    distro requirements (`arch = x86_64 and memory >= 4096; distro: distro_name = Fedora-40`)."""
-    host = describe_tree(spec.get("host_requires"))
-    if spec.get("force"):
-        wanted = f"system {spec['force']}" + (f" ({host})" if host else "")
-    else:
-        wanted = host or "any system"
-    distro = describe_tree(spec.get("distro_requires"))
-    return wanted + (f"; distro: {distro}" if distro else "")
+    """What a recipe asks for, in one line a person reads."""
+    return wanted_words(spec.get("force"), spec.get("host_requires"), spec.get("distro_requires"))

@@ -18,7 +18,7 @@ from werkzeug.wrappers import Request, Response
 
 from ..api.errors import ERROR_STATUS
 from ..api.monitoring import ROUTE_KEY
-from ..domain.errors import DomainError
+from ..domain.errors import DomainError, Invalid
 from ..domain.signin import safe_next
 from ..services import signin
 from ..services.handlers import unit_of_work
@@ -31,6 +31,10 @@ from .throttle import FailedSignIns
 
 log = logging.getLogger("lablease.web")
 STATIC = Path(__file__).parent / "static"
+# The pages' words for the fields their forms send, as the subject of a reason about one (domain/errors.py
+# for_people): "The extension would make ..." where the API says "extend_by: would make ...".
+SUBJECTS = {"extend_by": "The extension", "duration": "The duration", "start": "The start", "end": "The end",
+            "count": "The number of systems", "purpose": "The purpose", "system": "The system"}
 
 
 class WebPages:
@@ -91,9 +95,9 @@ class WebPages:
             except DomainError as error:
                 status = next(code for kind, code in ERROR_STATUS.items() if isinstance(error, kind))
                 if not writes:
-                    return self.error_page(request, actor, status, error.detail)
+                    return self.error_page(request, actor, status, in_page_words(error))
                 # The refused action changed nothing (rolled back): back to the form's page, saying why.
-                result = Redirect(safe_next(form.get("back"), "/systems"), error.detail, "error")
+                result = Redirect(safe_next(form.get("back"), "/systems"), in_page_words(error), "error")
         if isinstance(result, Redirect):
             return self.redirect(request, result.location, result.message, result.category, result)
         if isinstance(result, Response):  # e.g. the calendar feed, a sign-in that sets a cookie
@@ -141,6 +145,13 @@ class WebPages:
 
     def forget(self, response: Response, request: Request, name: str) -> None:
         security.clear_cookie(response, request, self.app.settings.public_url, name)
+
+
+def in_page_words(error: DomainError) -> str:
+    """A refusal as a page says it: the person filled in a form, not the API's fields."""
+    if isinstance(error, Invalid):
+        return error.for_people(SUBJECTS.get(error.field))
+    return error.detail
 
 
 def full_path(request: Request) -> str:

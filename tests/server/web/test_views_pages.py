@@ -192,6 +192,7 @@ def test_my_reservations_page_shows_a_waiting_one_and_leaves_the_queue(web, pers
     bob = person("bob")
     html = bob.page("/reservations")
     assert "waiting in the queue for system q1.lab.test: position 1" in html and 'href="/systems/None"' not in html
+    assert "1h once granted" in html and "no end" not in html  # it has no end yet: how long once it has a system
     bob.follow(bob.post(f"/reservations/{waiting['id']}/return", {"back": "/reservations"}))
     assert web.bob.get(f"/reservations/{waiting['id']}")[1]["state"] == "cancelled"
 

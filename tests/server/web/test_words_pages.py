@@ -1,13 +1,18 @@
 """What a person reads on the pages: refusals in the form's words (never an API field name), only the actions that
 can work, what stands in the way of this system, and its history in words."""
 import re
+from datetime import timedelta
+from html import unescape
 
 import pytest
 
 from lablease.config import Settings
-from lablease.services import health
+from lablease.services import health, users
+from lablease.store.uow import UnitOfWork
 from lablease.worker.loop import run_step
-from tests.server.integration.conftest import Lab
+from tests.server.integration.conftest import START, Lab, at
+
+H = timedelta(hours=1)
 
 SMOKE = {"recipe_sets": [{"recipes": [{"tasks": [{"name": "/health/smoke"}]}]}]}
 
@@ -21,7 +26,8 @@ def web(db, tmp_path):
 
 def flash(html: str) -> str:
     """The message a refused form action left on the page it went back to."""
-    return re.sub(r"<[^>]+>", "", re.search(r'<[^>]*class="flash[^"]*"[^>]*>(.*?)</', html, re.S).group(1)).strip()
+    found = re.search(r'<[^>]*class="flash[^"]*"[^>]*>(.*?)</', html, re.S).group(1)
+    return unescape(re.sub(r"<[^>]+>", "", found)).strip()
 
 
 def history(html: str) -> list[str]:
@@ -83,3 +89,20 @@ def test_a_system_history_reads_as_words(web, person):
     assert history(alice.page("/systems/m1.lab.test")) == [
         f"reservation {held['id']} ended: returned", f"reserved: reservation {held['id']} until 2026-11-22T13:00:00Z",
         "added to pool rack", "added as manual"]
+
+
+def test_a_page_that_can_force_says_so_in_its_own_words(web, person):
+    web.system("a1.lab.test", condition="automated")
+    with UnitOfWork(web.db) as uow:
+        users.ensure_arusers(uow.session, START)
+        uow.commit()
+    web.admin.post("/groups/arusers/members", {"user": "alice"})
+    _, ar = web.alice.post("/advance-reservations", {"start": at(START + 24 * H), "duration": "2h",
+                                                     "hosts": ["a1.lab.test"]})
+    web.alice.post("/jobs", {"recipe_sets": [{"ar": ar["id"], "recipes": [{"runtime_limit": 1800}]}]})
+    alice = person("alice")
+    alice.page(f"/advance-reservations/{ar['id']}")
+    said = flash(alice.follow(alice.post(f"/advance-reservations/{ar['id']}/delete",
+                                         {"back": f"/advance-reservations/{ar['id']}"})))
+    assert said.endswith('delete with "also abort its jobs" ticked to abort it first'), said
+    assert web.alice.get(f"/advance-reservations/{ar['id']}")[1]["state"] == "w"

@@ -35,6 +35,8 @@ STATIC = Path(__file__).parent / "static"
 # for_people): "The extension would make ..." where the API says "extend_by: would make ...".
 SUBJECTS = {"extend_by": "The extension", "duration": "The duration", "start": "The start", "end": "The end",
             "count": "The number of systems", "purpose": "The purpose", "system": "The system"}
+# What a page's form calls the API's force=true, on the pages whose forms offer it.
+FORCE_WORDS = {"/advance-reservations/<ident>/delete": '"also abort its jobs" ticked'}
 
 
 class WebPages:
@@ -94,10 +96,11 @@ class WebPages:
                     uow.commit()
             except DomainError as error:
                 status = next(code for kind, code in ERROR_STATUS.items() if isinstance(error, kind))
+                said = in_page_words(error, request.environ.get(ROUTE_KEY))
                 if not writes:
-                    return self.error_page(request, actor, status, in_page_words(error))
+                    return self.error_page(request, actor, status, said)
                 # The refused action changed nothing (rolled back): back to the form's page, saying why.
-                result = Redirect(safe_next(form.get("back"), "/systems"), in_page_words(error), "error")
+                result = Redirect(safe_next(form.get("back"), "/systems"), said, "error")
         if isinstance(result, Redirect):
             return self.redirect(request, result.location, result.message, result.category, result)
         if isinstance(result, Response):  # e.g. the calendar feed, a sign-in that sets a cookie
@@ -147,11 +150,12 @@ class WebPages:
         security.clear_cookie(response, request, self.app.settings.public_url, name)
 
 
-def in_page_words(error: DomainError) -> str:
-    """A refusal as a page says it: the person filled in a form, not the API's fields."""
-    if isinstance(error, Invalid):
-        return error.for_people(SUBJECTS.get(error.field))
-    return error.detail
+def in_page_words(error: DomainError, page: str | None = None) -> str:
+    """A refusal as a page says it: the person filled in a form, not the API's fields or query strings."""
+    said = error.for_people(SUBJECTS.get(error.field)) if isinstance(error, Invalid) else error.detail
+    if page in FORCE_WORDS:
+        said = said.replace("force=true", FORCE_WORDS[page])
+    return said
 
 
 def full_path(request: Request) -> str:

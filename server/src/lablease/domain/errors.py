@@ -40,7 +40,11 @@ def for_people(field_name: str | None, reason: str, subject: str | None = None) 
     """An invalid field's reason in words for a person who did not write the request's fields (a page's form, a
     command's options): a sentence of its own stands alone, without the API's field name; a reason that speaks
     of its field gets `subject` (the words a form uses for it), or else the field's name, before it."""
-    if not field_name or not reason.startswith(PREDICATES):
+    if not field_name:
+        return reason
+    if reason.startswith("'"):  # the value it refuses, quoted ("'soon' is not a duration"): say where it was
+        return f"{subject or field_name}: {reason}"
+    if not reason.startswith(PREDICATES):
         return reason
     return f"{subject} {reason}" if subject else f"{field_name}: {reason}"
 

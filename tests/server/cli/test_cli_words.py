@@ -35,5 +35,6 @@ def test_a_waiting_reservation_says_what_it_waits_for_and_leaving_the_queue_says
     assert left.out == f"reservation {queued['id']} left the queue; it no longer waits for system words3.lab.test\n"
     assert "None" not in left.out + shown
     [row] = [line for line in cli.ok("reservations", user="carol").lines if line.split()[0] == str(queued["id"])]
-    assert "(waited for system words3.lab.test)" in row and "cancelled" in row, row
+    assert "(waited for system words3.lab.test)" in row and "cancelled" in row and "never granted" in row, row
+    assert "no limit" not in row
     cli.ok("return", str(held["id"]), user="bob")

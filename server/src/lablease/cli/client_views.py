@@ -103,10 +103,12 @@ def held_system(r: dict) -> str | None:
 
 
 def reservation_end(r: dict) -> str:
-    """Its end; a reservation not granted yet has none: how long it lasts once granted."""
+    """Its end; a reservation not granted yet has none: how long it lasts once granted (or that it never was)."""
     wait = r.get("wait") or {}
-    if r.get("system") or wait.get("status") != "waiting":
+    if r.get("system") or not wait:
         return end_time(r.get("end"))
+    if wait.get("status") != "waiting":
+        return "never granted"
     length = wait.get("duration")
     return (output.format_human(length) if length is not None else NO_LIMIT) + " once granted"
 

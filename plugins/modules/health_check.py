@@ -138,6 +138,9 @@ health_check:
     owner:
       description: The administrator who defined it (its jobs run as them).
       type: str
+    created_at:
+      description: When it was defined.
+      type: str
 """
 
 from ansible.module_utils.basic import AnsibleModule

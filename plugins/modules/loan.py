@@ -157,6 +157,12 @@ loan:
     purpose:
       description: What it is lent for, or null.
       type: str
+    returned_at:
+      description: When it was returned, or null.
+      type: str
+    return_reason:
+      description: Why it was returned, or null.
+      type: str
 returned:
   description: The loan that was returned by O(state=absent); null otherwise.
   returned: always

@@ -205,6 +205,16 @@ from ansible_collections.lablease.lab.plugins.module_utils.resource import fail
 
 BAD = ("failed", "cancelled")
 READY = "running"
+# What RETURN documents of an installation. The server's answer holds more - the rendered kickstart (which can
+# carry passwords and keys) and, once, the kickstart URL with the installation's secret token - and a task's
+# result lands in logs: only these are returned.
+RETURNED = ("id", "system", "user", "reservation", "recipe", "distro_tree", "ks_meta", "kernel_options", "status",
+            "error", "created_at", "started_at", "installed_at", "finished_at")
+
+
+def documented(installation):
+    """The installation as RETURN documents it, nothing more."""
+    return dict((key, installation.get(key)) for key in RETURNED) if installation else installation
 
 
 def words(text):
@@ -292,7 +302,7 @@ def wait_for(module, client, installation, changed):
             except LableaseError as error:
                 module.fail_json(msg="%s is still %s, but the heartbeat of reservation %d failed: %s" % (
                     place(current), current.get("status"), reservation["id"], error.message),
-                    status=error.status, changed=changed, installation=current)
+                    status=error.status, changed=changed, installation=documented(current))
         return None
 
     done, timed_out = wait_until(check, params["wait_timeout"], interval)
@@ -300,10 +310,10 @@ def wait_for(module, client, installation, changed):
     where = place(current)
     if timed_out:
         module.fail_json(msg="%s is still %s after waiting %d s" % (where, current.get("status"), params["wait_timeout"]),
-                         changed=changed, installation=current)
+                         changed=changed, installation=documented(current))
     if current.get("status") in BAD:
         module.fail_json(msg="%s %s: %s" % (where, current["status"], current.get("error") or "no error given"),
-                         changed=changed, installation=current)
+                         changed=changed, installation=documented(current))
     return current
 
 
@@ -326,14 +336,15 @@ def start(module, client, fqdn):
     # check mode: the server only validates it (not the holder, no power, no such tree ... fail as they would)
     installation = client.request("POST", "/systems/%s/provision" % client.quote(fqdn), body)[1]
     if isinstance(installation.get("installation"), dict):  # {installation, kickstart_url}
-        installation = dict(installation["installation"], kickstart_url=installation.get("kickstart_url"))
+        installation = installation["installation"]
     if module.check_mode:
         return dict(installation, id=None)  # nothing was made: the id the server answered names nothing
     if params["wait"]:
         try:
             installation = wait_for(module, client, installation, True)
         except LableaseError as error:
-            module.fail_json(msg=error.message, status=error.status, changed=True, installation=installation)
+            module.fail_json(msg=error.message, status=error.status, changed=True,
+                             installation=documented(installation))
     return installation
 
 
@@ -370,9 +381,9 @@ def main():
         if found is not None:
             if params["wait"] and not module.check_mode and found.get("status") != READY:
                 found = wait_for(module, client, found, False)
-            module.exit_json(changed=False, installation=found, diff={"before": before, "after": before})
+            module.exit_json(changed=False, installation=documented(found), diff={"before": before, "after": before})
         after = start(module, client, fqdn)
-        module.exit_json(changed=True, installation=after, diff={"before": before, "after": shown(after)})
+        module.exit_json(changed=True, installation=documented(after), diff={"before": before, "after": shown(after)})
     except LableaseError as error:
         fail(module, error)
 

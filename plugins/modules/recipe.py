@@ -127,6 +127,52 @@ recipe:
       description: The task results reported so far.
       type: list
       elements: dict
+    whiteboard:
+      description: Its whiteboard.
+      type: str
+    why:
+      description: While it waits - why (the scheduler's explanation and its reason in words).
+      type: dict
+    recipe_set:
+      description: Its recipe set's id.
+      type: int
+    spec:
+      description: What it asks for (host and distro requirements, tasks...), as the server normalised it.
+      type: dict
+    distro_tree:
+      description: The id of the distro tree installed, or null.
+      type: int
+    installation:
+      description: Its installation, once it has one.
+      type: dict
+    started_at:
+      description: When it started, or null.
+      type: str
+    finished_at:
+      description: When it finished, or null.
+      type: str
+    watchdog:
+      description: When its watchdog (runtime limit) aborts it, or null.
+      type: str
+    host:
+      description: For a guest recipe - its host recipe's id.
+      type: int
+    guests:
+      description: A host recipe's guest recipes.
+      type: list
+      elements: dict
+    guestname:
+      description: A guest recipe's virtual machine name, or null.
+      type: str
+    guestargs:
+      description: A guest recipe's arguments.
+      type: str
+    mac:
+      description: A guest recipe's MAC address, or null.
+      type: str
+    address:
+      description: A guest recipe's address, or null.
+      type: str
 """
 
 from ansible.module_utils.basic import AnsibleModule

@@ -259,6 +259,23 @@ reservation:
     purpose:
       description: What the holder said it is for, or null.
       type: str
+    advance_reservation:
+      description: The id of the advance reservation it is inside, or null.
+      type: int
+    position:
+      description: While it waits (O(wait)) - 1 + the reservations and recipe sets ahead of it; null otherwise.
+      type: int
+    estimated_start:
+      description: While it waits - when a system it may get is booked until; null otherwise.
+      type: str
+    wait:
+      description: For a reservation asked with O(wait) - its C(status), C(queued_at), C(granted_at), C(duration),
+        C(take_by) and C(confirmed_at).
+      type: dict
+    waits_for:
+      description: For a reservation asked with O(wait) - what it waits (or waited) for, in words.
+      type: str
+      sample: arch = x86_64 and (pool = ci)
 returned:
   description: Ids of the reservations returned (O(state=absent)), or that would be returned in check mode.
   returned: always

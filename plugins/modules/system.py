@@ -225,6 +225,42 @@ system:
       description: The inventory (vendor, model, type, hypervisor, CPU, disks, devices...); V(cpu.processors) is O(cpus).
       type: dict
       sample: {"vendor": "Dell Inc.", "system_type": "Machine", "hypervisor": null, "cpu": {"flags": ["vmx"]}}
+    health:
+      description: Its health apart from its condition (C(state), C(since), C(result), C(last_check), C(passed_at),
+        C(check), C(recipe), C(next_check)).
+      type: dict
+    installation:
+      description: The latest installation (C(id), C(status)), or null.
+      type: dict
+    loan:
+      description: The active loan (C(recipient), C(lender), C(start), C(end), C(purpose)...), or null.
+      type: dict
+    pools:
+      description: The pools it is in.
+      type: list
+      elements: str
+    policy_pool:
+      description: The pool whose access policy it uses, or null.
+      type: str
+    power_state:
+      description: V(on), V(off) or V(unknown) - the last known, from its completed power commands.
+      type: str
+    release_action:
+      description: What happens when a reservation of it ends - V(power_off), V(leave_on) or V(reprovision).
+      type: str
+    reprovision_distro_tree:
+      description: The distro tree id the V(reprovision) release action installs, or null.
+      type: int
+    advance_reservations:
+      description: The active advance reservations holding it.
+      type: list
+      elements: dict
+    guest:
+      description: Whether it is a guest recipe's virtual machine.
+      type: bool
+    created_at:
+      description: When it was added.
+      type: str
 """
 
 import re

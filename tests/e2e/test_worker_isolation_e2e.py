@@ -12,6 +12,7 @@ from sqlalchemy import create_engine, text
 from lablease.store.db import Database
 from tests.server.integration.test_notices import Inbox
 from tests.support.live import BIN, LiveServer
+from tests.support.postgres import free_port
 from tests.support.poison import poison_updates
 from tests.support.postgres import free_port
 
@@ -189,6 +190,32 @@ def test_a_second_worker_on_one_sqlite_database_says_why_in_one_line(tmp_path):
         assert second.returncode != 0
         assert second.stderr == \
             "lablease-server: another lablease worker already runs for this SQLite database\n"
+        assert live.admin.get("/health").status_code == 200
+    finally:
+        live.stop()
+
+
+def test_a_second_serve_on_one_data_directory_is_refused_in_one_line(tmp_path):
+    """It used to serve beside the first with no worker after one warning in its log; now it is refused at once,
+    as a second worker is, with or without a worker of its own."""
+    live = LiveServer(tmp_path / "data").start()  # SQLite, with its worker
+    try:
+        wait_for("the first worker", lambda: "worker started" in live.read_log())
+        for extra in ((), ("--no-worker",)):
+            second = subprocess.run([str(BIN / "lablease-server"), "serve", "--listen", f"127.0.0.1:{free_port()}",
+                                     *extra], env=live.env, capture_output=True, text=True, timeout=60)
+            assert second.returncode != 0, extra
+            assert second.stderr == (f"lablease-server: another lablease-server serve already runs on data directory "
+                                     f"{live.data_dir} (process {live.process.pid}): stop it first, or give this one "
+                                     "a data directory of its own (LABLEASE_DATA_DIR)\n"), (extra, second.stderr)
+        # another data directory on the same SQLite database: refused with a worker, served without one
+        other = {**live.env, "LABLEASE_DATA_DIR": str(tmp_path / "other"),
+                 "LABLEASE_DATABASE_URL": f"sqlite:///{(tmp_path / 'data' / 'lablease.db').resolve()}"}
+        second = subprocess.run([str(BIN / "lablease-server"), "serve", "--listen", f"127.0.0.1:{free_port()}"],
+                                env=other, capture_output=True, text=True, timeout=60)
+        assert second.returncode != 0 and second.stderr == (
+            "lablease-server: another lablease worker already runs for this SQLite database: stop it first, or "
+            "serve beside it with --no-worker\n"), second.stderr
         assert live.admin.get("/health").status_code == 200
     finally:
         live.stop()

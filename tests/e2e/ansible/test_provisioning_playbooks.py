@@ -194,6 +194,10 @@ def test_provision(server, tmp_path):
     assert made["ks_meta"] == "harness=restraint" and made["finished_at"]
     system = server.admin.get("/systems/p1.lab.test").json()
     assert system["usage"] == "running" and system["installation"] == {"id": made["id"], "status": "running"}
+    # the server shows alice the rendered kickstart (it can carry passwords) and gave the task its URL with the
+    # installation's token; the task's result, which lands in logs, carries neither
+    assert "%packages" in server.alice.get(f"/installations/{made['id']}").json()["kickstart"]
+    assert "kickstart" not in json.dumps([first, again]) and "token" not in json.dumps([first, again])
 
     # check mode with force: would install, installs nothing
     [would] = outcomes(alice, play(tmp_path, "force-check.yml", [provision_task(ks_meta="harness=restraint",

@@ -81,7 +81,7 @@ def test_the_queue_says_why_each_recipe_waits(visit, lab):
     person = visit()
     person.sign_in("alice")
     page = person.go("/queue")
-    expected = {lab["busy"]["id"]: ("busy", "All 1 candidate system(s) are busy"),
+    expected = {lab["busy"]["id"]: ("busy", "run.rack.test, the one system it asks for, is busy"),
                 lab["bound"]["id"]: ("advance-reservation", f"Waits for advance reservation {lab['ar']['id']}"),
                 lab["never"]["id"]: ("no-match", "No system can ever run it")}
     for job_id, (category, sentence) in expected.items():

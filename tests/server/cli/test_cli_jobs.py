@@ -397,7 +397,7 @@ def test_recipe_show_says_why_it_waits(cli, automated, submit):
     assert fields["why"][0].endswith("1 candidate(s) busy: jy1.lab.test until further notice")
     assert fields["candidates"] == ["1"] and int(fields["systems"][0]) > 1
     assert fields["busy"] == ["jy1.lab.test until further notice"]
-    assert fields["reason"] == ["busy"] and fields["action"][0].startswith("Wait, or widen the host requirements")
+    assert fields["reason"] == ["busy"] and fields["action"] == ["Wait for jy1.lab.test: it runs on no other system."]
     ruled_out = fields["ruled out"]
     assert ruled_out and all(" system(s): " in line for line in ruled_out)
     assert "hostname = jy1.lab.test" in [line.partition(": ")[2] for line in ruled_out]

@@ -41,11 +41,12 @@ RESERVE_TABLE = [
 ]
 
 
-# what a refused user is told (the 403's detail)
-BY_HAND = ": only Manual systems can be reserved by hand unless lent to you"
+# what a refused user is told (the 403's detail): what stands in the way of this system
 REFUSALS = {
-    ("alice", "automated", None): "the system is automated" + BY_HAND,
-    ("alice", "broken", None): "the system is broken" + BY_HAND,
+    ("alice", "automated", None): "the system is automated: the scheduler gives it to jobs, and only the user it is "
+                                  "lent to may reserve it by hand",
+    ("alice", "broken", None): "the system is broken: it cannot be reserved until its owner or an administrator "
+                               "repairs it",
     ("alice", "removed", None): "the system is removed",
     ("admin", "removed", None): "the system is removed",
     ("bob", "manual", ALICE.id): "the system is lent to another user",

@@ -48,7 +48,7 @@ PLANS = [
      (Forbidden, "reserve permission")),
     ("the rule for its group", facts(replace(SYSTEM, rules=(Rule(Permission.VIEW), Rule(Permission.RESERVE, group_id=7)))),
      asked(), (10, NOW, NOW + 24 * H)),
-    ("automated, not lent", facts(replace(SYSTEM, condition="automated")), asked(), (Forbidden, "Manual")),
+    ("automated, not lent", facts(replace(SYSTEM, condition="automated")), asked(), (Forbidden, "the scheduler gives it to jobs")),
     ("removed", facts(replace(SYSTEM, condition="removed")), asked(), (Forbidden, "removed")),
     ("lent to another", facts(replace(SYSTEM, loan_recipient_id=3)), asked(), (Forbidden, "lent to another")),
     ("a loan caps the default end", facts(replace(SYSTEM, condition="automated", loan_recipient_id=2,

@@ -101,12 +101,12 @@ def test_the_queue_says_why_each_recipe_waits_and_per_system_on_expanding(web, p
     cells = [re.sub(r"<[^>]+>", "", c).strip() for c in re.findall(r"<td[^>]*>(.*?)</td>", first, re.S)][:6]
     assert cells[0] == "1" and cells[1].startswith(f"job {waiting['id']} · recipe ") and cells[2:4] == ["alice",
                                                                                                          "Normal"]
-    assert "q1.lab.test" in cells[4] and cells[5] == "3h"
+    assert cells[4] == "hostname = q1.lab.test" and cells[5] == "3h"  # what it wants in words, not JSON
     # expanding: the busy candidate, and the other systems counted (each reason apart on the job's page)
     assert '<li data-ruled-out="1">1 system ruled out: outside its host requirements or its owner&#39;s access</li>' \
         in html
     assert f'href="/jobs/{waiting["id"]}#recipe-' in html
-    assert "All 1 candidate system(s) are busy" in html and "Wait, or widen the host requirements" in html
+    assert "q1.lab.test, the one system it asks for, is busy" in html and "widen" not in html
     assert '<li data-busy="q1.lab.test">q1.lab.test: busy until further notice</li>' in html
     assert re.search(r'class="banner" data-oldest="\d+">Oldest wait: .*3h', html)
     assert bob.get(f"/jobs/{waiting['id']}").status_code == 404  # another's job: not shown, as in the API
@@ -194,7 +194,8 @@ def test_my_reservations_page_shows_a_waiting_one_and_leaves_the_queue(web, pers
     _, waiting = web.bob.post("/reservations", {"wait": True, "system": "q1.lab.test", "duration": "1h"})
     bob = person("bob")
     html = bob.page("/reservations")
-    assert "waiting in the queue: position 1" in html and 'href="/systems/None"' not in html
+    assert "waiting in the queue for system q1.lab.test: position 1" in html and 'href="/systems/None"' not in html
+    assert "1h once granted" in html and "no end" not in html  # it has no end yet: how long once it has a system
     bob.follow(bob.post(f"/reservations/{waiting['id']}/return", {"back": "/reservations"}))
     assert web.bob.get(f"/reservations/{waiting['id']}")[1]["state"] == "cancelled"
 

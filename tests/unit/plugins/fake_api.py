@@ -567,6 +567,8 @@ class FakeApi:
             item.update(changes() if callable(changes) else changes)
         if kind == "installations":
             self.systems[item["system"]]["installation"] = {"id": item["id"], "status": item["status"]}
+            # as the server shows it to the people it is for: with the rendered kickstart
+            return 200, dict(item, kickstart="rootpw --iscrypted $6$secret\nurl --url=http://lab.test/tree\n")
         elif item["status"] == "completed":
             self.systems[item["system"]]["power_state"] = "off" if item["action"] == "off" else "on"
         return 200, item

@@ -208,7 +208,11 @@ RESERVATION = {
         "estimated_start": {**NULLABLE_TIME, "description": "while it waits: when a system it may get is booked "
                                                             "until (heartbeats and returns can free one sooner)"},
         "wait": {"type": "object", "description": "a reservation asked with wait: its status (waiting, granted, "
-                 "cancelled), queued_at, granted_at, take_by (seconds) and confirmed_at"},
+                 "cancelled), queued_at, granted_at, duration (seconds from the grant; null: no limit), take_by "
+                 "(seconds) and confirmed_at"},
+        "waits_for": {"type": "string", "description": "a reservation asked with wait: what it waits (or waited) "
+                      "for, in words: `system s1.lab.test`, or its requires and pools (`arch = x86_64 and (pool = "
+                      "p1)`)"},
     },
 }
 

@@ -17,6 +17,7 @@ import sys
 import traceback
 from typing import IO, Mapping, Sequence
 
+from .client_commands import in_command_terms
 from .client_http import DEFAULT_URL, Api, ClientError, Environment, Terminated, hide, sigterm_raises
 from .client_parser import build_parser
 from .client_status import ExitStatus
@@ -36,7 +37,7 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
         with sigterm_raises():
             return run(args, environment)
     except ClientError as error:
-        return fail(environment, args.debug, error.message, error.status, secrets)
+        return fail(environment, args.debug, in_command_terms(error, args), error.status, secrets)
     except BrokenPipeError:  # `lablease systems | head -1`: the reader left, nothing to say
         silence(environment.stdout)
         return ExitStatus.ERROR

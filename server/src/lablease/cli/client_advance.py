@@ -26,6 +26,7 @@ import xml.etree.ElementTree as ET
 from datetime import datetime, timezone
 from importlib import resources
 
+from ..scheduler.filters import describe_tree
 from . import output
 from .client_commands import Outcome, body, forced, in_cli_terms
 from .client_http import Api, ClientError, segment
@@ -147,19 +148,7 @@ def combine(trees: list[dict] | None) -> dict | None:
 
 def describe(tree) -> str | None:
     """A filter tree as one line: `arch = x86_64 and (memory >= 2048 or key_value[GPU] = yes)`."""
-    if not tree:
-        return None
-    if "and" in tree or "or" in tree:
-        word = "and" if "and" in tree else "or"
-        parts = [describe(t) for t in tree[word]]
-        inner = [f"({p})" if isinstance(t, dict) and ("and" in t or "or" in t) else p
-                 for p, t in zip(parts, tree[word])]
-        return f" {word} ".join(inner)
-    if "not" in tree:
-        return f"not ({describe(tree['not'])})"
-    key = f"[{tree['key']}]" if tree.get("key") else ""
-    value = tree.get("value")
-    return f"{tree.get('field')}{key} {tree.get('op', '=')} {value if value != '' else chr(34) * 2}"
+    return describe_tree(tree)
 
 
 # --- other option values ------------------------------------------------------------------------------

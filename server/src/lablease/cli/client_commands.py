@@ -29,13 +29,26 @@ def forced(args) -> dict | None:
 
 
 def in_cli_terms(error: ClientError, args, hint: str) -> ClientError:
-    """A refusal that force would override, told in the command line's terms (--force, not force=true)."""
-    if error.status == ExitStatus.CONFLICT and not args.force:
-        if "force=true" in error.message:
-            error.message = error.message.replace("force=true", "--force")
-        else:
-            error.message += f" ({hint})"
+    """A refusal that force would override, with the hint of what --force does when the server's words do not
+    say it (when they say force=true, in_command_terms says --force)."""
+    if error.status == ExitStatus.CONFLICT and not args.force and "force=true" not in error.message:
+        error.message += f" ({hint})"
     return error
+
+
+# The request's fields that a command takes under another name (an invalid field is named first in a refusal).
+OPTION_OF_FIELD = {"extend_by": "--by"}
+
+
+def in_command_terms(error: ClientError, args) -> str:
+    """Any command's failure in the command line's words: an invalid field named as the option that sent it
+    (`--by: ...`, not `extend_by: ...`), and the server's force=true as --force where the command has that option."""
+    message, field = error.message, error.problem.get("field")
+    if field in OPTION_OF_FIELD and message.startswith(f"{field}: ") and hasattr(args, OPTION_OF_FIELD[field][2:]):
+        message = OPTION_OF_FIELD[field] + message[len(field):]
+    if "force=true" in message and hasattr(args, "force"):
+        message = message.replace("force=true", "--force")
+    return message
 
 
 def body(**fields) -> dict:
@@ -91,8 +104,10 @@ def extend(api: Api, args) -> Outcome:
 def give_back(api: Api, args) -> Outcome:
     api.delete(f"/reservations/{args.id}")
     reservation = api.get(f"/reservations/{args.id}")
-    return Outcome(reservation, RESERVATION,
-                   f"returned reservation {args.id} of {reservation.get('system')}")
+    if not reservation.get("system"):  # it was never granted: it leaves the queue
+        return Outcome(reservation, RESERVATION, f"reservation {args.id} left the queue; it no longer waits for "
+                                                 f"{reservation.get('waits_for') or 'a system'}")
+    return Outcome(reservation, RESERVATION, f"returned reservation {args.id} of {reservation['system']}")
 
 
 def heartbeat(api: Api, args) -> Outcome:

@@ -95,9 +95,27 @@ SYSTEM = Shape("system", "systems", [
 ], _system_details)
 
 
+def held_system(r: dict) -> str | None:
+    """The system a reservation holds, or what a reservation that has none yet waits (or waited) for."""
+    if r.get("system") or not r.get("waits_for"):
+        return r.get("system")
+    return f"(waits for {r['waits_for']})" if r.get("state") == "waiting" else f"(waited for {r['waits_for']})"
+
+
+def reservation_end(r: dict) -> str:
+    """Its end; a reservation not granted yet has none: how long it lasts once granted (or that it never was)."""
+    wait = r.get("wait") or {}
+    if r.get("system") or not wait:
+        return end_time(r.get("end"))
+    if wait.get("status") != "waiting":
+        return "never granted"
+    length = wait.get("duration")
+    return (output.format_human(length) if length is not None else NO_LIMIT) + " once granted"
+
+
 def _reservation_details(r: dict) -> list:
-    pairs = [("id", r.get("id")), ("system", r.get("system")), ("user", r.get("user")),
-             ("state", r.get("state")), ("start", format_time(r.get("start"))), ("end", end_time(r.get("end")))]
+    pairs = [("id", r.get("id")), ("system", held_system(r)), ("user", r.get("user")),
+             ("state", r.get("state")), ("start", format_time(r.get("start"))), ("end", reservation_end(r))]
     if r.get("purpose"):
         pairs.append(("purpose", r["purpose"]))
     if r.get("returned_at"):
@@ -113,12 +131,12 @@ def _reservation_details(r: dict) -> list:
 
 RESERVATION = Shape("reservation", "reservations", [
     ("ID", lambda r: r.get("id")),
-    ("SYSTEM", lambda r: r.get("system")),
+    ("SYSTEM", held_system),
     ("USER", lambda r: r.get("user")),
     ("KIND", lambda r: r.get("kind")),
     ("STATE", lambda r: r.get("state")),
     ("START", lambda r: format_time(r.get("start"))),
-    ("END", lambda r: end_time(r.get("end"))),
+    ("END", reservation_end),
 ], _reservation_details)
 
 

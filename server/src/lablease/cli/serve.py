@@ -16,6 +16,7 @@ complete requests compete for the application (docs/design.md, "Serving").
 """
 from __future__ import annotations
 
+import fcntl
 import gc
 import logging
 import math
@@ -23,6 +24,7 @@ import os
 import signal
 import subprocess
 import sys
+from pathlib import Path
 
 from gunicorn.app.base import BaseApplication
 from gunicorn.glogging import Logger
@@ -30,6 +32,8 @@ from gunicorn.glogging import Logger
 from ..config import Settings
 from ..observe import logs, metrics
 from ..observe.logs import without_query  # noqa: F401 - where tests and callers have found it
+from ..store.db import Database
+from ..store.wakeup import AlreadyRunning, WakeListener
 
 log = logging.getLogger("lablease.serve")
 
@@ -65,8 +69,9 @@ class ServerLog(Logger):
 
 class LabLeaseServer(BaseApplication):
     def __init__(self, settings: Settings, run_worker: bool = True, access_log: str | None = None,
-                 config_file: str | None = None):
+                 config_file: str | None = None, lock=None):
         self.settings = settings
+        self.lock = lock  # claim_data_dir's
         self.run_worker = run_worker
         self.access_log = access_log
         self.config_file = config_file
@@ -95,6 +100,7 @@ class LabLeaseServer(BaseApplication):
             "when_ready": self._when_ready,
             "child_exit": lambda _arbiter, child: metrics.mark_dead(child.pid),
             "on_exit": self._on_exit,
+            "post_fork": self._post_fork,
         }
         for key, value in options.items():
             self.cfg.set(key, value)
@@ -108,6 +114,12 @@ class LabLeaseServer(BaseApplication):
             self.worker = subprocess.Popen(command, env=worker_environ(self.settings))
         log.info("lablease serving on http://%s (worker %s)", self.settings.listen,
                  f"process {self.worker.pid}" if self.worker else "off")
+
+    def _post_fork(self, _arbiter, _worker):
+        # The data directory's lock is the serving process's: a request worker that outlives it for a moment
+        # must not keep the next `serve` out (the lock stays held by the arbiter's own descriptor).
+        if self.lock is not None:
+            self.lock.close()
 
     def _on_exit(self, _arbiter):
         if self.worker is not None and self.worker.poll() is None:
@@ -139,8 +151,48 @@ def worker_environ(settings: Settings, environ=os.environ) -> dict:
     return {**environ, "LABLEASE_LISTEN": settings.listen, "LABLEASE_PUBLIC_URL": settings.base_url}
 
 
+def claim_data_dir(settings: Settings):
+    """One `serve` per data directory: its metrics, netboot files and keys are this server's. The lock is held for
+    the life of the serving process; a second `serve` is refused at once, in one line, as a second worker is
+    (rather than serving beside the first with no worker after one warning)."""
+    path = Path(settings.data_dir)
+    path.mkdir(parents=True, exist_ok=True)
+    lock = open(path / "serve.lock", "a+")  # noqa: SIM115 - held open until the process ends
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        lock.seek(0)
+        holder = lock.read().strip()
+        lock.close()
+        raise AlreadyRunning(f"another lablease-server serve already runs on data directory {path}"
+                             + (f" (process {holder})" if holder.isdigit() else "")
+                             + ": stop it first, or give this one a data directory of its own "
+                               "(LABLEASE_DATA_DIR)") from None
+    lock.truncate(0)
+    lock.write(str(os.getpid()))
+    lock.flush()
+    return lock
+
+
+def claim_worker(settings: Settings) -> None:
+    """SQLite has one worker: refuse to serve with a worker when another already runs for the database (the
+    worker would only be refused after the server had started, which then served without one)."""
+    db = Database(settings.database)
+    try:
+        if not db.is_postgresql:
+            try:
+                WakeListener(db).close()
+            except AlreadyRunning as error:
+                raise AlreadyRunning(f"{error}: stop it first, or serve beside it with --no-worker") from None
+    finally:
+        db.dispose()
+
+
 def serve(settings: Settings, run_worker: bool = True, access_log: str | None = None,
           config_file: str | None = None) -> None:
+    lock = claim_data_dir(settings)  # held as long as this process runs
+    if run_worker:
+        claim_worker(settings)
     # Before anything forks: every process started from here (API workers, the worker) counts into it.
     metrics.prepare(settings.data_dir)
-    LabLeaseServer(settings, run_worker, access_log, config_file).run()
+    LabLeaseServer(settings, run_worker, access_log, config_file, lock).run()

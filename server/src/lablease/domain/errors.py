@@ -30,6 +30,25 @@ class DomainError(Exception):
         self.extra = extra
 
 
+# A reason that begins with one of these words says something of its field, which is its subject ("duration:
+# must be positive"); any other is a sentence of its own ("the reservation has no end to extend", "no pool
+# named p3"), which needs no field name before it.
+PREDICATES = ("must ", "is ", "cannot ", "was ", "names ", "would ", "contains ")
+
+
+def for_people(field_name: str | None, reason: str, subject: str | None = None) -> str:
+    """An invalid field's reason in words for a person who did not write the request's fields (a page's form, a
+    command's options): a sentence of its own stands alone, without the API's field name; a reason that speaks
+    of its field gets `subject` (the words a form uses for it), or else the field's name, before it."""
+    if not field_name:
+        return reason
+    if reason.startswith("'"):  # the value it refuses, quoted ("'soon' is not a duration"): say where it was
+        return f"{subject or field_name}: {reason}"
+    if not reason.startswith(PREDICATES):
+        return reason
+    return f"{subject} {reason}" if subject else f"{field_name}: {reason}"
+
+
 class Invalid(DomainError):
     """Input that cannot be used: names the field and why."""
 
@@ -39,6 +58,9 @@ class Invalid(DomainError):
         super().__init__(f"{field_name}: {reason}", field=field_name, reason=reason)
         self.field = field_name
 
+    def for_people(self, subject: str | None = None) -> str:
+        return for_people(self.field, self.extra["reason"], subject)
+
 
 class UnknownField(Invalid):
     """A field the input does not take; `close` is a known name it was probably meant to be."""
@@ -47,6 +69,9 @@ class UnknownField(Invalid):
         super().__init__(field_name, "is not a known field")
         self.detail = f"unknown field {field_name!r}" + (f"; did you mean {close!r}?" if close else "")
         self.args = (self.detail,)
+
+    def for_people(self, subject: str | None = None) -> str:
+        return self.detail
 
 
 class OutOfRange(Invalid):

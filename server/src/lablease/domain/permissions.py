@@ -103,10 +103,17 @@ def _decide_reserve(actor: Actor, system: SystemAccess, privileged: bool) -> Dec
     if not any(rule.permission is Permission.RESERVE and rule.applies_to(actor) for rule in system.rules):
         return Decision(False, "you do not have the reserve permission on this system")
     if system.condition != "manual":
-        return Decision(
-            False, f"the system is {system.condition}: only Manual systems can be reserved by hand unless lent to you"
-        )
+        return Decision(False, NOT_BY_HAND[system.condition])
     return ALLOW
+
+
+# Why a person may not reserve a system of this condition by hand (its owner, admins and the user it is lent to
+# may): what stands in the way of this system, not the rule for some other condition.
+NOT_BY_HAND = {
+    "automated": "the system is automated: the scheduler gives it to jobs, and only the user it is lent to may "
+                 "reserve it by hand",
+    "broken": "the system is broken: it cannot be reserved until its owner or an administrator repairs it",
+}
 
 
 def decide_site(actor: Actor, action: SiteAction) -> Decision:

@@ -67,6 +67,30 @@ def describe(leaf: dict) -> str:
     return f"{leaf['field']}{key} {leaf['op']} {value}"
 
 
+def describe_tree(tree: dict | None) -> str | None:
+    """A filter tree as one line a person reads: `arch = x86_64 and (memory >= 2048 or key_value[GPU] = yes)`."""
+    if not tree:
+        return None
+    for word in ("and", "or"):
+        if word in tree:
+            return f" {word} ".join(f"({describe_tree(t)})" if "and" in t or "or" in t else describe_tree(t)
+                                    for t in tree[word])
+    if "not" in tree:
+        return f"not ({describe_tree(tree['not'])})"
+    if "field" not in tree:  # a disk's own filter: {"disk": tree}
+        return " ".join(f"{key} ({describe_tree(inner)})" for key, inner in tree.items())
+    return describe({"op": "=", **tree})
+
+
+def wanted_words(force: str | None, host_requires: dict | None, distro_requires: dict | None = None) -> str:
+    """What a recipe or a waiting reservation asks for, in one line a person reads: the forced system or the host
+    requirements, and the distro requirements (`arch = x86_64 and memory >= 4096; distro: distro_name = F-40`)."""
+    host = describe_tree(host_requires)
+    wanted = (f"system {force}" + (f" ({host})" if host else "")) if force else (host or "any system")
+    distro = describe_tree(distro_requires)
+    return wanted + (f"; distro: {distro}" if distro else "")
+
+
 def _like(pattern: str, value: str) -> bool:
     regex = "^" + ".*".join(re.escape(part) for part in str(pattern).split("%")) + "$"
     return re.match(regex, value or "", re.IGNORECASE) is not None
@@ -257,4 +281,5 @@ def needs_hardware(tree: dict | None) -> bool:
     return False
 
 
-__all__ = ["Host", "verdict", "possible", "is_live", "matches", "leaves", "describe", "needs_hardware"]
+__all__ = ["Host", "verdict", "possible", "is_live", "matches", "leaves", "describe", "describe_tree",
+           "wanted_words", "needs_hardware"]

@@ -13,12 +13,12 @@ from ..domain import recipes as rules
 from ..domain import waiting as waiting_rules
 from ..domain.permissions import LENT_TO_ANOTHER, Actor, Permission, Rule, SystemAccess, decide_schedule
 from ..domain.times import format_time
-from ..domain.windows import Window, overlaps
+from ..domain.windows import Window, overlaps, utc
 from ..scheduler.planner import Explanation, explain
 from ..domain.paging import Page, PageRequest
 from ..store import paging
 from ..store.paging import Order
-from ..scheduler.filters import Host, is_live, needs_hardware, possible, verdict
+from ..scheduler.filters import Host, is_live, needs_hardware, possible, verdict, wanted_words
 from ..store.tables import (AccessRule, AdvanceReservation, Booking, ClassCandidate, Loan, Pool, PoolAccessRule,
                             PoolSystem, Recipe, RecipeSet, Reservation, System, User)
 from . import health_state, placement
@@ -166,8 +166,11 @@ def why_waiting(session, recipe: Recipe, now: datetime, snapshot: Snapshot | Non
                    or "waiting for its recipe set's other recipes")
     if ahead is None:
         ahead = sets_ahead(session, recipe.recipe_set)
-    said = waiting_rules.reason(waiting_rules.Facts(result.candidates, result.ruled_out, result.busy, ahead,
-                                                    holding, waits_for_ar or None, result.live))
+    free_now, booked_from = _booked_ahead(session, result.busy, now) if runtime is None else (0, None)
+    said = waiting_rules.reason(waiting_rules.Facts(
+        result.candidates, result.ruled_out, result.busy, ahead, holding, waits_for_ar or None, result.live,
+        waiting_rules.pinned_system(recipe.spec.get("force"), recipe.spec.get("host_requires")), free_now,
+        booked_from))
     return {"message": message, **said.as_dict(), "ahead": ahead, "systems": result.total,
             "candidates": result.candidates, "ruled_out": result.ruled_out,
             "busy": [{"system": fqdn, "until": format_time(until)} for fqdn, until in result.busy],
@@ -175,6 +178,21 @@ def why_waiting(session, recipe: Recipe, now: datetime, snapshot: Snapshot | Non
 
 
 FREE_SHOWN = 20  # free candidates named in an explanation (the count is in `candidates`)
+BUSY_LOOKED_AT = 100  # busy candidates whose bookings a recipe without a runtime limit looks at
+
+
+def _booked_ahead(session, busy: list[tuple[str, datetime | None]], now: datetime) -> tuple[int, datetime | None]:
+    """For a recipe without a runtime limit: how many of its busy candidates are free now but booked later (which
+    a runtime limit ending before that booking would let it use now), and the first start of those bookings."""
+    if not busy:
+        return 0, None
+    firsts = session.execute(
+        select(func.min(Booking.start_at)).join(System, System.resource_id == Booking.resource_id)
+        .where(System.fqdn.in_([fqdn for fqdn, _ in busy[:BUSY_LOOKED_AT]]),
+               or_(Booking.end_at.is_(None), Booking.end_at > now))
+        .group_by(System.id)).scalars().all()
+    ahead = [utc(first) for first in firsts if utc(first) > now]  # nothing holds it now
+    return len(ahead), min(ahead, default=None)
 
 
 def _usable(session, seen: Snapshot, recipe: Recipe):
@@ -364,10 +382,5 @@ def queue(uow, actor: Actor, now: datetime, page: PageRequest = PageRequest(), d
 
 
 def _wants(spec: dict) -> str:
-    """What a recipe asks for, in one line: its distro and host requirements as submitted."""
-    distro = (spec.get("distro_requires") or {})
-    parts = [spec.get("force") and f"system {spec['force']}", json.dumps(spec.get("host_requires"))
-             if spec.get("host_requires") else "any system"]
-    if distro:
-        parts.append("distro " + json.dumps(distro))
-    return ", ".join(p for p in parts if p)
+    """What a recipe asks for, in one line a person reads."""
+    return wanted_words(spec.get("force"), spec.get("host_requires"), spec.get("distro_requires"))

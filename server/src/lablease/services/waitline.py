@@ -19,9 +19,10 @@ from ..domain.errors import BookingConflict
 from ..domain.notices import warn_at
 from ..domain.permissions import Actor, Permission, decide
 from ..domain.times import format_time
+from ..scheduler.filters import wanted_words
 from ..scheduler.planner import queue_key
 from ..store import calendar
-from ..store.tables import Booking, ClassCandidate, Recipe, Reservation, System
+from ..store.tables import Booking, ClassCandidate, Recipe, RequirementClass, Reservation, System
 from ..store.waitline_tables import ReservationWait
 from . import activity, health_state, holds, notices
 from . import systems as system_service
@@ -213,9 +214,11 @@ def waiting_fields(session, reservation: Reservation, now: datetime) -> dict:
     wait = reservation.wait
     if wait is None:
         return {}
+    spec = session.get(RequirementClass, wait.class_id).spec
     fields = {"wait": {"status": wait.status, "queued_at": format_time(wait.queued_at),
-                       "granted_at": format_time(wait.granted_at),
+                       "granted_at": format_time(wait.granted_at), "duration": wait.duration_seconds,
                        "take_by": wait.take_by_seconds, "confirmed_at": format_time(wait.confirmed_at)},
+              "waits_for": wanted_words(spec.get("force"), spec.get("host_requires")),
               "position": None, "estimated_start": None}
     if wait.status == WAITING:
         place = position(session, wait)

@@ -18,6 +18,7 @@ from werkzeug.wrappers import Request, Response
 
 from ..api.errors import ERROR_STATUS, as_refusal
 from ..api.monitoring import ROUTE_KEY
+from ..domain.errors import DomainError, Invalid
 from ..domain.signin import safe_next
 from ..services import signin
 from ..services.handlers import unit_of_work
@@ -30,6 +31,12 @@ from .throttle import FailedSignIns
 
 log = logging.getLogger("lablease.web")
 STATIC = Path(__file__).parent / "static"
+# The pages' words for the fields their forms send, as the subject of a reason about one (domain/errors.py
+# for_people): "The extension would make ..." where the API says "extend_by: would make ...".
+SUBJECTS = {"extend_by": "The extension", "duration": "The duration", "start": "The start", "end": "The end",
+            "count": "The number of systems", "purpose": "The purpose", "system": "The system"}
+# What a page's form calls the API's force=true, on the pages whose forms offer it.
+FORCE_WORDS = {"/advance-reservations/<ident>/delete": '"also abort its jobs" ticked'}
 
 
 class WebPages:
@@ -90,10 +97,11 @@ class WebPages:
             except Exception as raised:  # noqa: BLE001 - a refusal, or a schema guard's (a 409 as in the API)
                 error = as_refusal(raised)  # anything else goes on up (a bug)
                 status = next(code for kind, code in ERROR_STATUS.items() if isinstance(error, kind))
+                said = in_page_words(error, request.environ.get(ROUTE_KEY))
                 if not writes:
-                    return self.error_page(request, actor, status, error.detail)
+                    return self.error_page(request, actor, status, said)
                 # The refused action changed nothing (rolled back): back to the form's page, saying why.
-                result = Redirect(safe_next(form.get("back"), "/systems"), error.detail, "error")
+                result = Redirect(safe_next(form.get("back"), "/systems"), said, "error")
         if isinstance(result, Redirect):
             return self.redirect(request, result.location, result.message, result.category, result)
         if isinstance(result, Response):  # e.g. the calendar feed, a sign-in that sets a cookie
@@ -141,6 +149,14 @@ class WebPages:
 
     def forget(self, response: Response, request: Request, name: str) -> None:
         security.clear_cookie(response, request, self.app.settings.public_url, name)
+
+
+def in_page_words(error: DomainError, page: str | None = None) -> str:
+    """A refusal as a page says it: the person filled in a form, not the API's fields or query strings."""
+    said = error.for_people(SUBJECTS.get(error.field)) if isinstance(error, Invalid) else error.detail
+    if page in FORCE_WORDS:
+        said = said.replace("force=true", FORCE_WORDS[page])
+    return said
 
 
 def full_path(request: Request) -> str:

@@ -42,10 +42,46 @@ def left(seconds: int | None) -> str:
     return format_human(round(seconds / 60) * 60) if seconds is not None else "no limit"
 
 
+# A history entry (services/activity.py: action, field, old, new) in words, where the plain reading of its
+# identifiers would not do ("health health: ...", "created condition: automated", "changed pools: None -> p1").
+# Each takes (old, new); any other entry reads "<action> <field>: <old> → <new>" with what it has.
+HAPPENED = {
+    ("health", "health"): lambda old, new: new,  # "health check smoke passed"
+    ("health_check", "health"): lambda old, new: f"started health check {new}",
+    ("created", "condition"): lambda old, new: f"added as {new}",
+    ("broken", "condition"): lambda old, new: f"became {new} (was {old})",
+    ("changed", "pools"): lambda old, new: f"added to pool {new}" if new is not None else f"removed from pool {old}",
+    ("policy_changed", "rule"): lambda old, new: (f"access rule added: {new}" if new is not None
+                                                  else f"access rule removed: {old}"),
+    ("lent", "loan"): lambda old, new: f"lent to {new}",
+    ("loan_returned", "loan"): lambda old, new: f"loan to {old} ended: {new}",
+    ("loan_extended", "loan end"): lambda old, new: f"loan extended: {old} → {new}",
+    ("reserved", "reservation"): lambda old, new: f"reserved: reservation {new}",
+    ("provision", "installation"): lambda old, new: f"provisioning: installation {new}",
+    ("power", "action"): lambda old, new: f"power {new}",
+}
+
+
+def happened(entry: dict) -> str:
+    """What a history entry says happened, in words."""
+    action, field, old, new = entry["action"], entry.get("field"), entry.get("old"), entry.get("new")
+    if (action, field) in HAPPENED:
+        return HAPPENED[action, field](old, new)
+    if field == "reservation" and new is None and old is not None:  # the action is why it ended
+        return f"reservation {old} ended: {action.replace('_', ' ')}"
+    text = action.replace("_", " ")
+    if field and field != "reason" and field.replace(" ", "_") not in action:  # not "health check health"
+        text += " " + field.replace("_", " ")
+    if old is not None and new is not None:
+        return f"{text}: {old} → {new}"
+    return f"{text}: {new}" if new is not None else (f"{text} {old}" if old is not None else text)
+
+
 @cache
 def environment() -> Environment:
     env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(default=True),
                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
-    env.filters.update(left=left, when=when, iso=lambda v: format_time(moment(v)) or "", human=format_human)
+    env.filters.update(left=left, when=when, iso=lambda v: format_time(moment(v)) or "", human=format_human,
+                       happened=happened)
     env.globals.update(relative=relative)
     return env

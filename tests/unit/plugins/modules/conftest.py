@@ -5,7 +5,10 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import sys
+
 import pytest
+import yaml
 from ansible.module_utils import basic
 from ansible.module_utils.testing import patch_module_args
 from ansible_collections.lablease.lab.plugins.module_utils import client as client_module
@@ -50,6 +53,42 @@ def run(monkeypatch):
         with patch_module_args(args):
             with pytest.raises(Exited) as exited:
                 main()
+        undocumented(main, exited.value.result)
         return exited.value.result, exited.value.failed
 
     return runner
+
+
+# What every module may return besides its RETURN: Ansible's common return values, and a failure's HTTP status and
+# problem document (docs/ansible.md, "Errors").
+COMMON = {"changed", "failed", "msg", "diff", "status", "problem", "skipped", "warnings", "deprecations", "invocation"}
+
+
+def undocumented(main, result):
+    """Every run of a module in these tests returns only what its RETURN documents: a task's result lands in
+    logs, so nothing else (an installation's kickstart, a URL with a token) slips out of a module unnoticed."""
+    documented = yaml.safe_load(sys.modules[main.__module__].RETURN) or {}
+    extra = []
+
+    def walk(value, doc, where):
+        if isinstance(value, list):
+            for item in value:
+                walk(item, doc, where + "[]")
+            return
+        contains = (doc or {}).get("contains")
+        if not isinstance(value, dict) or not contains:
+            return
+        for key, inner in value.items():
+            if key not in contains:
+                extra.append(where + "." + key)
+            else:
+                walk(inner, contains[key], where + "." + key)
+
+    for key, value in result.items():
+        if key in COMMON:
+            continue
+        if key not in documented:
+            extra.append(key)
+        else:
+            walk(value, documented[key], key)
+    assert not extra, "%s returns what its RETURN does not document: %s" % (main.__module__, ", ".join(extra))

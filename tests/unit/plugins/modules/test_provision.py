@@ -5,6 +5,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import json
+
 from ansible_collections.lablease.lab.plugins.module_utils import client as client_module
 from ansible_collections.lablease.lab.plugins.modules import distro_tree, provision
 from ansible_collections.lablease.lab.tests.unit.plugins.fake_api import NOW, iso
@@ -107,7 +109,7 @@ def test_provision_again_after_a_new_reservation_or_a_failure(api, run):
     api.add_installation("s1.lab.test", tree, reservation=4, ks_meta="harness=restraint")
     result, failed = run(provision.main, dict(ARGS, wait=False))
     assert result["changed"] and result["installation"]["reservation"] == 5
-    assert result["installation"]["status"] == "queued" and result["installation"]["kickstart_url"]
+    assert result["installation"]["status"] == "queued" and "kickstart_url" not in result["installation"]
     api.add_installation("s1.lab.test", tree, status="failed", reservation=5, ks_meta="harness=restraint")
     result, failed = run(provision.main, dict(ARGS, wait=False))
     assert result["changed"] and len(api.writes) == 2
@@ -255,3 +257,19 @@ def test_provision_refuses_who_does_not_hold_the_system_even_when_the_request_ma
     # check mode asks nothing of the server; the real run asks, and the server refuses
     assert [c[:2] for c in api.writes] == [("POST", "/systems/s1.lab.test/provision")]
     assert list(api.installations) == [1]
+
+
+def test_provision_never_returns_the_kickstart_or_its_url(api, run):
+    """The server shows the rendered kickstart (passwords, keys) to the installation's people and answers a
+    provision with the kickstart's URL and secret token once; a task's result lands in logs: neither comes out of
+    it, however the task ends (started, waited for, kept, failed)."""
+    holding(api)
+    api.installation_polls[1] = [{"status": "installing"}, {"status": "running"}]
+    api.installation_polls[2] = [{"status": "failed", "error": "the installer stopped"}]
+    outcomes = [run(provision.main, dict(ARGS, wait=False)), run(provision.main, ARGS),
+                run(provision.main, ARGS), run(provision.main, dict(ARGS, force=True))]
+    assert [(r["changed"], failed) for r, failed in outcomes] == [(True, False), (False, False), (False, False),
+                                                                   (True, True)]
+    for result, failed in outcomes:
+        assert sorted(result["installation"]) == sorted(provision.RETURNED)
+        assert "kickstart" not in json.dumps(result) and "secret" not in json.dumps(result), result

@@ -3,6 +3,10 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# Venvs of their own for tools whose pins clash with .venv's (scripts/requirements/NAME.txt), and the
+# older ansible-core branches whose sanity tests `make test` also runs (docs/ansible.md).
+TOOLS := $(VENV)/tools
+CORE_BRANCHES := 2.16 2.17 2.18
 
 .PHONY: venv demo demo-qemu test unit test-server test-collection postgresql qemu deploy-tools chromium bench clean \
 	collection-link shellcheck sanity units lint molecule playbooks \
@@ -88,8 +92,7 @@ sanity: venv shellcheck
 # The same sanity tests on the older ansible-core branches this Python runs (meta/runtime.yml's
 # requires_ansible: >=2.16), each from a venv of its own (scripts/requirements/ansible-core-X.txt);
 # `sanity` above is the newest, 2.19, from .venv. 2.20 needs Python >= 3.12 (docs/ansible.md).
-CORE_BRANCHES := 2.16 2.17 2.18
-TOOLS := $(VENV)/tools
+# (CORE_BRANCHES and TOOLS are set near the top: test-collection's prerequisites use them.)
 
 # A tool venv per scripts/requirements/NAME.txt, rebuilt when that file changes (kept: make would delete it as an
 # intermediate file of a pattern rule).

@@ -3,9 +3,14 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# Venvs of their own for tools whose pins clash with .venv's (scripts/requirements/NAME.txt), and the
+# older ansible-core branches whose sanity tests `make test` also runs (docs/ansible.md).
+TOOLS := $(VENV)/tools
+CORE_BRANCHES := 2.16 2.17 2.18
 
 .PHONY: venv demo demo-qemu test unit test-server test-collection postgresql qemu deploy-tools chromium bench clean \
-	collection-link shellcheck sanity units lint molecule playbooks
+	collection-link shellcheck sanity units lint molecule playbooks \
+	certify certification-tools galaxy-importer collection-docs execution-environment changelog collection-readme
 
 venv: $(STAMP)
 
@@ -59,7 +64,7 @@ test-server: venv
 	$(BIN)/pytest $(PARALLEL) $(DURATIONS) tests/server tests/e2e --ignore=tests/e2e/ansible
 
 # molecule before lint: ansible-lint reads the copy molecule installs in ~/.ansible/collections.
-test-collection: venv sanity units molecule lint playbooks
+test-collection: venv sanity $(addprefix sanity-,$(CORE_BRANCHES)) units molecule lint playbooks certify
 
 # --- the Ansible collection lablease.lab (the repository root); see docs/ansible.md ---
 ANSIBLE_ENV := PATH=$(CURDIR)/$(BIN):$$PATH ANSIBLE_COLLECTIONS_PATH=$(CURDIR)/.collections ANSIBLE_CONFIG=$(CURDIR)/ansible.cfg
@@ -84,8 +89,49 @@ PYVERSION = $(shell $(BIN)/python -c 'import sys; print("%d.%d" % sys.version_in
 sanity: venv shellcheck
 	scripts/ansible-test.sh sanity --venv --python $(PYVERSION)
 
+# The same sanity tests on the older ansible-core branches this Python runs (meta/runtime.yml's
+# requires_ansible: >=2.16), each from a venv of its own (scripts/requirements/ansible-core-X.txt);
+# `sanity` above is the newest, 2.19, from .venv. 2.20 needs Python >= 3.12 (docs/ansible.md).
+# (CORE_BRANCHES and TOOLS are set near the top: test-collection's prerequisites use them.)
+
+# A tool venv per scripts/requirements/NAME.txt, rebuilt when that file changes (kept: make would delete it as an
+# intermediate file of a pattern rule).
+.PRECIOUS: $(TOOLS)/%/.installed
+$(TOOLS)/%/.installed: scripts/requirements/%.txt
+	rm -rf $(TOOLS)/$*
+	$(PYTHON) -m venv $(TOOLS)/$*
+	$(TOOLS)/$*/bin/pip install -q --upgrade pip
+	$(TOOLS)/$*/bin/pip install -q -r $<
+	touch $@
+
+sanity-%: venv shellcheck $(TOOLS)/ansible-core-%/.installed
+	ANSIBLE_CORE_VENV=$(TOOLS)/ansible-core-$* scripts/ansible-test.sh sanity --venv --python $(PYVERSION)
+
 units: venv
 	scripts/ansible-test.sh units --venv --python $(PYVERSION)
+
+# What Galaxy, Automation Hub and partner certification check beyond sanity and lint, on the built
+# artifact, with the tools of scripts/requirements/certification.txt (scripts/certify.py; docs/ansible.md,
+# "Certification and releases"). Each fails on any problem its tool reports.
+CERTIFY := $(TOOLS)/certification/bin/python scripts/certify.py
+certify: galaxy-importer collection-docs execution-environment changelog collection-readme
+
+certification-tools: $(TOOLS)/certification/.installed
+
+galaxy-importer: certification-tools
+	$(CERTIFY) galaxy-importer
+
+collection-docs: certification-tools
+	$(CERTIFY) docs
+
+execution-environment: certification-tools
+	$(CERTIFY) execution-environment
+
+changelog: certification-tools
+	$(CERTIFY) changelog
+
+collection-readme: certification-tools
+	$(CERTIFY) readme
 
 lint: venv collection-link
 	$(ANSIBLE_ENV) $(BIN)/ansible-lint --offline

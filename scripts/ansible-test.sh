@@ -10,10 +10,14 @@
 #
 #   scripts/ansible-test.sh sanity --venv --python 3.11
 #   scripts/ansible-test.sh units --venv --python 3.11
+#   ANSIBLE_CORE_VENV=.venv/tools/ansible-core-2.16 scripts/ansible-test.sh sanity --venv --python 3.11
+#
+# ANSIBLE_CORE_VENV picks the ansible-core branch: the venv whose ansible-test
+# runs (default .venv, the newest branch this Python runs).
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
-bin="$root/.venv/bin"
+bin=$(cd "${ANSIBLE_CORE_VENV:-$root/.venv}" && pwd)/bin
 work=$(mktemp -d "${TMPDIR:-/tmp}/lablease-ansible-test.XXXXXX")
 cleanup() { rm -rf "$work"; }
 trap cleanup EXIT

@@ -10,7 +10,7 @@ DOCUMENTATION = r"""
 ---
 name: systems
 short_description: Lab systems of a lablease server as an inventory
-version_added: 0.1.0
+version_added: 1.0.0
 description:
   - Lists the systems of a lablease server as hosts - all that the token's user may see, the ones the user owns,
     or the ones the user holds a reservation on now - optionally only of some architecture, lab, pool or condition.

@@ -11,7 +11,7 @@ DOCUMENTATION = r"""
 ---
 module: access_policy
 short_description: Manage the access policy (permission rules) of a lab system
-version_added: 0.1.0
+version_added: 1.0.0
 description:
   - Adds or removes rules of a system's access policy, or makes the policy exactly the rules given, and chooses
     whether the system uses a pool's policy instead of its own.

@@ -11,7 +11,7 @@ DOCUMENTATION = r"""
 ---
 module: advance_reservation
 short_description: Book lab systems for a future window with a Grid Engine style advance reservation
-version_added: 0.1.0
+version_added: 1.0.0
 description:
   - Makes sure the caller has an advance reservation (AR) named O(name) (O(state=present)) or has none
     (O(state=absent)). An AR books a set of systems for a window - O(start) to O(end), or O(duration) long -

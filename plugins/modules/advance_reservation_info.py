@@ -11,7 +11,7 @@ DOCUMENTATION = r"""
 ---
 module: advance_reservation_info
 short_description: List advance reservations of lab systems
-version_added: 0.1.0
+version_added: 1.0.0
 description:
   - Lists advance reservations (ARs) on a lablease server - the caller's, a user's, everybody's, or one by id -
     like Grid Engine's C(qrstat).

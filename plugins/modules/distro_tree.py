@@ -11,7 +11,7 @@ DOCUMENTATION = r"""
 ---
 module: distro_tree
 short_description: Register, change or remove an installable distro tree on a lablease server
-version_added: 0.1.0
+version_added: 1.0.0
 description:
   - Makes sure a distro tree - an installer tree with its kernel and initrd that systems can be provisioned
     with (M(lablease.lab.provision)) and that jobs' C(distro_requires) match - is registered

@@ -11,7 +11,7 @@ DOCUMENTATION = r"""
 ---
 module: group
 short_description: Create, change or delete a group of lablease users
-version_added: 0.1.0
+version_added: 1.0.0
 description:
   - Makes sure a group exists with the given description, members, owners and webhook, or does not exist.
   - Any user may create a group and then owns it; only owners (and administrators) change or delete it.

@@ -11,7 +11,7 @@ DOCUMENTATION = r"""
 ---
 module: health_check
 short_description: Define, change or delete a health check run on lab systems
-version_added: 0.1.0
+version_added: 1.0.0
 description:
   - Makes sure a health check exists with the given scope, job and cadence, or does not exist.
   - A health check is a job the server's scheduler runs on a system like any recipe, to decide whether the system

@@ -11,7 +11,7 @@ DOCUMENTATION = r"""
 ---
 module: job
 short_description: Submit a job to the lablease scheduler, wait for its systems, or cancel it
-version_added: 0.1.0
+version_added: 1.0.0
 description:
   - Submits a job - job XML from a file or a string, or its JSON form written as YAML - and optionally waits
     until every recipe is running, returning the systems the scheduler assigned.

@@ -11,7 +11,7 @@ DOCUMENTATION = r"""
 ---
 module: loan
 short_description: Lend a lab system to a user, extend the loan, or return it
-version_added: 0.1.0
+version_added: 1.0.0
 description:
   - Makes sure a system is lent to a user (O(state=present)) or not lent (O(state=absent)).
   - While a system is lent, only the recipient, the system's owner and administrators may reserve it.

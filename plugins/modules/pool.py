@@ -11,7 +11,7 @@ DOCUMENTATION = r"""
 ---
 module: pool
 short_description: Create, change or delete a pool of lab systems
-version_added: 0.1.0
+version_added: 1.0.0
 description:
   - Makes sure a pool exists with the given description, owning group, automation floor and systems, or does not
     exist.

@@ -11,7 +11,7 @@ DOCUMENTATION = r"""
 ---
 module: power
 short_description: Power a lab system on or off, or reboot it, through the lablease server
-version_added: 0.1.0
+version_added: 1.0.0
 description:
   - Queues a power command for O(system) on the lablease server, which runs it with the system's power
     driver (retrying it), and with O(wait) waits until the command has completed.

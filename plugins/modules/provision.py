@@ -11,7 +11,7 @@ DOCUMENTATION = r"""
 ---
 module: provision
 short_description: Install a distro tree on a reserved lab system and wait until it runs
-version_added: 0.1.0
+version_added: 1.0.0
 description:
   - Asks the lablease server to install the distro tree O(distro) on O(system) - the server writes the netboot
     configuration and kickstart, power-cycles the system and follows the installer - and, with O(wait), waits

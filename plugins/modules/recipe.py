@@ -11,7 +11,7 @@ DOCUMENTATION = r"""
 ---
 module: recipe
 short_description: Report task results of a running recipe, and finish it
-version_added: 0.1.0
+version_added: 1.0.0
 description:
   - Reports task results of a recipe (one system of a job) and finishes it - C(completed) with a result, or
     C(aborted) - which returns the system (or keeps it for the job's owner when the recipe's C(reservesys) says so).

@@ -11,7 +11,7 @@ DOCUMENTATION = r"""
 ---
 module: reservation
 short_description: Reserve a lab system for a limited time, or return it
-version_added: 0.1.0
+version_added: 1.0.0
 description:
   - Reserves a system on a lablease server for the calling user, now or in advance, or returns it.
   - Idempotent. With O(state=present), a reservation the caller already holds on the system is kept

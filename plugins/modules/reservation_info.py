@@ -11,7 +11,7 @@ DOCUMENTATION = r"""
 ---
 module: reservation_info
 short_description: List reservations of lab systems
-version_added: 0.1.0
+version_added: 1.0.0
 description:
   - Lists reservations on a lablease server - the caller's, a system's, or one by id - newest first.
 author:

@@ -11,7 +11,7 @@ DOCUMENTATION = r"""
 ---
 module: schedule
 short_description: Book a generic resource (IP address, VLAN, licence seat) on a schedule
-version_added: 0.1.0
+version_added: 1.0.0
 description:
   - Books a resource of a generic schedule subject on a lablease server for the caller, or cancels the booking.
   - Schedule subjects (for example V(vlans)) and their resources' capacities are set up by an administrator;

@@ -11,7 +11,7 @@ DOCUMENTATION = r"""
 ---
 module: system
 short_description: Add, change or remove a lab system (administrators)
-version_added: 0.1.0
+version_added: 1.0.0
 description:
   - Makes sure a system exists on a lablease server with the given settings, or is removed.
   - Only the options given are compared and changed; the others keep their value on the server.

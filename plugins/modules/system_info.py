@@ -11,7 +11,7 @@ DOCUMENTATION = r"""
 ---
 module: system_info
 short_description: Find lab systems, and which are free when
-version_added: 0.1.0
+version_added: 1.0.0
 description:
   - Shows one system, or lists the systems the caller may see, filtered by architecture, lab, pool, owner,
     condition, who reserved them, or a window in which they must be free.

@@ -17,7 +17,7 @@ description:
   - Idempotent. With O(state=present), a reservation the caller already holds on the system is kept
     (not changed); it is extended when a later end is asked. A system held by somebody else fails the task,
     saying by whom and until when. With O(state=absent), the caller's reservations on the system are returned;
-    nothing held means nothing changed. The reservation a recipe runs on (kind V(recipe)) is not returned: the
+    nothing held means nothing changed. The reservation a recipe runs on (kind V(recipe)) is not returned; the
     task fails with the server's answer naming the recipe and its job; it ends with the recipe (cancel the job
     with M(lablease.lab.job), or finish the recipe).
   - Every reservation has an end (the server's default, 24 hours unless the site changed it, when neither

@@ -263,9 +263,17 @@ def test_job_wait_recipe_finish_and_cancel(server, tmp_path):
     [nothing] = results(env, cancel)
     assert nothing["changed"] is False
 
-    # a job nothing can satisfy: waiting times out, saying why; cancelling it is a change once
+    # a job no system could ever run is refused at once: nothing is submitted
+    impossible = ('<job><whiteboard>impossible</whiteboard><recipeSet><recipe><hostRequires>'
+                  '<arch op="=" value="s390x"/></hostRequires></recipe></recipeSet></job>')
+    [refused] = results(env, playbook(tmp_path, [{"name": "impossible", "lablease.lab.job": {"xml": impossible}}],
+                                      "impossible.yml"))
+    assert refused["failed"] and not refused["changed"] and "can never start" in refused["msg"], refused
+    # a job whose only system is held: waiting times out, saying why; cancelling it is a change once
+    held = server.admin.post("/reservations", json={"system": "a3.lab.test", "duration": "1h"})
+    assert held.status_code == 201, held.text
     xml = ('<job><whiteboard>never</whiteboard><recipeSet><recipe><hostRequires>'
-           '<arch op="=" value="s390x"/></hostRequires></recipe></recipeSet></job>')
+           '<hostname op="=" value="a3.lab.test"/></hostRequires></recipe></recipeSet></job>')
     never = playbook(tmp_path, [{"name": "never", "lablease.lab.job": {"xml": xml, "wait": True, "wait_timeout": 3,
                                                                        "wait_sleep": 1}}], "never.yml")
     [timeout] = results(env, never)
@@ -284,7 +292,7 @@ def test_job_wait_recipe_finish_and_cancel(server, tmp_path):
     assert again["changed"] is False
 
     xml_file = tmp_path / "job.xml"
-    xml_file.write_text(xml.replace("s390x", "x86_64").replace("never", "from a file"))
+    xml_file.write_text(xml.replace("never", "from a file"))
     from_file = playbook(tmp_path, [{"name": "file", "lablease.lab.job": {"xml_file": str(xml_file)},
                                      "register": "submitted"},
                                     {"name": "cancel", "lablease.lab.job": {"job_id": "{{ submitted.job_id }}",
@@ -292,6 +300,7 @@ def test_job_wait_recipe_finish_and_cancel(server, tmp_path):
     made, gone = results(env, from_file)
     assert made["changed"] and made["job"]["whiteboard"] == "from a file" and gone["changed"]
     assert server.alice.get(f"/jobs/{made['job_id']}").json()["recipe_sets"][0]["recipes"][0]["status"] == "cancelled"
+    assert server.admin.delete(f"/reservations/{held.json()['id']}").status_code == 204
 
 
 def examples_play(server, tmp_path, module, user):

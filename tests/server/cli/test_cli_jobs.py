@@ -485,3 +485,18 @@ def test_distros_lists_and_filters(cli, server):
 def test_job_usage_errors_exit_2(cli, argv):
     result = cli(*argv)
     assert (result.code, result.out) == (ExitStatus.USAGE, "")
+
+
+def test_return_of_a_recipes_reservation_exits_5_naming_the_recipe_and_the_job(cli, automated, submit, server):
+    automated("ret1.lab.test")
+    job = submit(job_xml("ret1.lab.test"), user="bob")
+    [recipe] = recipes(job)
+    assert recipe["status"] == "running" and recipe["reservation"]
+    result = cli("return", str(recipe["reservation"]), user="bob")
+    assert result.code == ExitStatus.CONFLICT == 5 and result.out == "" and result.err.count("\n") == 1
+    assert result.err.startswith(f"lablease: reservation {recipe['reservation']} is held by recipe {recipe['id']} "
+                                 f"of job {job['id']}")
+    assert f"lablease job cancel {job['id']}" in result.err
+    assert server.admin.get(f"/recipes/{recipe['id']}").json()["status"] == "running"
+    cli.ok("job", "cancel", str(job["id"]), user="bob")
+    assert server.admin.get(f"/reservations/{recipe['reservation']}").json()["state"] == "returned"

@@ -52,6 +52,7 @@ def test_secret_variables_are_masked_in_every_answer_and_the_activity_log(db, tm
     assert install["ks_meta"] == "root_password=******** api_token=******** packages=vim"
     _, shown = lab.alice.get(f"/installations/{install['id']}")
     assert "rootpw --iscrypted ********" in shown["kickstart"]
+    lab.system("r1.lab.test", condition="automated")  # (a job no system could ever run is refused)
     _, job = lab.alice.post("/jobs", {"recipe_sets": [{"recipes": [{"ks_meta": "root_password=r3cipe-pw"}]}]})
     recipe = job["recipe_sets"][0]["recipes"][0]["id"]
     assert lab.admin.patch("/distro-trees/1", {"ks_meta": "lang=C root_password=tr33-pw"})[0] == 200

@@ -22,7 +22,13 @@ from .test_provisioning_api import TREE, setup as provisioning_setup
 
 LIMIT = 2
 ROWS = 5  # three pages of two
-UNSATISFIABLE = {"recipe_sets": [{"recipes": [{"host_requires": {"field": "arch", "op": "=", "value": "s390x"}}]}]}
+# Queued for good: its only system is reserved for the whole test (one that could never start is refused).
+QUEUED = {"recipe_sets": [{"recipes": [{"host_requires": {"field": "arch", "op": "=", "value": "s390x"}}]}]}
+
+
+def _busy_s390x(lab):
+    lab.system("j.lab.test", condition="automated", arch="s390x")
+    assert lab.admin.post("/reservations", {"system": "j.lab.test", "duration": "1w"})[0] == 201
 
 
 def follow(caller, url):
@@ -113,10 +119,9 @@ KINDS = {
         "/reservations/{id}/activity", "alice",
         lambda lab, n: lab.alice.patch(f"/reservations/{lab.extra['id']}", {"extend_by": "1m"}),
         key=lambda r: (r["action"], r["field"], r["new"]), prepare=_reserve_for_activity),
-    "jobs": Kind("/jobs", "alice", lambda lab, n: lab.alice.post("/jobs", UNSATISFIABLE),
-                 prepare=lambda lab: lab.system("j.lab.test", condition="automated")),
-    "queue": Kind("/queue", "alice", lambda lab, n: lab.alice.post("/jobs", UNSATISFIABLE), key=lambda r: r["recipe"],
-                  prepare=lambda lab: lab.system("j.lab.test", condition="automated")),
+    "jobs": Kind("/jobs", "alice", lambda lab, n: lab.alice.post("/jobs", QUEUED), prepare=_busy_s390x),
+    "queue": Kind("/queue", "alice", lambda lab, n: lab.alice.post("/jobs", QUEUED), key=lambda r: r["recipe"],
+                  prepare=_busy_s390x),
     "advance reservations": Kind("/advance-reservations", "admin", _advance_reservation,
                                  prepare=lambda lab: lab.system("ar.lab.test", condition="automated")),
     "distro trees": Kind("/distro-trees", "alice",

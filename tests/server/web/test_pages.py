@@ -29,8 +29,12 @@ def test_the_systems_list_counts_filters_groups_and_pages(web, person):
     grouped = alice.page("/systems?group=holder")
     assert re.findall(r'scope="rowgroup">([^<]+)<', grouped) == ["(free)", "bob"]
     assert rows(grouped) == ["broken.lab.test", "s0.lab.test", "s2.lab.test", "s1.lab.test"]
-    # a job nothing can run (no Automated system): more queued than available turns the header red
+    # a job waiting for its only Automated system, which then breaks (one no system could ever run is refused
+    # at submit): more queued than available turns the header red
+    web.admin.patch("/systems/broken.lab.test", {"condition": "automated"})
+    assert web.admin.post("/reservations", {"system": "broken.lab.test", "duration": "2h"})[0] == 201
     assert web.alice.post("/jobs", {"recipe_sets": [{"recipes": [{}]}]})[0] == 201
+    web.admin.patch("/systems/broken.lab.test", {"condition": "broken"})
     web.admin.patch("/systems/s0.lab.test", {"condition": "broken"})
     web.admin.patch("/systems/s2.lab.test", {"condition": "broken"})
     html = alice.page("/systems")

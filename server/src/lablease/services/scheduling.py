@@ -295,14 +295,16 @@ def could_ever_start(session, recipe_set: RecipeSet) -> bool:
     only otherwise is the matching tried.
     """
     waiting = [r for r in recipe_set.recipes if r.status in WAITING]
-    given = (select(ClassCandidate.class_id, ClassCandidate.system_id)
-             .join(System, System.id == ClassCandidate.system_id)
-             .where(ClassCandidate.class_id.in_({r.class_id for r in waiting}), System.condition == "automated"))
-    by_class: dict[int, list[int]] = {}
-    for class_id, system_id in session.execute(given).all():
-        by_class.setdefault(class_id, []).append(system_id)
-    if all(len(by_class.get(r.class_id, ())) >= len(waiting) for r in waiting):
+    given = (ClassCandidate.class_id.in_({r.class_id for r in waiting}), System.condition == "automated")
+    counts = dict(session.execute(select(ClassCandidate.class_id, func.count())
+                                  .join(System, System.id == ClassCandidate.system_id).where(*given)
+                                  .group_by(ClassCandidate.class_id)).all())
+    if all(counts.get(r.class_id, 0) >= len(waiting) for r in waiting):
         return True
+    by_class: dict[int, list[int]] = {}
+    rows = select(ClassCandidate.class_id, ClassCandidate.system_id).join(System, System.id == ClassCandidate.system_id)
+    for class_id, system_id in session.execute(rows.where(*given)).all():
+        by_class.setdefault(class_id, []).append(system_id)
     needs = [Need(recipe.id, tuple(by_class.get(recipe.class_id, ()))) for recipe in waiting]
     return place(needs, lambda system, runtime: True) is not None
 

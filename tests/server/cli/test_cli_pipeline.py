@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parents[3]
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     live = LiveServer(tmp_path_factory.mktemp("pipeline"), settings={"gunicorn_keepalive": f"{KEEPALIVE}s"}).start()
-    for name in ("alice", "bob", "dave"):
+    for name in ("alice", "bob", "dave", "erin"):
         live.add_user(name)
     try:
         yield live
@@ -387,6 +387,30 @@ def test_a_granted_wait_nobody_confirms_is_returned_within_its_take_by_or_heartb
         assert json.loads(again.out)["id"] == queued["id"]
         beat = cli("heartbeat", str(queued["id"]), user="alice")
         assert beat.code == ExitStatus.LOST and "was already returned" in beat.err  # not 5: "taken"
+
+
+def test_a_blocking_wait_that_sees_its_grant_confirms_it(cli, server, add_system):
+    """The pipeline blocking on its wait is alive when the grant comes: --take-by must not return it under the
+    tests that follow (docs/cli.md's CI recipe runs them right after `reserve --block`)."""
+    fqdn = "confirm1.lab.test"
+    held = held_by_bob(cli, add_system, fqdn)
+    waiting = subprocess.Popen([str(SCRIPT), "reserve", fqdn, "--wait", "--block", "--duration", "1h", "--take-by",
+                                "5m", "--interval", "0.5", "--json"], env=env_of(server, "erin"),
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    erin = server.api("erin")  # waits only here
+    try:
+        until(lambda: [r for r in erin.get("/reservations").json() if r.get("state") == "waiting"])
+        cli.ok("return", str(held["id"]), user="bob")
+        out, err = waiting.communicate(timeout=30)
+    finally:
+        if waiting.poll() is None:
+            waiting.kill()
+    assert waiting.returncode == 0, (out, err)
+    printed = json.loads(out)
+    now = erin.get(f"/reservations/{printed['id']}").json()
+    assert (now["state"], now["system"]) == ("active", fqdn)
+    assert now["wait"]["granted_at"] and now["wait"]["confirmed_at"], now["wait"]  # take_by no longer applies
+    assert printed["wait"]["confirmed_at"] == now["wait"]["confirmed_at"]
 
 
 def test_heartbeat_every_stops_when_the_pipelines_shell_is_gone(cli, server, add_system):

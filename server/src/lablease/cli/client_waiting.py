@@ -36,7 +36,7 @@ def reserve_waiting(api: Api, args) -> Outcome:
         word, status = stopped(stop)
         raise ClientError(f"{word}; {leave_asked(api, ask, args.request_id)}", status) from None
     if blocking:  # also a retry answering one that ended: not "granted"
-        reservation = wait_until_granted(api, reservation, args.timeout, args.interval)
+        reservation = confirmed(api, wait_until_granted(api, reservation, args.timeout, args.interval))
     if reservation.get("state") == "waiting":
         return Outcome(reservation, RESERVATION, waiting_line(reservation))
     return Outcome(reservation, RESERVATION)
@@ -78,6 +78,19 @@ def wait_until_granted(api: Api, reservation: dict, timeout: float | None, inter
     if reservation.get("state") != "active":
         raise ClientError(*ended(reservation), outcome=shown(reservation))
     return reservation
+
+
+def confirmed(api: Api, reservation: dict) -> dict:
+    """A blocking wait that sees its grant is the pipeline that asked, alive: it confirms the grant (as a
+    heartbeat does), so `--take-by` returns only grants nobody is left to take."""
+    wait = reservation.get("wait") or {}
+    if not wait.get("take_by") or wait.get("confirmed_at"):
+        return reservation
+    try:
+        return api.post(f"/reservations/{reservation['id']}/heartbeat", idempotent=True)
+    except ClientError as error:  # lost between the poll and the confirmation (10): its id is printed
+        error.outcome = error.outcome or shown(reservation)
+        raise
 
 
 def shown(reservation: dict) -> Outcome:

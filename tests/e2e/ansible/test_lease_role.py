@@ -105,6 +105,25 @@ def test_handing_over_a_reservation_of_another_system_is_refused(server, tmp_pat
     server.alice.delete(f"/reservations/{other['id']}").raise_for_status()
 
 
+def test_handing_over_a_recipes_reservation_is_refused_before_any_task(server, tmp_path):
+    server.admin_cli("system", "add", "j1.lab.test", "--arch", "x86_64", "--condition", "automated")
+    job = server.alice.post("/jobs", json={"recipe_sets": [{"recipes": [{"host_requires": {
+        "field": "hostname", "op": "=", "value": "j1.lab.test"}}]}]})
+    assert job.status_code == 201, job.text
+    [recipe] = [r for s in job.json()["recipe_sets"] for r in s["recipes"]]
+    recipe = server.admin.get(f"/recipes/{recipe['id']}").json()
+    assert recipe["status"] == "running" and recipe["reservation"], recipe
+    env = ansible_env(server)
+    proc = run(env, "ansible-playbook", str(lease_play(tmp_path, "recipes.yml", "j1.lab.test",
+                                                       tasks_file(tmp_path, "work.yml"),
+                                                       lease_reservation_id=recipe["reservation"])))
+    assert proc.returncode != 0 and "working on" not in proc.stdout
+    assert f"reservation {recipe['reservation']} is a recipe's (kind recipe)" in proc.stdout
+    assert reservation(server, recipe["reservation"])["state"] == "active"
+    assert server.admin.get(f"/recipes/{recipe['id']}").json()["status"] == "running"
+    server.alice.post(f"/jobs/{job.json()['id']}/cancel").raise_for_status()
+
+
 # -- module_defaults, the reasons of failures while acquiring ------------------------------------------------
 
 

@@ -4,6 +4,8 @@ Returning the reservation a recipe runs on is refused (409 naming the recipe and
 ending it (a removed system, a loan that ended) ends the recipe first; and the database itself refuses a
 running recipe without its reservation, or two overlapping bookings of one system (migration 0024).
 """
+from datetime import timedelta
+
 import pytest
 from sqlalchemy import bindparam, text
 from sqlalchemy.exc import IntegrityError
@@ -32,6 +34,22 @@ def _held_by(lab, fqdn):
     status, reservation = lab.admin.get(f"/reservations/{system['reservation']['id']}")
     assert status == 200, reservation
     return reservation
+
+
+def test_an_earlier_end_of_a_recipes_reservation_is_refused_as_its_return_a_later_one_is_taken(lab):
+    lab.system("n1.lab.test", condition="automated")
+    running = _job(lab, "alice", runtime_limit=7200)
+    held = _held_by(lab, "n1.lab.test")
+    assert held["kind"] == "recipe" and held["end"] is not None, held
+    status, problem = lab.alice.patch(f"/reservations/{held['id']}", {"end": at(START + timedelta(minutes=1))})
+    assert status == 409, problem
+    assert f"recipe {running['id']} of job {running['job']}" in problem["detail"], problem
+    assert "an earlier end would end the recipe" in problem["detail"], problem
+    assert f"lablease job cancel {running['job']}" in problem["detail"], problem
+    assert _held_by(lab, "n1.lab.test")["end"] == held["end"]
+    status, later = lab.alice.patch(f"/reservations/{held['id']}", {"extend_by": "1h"})
+    assert status == 200 and later["end"] > held["end"], later
+    assert _recipe(lab, running["id"])["status"] == "running"
 
 
 def test_returning_a_recipes_reservation_is_refused_naming_the_recipe_and_the_way_out(lab):

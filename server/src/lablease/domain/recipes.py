@@ -67,14 +67,25 @@ def keeps_system(reservesys: dict | None, status: str, result: str) -> bool:
     return bool(reservesys.get(flag, True))
 
 
-def refuse_return(reservation_id: int, recipe_id: int, job_id: int, status: str, fqdn: str) -> Conflict:
+def refuse_return(reservation_id: int, recipe_id: int, job_id: int, status: str, fqdn: str,
+                  why: str = "it ends with the recipe") -> Conflict:
     """A person may not hand back the reservation a recipe runs on: the recipe would go on using the system
     while the scheduler gives it to other work. Ending the recipe frees it (docs/scheduler.md)."""
     return Conflict(
         f"reservation {reservation_id} is held by recipe {recipe_id} of job {job_id}, which is {status} on "
-        f"{fqdn}; it ends with the recipe: cancel the job (lablease job cancel {job_id}) or finish the recipe "
+        f"{fqdn}; {why}: cancel the job (lablease job cancel {job_id}) or finish the recipe "
         f"(PATCH /api/v1/recipes/{recipe_id} with status completed or aborted)",
         recipe=recipe_id, job=job_id)
+
+
+def refuse_shortening(reservation_id: int, recipe_id: int, job_id: int, status: str, fqdn: str,
+                      old_end, new_end) -> None:
+    """An earlier end of the reservation a recipe runs on is a return put off (the recipe would be ended
+    when it came): refused as a return is. A later end (more time for the recipe) is fine."""
+    if new_end is None or (old_end is not None and new_end >= old_end):
+        return
+    raise refuse_return(reservation_id, recipe_id, job_id, status, fqdn,
+                        "an earlier end would end the recipe, so its end only moves later; to end it sooner")
 
 
 def never_starts(position: int, recipes: int, usable: list[str]) -> Conflict:

@@ -79,8 +79,20 @@ def _holding_recipe(session, reservation: Reservation) -> Recipe | None:
     changes first, so a recipe just finished or detached is seen as it is now)."""
     if reservation.kind != "recipe":
         return None
-    return session.execute(select(Recipe).where(Recipe.reservation_id == reservation.id,
+    return _recipe_holding_by(session, reservation.id)
+
+
+def _recipe_holding_by(session, reservation_id: int) -> Recipe | None:
+    return session.execute(select(Recipe).where(Recipe.reservation_id == reservation_id,
                                                 Recipe.status.in_(recipe_rules.HOLDING))).unique().scalar_one_or_none()
+
+
+def keep_recipe_end(session, reservation_id: int, kind: str, fqdn: str, old_end, new_end) -> None:
+    """A holder moving the end of the reservation a recipe runs on earlier is refused as its return is
+    (domain/recipes.py refuse_shortening); later is fine."""
+    recipe = _recipe_holding_by(session, reservation_id) if kind == "recipe" else None
+    if recipe is not None:
+        recipe_rules.refuse_shortening(reservation_id, recipe.id, recipe.job_id, recipe.status, fqdn, old_end, new_end)
 
 
 def _holder_loan(session, reservation: Reservation) -> Loan | None:

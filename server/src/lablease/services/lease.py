@@ -76,6 +76,7 @@ def extend(uow, actor: Actor, now: datetime, policy: rules.ReservationPolicy, re
     change = decide.decide_extend(lease, now, policy, _warn_leads(uow.settings), end, extend_by)
     if isinstance(change, Blocked):
         raise _holder_in_the_way(uow.session, lease, change)
+    endings.keep_recipe_end(uow.session, lease.id, lease.kind, lease.fqdn, lease.end_at, change.reservation["end_at"])
     return _write(uow, actor, now, lease, change)
 
 

@@ -113,6 +113,8 @@ def extend(uow, actor: Actor, now: datetime, policy: rules.ReservationPolicy, re
     window = Window(reservation.start_at, reservation.end_at)
     new_end = rules.plan_new_end(now, policy, window, end, extend_by,
                                  loan_end=loan_end_of(session, reservation.system_id, reservation.user_id))
+    endings.keep_recipe_end(session, reservation.id, reservation.kind, reservation.system.fqdn, reservation.end_at,
+                            new_end)
     if reservation.ar_id is not None:
         advance_work.check_end_inside(session, reservation.ar_id, new_end, "extend_by" if extend_by is not None else "end")
     resource = calendar.lock_resource(session, reservation.system.resource_id)

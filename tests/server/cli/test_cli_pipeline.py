@@ -286,7 +286,8 @@ def held_by_bob_id(cli, fqdn: str) -> int:
 # --- a pipeline cancelled while it waits ----------------------------------------------------------
 
 @pytest.mark.parametrize("signum, status, word", [(signal.SIGTERM, ExitStatus.TERMINATED, "terminated"),
-                                                  (signal.SIGINT, ExitStatus.INTERRUPTED, "interrupted")])
+                                                  (signal.SIGINT, ExitStatus.INTERRUPTED, "interrupted"),
+                                                  (signal.SIGHUP, ExitStatus.HUNG_UP, "hung up")])
 def test_a_blocking_wait_stopped_by_a_signal_leaves_the_line(cli, server, add_system, signum, status, word):
     fqdn = f"sig{signum}.lab.test"
     held = held_by_bob(cli, add_system, fqdn)
@@ -433,6 +434,8 @@ def test_heartbeat_every_stops_when_the_pipelines_shell_is_gone(cli, server, add
             if process.poll() is None:
                 process.kill()
     assert (beating.returncode, err) == (0, "")
+    gone = cli("heartbeat", str(reservation["id"]), "--every", "60", "--while-pid", str(shell.pid), user="alice")
+    assert (gone.code, gone.err) == (ExitStatus.USAGE, f"lablease: --while-pid {shell.pid}: no such process\n")
     assert f"process {shell.pid} is gone: no more heartbeats for reservation {reservation['id']}" in out
     cli.ok("return", str(reservation["id"]), user="alice")
     lost = cli("heartbeat", str(reservation["id"]), "--every", "1", user="alice")

@@ -173,7 +173,7 @@ def test_a_request_id_reused_for_another_wait_is_refused_naming_what_differs(lab
     for change, differs in (({"duration": "3h"}, "duration (first 2h, now 3h)"),
                             ({"heartbeat": "20m"}, "heartbeat (first 10m, now 20m)"),
                             ({"system": "s2.lab.test"}, "system (first s1.lab.test, now s2.lab.test)"),
-                            ({"take_by": "15m"}, "take_by (first None, now 15m)"),
+                            ({"take_by": "15m"}, "take_by (first none, now 15m)"),
                             ({"priority": "High"}, "priority (first Normal, now High)"),
                             ({"wait": False}, "wait (first true, now false)")):
         status, problem = lab.bob.post("/reservations", {**asked, **change})

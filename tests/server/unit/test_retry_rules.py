@@ -27,7 +27,7 @@ def test_what_differs_is_named_with_both_values():
     asked = ReserveAsked("s2.lab.test", start=T0 + H, duration="unlimited", heartbeat=timedelta(minutes=5))
     assert reserve_differences(asked, MADE) == [
         "system (first s1.lab.test, now s2.lab.test)", "start (first 2026-11-22T12:00:00Z, now 2026-11-22T13:00:00Z)",
-        "duration (first limited, now unlimited)", "heartbeat (first None, now 5m)"]
+        "duration (first limited, now unlimited)", "heartbeat (first none, now 5m)"]
 
 
 def test_a_returned_reservations_end_is_not_compared_but_the_rest_is():

@@ -115,6 +115,8 @@ def heartbeat(api: Api, args) -> Outcome:
     A reservation already returned exits 10 (LOST) whichever it is."""
     if args.while_pid is not None and args.every is None:
         raise ClientError("--while-pid needs --every (how often to send a heartbeat)", ExitStatus.USAGE)
+    if args.while_pid is not None and not alive(args.while_pid):  # a typo'd pid would stop the heartbeats at once
+        raise ClientError(f"--while-pid {args.while_pid}: no such process", ExitStatus.USAGE)
     reservation = beat(api, args.id)
     if args.every is None:
         return Outcome(reservation, RESERVATION, f"reservation {args.id}: next heartbeat due by "

@@ -52,17 +52,25 @@ class ClientError(Exception):
 
 
 class Terminated(BaseException):
-    """SIGTERM (what CI sends to cancel a job), raised where the command is, as Ctrl-C raises
-    KeyboardInterrupt: a wait can clean up after itself and say so before the command exits 143."""
+    """SIGTERM (what CI sends to cancel a job) or SIGHUP (its terminal or ssh session gone), raised where the
+    command is, as Ctrl-C raises KeyboardInterrupt: a wait can clean up after itself and say so before the
+    command exits 143 (129)."""
+
+    def __init__(self, signum: int = signal.SIGTERM):
+        super().__init__(signum)
+        self.signum = signum
 
 
-STOPPED = {KeyboardInterrupt: ("interrupted", ExitStatus.INTERRUPTED),
-           Terminated: ("terminated", ExitStatus.TERMINATED)}
+# The signals that stop a command as Ctrl-C does: each raises Terminated while the command runs.
+STOPPING = (signal.SIGTERM, signal.SIGHUP)
+STOPPED = {signal.SIGINT: ("interrupted", ExitStatus.INTERRUPTED),
+           signal.SIGTERM: ("terminated", ExitStatus.TERMINATED),
+           signal.SIGHUP: ("hung up", ExitStatus.HUNG_UP)}
 
 
 def stopped(stop: BaseException) -> tuple[str, ExitStatus]:
-    """("interrupted", 130) for Ctrl-C, ("terminated", 143) for SIGTERM."""
-    return STOPPED[Terminated if isinstance(stop, Terminated) else KeyboardInterrupt]
+    """("interrupted", 130) for Ctrl-C, ("terminated", 143) for SIGTERM, ("hung up", 129) for SIGHUP."""
+    return STOPPED[stop.signum if isinstance(stop, Terminated) else signal.SIGINT]
 
 
 def _main_thread() -> bool:
@@ -71,18 +79,19 @@ def _main_thread() -> bool:
 
 @contextlib.contextmanager
 def sigterm_raises():
-    """While the command runs, SIGTERM raises Terminated (Python's default would end it silently)."""
+    """While the command runs, SIGTERM and SIGHUP raise Terminated (Python's default would end it silently)."""
     if not _main_thread():
         yield
         return
 
-    def terminate(_signum, _frame):
-        raise Terminated()
-    previous = signal.signal(signal.SIGTERM, terminate)
+    def terminate(signum, _frame):
+        raise Terminated(signum)
+    previous = {number: signal.signal(number, terminate) for number in STOPPING}
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for number, handler in previous.items():
+            signal.signal(number, handler)
 
 
 @contextlib.contextmanager
@@ -91,7 +100,7 @@ def signals_held():
     if not _main_thread():
         yield
         return
-    previous = {number: signal.signal(number, signal.SIG_IGN) for number in (signal.SIGINT, signal.SIGTERM)}
+    previous = {number: signal.signal(number, signal.SIG_IGN) for number in (signal.SIGINT, *STOPPING)}
     try:
         yield
     finally:

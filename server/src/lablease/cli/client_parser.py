@@ -62,7 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Exit status: 0 ok, 1 error, 2 usage (also a URL or token that cannot be a lablease server's), "
                "3 not found, 4 forbidden, 5 conflict, 6 invalid input, 7 server unreachable, 8 what --wait waited "
                "for ended or failed, 9 timed out, 10 the reservation was already returned (lost), "
-               "25 limit of advance reservations reached, 130 interrupted, 143 terminated (SIGTERM); "
+               "25 limit of advance reservations reached, 129 hung up (SIGHUP), 130 interrupted, 143 terminated (SIGTERM); "
                "docs/cli.md lists them.")
     parser.add_argument("--version", action="version", version=f"lablease {installed_version()}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)

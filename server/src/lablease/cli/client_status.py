@@ -22,6 +22,7 @@ class ExitStatus(IntEnum):
     TIMED_OUT = 9  # --timeout: the time ran out first
     LOST = 10  # the reservation acted on was already returned (a missed heartbeat, its end): the system is gone
     LIMIT = 25  # 429 from `ar create`: the limit of active advance reservations is reached (qrsub's 25)
+    HUNG_UP = 129  # SIGHUP (the terminal or the ssh session that ran it went away): 128 + 1
     INTERRUPTED = 130  # Ctrl-C (SIGINT)
     TERMINATED = 143  # SIGTERM (what CI sends on cancel): 128 + 15, as a shell reports it
 

@@ -48,6 +48,18 @@ class ReserveMade:
     returned: bool = False
 
 
+def _differs(found: list[str], name: str, first, again) -> None:
+    """One difference in words: "heartbeat (first none, now 10m)" — a value not asked is "none", never None."""
+    if first != again:
+        found.append(f"{name} (first {_said(first)}, now {_said(again)})")
+
+
+def _said(value) -> str:
+    if value is None:
+        return "none"
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
 def _or_no_end(moment: datetime | None) -> str:
     return format_time(moment) or "no end"
 
@@ -64,8 +76,7 @@ def reserve_differences(asked: ReserveAsked, made: ReserveMade) -> list[str]:
     found = []
 
     def differs(name: str, first, again) -> None:
-        if first != again:
-            found.append(f"{name} (first {first}, now {again})")
+        _differs(found, name, first, again)
 
     differs("system", made.system, asked.system.lower())
     # A start a little in the past (or none) became the moment the first request was made.
@@ -110,8 +121,7 @@ def wait_differences(asked: WaitAsked, made: WaitAsked) -> list[str]:
     found = []
 
     def differs(name: str, first, again) -> None:
-        if first != again:
-            found.append(f"{name} (first {first}, now {again})")
+        _differs(found, name, first, again)
 
     def human(value: timedelta | None, none: str | None = None):
         return format_human(value) if value is not None else none

@@ -1,15 +1,20 @@
 """Idempotency-Key on every writing POST: a retry gets the first answer, never a second object."""
+import json
 import stat
+import time
+from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 
 import pytest
+from sqlalchemy import func, select, text
+from sqlalchemy.orm import Session
 
 from lablease.config import Settings
+from lablease.domain.idempotency import body_hash
 from lablease.services import users
-from lablease.store.tables import IdempotencyRecord
+from lablease.store.tables import IdempotencyRecord, User
 from lablease.store.uow import UnitOfWork
 from lablease.worker.loop import Worker
-from sqlalchemy import func, select
 
 from tests.support.contract import check_answer
 
@@ -129,3 +134,42 @@ def test_the_worker_deletes_answers_kept_longer_than_idempotency_keep(lab):
     status, problem, replayed = send(lab, "/pools", {"name": "gpu"}, "old")
     assert status == 409 and replayed is None and "gpu" in problem["detail"]
     assert send(lab, "/pools", {"name": "cpu"}, "new")[2] == "true"
+
+
+def test_two_requests_at_once_with_one_key_make_one_answer_and_the_loser_keeps_nothing(lab):
+    """PostgreSQL, where two transactions really overlap: another request holding the key (its record inserted,
+    not yet committed) makes this one wait at its own insert; once the other commits, this one's writes are
+    rolled back and it answers with the other's record."""
+    if not lab.db.is_postgresql:
+        pytest.skip("SQLite runs one writing transaction at a time: the second reads the first's record")
+    body = {"name": "gpu"}
+    with Session(lab.db.writer) as other:
+        admin = other.execute(select(User.id).where(User.name == "admin")).scalar_one()
+        won = lab.admin.post("/pools", {"name": "won"})[1]  # an answer, told apart from what this request makes
+        other.add(IdempotencyRecord(user_id=admin, key="both", method="POST", path="/api/v1/pools",
+                                    body_hash=body_hash(json.dumps(body).encode(), True), status=201,
+                                    mimetype="application/json", answer=json.dumps(won), created_at=START))
+        other.flush()
+        with ThreadPoolExecutor(1) as pool:
+            answer = pool.submit(send, lab, "/pools", body, "both")
+            until(lambda: waiting_on_a_lock(lab) or answer.done())
+            other.commit()
+            status, got, replayed = answer.result(timeout=30)
+    assert (status, got, replayed) == (201, won, "true")
+    assert [p["name"] for p in lab.admin.get("/pools")[1]] == ["won"]  # the loser's gpu was rolled back with it
+
+
+def waiting_on_a_lock(lab) -> bool:
+    with lab.db.writer.connect() as connection:
+        return connection.execute(text("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+                                       "AND datname = current_database()")).scalar_one() > 0
+
+
+def until(check, seconds: float = 30):
+    """check()'s first true value, asked every 0.05 s for at most `seconds` (awaited, not a sleep)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if found := check():
+            return found
+        time.sleep(0.05)
+    raise AssertionError(f"not within {seconds} s")

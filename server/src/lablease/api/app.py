@@ -133,8 +133,8 @@ class LabLeaseApp:
                 # The schema's own guards (unique names, the exclusion constraint) caught a race: when it was a
                 # request sent twice at once with one key, the one that lost answers with the one that won.
                 log.info("integrity error on %s: %s", route.endpoint, error.orig)
-                if asked is not None and (first := self.first_answer(actor.id, key)) is not None:
-                    return replayed(key, asked, first)
+                if asked is not None and (first := self.first_answer(actor.id, key, asked)) is not None:
+                    return first
                 return errors.problem(409, "Conflict", errors.integrity_detail(error), "conflict")
         if uow.validate_only:  # says the server applied it: a server that did not would have kept the change
             response.headers["Validate-Only"] = "true"
@@ -157,9 +157,11 @@ class LabLeaseApp:
         path = request.full_path.rstrip("?")
         return idempotency.Asked(route.method, path, idempotency.body_hash(data, is_json=not route.raw))
 
-    def first_answer(self, user_id: int, key: str):
+    def first_answer(self, user_id: int, key: str, asked: idempotency.Asked) -> Response | None:
+        """The answer kept for the key by the request that won, in a transaction of its own (this one failed)."""
         with unit_of_work(self.db, self.settings, write=False) as uow:
-            return idempotency_records.find(uow.session, user_id, key)
+            first = idempotency_records.find(uow.session, user_id, key)
+            return replayed(key, asked, first) if first is not None else None
 
     def call(self, ctx: Context, method: str, path: str, query: dict, body) -> tuple[int, object]:
         """(status, answer) of one writing JSON route run in ctx's unit of work (POST /batch), or a refusal."""

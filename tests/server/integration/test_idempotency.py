@@ -98,8 +98,8 @@ def test_a_key_that_cannot_be_one_is_refused_and_nothing_is_made(lab, key):
 
 
 def test_a_refusal_is_not_kept_so_the_request_is_judged_again(lab):
-    status, _, _ = send(lab, "/systems/s2.lab.test/loan", {"recipient": "nobody"}, "loan-1")
-    assert status == 422 or status == 404
+    status, problem, _ = send(lab, "/systems/s2.lab.test/loan", {"recipient": "nobody"}, "loan-1")
+    assert status == 422 and problem["detail"] == "recipient: no user named nobody", problem
     lab.user("nobody")
     status, loan, replayed = send(lab, "/systems/s2.lab.test/loan", {"recipient": "nobody"}, "loan-1")
     assert status == 201 and replayed is None and loan["recipient"] == "nobody"

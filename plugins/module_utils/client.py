@@ -22,6 +22,7 @@ import json
 import re
 import socket
 import time
+import uuid
 from http.client import HTTPException
 from urllib.error import HTTPError, URLError
 from urllib.parse import quote, urlencode, urljoin
@@ -147,18 +148,25 @@ class Client:
         """(status, decoded JSON or None); raises LableaseError.
 
         Connection errors and 502/503/504 are retried with exponential backoff,
-        but only for idempotent calls (GET/PUT/DELETE, or a POST the caller
-        declares idempotent, such as a reservation with a request_id).
+        but only for idempotent calls (GET/PUT/DELETE, a POST the caller
+        declares idempotent, such as a reservation with a request_id, or any
+        other POST, which carries an Idempotency-Key of its own for it).
         ``raw`` (text or bytes) is sent as it is with ``content_type`` instead
         of ``body`` as JSON (job XML: application/xml).
         """
         method = method.upper()
-        if idempotent is None:
+        key = None
+        if idempotent is None and method == "POST" and not self.validate_only:
+            # a create carries an Idempotency-Key: sent again (a lost answer), the server answers it once more
+            # instead of making a second object (docs/api.md, "Retrying a write")
+            key, idempotent = "lablease.lab-%s" % uuid.uuid4().hex, True
+        elif idempotent is None:
             idempotent = method in IDEMPOTENT_METHODS
         validating = self.validate_only and method != "GET"
         if validating:  # nothing is kept, so asking again is safe
             query, idempotent = dict(query or {}, validate_only=True), True
-        response, answer = self.exchange(method, self.endpoint(path, query), body, idempotent, raw, content_type)
+        response, answer = self.exchange(method, self.endpoint(path, query), body, idempotent, raw, content_type,
+                                         key)
         if validating and response.headers.get("Validate-Only") != "true":
             raise LableaseError("the lablease server at %s does not know validate_only (it answered %s %s without "
                                 "saying it kept nothing); check mode needs a newer server" % (self.url, method, path),
@@ -169,9 +177,11 @@ class Client:
         """A `Batch` of writes for this server, sent as one request."""
         return Batch(self)
 
-    def exchange(self, method, target, body=None, idempotent=True, raw=None, content_type=None):
+    def exchange(self, method, target, body=None, idempotent=True, raw=None, content_type=None, key=None):
         """(response, decoded JSON or None): the server's answer to target (retried as request() says)."""
         headers = {"Authorization": "Bearer %s" % self.token, "Accept": "application/json"}
+        if key is not None:
+            headers["Idempotency-Key"] = key
         data = None
         if raw is not None:
             data = raw

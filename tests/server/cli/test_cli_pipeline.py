@@ -246,6 +246,47 @@ def test_a_create_that_never_gets_an_answer_names_its_request_id(cli):
     assert request_id.startswith("lablease-") and "answers it and never makes another" in failed.err
 
 
+@pytest.mark.parametrize("prefix, command, made_by_now, named_by", [
+    (b"POST /api/v1/pools ", ("pool", "create", "lostpool"), "/pools", "name"),
+    (b"POST /api/v1/systems/lost3.lab.test/loan ", ("loan", "grant", "lost3.lab.test", "alice"),
+     "/systems/lost3.lab.test/loans", "id"),
+], ids=["pool create", "loan grant"])
+def test_any_create_whose_answer_is_lost_is_sent_again_and_made_once(cli, server, add_system, prefix, command,
+                                                                     made_by_now, named_by):
+    if command[0] == "loan":
+        add_system("lost3.lab.test")
+    proxy = LosingProxy(server.port, prefix)
+    try:
+        env = {**cli.env("admin"), "LABLEASE_URL": proxy.url}
+        made = cli(*command, "--json", env=env)  # no --request-id given: the command makes one, sent both times
+    finally:
+        proxy.close()
+    assert proxy.lost == 1 and (made.code, made.err) == (0, ""), made
+    found = server.admin.get(made_by_now).json()
+    # one made, and it was the answer
+    assert [entry[named_by] for entry in found] == [json.loads(made.out)[named_by]]
+    again = cli(*command, "--json")  # a new command is a new request: the pool exists, the system is lent
+    assert again.code == ExitStatus.CONFLICT, again
+
+
+def test_a_create_sent_again_with_its_request_id_answers_the_first(cli):
+    first = json.loads(cli.ok("pool", "create", "idpool", "--request-id", "ci-pool-1", "--json").out)
+    assert json.loads(cli.ok("pool", "create", "idpool", "--request-id", "ci-pool-1", "--json").out) == first
+    refused = cli("pool", "create", "otherpool", "--request-id", "ci-pool-1")
+    assert refused.code == ExitStatus.CONFLICT and "ci-pool-1" in refused.err and "body" in refused.err
+    assert cli("pool", "create", "p", "--request-id", "a\tb").code == ExitStatus.USAGE
+
+
+def test_any_create_that_never_gets_an_answer_names_its_request_id(cli):
+    with socket.create_server(("127.0.0.1", 0)) as gone:  # a port nothing listens on any more
+        port = gone.getsockname()[1]
+    env = {**cli.env("alice"), "LABLEASE_URL": f"http://127.0.0.1:{port}"}
+    failed = cli("power", "any.lab.test", "on", env=env)
+    assert failed.code == ExitStatus.UNREACHABLE and failed.out == ""
+    request_id = failed.err.split("--request-id ")[1].split()[0]
+    assert request_id.startswith("lablease-") and "answers it and never does it again" in failed.err
+
+
 # --- a request_id reused with --wait --------------------------------------------------------------
 
 def test_a_retry_with_wait_must_ask_the_same_as_the_first(cli, add_system):

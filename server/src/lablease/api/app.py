@@ -15,7 +15,9 @@ from werkzeug.wrappers import Request, Response
 from ..config import Settings
 from ..domain import errors as domain_errors
 from ..domain.errors import DomainError, Invalid, Unauthenticated
+from ..domain import idempotency
 from ..domain.paging import PageRequest
+from ..services import idempotency as idempotency_records
 from ..services.token_cache import TokenCache
 from ..services.users import authenticate
 from ..store.auth_stamp import stamp_path
@@ -103,6 +105,7 @@ class LabLeaseApp:
         # Read the bounded body (413 past the limit) before the transaction: on SQLite a
         # writing transaction holds the database, and a slow upload must not hold it too.
         data = read_body(request, self.settings.max_body_bytes) if (route.body is not None or route.raw) else b""
+        key = request.headers.get(idempotency.HEADER) if route.method == "POST" and route.auth else None
         with unit_of_work(self.db, self.settings, self.waker, write=route.writes, read_first=route.read_first) as uow:
             now = self.clock()
             # Who is asking comes first: an anonymous caller learns nothing about its input.
@@ -115,18 +118,50 @@ class LabLeaseApp:
             ctx.call = lambda method, path, sub_query, sub_body: self.call(ctx, method, path, sub_query, sub_body)
             # ?validate_only=true: the same work, rolled back where it would commit (store/uow.py)
             uow.validate_only = route.writes and bool(query.get("validate_only"))
+            asked = self.idempotent(route, request, ctx, key, data)
+            if asked is not None and (first := idempotency_records.find(uow.session, actor.id, key)) is not None:
+                return replayed(key, asked, first)
             try:
                 result = route.view(ctx)
+                response = self.reply(route, result, request)
+                if asked is not None and not uow.validate_only:  # kept with the writes: both or neither
+                    idempotency_records.keep(uow.session, actor.id, key, asked, response.status_code,
+                                             response.mimetype, response.get_data(as_text=True), now)
                 if route.writes:
                     uow.commit()
             except IntegrityError as error:
-                # The schema's own guards (unique names, the exclusion constraint) caught a race.
+                # The schema's own guards (unique names, the exclusion constraint) caught a race: when it was a
+                # request sent twice at once with one key, the one that lost answers with the one that won.
                 log.info("integrity error on %s: %s", route.endpoint, error.orig)
+                if asked is not None and (first := self.first_answer(actor.id, key, asked)) is not None:
+                    return first
                 return errors.problem(409, "Conflict", errors.integrity_detail(error), "conflict")
-        response = self.reply(route, result, request)
         if uow.validate_only:  # says the server applied it: a server that did not would have kept the change
             response.headers["Validate-Only"] = "true"
         return response
+
+    @staticmethod
+    def idempotent(route: Route, request: Request, ctx: Context, key: str | None,
+                   data: bytes) -> idempotency.Asked | None:
+        """The request as its Idempotency-Key remembers it, or None when it is sent without one. A route with its own
+        request_id (reserve, job submission: docs/api.md) takes the key as that id and keeps its own rule."""
+        if key is None:
+            return None
+        key = idempotency.check_key(key)
+        if "request_id" in ctx.query or "request_id" in route.query:
+            ctx.query["request_id"] = idempotency.own_request_id(ctx.query.get("request_id"), key)
+            return None
+        if "request_id" in (route.body or {}).get("properties", {}):
+            ctx.body["request_id"] = idempotency.own_request_id(ctx.body.get("request_id"), key)
+            return None
+        path = request.full_path.rstrip("?")
+        return idempotency.Asked(route.method, path, idempotency.body_hash(data, is_json=not route.raw))
+
+    def first_answer(self, user_id: int, key: str, asked: idempotency.Asked) -> Response | None:
+        """The answer kept for the key by the request that won, in a transaction of its own (this one failed)."""
+        with unit_of_work(self.db, self.settings, write=False) as uow:
+            first = idempotency_records.find(uow.session, user_id, key)
+            return replayed(key, asked, first) if first is not None else None
 
     def call(self, ctx: Context, method: str, path: str, query: dict, body) -> tuple[int, object]:
         """(status, answer) of one writing JSON route run in ctx's unit of work (POST /batch), or a refusal."""
@@ -178,6 +213,13 @@ class LabLeaseApp:
         if status == 204:
             return Response(status=204)
         return Response(json.dumps(result), status=status, mimetype="application/json")
+
+
+def replayed(key: str, asked: idempotency.Asked, first) -> Response:
+    """The answer kept for the key, sent again (Idempotent-Replayed: true); 409 when the key was another request's."""
+    idempotency.refuse_reused(key, idempotency.differences(idempotency_records.asked(first), asked))
+    return Response(first.answer or None, status=first.status, mimetype=first.mimetype,
+                    headers={idempotency.REPLAYED: "true"})
 
 
 def _query_text(value) -> str:

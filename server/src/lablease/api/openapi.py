@@ -39,12 +39,28 @@ def _path_schema(converter: str, args: str, name: str) -> dict:
     return schemas.PATH_PARAMETERS[name]
 
 
+def keyed(route: Route) -> bool:
+    """A route that takes an Idempotency-Key (api/app.py): every POST that needs a token."""
+    return route.method == "POST" and route.auth
+
+
+IDEMPOTENCY_KEY = {
+    "name": "Idempotency-Key", "in": "header", "required": False,
+    "description": ("a client-chosen key (1 to 128 printable ASCII characters): the same request sent again with it "
+                    "gets the first answer again (header Idempotent-Replayed: true) instead of making a second "
+                    "object; another request with it is refused (409). Routes with a request_id take it as that id. "
+                    "Kept for idempotency_keep (docs/api.md, \"Retrying a write\")"),
+    "schema": {"type": "string", "minLength": 1, "maxLength": 128}}
+
+
 def _parameters(route: Route) -> list[dict]:
     params = [{"name": name, "in": "path", "required": True, "schema": _path_schema(converter, args, name)}
               for converter, args, name in _PARAM.findall(route.path)]
     params += [{"name": name, "in": "query", "required": False, "description": text,
                 "schema": schemas.QUERY_KINDS[kind]}
                for name, (kind, text) in route.query.items()]
+    if keyed(route):
+        params.append(IDEMPOTENCY_KEY)
     return params
 
 
@@ -57,6 +73,8 @@ def failures(route: Route) -> set[int]:
         common.add(404)  # the router's answer to a path that names nothing
     if route.body is not None or route.raw:
         common |= {413, 415}
+    if keyed(route):
+        common.add(409)  # the key was used for another request
     return common | {code for code in route.statuses if code >= 400}
 
 

@@ -18,7 +18,7 @@ import traceback
 from typing import IO, Mapping, Sequence
 
 from .client_commands import in_command_terms
-from .client_http import DEFAULT_URL, Api, ClientError, Environment, Terminated, hide, sigterm_raises
+from .client_http import DEFAULT_URL, Api, ClientError, Environment, Terminated, hide, new_request_id, sigterm_raises
 from .client_parser import build_parser
 from .client_status import ExitStatus
 
@@ -69,6 +69,8 @@ def run(args, environment: Environment) -> int:
     url = args.url or environment.env.get("LABLEASE_URL") or DEFAULT_URL
     token = args.token or environment.env.get("LABLEASE_TOKEN") or None
     api = Api(url, token, environment.stderr if args.debug else None)
+    if hasattr(args, "request_id"):  # a command that creates: known before it is sent, so a lost answer finds it
+        args.request_id = api.request_id = args.request_id or new_request_id()
     args.environment = environment  # for the commands that read stdin or print as they go
     try:
         outcome = args.handler(api, args)

@@ -139,6 +139,10 @@ class Api:
         self.debug_stream = debug_stream
         self.session = self._session(Retry.DEFAULT_ALLOWED_METHODS)
         self.repeatable = self._session(None)
+        # A command that creates (--request-id, cli/client.py): each of its POSTs carries an Idempotency-Key made
+        # from it (the first the id itself, then ID.2, ID.3 ...: the same command again sends the same keys).
+        self.request_id: str | None = None
+        self.posts = 0
 
     def _session(self, methods) -> requests.Session:
         session = requests.Session()
@@ -165,6 +169,16 @@ class Api:
         """POST a body as it is (job XML or JSON read from a file)."""
         return self.request("POST", path, data=data, headers={"Content-Type": content_type}, params=params,
                             idempotent=idempotent)
+
+    def keyed(self, method: str, idempotent: bool, kwargs: dict) -> str | None:
+        """The Idempotency-Key this request carries (set in kwargs' headers), or None. A request that is idempotent
+        already (a create sent with its request_id, a heartbeat) needs none."""
+        if method != "POST" or idempotent or self.request_id is None:
+            return None
+        self.posts += 1
+        key = self.request_id if self.posts == 1 else f"{self.request_id}.{self.posts}"
+        kwargs["headers"] = {**kwargs.get("headers", {}), "Idempotency-Key": key}
+        return key
 
     def patch(self, path: str, body: dict):
         return self.request("PATCH", path, json=body)
@@ -194,14 +208,18 @@ class Api:
         """The answer to one request, or ClientError for a failure."""
         if kwargs.get("params"):
             kwargs["params"] = {k: v for k, v in kwargs["params"].items() if v is not None}
-        session = self.repeatable if idempotent else self.session
+        keyed = self.keyed(method, idempotent, kwargs)
+        session = self.repeatable if idempotent or keyed else self.session
+        # sent with a key, it may have been done although no answer came: the same command with the same id says
+        retry = (f"; it may have been done: the same command with --request-id {self.request_id} answers it and "
+                 "never does it again") if keyed else ""
         try:
             response = session.request(method, target, timeout=TIMEOUT, **kwargs)
         except requests.ConnectionError as error:
-            raise ClientError(f"cannot reach the server at {self.url}: {connection_reason(error)}",
+            raise ClientError(f"cannot reach the server at {self.url}: {connection_reason(error)}{retry}",
                               ExitStatus.UNREACHABLE) from error
         except requests.Timeout as error:
-            raise ClientError(f"no answer from the server at {self.url} within {TIMEOUT} s",
+            raise ClientError(f"no answer from the server at {self.url} within {TIMEOUT} s{retry}",
                               ExitStatus.UNREACHABLE) from error
         self.trace(method, response)
         if response.status_code >= 400:

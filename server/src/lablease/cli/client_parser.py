@@ -83,7 +83,33 @@ def build_parser() -> argparse.ArgumentParser:
                                    parents=[common])
     calendar.add_argument("--new", action="store_true", help="make a new address; the old one stops working")
     calendar.set_defaults(handler=c.calendar_url)
+    take_request_ids(parser)
     return parser
+
+
+# The commands that create something over POST (reserve and job submit have their own --request-id, sent as the
+# request_id the API has for them): each takes --request-id, sent as the Idempotency-Key of its POSTs (cli/client.py).
+CREATES = (sh.loan_grant, sh.pool_create, sh.pool_add, sh.policy_grant, ar.create, hc.check_add, hc.system_check,
+           pv.provision, pv.power, pv.distro_add)
+
+
+def take_request_ids(parser: argparse.ArgumentParser) -> None:
+    """--request-id on every command in CREATES, found under `parser` (one place, not each command's)."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in set(action.choices.values()):  # an alias names the same parser
+                if child.get_default("handler") in CREATES:
+                    child.add_argument("--request-id", metavar="ID", type=request_id,
+                                       help="retrying with the same ID never does it twice (default: a new one, "
+                                            "sent again on a lost answer)")
+                take_request_ids(child)
+
+
+def request_id(text: str) -> str:
+    """A --request-id the server takes as an Idempotency-Key (later requests of the command add .2, .3 ...)."""
+    if not text.strip() or len(text) > 120 or not (text.isascii() and text.isprintable()):
+        raise argparse.ArgumentTypeError("an ID is 1 to 120 printable ASCII characters")
+    return text
 
 
 def add_system_commands(commands, common) -> None:

@@ -114,6 +114,10 @@ class Settings:
         "how long an API process trusts a token it verified before reading it again; changes made on this host "
         "(revoked tokens, disabled users, group memberships) apply at once, those made by a server on another "
         "host within this time ([access](access.md#tokens))"), empty="every request reads its token")
+    idempotency_keep: timedelta = setting("24h", (
+        "how long the answer to a writing request sent with an `Idempotency-Key` is kept: the same request sent "
+        "again with its key within this time gets that answer instead of making a second object; the worker "
+        "deletes older ones ([api](api.md#conventions), 'Retrying a write')"))
     default_loan_duration: timedelta = setting(
         "7d", "length of a loan asked to be `limited` without a duration (loans are unlimited unless asked)")
     warn_before: timedelta = setting("24h", "holders are warned this long before a reservation or loan ends")

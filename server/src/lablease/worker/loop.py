@@ -22,8 +22,8 @@ from typing import Callable
 
 from ..config import Settings
 from ..observe import metrics
-from ..services import (advance_states, commands, due, expiry, health, installations, jobs, loans, monitoring,
-                        outbox, reservations, utilisation)
+from ..services import (advance_states, commands, due, expiry, health, idempotency, installations, jobs, loans,
+                        monitoring, outbox, reservations, utilisation)
 from ..services.handlers import unit_of_work
 from ..store.db import Database
 from ..store.outage import outage, reason
@@ -48,6 +48,7 @@ DUE_STEPS = (advance_states.TRANSITION, reservations.EXPIRY, loans.EXPIRY, jobs.
 
 
 REPAIR_EVERY = timedelta(minutes=10)
+PRUNE_EVERY = timedelta(minutes=10)  # idempotency records outlive idempotency_keep by at most this
 FIRST_BACKOFF, MAX_BACKOFF = 0.5, 8.0  # seconds between passes while the database fails
 # A pass woken by a change starts at least this long after the previous pass began: under a burst of
 # reserves (hundreds a second) the wake-ups collapse into ten passes a second instead of one pass each,
@@ -195,6 +196,7 @@ class Worker:
         self.commands = CommandRunner(settings, db, clock)
         self.next_repair: datetime | None = None
         self.next_aggregate: datetime | None = None  # when the next hour of utilisation closes
+        self.next_prune: datetime | None = None  # when idempotency records are pruned next
         self.parent_pid = parent_pid  # under `serve`: stop when the server that started us is gone
         self.stopping = threading.Event()
         self.passes = 0  # passes completed: a worker that finished one is asleep or about to be
@@ -270,7 +272,7 @@ class Worker:
                 return self._failed(error)
         parts = (lambda: run_due(self.db, self.clock(), self.settings), self.commands.start_due,
                  lambda: deliver_due(self.db, self.clock(), self.settings, self.senders), self.repair_if_due,
-                 self.aggregate_due)
+                 self.aggregate_due, self.prune_if_due)
         errors = []
         for part in parts:
             try:
@@ -278,7 +280,8 @@ class Worker:
             except Exception as error:  # a failing pass must not kill the worker
                 errors.append(error)
         try:
-            due_at = min(filter(None, (next_due(self.db, self.clock()), self.next_repair, self.next_aggregate)),
+            due_at = min(filter(None, (next_due(self.db, self.clock()), self.next_repair, self.next_aggregate,
+                                         self.next_prune)),
                          default=None)
         except Exception as error:
             errors.append(error)
@@ -331,6 +334,16 @@ class Worker:
             log.info("aggregated utilisation of %s hour(s)", hours)
         with unit_of_work(self.db, self.settings, write=False) as uow:
             self.next_aggregate = utilisation.next_hour(uow.session, now)
+
+    def prune_if_due(self) -> None:
+        """Delete the idempotency records older than idempotency_keep (one statement, every PRUNE_EVERY)."""
+        now = self.clock()
+        if self.next_prune is not None and now < self.next_prune:
+            return
+        gone = alone(self.db, self.settings, lambda uow: idempotency.prune(uow, now, self.settings.idempotency_keep))
+        if gone:
+            log.info("deleted %s idempotency record(s) older than %s", gone, self.settings.idempotency_keep)
+        self.next_prune = now + PRUNE_EVERY
 
     def _sleep(self, listener: WakeListener, pause: float) -> None:
         """Sleep for pause seconds, or less when woken; in 1 s slices so stop() is prompt."""

@@ -46,8 +46,23 @@ def test_writes_are_not_retried():
     fake.fail_next = [503]
     client, waits = make(fake)
     with pytest.raises(LableaseError) as error:
-        client.request("POST", "/reservations", {"system": "s1.lab.test"})
+        client.request("PATCH", "/me", {"email": "a@lab.test"})
     assert error.value.status == 503 and waits == []
+
+
+def test_a_post_is_sent_again_with_the_same_idempotency_key():
+    fake = FakeApi()
+    fake.add_system("s1.lab.test")
+    fake.fail_next = [504]
+    keys = []
+
+    def opener(url, headers=None, **kwargs):
+        keys.append(headers.get("Idempotency-Key"))
+        return fake(url, headers=headers, **kwargs)
+    client, waits = make(opener)
+    status, pool = client.request("POST", "/pools", {"name": "gpu"})
+    assert (status, pool["name"]) == (201, "gpu") and waits == [0.5]
+    assert len(keys) == 2 and keys[0] == keys[1] and keys[0].startswith("lablease.lab-")
 
 
 def test_idempotent_posts_are_retried():

@@ -67,6 +67,10 @@ MEANING = re.compile("|".join([
 # `requires` is a hostRequires filter in job JSON form; tests/server/jobxml covers that grammar): a refusal
 # naming such a field is meaningful.
 DOCUMENTS = {"/api/v1/health-checks": "job", "/api/v1/health-checks/{name}": "job", "/api/v1/reservations": "requires"}
+# A batch's requests are given as bare {method, path, query, body}: which paths are routes, and what each route
+# takes, is the route table's and each route's own check. A refusal naming its request (`request`: its place in
+# the batch, docs/api.md) is meaningful.
+BATCH = "/api/v1/batch"
 
 
 def positive_data_acceptance_but_meaning(ctx, response, case):
@@ -80,7 +84,16 @@ def positive_data_acceptance_but_meaning(ctx, response, case):
         document = DOCUMENTS.get(getattr(case.operation, "path", ""))
         if response.status_code == 422 and document and _field(response).split(".")[0] == document:
             return None
+        if response.status_code == 422 and getattr(case.operation, "path", "") == BATCH and _names_request(response):
+            return None
         raise
+
+
+def _names_request(response) -> bool:
+    try:
+        return isinstance(response.json().get("request"), int)
+    except ValueError:
+        return False
 
 
 def _field(response) -> str:

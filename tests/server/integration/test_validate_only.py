@@ -104,7 +104,7 @@ def writes(ids):
         ("alice", "PATCH", "/me", {"email": "alice@lab.test"}),
         ("alice", "POST", "/groups", {"name": "other", "members": ["bob"]}),
         ("alice", "PATCH", "/groups/team", {"description": "d"}),
-        ("alice", "DELETE", "/groups/team", None),
+        ("alice", "DELETE", "/groups/team?force=true", None),  # it owns gpus and a rule grants to it
         ("alice", "POST", "/groups/team/members", {"user": "admin"}),
         ("alice", "DELETE", "/groups/team/members/bob", None),
         ("alice", "POST", "/pools", {"name": "other", "owner_group": "team"}),

@@ -46,11 +46,11 @@ def keyed(route: Route) -> bool:
 
 IDEMPOTENCY_KEY = {
     "name": "Idempotency-Key", "in": "header", "required": False,
-    "description": ("a client-chosen key (1 to 128 printable ASCII characters): the same request sent again with it "
+    "description": ("a client-chosen key (1 to 128 visible ASCII characters): the same request sent again with it "
                     "gets the first answer again (header Idempotent-Replayed: true) instead of making a second "
                     "object; another request with it is refused (409). Routes with a request_id take it as that id. "
                     "Kept for idempotency_keep (docs/api.md, \"Retrying a write\")"),
-    "schema": {"type": "string", "minLength": 1, "maxLength": 128}}
+    "schema": {"type": "string", "pattern": "^[!-~]{1,128}$"}}
 
 
 def _parameters(route: Route) -> list[dict]:

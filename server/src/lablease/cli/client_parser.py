@@ -107,8 +107,8 @@ def take_request_ids(parser: argparse.ArgumentParser) -> None:
 
 def request_id(text: str) -> str:
     """A --request-id the server takes as an Idempotency-Key (later requests of the command add .2, .3 ...)."""
-    if not text.strip() or len(text) > 120 or not (text.isascii() and text.isprintable()):
-        raise argparse.ArgumentTypeError("an ID is 1 to 120 printable ASCII characters")
+    if not re.fullmatch(r"[!-~]{1,120}", text):  # room for the .2, .3 of a command's further creates
+        raise argparse.ArgumentTypeError("an ID is 1 to 120 visible ASCII characters (no space)")
     return text
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import dataclass
 
 from .errors import Conflict, Invalid
@@ -30,11 +31,15 @@ class Asked:
     body_hash: str
 
 
+KEY = re.compile(r"[!-~]{1,%d}" % MAX_KEY)  # visible ASCII: a header's value as sent, nothing a proxy trims
+
+
 def check_key(key: str) -> str:
-    """The key as sent, or 422: 1 to 128 printable ASCII characters (it is a header's value)."""
-    if not key.strip() or len(key) > MAX_KEY or not (key.isascii() and key.isprintable()):
-        raise Invalid(HEADER, f"an idempotency key is 1 to {MAX_KEY} printable ASCII characters, not "
-                              f"{len(key)} characters{'' if key.isascii() and key.isprintable() else ' with others'}")
+    """The key as sent, or 422: 1 to 128 visible ASCII characters (no space: it is a header's value)."""
+    if not KEY.fullmatch(key):
+        others = any(not "!" <= c <= "~" for c in key)
+        raise Invalid(HEADER, f"an idempotency key is 1 to {MAX_KEY} visible ASCII characters (no space), not "
+                              f"{len(key)} characters{' with others' if others else ''}")
     return key
 
 

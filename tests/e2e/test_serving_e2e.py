@@ -31,6 +31,9 @@ def test_chunked_bodies_are_read_whole_within_the_limit(server):
     assert response.status_code == 201, response.text
     assert response.request.headers.get("Transfer-Encoding") == "chunked"
     assert server.admin.get("/groups/chunked").json()["description"] == "x" * 30000
+    # an Automated system the job could run on (a job no system could ever run is refused with 409)
+    assert server.admin.post("/systems", json={"fqdn": "chunked.lab.test", "arch": "x86_64",
+                                               "condition": "automated"}).status_code == 201
     job = b"<job><recipeSet><recipe><hostRequires/></recipe></recipeSet></job>"
     response = server.admin.post("/jobs", data=chunks(job[:9], job[9:]), headers={"Content-Type": "application/xml"})
     assert response.status_code == 201, response.text

@@ -202,23 +202,28 @@ def test_an_unreadable_file_is_a_usage_error(cli, tmp_path):
 
 # --- one job -----------------------------------------------------------------------------------
 
-def test_status_as_table_json_and_xml(cli, automated, submit):
+def test_status_as_table_json_and_xml(cli, server, automated, submit):
     automated("js1.lab.test")
-    job = submit(job_xml("js1.lab.test", "js-missing.lab.test", whiteboard="two recipes"))
-    # a recipe set is placed all or nothing: js-missing never exists, so both recipes wait
+    automated("js2.lab.test")
+    holder = submit(job_xml("js2.lab.test"))  # keeps js2 busy, so the set below waits (it would hold js1)
+    job = submit(job_xml("js1.lab.test", "js2.lab.test", whiteboard="two recipes"))
+    # js2 made Manual: the set can never start (refused, had it been so at submit), so it holds nothing
+    assert server.admin.patch("/systems/js2.lab.test", json={"condition": "manual"}).status_code == 200
+    # a recipe set is placed all or nothing: js2 is never given, so both recipes wait though js1 is free
     shown = cli.ok("job", "status", str(job["id"]))
     assert block(shown.out)["status"] == ["queued"]
     rows = shown.out.partition("\n\n")[2].splitlines()
     assert [row.split()[2:5] for row in rows[1:]] == [[str(r["id"]), "queued", "none"] for r in recipes(job)]
-    assert rows[1].endswith("on js1.lab.test") and rows[2].endswith("on js-missing.lab.test")
+    assert rows[1].endswith("on js1.lab.test") and rows[2].endswith("on js2.lab.test")
     as_json = json.loads(cli.ok("job", "status", str(job["id"]), "--json").out)
     assert as_json["id"] == job["id"] and len(recipes(as_json)) == 2
     root = ET.fromstring(cli.ok("--xml", "job", "status", str(job["id"])).out)
     assert root.tag == "job" and root.findtext("whiteboard") == "two recipes"
     assert [r.findtext("whiteboard") for r in root.findall("recipe_sets/recipe_set/recipes/recipe")] == \
-        ["on js1.lab.test", "on js-missing.lab.test"]
+        ["on js1.lab.test", "on js2.lab.test"]
     assert root.find("recipe_sets/recipe_set/recipes/recipe/system").get("null") == "true"
     cli.ok("job", "cancel", str(job["id"]))
+    cli.ok("job", "cancel", str(holder["id"]))
 
 
 def test_status_and_recipe_show_list_guests_with_what_a_harness_needs(cli, server, automated, submit):

@@ -137,12 +137,15 @@ def test_every_poll_on_a_connection_closed_under_it_is_sent_again(cli, server, a
                    "--duration", "1h", "--json", env=env)
         assert left.code == ExitStatus.TIMED_OUT and "not granted after 2s" in left.err, left  # never 7
         cli.ok("return", str(json.loads(left.out)["id"]), user="alice")
-        held_by_bob(cli, add_system, "poll4.lab.test")
+        add_system("poll4.lab.test", condition="automated")  # a job could run there (else it is refused at once)
         job_file = tmp_path / "job.xml"
-        job_file.write_text(job_xml("poll4.lab.test", whiteboard="polled"))  # waits for bob's system
+        job_file.write_text(job_xml("poll4.lab.test", whiteboard="bob's"))
+        bobs = json.loads(cli.ok("job", "submit", str(job_file), "--json", user="bob").out)  # runs on poll4
+        job_file.write_text(job_xml("poll4.lab.test", whiteboard="polled"))  # waits for bob's job to end
         submitted = cli("job", "submit", str(job_file), "--timeout", "2s", "--interval", "0.2", "--json", env=env)
         assert submitted.code == ExitStatus.TIMED_OUT, submitted
         cli.ok("job", "cancel", str(json.loads(submitted.out)["id"]))
+        cli.ok("job", "cancel", str(bobs["id"]))
     finally:
         proxy.close()
     assert proxy.closed >= 10  # connections closed under a poll, each poll sent again on a fresh one

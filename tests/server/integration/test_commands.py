@@ -40,6 +40,7 @@ def lab(db, tmp_path, monkeypatch):
     monkeypatch.setenv("RECORD", str(tmp_path / "record.jsonl"))
     lab = Lab(db, settings)
     lab.record = tmp_path / "record.jsonl"
+    lab.macs = 0  # netboot MACs handed out by scripted()
     lab.runner = CommandRunner(settings, db, lab.clock)
     yield lab
     lab.runner.stop()
@@ -53,9 +54,11 @@ def drain(lab) -> None:
 
 
 def scripted(lab, fqdn, script="record", address=None, **fields):
+    """A system powered by a script, with its own netboot MAC: the test's first one 52:54:00:00:10:01, then :02..."""
     power = {"driver": "command", "script": script, "address": address or f"pdu-{fqdn}", "user": "ops",
              "password": "pdu-s3cret"}
-    return lab.system(fqdn, power=power, netboot={"mac": "52:54:00:00:10:01"}, **fields)
+    lab.macs += 1
+    return lab.system(fqdn, power=power, netboot={"mac": f"52:54:00:00:10:{lab.macs:02x}"}, **fields)
 
 
 def records(lab):

@@ -60,7 +60,8 @@ def job(requires: str) -> bytes:
             f'<task name="/distribution/check-install"/></recipe></recipeSet></job>').encode()
 
 
-# hostRequires -> the system its recipe gets (None: it waits), on three systems that are all free.
+# hostRequires -> the system its recipe gets (None: it waits), on three systems that are all free (and a fourth,
+# rack4, that bob's job keeps busy: a recipe only it matches could start one day, so it waits instead of being refused).
 PLACEMENTS = [
     ('<system><vendor op="like" value="dell%"/></system>', "dell.lab.test"),
     ('<hypervisor value=""/><system_type value="Machine"/>', "dell.lab.test"),
@@ -78,8 +79,8 @@ PLACEMENTS = [
      '<arch value="x86_64"/><system><status value="Automated"/></system>', "dell.lab.test"),
     ('<last_inventoried value=""/><system><memory op="&lt;" value="8192"/></system>', "vm.lab.test"),
     ('<system><last_inventoried op="&gt;" value="2026-01-09"/></system>', "dell.lab.test"),
-    ('<system><location value="rack 4"/></system>', None),  # no system says where it is: nothing matches
-    ('<disk><size op="&gt;" value="10" units="TiB"/></disk>', None),
+    ('<system><location value="rack 4"/></system>', None),  # none of the free three says where it is
+    ('<disk><size op="&gt;" value="10" units="TiB"/></disk>', None),  # none of the free three is that big
 ]
 
 
@@ -92,8 +93,17 @@ def three_systems(lab):
     assert lab.admin.post("/pools/big/systems", {"fqdn": "dell.lab.test"})[0] in (200, 201, 204)
 
 
+def busy_rack4(lab):
+    """An Automated system in rack 4 with a 16 TiB disk, which bob's job keeps busy."""
+    lab.system("rack4.lab.test", condition="automated", memory_mb=16384,
+               inventory={"location": "rack 4", "disks": [{"size": 16 * 2**40, "sector_size": 512}]})
+    status, held = post_xml(lab, "bob", job('<hostname value="rack4.lab.test"/>'))
+    assert status == 201 and held["recipe_sets"][0]["recipes"][0]["system"] == "rack4.lab.test", held
+
+
 def test_recipes_run_on_the_systems_their_inventory_filters_choose(lab):
     three_systems(lab)
+    busy_rack4(lab)
     got = []
     for requires, _ in PLACEMENTS:
         status, submitted = post_xml(lab, "alice", job(requires))
@@ -106,10 +116,14 @@ def test_recipes_run_on_the_systems_their_inventory_filters_choose(lab):
 
 def test_the_waiting_recipe_says_which_inventory_filter_ruled_systems_out(lab):
     lab.system("vm.lab.test", condition="automated", inventory=VM)
+    lab.system("dell.lab.test", condition="automated", inventory=DELL)  # has vmx, but bob's job keeps it busy
+    assert post_xml(lab, "bob", job('<hostname value="dell.lab.test"/>'))[0] == 201
     status, submitted = post_xml(lab, "alice", job('<cpu><flag value="vmx"/></cpu>'))
     assert status == 201, submitted
     [recipe] = submitted["recipe_sets"][0]["recipes"]
-    assert lab.alice.get(f"/recipes/{recipe['id']}")[1]["why"]["ruled_out"] == {"cpu_flag = vmx": 1}
+    why = lab.alice.get(f"/recipes/{recipe['id']}")[1]["why"]
+    assert why["ruled_out"] == {"cpu_flag = vmx": 1}, why  # vm.lab.test; the busy dell is a candidate
+    assert [busy["system"] for busy in why["busy"]] == ["dell.lab.test"], why
 
 
 @pytest.mark.parametrize("requires, message", [

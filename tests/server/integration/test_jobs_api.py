@@ -91,12 +91,14 @@ def test_hostile_xml_is_refused(lab):
     assert response.status_code == 415
 
 
-VIRTUAL = {"power": {"driver": "virtual"}, "netboot": {"mac": "52:54:00:00:00:01"}}
+def virtual(n: int) -> dict:
+    """A virtual power driver and netboot MAC number n: each system has its own MAC."""
+    return {"power": {"driver": "virtual"}, "netboot": {"mac": f"52:54:00:00:00:{n:02x}"}}
 
 
 def test_distro_requires_waits_for_provisioning(lab):
-    lab.system("a.lab.test", condition="automated", **VIRTUAL)
-    lab.system("arm.lab.test", condition="automated", arch="aarch64", **VIRTUAL)
+    lab.system("a.lab.test", condition="automated", **virtual(1))
+    lab.system("arm.lab.test", condition="automated", arch="aarch64", **virtual(2))
     status, tree = lab.admin.post("/distro-trees", {"name": "Fedora-40", "family": "Fedora40", "arch": "aarch64",
                                                     "url": "http://mirror/f40/", "kernel": "vmlinuz",
                                                     "initrd": "initrd.img"})

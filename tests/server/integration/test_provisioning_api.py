@@ -13,15 +13,17 @@ from lablease.worker.loop import run_due
 
 from .conftest import START, Lab
 
-MAC = "52:54:00:aa:bb:01"
+MAC = "52:54:00:aa:bb:01"  # the first provisionable system's; each system has its own netboot MAC
 TREE = {"name": "Fedora-40", "family": "Fedora40", "arch": "x86_64", "url": "http://mirror.lab.test/f40/os/",
         "kernel": "images/pxeboot/vmlinuz", "initrd": "images/pxeboot/initrd.img", "ks_meta": "lang=de_DE.UTF-8",
         "kernel_options": "console=ttyS0"}
 
 
 def provisionable(lab, fqdn="p1.lab.test", **fields):
+    """A system that can be provisioned; the lab's n-th one has netboot MAC 52:54:00:aa:bb:0n (the first MAC)."""
+    lab.provisioned = getattr(lab, "provisioned", 0) + 1
     fields = {"power": {"driver": "ipmitool", "address": "bmc-p1", "user": "root", "password": "s3cr3t-pw"},
-              "netboot": {"mac": MAC}, **fields}
+              "netboot": {"mac": f"52:54:00:aa:bb:{lab.provisioned:02x}"}, **fields}
     return lab.system(fqdn, **fields)
 
 

@@ -52,6 +52,24 @@ def test_an_earlier_end_of_a_recipes_reservation_is_refused_as_its_return_a_late
     assert _recipe(lab, running["id"])["status"] == "running"
 
 
+def test_a_waiting_set_never_holds_a_system_booked_later(lab):
+    """Found by the property test: the head of the queue held a system free now but booked by an advance
+    reservation later, open-ended, and the submit answered 409 (a booking conflict) instead of queueing."""
+    lab.system("a1.lab.test", condition="automated")
+    lab.system("a2.lab.test", condition="automated")
+    busy = _job(lab, "bob")
+    assert busy["status"] == "running", busy
+    free = ({"a1.lab.test", "a2.lab.test"} - {busy["system"]}).pop()
+    status, ar = lab.admin.post("/advance-reservations", {"hosts": [free], "start": at(START + timedelta(minutes=45)),
+                                                           "duration": "1h"})
+    assert status == 201, ar
+    status, body = lab.alice.post("/jobs", {"recipe_sets": [{"recipes": [{"runtime_limit": 1800}] * 2}]})
+    assert status == 201, body
+    recipes = body["recipe_sets"][0]["recipes"]
+    assert [r["status"] for r in recipes] == ["queued", "queued"], recipes
+    assert all(r["system"] is None for r in recipes), recipes
+
+
 def test_returning_a_recipes_reservation_is_refused_naming_the_recipe_and_the_way_out(lab):
     lab.system("n1.lab.test", condition="automated")
     lab.carol = lab.user("carol")

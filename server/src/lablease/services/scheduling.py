@@ -254,7 +254,16 @@ def _hold(session, recipe_set: RecipeSet, needs: list[Need], is_free, now: datet
     """The head holds what it can use, from what it holds (kept: dealing it out again could swap a held
     system for the freed one, give the held one back and offer it again, for nothing)."""
     current = {r.id: r.system_id for r in recipe_set.recipes if r.status == "assigned"}
-    partial = place_partial(needs, is_free, current)
+    kept = set(current.values())
+
+    def holdable(system_id: int, runtime: timedelta | None) -> bool:
+        """A hold books the system open-ended (placement.hold): only a system with nothing booked from now
+        on can be held (one free now but booked later fits a short run, never an open-ended hold)."""
+        if system_id in kept:
+            return is_free(system_id, runtime)
+        system = session.get(System, system_id)
+        return is_free(system_id, runtime) and not calendar.touching(session, system.resource_id, run_window(now, None))
+    partial = place_partial(needs, holdable, current)
     if partial:
         hold(session, recipe_set, partial, now)
 

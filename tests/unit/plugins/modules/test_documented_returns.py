@@ -53,4 +53,3 @@ def test_every_field_of_the_answer_is_documented_or_dropped_on_purpose(name):
     documented = set(yaml.safe_load(module.RETURN)[key]["contains"])
     assert answer_fields(path) - documented == set(dropped), name
     assert not documented & set(dropped), name
-

@@ -268,8 +268,8 @@ def test_provision_never_returns_the_kickstart_or_its_url(api, run):
     api.installation_polls[2] = [{"status": "failed", "error": "the installer stopped"}]
     outcomes = [run(provision.main, dict(ARGS, wait=False)), run(provision.main, ARGS),
                 run(provision.main, ARGS), run(provision.main, dict(ARGS, force=True))]
-    assert [(r["changed"], failed) for r, failed in outcomes] == [(True, False), (False, False), (False, False),
-                                                                   (True, True)]
+    expected = [(True, False), (False, False), (False, False), (True, True)]
+    assert [(r["changed"], failed) for r, failed in outcomes] == expected
     for result, failed in outcomes:
         assert sorted(result["installation"]) == sorted(provision.RETURNED)
         assert "kickstart" not in json.dumps(result) and "secret" not in json.dumps(result), result

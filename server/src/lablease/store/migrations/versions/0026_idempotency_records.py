@@ -32,6 +32,7 @@ def upgrade() -> None:
                             ondelete='CASCADE'),
     sa.PrimaryKeyConstraint('id', name=op.f('pk_idempotency_records')),
     sa.UniqueConstraint('user_id', 'key', name='uq_idempotency_records_user_id'),
+    sqlite_autoincrement=True,  # ids never reused (migration 0008, store/tables.py _never_reuse_ids)
     )
     op.create_index(op.f('ix_idempotency_records_created_at'), 'idempotency_records', ['created_at'], unique=False)
 

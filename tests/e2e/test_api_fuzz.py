@@ -59,6 +59,7 @@ MEANING = re.compile("|".join([
     r"which XML cannot carry$",  # a job's text must export as XML: no lone surrogate or C0 control (jobxml)
     r"^is not a cursor this list gave out",  # an after= that no page's Link header gave (docs/api.md)
     r"differs from the request_id .* of the same request",  # an Idempotency-Key against the body's request_id
+    r"was made without a heartbeat interval$",  # the reservation's own state (a heartbeat to one without)
     r"^a (timeline shows|report covers) at most [0-9]+ days$",  # start against end (or from against until)
 ]))
 

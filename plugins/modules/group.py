@@ -109,10 +109,11 @@ EXAMPLES = r"""
     members: [dave]
     members_mode: add
 
-- name: Delete the group
+- name: Delete the group (force - the access rules that still grant to it are removed with it)
   lablease.lab.group:
     name: gpu-team
     state: absent
+    force: true
 """
 
 RETURN = r"""

@@ -60,7 +60,7 @@ unit: venv collection-link
 	PYTHONPATH=$(CURDIR)/.collections $(BIN)/pytest $(DURATIONS) tests/server/unit tests/server/jobxml tests/unit
 
 # The server suite and its end-to-end tests (the playbook tests run under `playbooks`).
-test-server: venv
+test-server: venv collection-link
 	$(BIN)/pytest $(PARALLEL) $(DURATIONS) tests/server tests/e2e --ignore=tests/e2e/ansible
 
 # molecule before lint: ansible-lint reads the copy molecule installs in ~/.ansible/collections.

@@ -90,6 +90,16 @@ def test_a_good_file_is_imported_whole_in_the_one_spelling(server, tmp_path):
     assert server.admin.get("/systems/good2.lab.test").json()["cpus"] == 8
 
 
+def test_an_unquoted_mac_of_digits_is_the_mac_written(server, tmp_path):
+    """YAML 1.1 reads 52:54:00:12:34:56 unquoted as a base-60 number; an administrator means the MAC."""
+    path = tmp_path / "digits.yml"
+    path.write_text("- fqdn: digits1.lab.test\n  arch: x86_64\n  cpus: 4\n  netboot: {mac: 52:54:00:12:34:56}\n")
+    result = run(server, "system", "import", str(path))
+    assert result.returncode == 0, result.stderr
+    shown = server.admin.get("/systems/digits1.lab.test").json()
+    assert (shown["netboot"], shown["cpus"]) == ({"mac": "52:54:00:12:34:56"}, 4)
+
+
 def test_removing_a_held_and_lent_system_by_import_is_refused_unless_forced(server, add_system, tmp_path):
     """As PATCH condition=removed: refused naming the reservation and the loan; --force returns both."""
     add_system("held1.lab.test")

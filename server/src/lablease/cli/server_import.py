@@ -8,6 +8,7 @@ system is named by file, line, position and name; nothing is written unless ever
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from datetime import date, datetime
 
@@ -18,6 +19,23 @@ from ..api.schemas import SYSTEM_IMPORT
 from ..domain.errors import Invalid
 from ..domain.times import format_time
 from ..services import systems
+
+
+class ImportLoader(yaml.SafeLoader):
+    """YAML 1.2's numbers: an unquoted `mac: 52:54:00:12:34:56` is text, not YAML 1.1's base-60 integer
+    (PyYAML reads 1.1, which would turn a MAC of digits into a number and a time such as 12:30 into 750)."""
+
+
+ImportLoader.yaml_implicit_resolvers = {
+    first: [(tag, pattern) for tag, pattern in resolvers
+            if tag not in ("tag:yaml.org,2002:int", "tag:yaml.org,2002:float")]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()}
+ImportLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:int", re.compile(r"^[-+]?(?:0|[1-9][0-9]*|0x[0-9a-fA-F]+)$"), list("-+0123456789"))
+ImportLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:(?:[0-9]+\.[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?|[0-9]+[eE][-+]?[0-9]+)$|^[-+]?\.(?:inf|Inf|INF)$|^\.(?:nan|NaN|NAN)$"),
+    list("-+0123456789."))
 
 
 class ImportRefused(Exception):
@@ -37,7 +55,7 @@ class Row:
 
 def read_rows(path: str, text: str) -> list[Row]:
     """The systems of the file (a list, at the top or under `systems:`), each with the line it starts on."""
-    loader = yaml.SafeLoader(text)
+    loader = ImportLoader(text)
     try:
         node = loader.get_single_node()
         document = loader.construct_document(node) if node is not None else None

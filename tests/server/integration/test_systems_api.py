@@ -98,6 +98,20 @@ def test_remove_refuses_while_reserved_unless_forced(lab):
     assert status == 403 and "removed" in problem["detail"]
 
 
+def test_a_broadcast_multicast_or_zero_mac_is_no_machine_s_netboot_mac(lab):
+    """ff:ff:ff:ff:ff:ff (or a multicast or all-zero MAC) is no network card's own: its boot file would be
+    every machine's or none's; refused with what is wrong, the system unwritten."""
+    for mac, why in (("FF:FF:FF:FF:FF:FF", "broadcast or multicast"), ("01-00-5e-00-00-fb", "broadcast or multicast"),
+                     ("000000000000", "all zeros")):
+        status, problem = lab.admin.post("/systems", {"fqdn": "bcast.lab.test", "arch": "x86_64",
+                                                      "netboot": {"mac": mac}})
+        assert status == 422 and why in problem["detail"], (mac, problem)
+    assert lab.admin.get("/systems/bcast.lab.test")[0] == 404
+    lab.system("bcast.lab.test", netboot={"mac": "02:00:00:00:00:01"})  # locally administered unicast is fine
+    status, problem = lab.admin.patch("/systems/bcast.lab.test", {"netboot": {"mac": "ff:ff:ff:ff:ff:ff"}})
+    assert status == 422 and lab.admin.get("/systems/bcast.lab.test")[1]["netboot"]["mac"] == "02:00:00:00:00:01"
+
+
 def test_unknown_routes_and_methods_are_problems(lab):
     status, problem = lab.alice.get("/nothing-here")
     assert status == 404 and problem["status"] == 404

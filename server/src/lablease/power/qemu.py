@@ -31,6 +31,7 @@ import time
 from pathlib import Path
 
 from . import PowerDriver, PowerError, machines
+from ..provision.netboot import normalise_mac
 from .qmp import Qmp, QmpError
 
 KEYS = ("driver", "memory", "cpus", "nic", "firmware", "bootfile", "disks", "accel", "binary")
@@ -45,7 +46,6 @@ MAX_DISKS = 16
 IMAGE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]*")
 BOOTFILE_PART = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]*")
 BINARY_NAME = re.compile(r"qemu-system-[A-Za-z0-9_]+")
-MAC = re.compile(r"[0-9a-f]{2}(:[0-9a-f]{2}){5}")
 
 # OVMF code images and the vars template that matches each, looked for in this order.
 OVMF_DIRS = ("/usr/share/OVMF", "/usr/share/qemu", "/usr/share/ovmf", "/usr/share/edk2/ovmf",
@@ -210,11 +210,12 @@ class QemuDriver(PowerDriver):
             options = _options(self.settings)
         except ValueError as error:
             raise PowerError(f"{self.target.fqdn}: {error}") from None
-        mac = (self.target.mac or "").strip().lower().replace("-", ":")
-        if not mac:
+        if not (self.target.mac or "").strip():
             raise PowerError(f"{self.target.fqdn} has no MAC address: a QEMU machine netboots with the system's MAC")
-        if not MAC.fullmatch(mac):
-            raise PowerError(f"{self.target.fqdn}: {self.target.mac!r} is not a MAC address")
+        try:
+            mac = normalise_mac(self.target.mac)
+        except ValueError as error:
+            raise PowerError(f"{self.target.fqdn}: {error}") from None
         binary = shutil.which(options["binary"])
         if binary is None:
             raise PowerError(f"{options['binary']} is not installed (Debian: apt-get install qemu-system-x86)")

@@ -59,6 +59,13 @@ def normalise_mac(mac: str) -> str:
     if not _MAC.fullmatch(text):
         raise ValueError(f"{mac!r} is not a MAC address")
     digits = re.sub(r"[:.-]", "", text)
+    # A group address (broadcast ff:ff:..., multicast 01:00:5e:...) or all zeros is no network card's own:
+    # kept, it would name a boot file every machine or none asks for.
+    if int(digits[:2], 16) & 1:
+        raise ValueError(f"{mac!r} is a broadcast or multicast address, not a machine's own MAC (the first byte "
+                         "of a machine's MAC is even)")
+    if not digits.strip("0"):
+        raise ValueError(f"{mac!r} is all zeros, not a machine's MAC")
     return ":".join(digits[i:i + 2] for i in range(0, 12, 2))
 
 

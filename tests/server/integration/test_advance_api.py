@@ -6,7 +6,7 @@ import pytest
 from lablease.domain.paging import PageRequest
 from lablease.config import Settings
 from lablease.services import users
-from lablease.store.tables import Outbox
+from lablease.store.tables import Activity, Outbox
 from lablease.store.uow import UnitOfWork
 from lablease.worker.loop import run_due
 
@@ -92,6 +92,21 @@ def test_states_change_on_time_and_the_end_frees_the_systems(lab):
     with UnitOfWork(lab.db, write=False) as uow:
         events = [row.payload["event"] for row in uow.session.query(Outbox)]
     assert events == []  # alice has no mail address or webhook: nothing to deliver to
+
+
+def test_a_window_that_passed_while_the_worker_was_stopped_starts_and_exits(lab):
+    """The worker first runs after the whole window (it was stopped): the AR does not stay waiting with a
+    failing step; it goes through running to exited, as the clock would have taken it, and frees its systems."""
+    _, granted = ar(lab)
+    run(lab, START + 5 * H)
+    shown = lab.alice.get(f"/advance-reservations/{granted['id']}")[1]
+    assert shown["state"] == "x", shown
+    assert lab.admin.get("/systems/a1.lab.test")[1]["advance_reservations"] == []
+    with UnitOfWork(lab.db, write=False) as uow:
+        changes = [row.new for row in uow.session.query(Activity).filter_by(
+            object_type="advance_reservation", object_id=str(granted["id"]), action="state_changed"
+        ).order_by(Activity.id)]
+    assert changes == ["r (its start was reached)", "x (its end was reached)"]
 
 
 def test_a_broken_system_puts_it_in_error_until_it_is_repaired(lab):

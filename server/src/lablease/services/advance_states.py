@@ -64,14 +64,18 @@ def _move(session, settings, ar: AdvanceReservation, state: str, now: datetime, 
 # --- living: time, errors -------------------------------------------------------------------------
 
 def _transition(uow, ar: AdvanceReservation, now: datetime) -> None:
-    """An AR whose start or end came moves w -> r, r/E -> x."""
+    """An AR whose start or end came moves w -> r, r/E -> x. One the worker reaches only after its end (the
+    worker was stopped through the whole window) still starts before it exits: its holders hear of both, and
+    w -> x, which the states do not allow, is never tried (it failed the step again at every turn)."""
     session = uow.session
+    if ar.state == "w":
+        _move(session, uow.settings, ar, "r", now, None, "its start was reached")
+        if now < ar.end_at:
+            ar.due_at = rules.next_transition("r", ar.start_at, ar.end_at, now)
+            place_bound(session, ar, now)
+            return
     if now >= ar.end_at:
         finish(session, uow.settings, ar, now, "x", None, "its end was reached")
-    elif ar.state == "w":
-        _move(session, uow.settings, ar, "r", now, None, "its start was reached")
-        ar.due_at = rules.next_transition("r", ar.start_at, ar.end_at, now)
-        place_bound(session, ar, now)
     else:
         ar.due_at = rules.next_transition(ar.state, ar.start_at, ar.end_at, now)
 

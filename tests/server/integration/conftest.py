@@ -79,7 +79,7 @@ class Lab:
             users.ensure_arusers(uow.session, START)
             uow.commit()
         status, _ = self.admin.post("/groups/arusers/members", {"user": name})
-        assert status in (200, 201)
+        assert status == 200
 
     def anonymous(self):
         return Caller(self.client, None)

@@ -10,7 +10,7 @@ the one blocked set allowed to hold systems while it waits.
 from __future__ import annotations
 
 import heapq
-import random as random_module
+import random
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Callable, Iterable, Iterator
@@ -121,14 +121,16 @@ def tier(host: Host, pools: list[str]) -> int:
     return next((i for i, pool in enumerate(pools) if pool in host.pools), len(pools))
 
 
-def shuffled_within_tiers(ranked: Iterable[tuple[int, int]], rng: random_module.Random | None = None) -> list[int]:
-    """(system id, tier) pairs, best tier first, in random order within each tier (autopick random="true")."""
+def shuffled_within_tiers(ranked: Iterable[tuple[int, int]], rng: random.Random) -> list[int]:
+    """(system id, tier) pairs, best tier first, in random order within each tier (autopick random="true").
+
+    The caller gives the randomness (the planner holds no hidden state), so a test can fix it."""
     tiers: dict[int, list[int]] = {}
     for system_id, rank in ranked:
         tiers.setdefault(rank, []).append(system_id)
     ordered: list[int] = []
     for rank in sorted(tiers):
-        (rng or random_module).shuffle(tiers[rank])
+        rng.shuffle(tiers[rank])
         ordered += tiers[rank]
     return ordered
 

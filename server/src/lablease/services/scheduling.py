@@ -20,6 +20,7 @@ from datetime import datetime, timedelta
 import hashlib
 import heapq
 import json
+import random
 
 from sqlalchemy import and_, delete, func, or_, select
 from sqlalchemy.exc import IntegrityError
@@ -41,6 +42,10 @@ from . import systems as system_service
 from . import waitline
 from .placement import WAITING, held_by, hold, release, runtime_of, start
 from .users import actor_for
+
+# autopick random="true": each process its own generator, seeded by the system (the order need not repeat).
+AUTOPICK_RANDOM = random.Random()
+
 
 def _static_access(system: System):
     """Access as far as it does not change from minute to minute: no loan, condition aside."""
@@ -144,7 +149,7 @@ def free_candidates(session, recipe: Recipe, now: datetime, only: int | None = N
         if memo is not None:
             memo[key] = rows
     if (recipe.spec.get("autopick") or {}).get("random"):
-        return shuffled_within_tiers(rows)
+        return shuffled_within_tiers(rows, AUTOPICK_RANDOM)
     return [system_id for system_id, _ in rows]
 
 

@@ -9,7 +9,7 @@ def loan_grant(ctx: Context) -> dict:
     body = ctx.body
     return loans.grant(ctx.uow, ctx.actor, ctx.now, ctx.args["fqdn"], body["recipient"],
                        duration_field(body, "duration"), body.get("limited", False), body.get("comment"),
-                       force=bool(ctx.query.get("force") or body.get("force")), purpose=body.get("purpose"))
+                       force=ctx.force, purpose=body.get("purpose"))
 
 
 def loan_show(ctx: Context) -> dict:

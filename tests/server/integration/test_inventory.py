@@ -47,6 +47,8 @@ def test_the_inventory_is_set_changed_and_shown(lab):
     ({"disks": [{"size": -1}]}, "inventory.disks.0.size", "less than the minimum"),
     ({"cpu": {"flags": ["vmx", "vmx"]}}, "inventory.cpu.flags", "non-unique"),
     ({"colour": "red"}, "inventory.colour", "unknown field"),
+    # processors are the system's cpus, which the API describes as at least 1: one rule for both names
+    ({"cpu": {"processors": 0}}, "inventory.cpu.processors", "less than the minimum of 1"),
 ])
 def test_a_wrong_inventory_is_refused_naming_the_field(lab, inventory, field, reason):
     lab.system("s.lab.test")

@@ -21,7 +21,7 @@ CPU_SCHEMA = {
     "properties": {
         "vendor": _TEXT, "model_name": _TEXT, "family": _COUNT, "model": _COUNT, "stepping": _COUNT,
         "speed": {"type": ["number", "null"], "minimum": 0, "maximum": MAX_INT, "description": "MHz"},
-        "processors": {**_COUNT, "description": "logical processors: the system's cpus"},
+        "processors": {**_COUNT, "minimum": 1, "description": "logical processors: the system's cpus"},
         "cores": _COUNT, "sockets": _COUNT, "hyper": {"type": ["boolean", "null"], "description": "hyper-threading"},
         "flags": {"type": "array", "items": {"type": "string", "minLength": 1, "maxLength": 64,
                                              "pattern": r"^\S+$"}, "uniqueItems": True},

@@ -13,9 +13,9 @@ callbacks:
   the disk's syslinux.
 - GRUB2 (BIOS): grub-mknetdir (Debian's grub-pc-bin) fills the TFTP root's boot/grub; DHCP offers its
   core image, which reads boot/grub/grub.cfg-01-<mac>. Second boot: the rewritten `chainloader +1`.
-  Known lablease bug, xfailed on its exact symptom only (known_grub_port_bug): the install config names
-  the kernel `(http,10.0.2.2,PORT)/...`, which GRUB 2.06 cannot resolve; with `(http,10.0.2.2:PORT)/...`
-  this case passes end to end.
+  The install config names the kernel `(http,10.0.2.2:PORT)/...`: GRUB 2.06 reads everything after the
+  device's first comma as the host, so the older `(http,10.0.2.2,PORT)` form never loaded it (a bug this case
+  now fails on, as on any other).
 - UEFI (OVMF) with iPXE: the iPXE script's `initrd=initrd` lets the kernel's EFI stub find its initrd.
   Why the second boot is not checked: its local-boot form `sanboot --drive 0x80 || exit` has no BIOS drive
   under UEFI and exits to the firmware's next boot options (its own PXE, HTTP boot), and the guest's boot
@@ -33,7 +33,6 @@ missing, saying which package it needs.
 from __future__ import annotations
 
 import json
-import re
 import shutil
 import subprocess
 import time
@@ -208,12 +207,7 @@ def two_boots(lab, fqdn: str, mac: str, loader: str, bootfile: str, install_mark
         (("" if loader == "pxelinux" else "grub.cfg-") + "01-" + mac.replace(":", "-"))
     reservation = provision(lab, fqdn)
     started = time.monotonic()
-    try:
-        found = wait_for(lab, fqdn, lambda found: found["status"] == "running", "running system")
-    except AssertionError:
-        if loader == "grub2":
-            known_grub_port_bug(lab, fqdn, reservation, config)
-        raise
+    found = wait_for(lab, fqdn, lambda found: found["status"] == "running", "running system")
     took = time.monotonic() - started
     log = console(lab, fqdn)
     assert found["status"] == "running", (found, log[-3000:])
@@ -231,24 +225,6 @@ def two_boots(lab, fqdn: str, mac: str, loader: str, bootfile: str, install_mark
     assert local_line in config.read_text(), config.read_text()
     print(f"{loader}: two-boot install {took:.1f} s")
     return_and_check_cleared(lab, fqdn, reservation, config)
-
-
-GRUB_PORT_FORM = re.compile(r"\((http|tftp),([^,():]+),(\d+)\)")
-
-
-def known_grub_port_bug(lab, fqdn: str, reservation: dict, config: Path) -> None:
-    """xfail on this known bug, and on nothing else: lablease writes a URL's port as GRUB's third device field,
-    `(http,10.0.2.2,8042)/vmlinuz`; GRUB 2.06 (Debian 12's grub-pc-bin) reads everything after the first comma
-    as the host name, fails to resolve "10.0.2.2,8042" ("error: no DNS record found") and never loads the kernel.
-    It fetches `(http,10.0.2.2:8042)/vmlinuz` (measured: the whole two-boot flow passes with that form)."""
-    text = config.read_text() if config.exists() else ""
-    wrong = GRUB_PORT_FORM.search(text)
-    if "error: no DNS record found" not in console(lab, fqdn) or wrong is None:
-        return
-    lab.alice.delete(f"/reservations/{reservation['id']}")
-    pytest.xfail(f"lablease bug (server/src/lablease/provision/netboot.py, _grub_path): {config.name} has "
-                 f"{wrong.group(0)}, which GRUB 2.06 cannot resolve ('no DNS record found'); expected "
-                 f"({wrong.group(1)},{wrong.group(2)}:{wrong.group(3)})")
 
 
 def test_pxelinux_installs_and_chains_to_the_disk(lab):

@@ -149,6 +149,9 @@ def test_grub_names_http_urls_its_own_way_and_refuses_https():
     image = BootImage("http://mirror/vmlinuz", "tftp://10.0.0.1/initrd.img", "quiet")
     assert "linux (http,mirror)/vmlinuz quiet\n" in netboot.grub2(image)
     assert "initrd (tftp,10.0.0.1)/initrd.img\n" in netboot.grub2(image)
+    # a port goes with the host (GRUB 2.06 reads all after the device's first comma as the host name)
+    ported = netboot.grub2(BootImage("http://10.0.2.2:8042/vmlinuz", "http://10.0.2.2:8042/initrd.img", ""))
+    assert "linux (http,10.0.2.2:8042)/vmlinuz" in ported and "(http,10.0.2.2,8042)" not in ported
     with pytest.raises(ValueError, match="GRUB fetches only"):
         netboot.grub2(BootImage("https://mirror/vmlinuz", "https://mirror/initrd.img", ""))
 

@@ -1,0 +1,127 @@
+"""The redfish and ipmitool power drivers against real BMC emulators on loopback (tests/support/bmc.py).
+
+Redfish: sushy-tools' sushy-emulator (the emulator OpenStack tests Ironic against) with its fake systems,
+over HTTPS with a test CA and htpasswd basic auth. Like a real BMC it applies an action seconds after
+accepting it, so the tests read the state back as the worker does: until it has taken effect.
+Each emulator starts once for the module; every test uses systems of its own.
+"""
+from __future__ import annotations
+
+import os
+import socket
+import time
+
+import pytest
+
+from lablease.config import Settings
+from lablease.power import PowerError, PowerTarget
+from lablease.power.registry import driver_for
+from lablease.worker.commands import CommandRunner
+
+from ...support import bmc as emulators
+from .conftest import Lab
+from .test_commands import drain
+
+FQDN = "s1.lab.test"
+SETTLE = 30.0  # seconds: the emulator applies an action 1 to 11 s after accepting it
+SYSTEMS = {name: f"{n:08d}-0000-4000-8000-{n:012d}" for n, name in enumerate(
+    ["first", "chosen", "queued", "spare"], start=1)}
+
+
+def needs(reason: str | None) -> None:
+    if reason:
+        if os.environ.get("CI"):
+            pytest.fail(f"{reason}: `make test` installs it")
+        pytest.skip(reason)
+
+
+@pytest.fixture(scope="module")
+def redfish_bmc(tmp_path_factory):
+    needs(emulators.missing_redfish())
+    systems = [{"uuid": SYSTEMS["first"], "name": "first", "power_state": "Off"},
+               {"uuid": SYSTEMS["chosen"], "name": "chosen", "power_state": "Off"},
+               {"uuid": SYSTEMS["queued"], "name": "queued", "power_state": "On"},
+               {"uuid": SYSTEMS["spare"], "name": "spare", "power_state": "On"}]
+    with emulators.RedfishEmulator(tmp_path_factory.mktemp("redfish"), systems) as bmc:
+        yield bmc
+
+
+def target(tmp_path, timeout=10.0, **settings) -> PowerTarget:
+    return PowerTarget(fqdn=FQDN, settings=settings, timeout=timeout, data_dir=tmp_path / "data",
+                       scripts_dir=tmp_path / "scripts", tftp_root=tmp_path / "tftp", mac=None)
+
+
+def redfish_settings(bmc, system: str, **extra) -> dict:
+    return {"driver": "redfish", "url": bmc.url, "user": emulators.USER, "password": emulators.PASSWORD,
+            "id": SYSTEMS[system], "verify": str(bmc.ca), **extra}
+
+
+def redfish(tmp_path, bmc, system: str, **extra):
+    return driver_for(target(tmp_path, **redfish_settings(bmc, system, **extra)))
+
+
+def act(driver, action: str, expected: str) -> str:
+    """One action, then the state read back as the worker reads it: once the BMC has applied it."""
+    driver.act(action)
+    return driver.settle(expected, time.monotonic() + SETTLE)
+
+
+# --- redfish --------------------------------------------------------------------------------------------
+
+@pytest.mark.timeout(120)
+def test_redfish_powers_the_chosen_system_on_reboots_and_off(tmp_path, redfish_bmc):
+    driver = redfish(tmp_path, redfish_bmc, "chosen")
+    assert driver.status() == "off"
+    assert act(driver, "on", "on") == "on"
+    assert redfish_bmc.power_state(SYSTEMS["chosen"]) == "On"
+    assert act(driver, "reboot", "on") == "on"  # ForceRestart: off at once, on again once applied
+    assert act(driver, "off", "off") == "off"
+    assert redfish_bmc.power_state(SYSTEMS["chosen"]) == "Off"
+    assert redfish_bmc.power_state(SYSTEMS["first"]) == "Off"  # the first listed system was never touched
+
+
+def test_redfish_refusals_name_the_request_and_status_never_the_password(tmp_path, redfish_bmc):
+    wrong = "wrong-" + emulators.PASSWORD
+    with pytest.raises(PowerError) as error:
+        redfish(tmp_path, redfish_bmc, "spare", password=wrong).act("off")
+    assert str(error.value) == (f"redfish GET /redfish/v1/Systems/{SYSTEMS['spare']} on {FQDN} answered "
+                                "401 Unauthorized: Incorrect username or password")
+    with pytest.raises(PowerError) as error:
+        driver_for(target(tmp_path, **redfish_settings(redfish_bmc, "spare", id="no-such-system"))).act("off")
+    assert str(error.value) == (f"redfish GET /redfish/v1/Systems/no-such-system on {FQDN} answered "
+                                "404 NOT FOUND: Fake system no-such-system was not found")
+    # Without the test CA the emulator's certificate is refused before anything is sent.
+    with pytest.raises(PowerError, match=rf"^redfish GET /redfish/v1/Systems/\S+ on {FQDN}: SSLError$"):
+        redfish(tmp_path, redfish_bmc, "spare", verify="true").act("off")
+    assert redfish_bmc.power_state(SYSTEMS["spare"]) == "On"
+
+
+@pytest.mark.timeout(30)
+def test_redfish_bmc_that_does_not_answer_fails_within_the_timeout(tmp_path, redfish_bmc):
+    with socket.socket() as silent:  # accepts connections (the kernel does), never says a word
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()
+        url = f"https://127.0.0.1:{silent.getsockname()[1]}"
+        started = time.monotonic()
+        with pytest.raises(PowerError, match=rf"^redfish GET /redfish/v1/Systems/\S+ on {FQDN}: ReadTimeout$"):
+            driver_for(target(tmp_path, timeout=1.0, **redfish_settings(redfish_bmc, "spare", url=url))).act("on")
+        assert time.monotonic() - started < 5
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)  # the queue is not what is tested here
+def test_a_queued_power_command_reaches_the_redfish_bmc_and_records_the_state_it_took(db, tmp_path, redfish_bmc):
+    settings = Settings(data_dir=str(tmp_path / "data"), command_timeout=f"{SETTLE:g}s")
+    lab = Lab(db, settings)
+    lab.runner = CommandRunner(settings, db, lab.clock)
+    try:
+        lab.system("r1.lab.test", power=redfish_settings(redfish_bmc, "queued"))
+        _, command = lab.admin.post("/systems/r1.lab.test/power", {"action": "off"})
+        drain(lab)  # the worker's runner, as in its passes
+    finally:
+        lab.runner.stop()
+    _, done = lab.admin.get(f"/commands/{command['id']}")
+    assert (done["status"], done["error"]) == ("completed", None)
+    # The BMC took a few seconds to apply it: the state recorded is the one it took, not the one before.
+    assert lab.admin.get("/systems/r1.lab.test")[1]["power_state"] == "off"
+    assert redfish_bmc.power_state(SYSTEMS["queued"]) == "Off"

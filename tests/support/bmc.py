@@ -1,0 +1,169 @@
+"""Real BMC emulators on loopback, for the power drivers' tests (`make bmc` installs them).
+
+    with RedfishEmulator(tmp_path, systems=[...]) as bmc: ...   # sushy-tools' sushy-emulator, fake driver,
+                                                               # HTTPS with a test CA, htpasswd basic auth
+    with IpmiSimulator(tmp_path) as bmc: ...                   # OpenIPMI's ipmi_sim, IPMI 2.0 lanplus
+
+Each is one process, started once per test module by its fixture; both are skipped, with the command that
+installs them, when missing.
+"""
+from __future__ import annotations
+
+import datetime
+import ipaddress
+import os
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import requests
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+
+from .postgres import free_port
+
+ROOT = Path(__file__).resolve().parents[2]
+SUSHY = ROOT / ".venv" / "tools" / "sushy-tools" / "bin"
+USER = "admin"
+PASSWORD = "bmc-s3cret-pass"
+
+
+def missing_redfish() -> str | None:
+    """Why the Redfish emulator cannot run here, or None."""
+    return None if (SUSHY / "sushy-emulator").exists() else "sushy-tools is not installed (make bmc)"
+
+
+def missing_ipmi() -> str | None:
+    """Why the IPMI simulator cannot run here, or None."""
+    absent = [tool for tool in ("ipmi_sim", "ipmitool") if shutil.which(tool) is None]
+    return f"{' and '.join(absent)} not installed (make bmc)" if absent else None
+
+
+def _key():
+    return ec.generate_private_key(ec.SECP256R1())
+
+
+def _pem(key) -> bytes:
+    return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                             serialization.NoEncryption())
+
+
+def make_ca(directory: Path, host: str = "127.0.0.1") -> tuple[Path, Path, Path]:
+    """A throw-away CA and a server certificate for `host` signed by it: (ca.pem, server.pem, server.key)."""
+    now = datetime.datetime.now(datetime.timezone.utc)
+    ca_key, server_key = _key(), _key()
+    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "lablease test BMC CA")])
+    ca = (x509.CertificateBuilder().subject_name(ca_name).issuer_name(ca_name).public_key(ca_key.public_key())
+          .serial_number(x509.random_serial_number())
+          .not_valid_before(now - datetime.timedelta(minutes=5)).not_valid_after(now + datetime.timedelta(days=1))
+          .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+          .add_extension(x509.KeyUsage(digital_signature=True, key_cert_sign=True, crl_sign=True,
+                                       content_commitment=False, key_encipherment=False, data_encipherment=False,
+                                       key_agreement=False, encipher_only=False, decipher_only=False), critical=True)
+          .add_extension(x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), critical=False)
+          .sign(ca_key, hashes.SHA256()))
+    server = (x509.CertificateBuilder()
+              .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, host)])).issuer_name(ca_name)
+              .public_key(server_key.public_key()).serial_number(x509.random_serial_number())
+              .not_valid_before(now - datetime.timedelta(minutes=5)).not_valid_after(now + datetime.timedelta(days=1))
+              .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address(host))]), critical=False)
+              .add_extension(x509.ExtendedKeyUsage([x509.oid.ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+              .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False)
+              .sign(ca_key, hashes.SHA256()))
+    directory.mkdir(parents=True, exist_ok=True)
+    paths = directory / "ca.pem", directory / "server.pem", directory / "server.key"
+    paths[0].write_bytes(ca.public_bytes(serialization.Encoding.PEM))
+    paths[1].write_bytes(server.public_bytes(serialization.Encoding.PEM))
+    paths[2].write_bytes(_pem(server_key))
+    return paths
+
+
+class _Process:
+    """One emulator process in its own process group, killed with it on exit."""
+
+    process: subprocess.Popen | None = None
+    name = ""
+
+    def _start(self, argv: list[str], log: Path, env: dict | None = None) -> None:
+        self.log = log
+        with open(log, "wb") as out:
+            self.process = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                            start_new_session=True, env={**os.environ, **(env or {})})
+
+    def _wait_until(self, ready, what: str, timeout: float = 30.0) -> None:
+        deadline = time.monotonic() + timeout
+        while not ready():
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError(f"{self.name} did not {what}: {self.log.read_text(errors='replace')[-2000:]}")
+            time.sleep(0.1)
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait()
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+class RedfishEmulator(_Process):
+    """sushy-emulator with its fake systems driver (no libvirt), over HTTPS with basic auth.
+
+    `systems` are the fake driver's systems (uuid, name, power_state); like a real BMC it applies a
+    power action a few seconds after accepting it (1 to 11 s, its own random delay).
+    """
+
+    name = "sushy-emulator"
+
+    def __init__(self, directory: Path, systems: list[dict]):
+        self.directory = directory
+        self.systems = systems
+
+    def start(self) -> "RedfishEmulator":
+        directory = self.directory
+        directory.mkdir(parents=True, exist_ok=True)
+        self.ca, cert, key = make_ca(directory / "tls")
+        users = directory / "htpasswd"
+        digest = subprocess.run([str(SUSHY / "python"), "-c", "import bcrypt, sys; print(bcrypt.hashpw("
+                                 "sys.argv[1].encode(), bcrypt.gensalt(rounds=4)).decode())", PASSWORD],
+                                check=True, capture_output=True, text=True).stdout.strip()
+        users.write_text(f"{USER}:{digest}\n")
+        (directory / "state").mkdir(exist_ok=True)
+        systems = [{"external_notifier": False, "nics": [], **system} for system in self.systems]
+        config = directory / "emulator.conf"
+        config.write_text(
+            f"SUSHY_EMULATOR_FAKE_DRIVER = True\nSUSHY_EMULATOR_FAKE_SYSTEMS = {systems!r}\n"
+            f"SUSHY_EMULATOR_AUTH_FILE = {str(users)!r}\nSUSHY_EMULATOR_STATE_DIR = {str(directory / 'state')!r}\n"
+            f"SUSHY_EMULATOR_SSL_CERT = {str(cert)!r}\nSUSHY_EMULATOR_SSL_KEY = {str(key)!r}\n")
+        port = free_port()
+        self.url = f"https://127.0.0.1:{port}"
+        self._start([str(SUSHY / "sushy-emulator"), "--config", str(config), "-i", "127.0.0.1", "-p", str(port)],
+                    directory / "emulator.log")
+        self._wait_until(self._answers, f"answer on {self.url}")
+        return self
+
+    def _answers(self) -> bool:
+        try:
+            return requests.get(f"{self.url}/redfish/v1/", verify=str(self.ca), timeout=2).status_code == 200
+        except requests.RequestException:
+            return False
+
+    def power_state(self, system_id: str) -> str:
+        """The system's PowerState as the emulator reports it ("On"/"Off"), asked directly, not through lablease."""
+        response = requests.get(f"{self.url}/redfish/v1/Systems/{system_id}", auth=(USER, PASSWORD),
+                                verify=str(self.ca), timeout=10)
+        response.raise_for_status()
+        return response.json()["PowerState"]
+
+    @property
+    def version(self) -> str:
+        return subprocess.run([str(SUSHY / "python"), "-c", "from importlib.metadata import version; "
+                               "print(version('sushy-tools'))"], capture_output=True, text=True).stdout.strip()

@@ -14,6 +14,7 @@ import ipaddress
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import time
 from pathlib import Path
@@ -167,3 +168,78 @@ class RedfishEmulator(_Process):
     def version(self) -> str:
         return subprocess.run([str(SUSHY / "python"), "-c", "from importlib.metadata import version; "
                                "print(version('sushy-tools'))"], capture_output=True, text=True).stdout.strip()
+
+
+CHASSIS = """#!/bin/sh
+# ipmi_sim's chassis_control program: `chassis <mc> get power` / `chassis <mc> set power 0|1`.
+# The machine's power is the file power; every change is one line of the file history.
+cd "$(dirname "$0")" || exit 1
+case "$2 $3" in
+  "get power") echo "power:$(cat power 2>/dev/null || echo 0)" ;;
+  "set power") echo "$4" > power && echo "$4" >> history ;;
+  *) echo "unsupported: $*"; exit 1 ;;
+esac
+"""
+
+
+class IpmiSimulator(_Process):
+    """OpenIPMI's ipmi_sim: one BMC on 127.0.0.1 speaking IPMI 1.5 and 2.0 (lanplus), with one admin user.
+
+    Its chassis power is a file the simulator's chassis_control program writes (`power`, and each
+    change appended to `history`: "1" on, "0" off; a power cycle is "0" then, a second later, "1").
+    """
+
+    name = "ipmi_sim"
+    CIPHER_SUITE = "3"  # ipmi_sim does not answer "Get Channel Cipher Suites"; ipmitool waits 10 s without -C
+
+    def __init__(self, directory: Path):
+        self.directory = directory
+
+    def start(self) -> "IpmiSimulator":
+        directory = self.directory
+        (directory / "state").mkdir(parents=True, exist_ok=True)
+        chassis = directory / "chassis"
+        chassis.write_text(CHASSIS)
+        chassis.chmod(0o755)
+        self.port = free_udp_port()
+        auths = "none md2 md5 straight"
+        (directory / "lan.conf").write_text("\n".join([
+            'name "lablease-test"', "set_working_mc 0x20", "  startlan 1", f"    addr 127.0.0.1 {self.port}",
+            "    priv_limit admin", *(f"    allowed_auths_{level} {auths}" for level in
+                                      ("callback", "user", "operator", "admin")),
+            "    guid a123456789abcdefa123456789abcdef", "  endlan", f'  chassis_control "{chassis} 0x20"',
+            f'  user 2 true "{USER}" "{PASSWORD}" admin 10 {auths}', ""]))
+        (directory / "bmc.emu").write_text(
+            "mc_setbmc 0x20\nmc_add 0x20 0 no-device-sdrs 0x23 9 8 0x9f 0x1291 0xf02 persist_sdr\nmc_enable 0x20\n")
+        self._start(["ipmi_sim", "-c", str(directory / "lan.conf"), "-f", str(directory / "bmc.emu"),
+                     "-s", str(directory / "state"), "-n"], directory / "ipmi_sim.log")
+        self._wait_until(self._answers, f"answer on UDP port {self.port}")
+        return self
+
+    def _answers(self) -> bool:
+        status = subprocess.run(["ipmitool", "-I", "lanplus", "-C", self.CIPHER_SUITE, "-H", "127.0.0.1",
+                                 "-p", str(self.port), "-U", USER, "-E", "-N", "1", "-R", "1", "mc", "info"],
+                                env={**os.environ, "IPMI_PASSWORD": PASSWORD}, capture_output=True, timeout=10)
+        return status.returncode == 0
+
+    @property
+    def power(self) -> str:
+        """The chassis power as the simulated machine has it: "on" or "off"."""
+        path = self.directory / "power"
+        return "on" if path.exists() and path.read_text().strip() == "1" else "off"
+
+    @property
+    def history(self) -> list[str]:
+        path = self.directory / "history"
+        return ["on" if line == "1" else "off" for line in path.read_text().split()] if path.exists() else []
+
+    @property
+    def version(self) -> str:
+        return subprocess.run(["dpkg-query", "-W", "-f=${Version}", "openipmi"], capture_output=True,
+                              text=True).stdout
+
+
+def free_udp_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]

@@ -3,7 +3,10 @@
 Redfish: sushy-tools' sushy-emulator (the emulator OpenStack tests Ironic against) with its fake systems,
 over HTTPS with a test CA and htpasswd basic auth. Like a real BMC it applies an action seconds after
 accepting it, so the tests read the state back as the worker does: until it has taken effect.
-Each emulator starts once for the module; every test uses systems of its own.
+IPMI: OpenIPMI's ipmi_sim, IPMI 2.0 (lanplus) with a user and password, run by the real ipmitool; its
+chassis power is a file its chassis_control program keeps, so the machine's side is seen too.
+Each emulator starts once for the module; Redfish tests use systems of their own, the IPMI tests (one
+BMC, one machine) set the power they start from.
 """
 from __future__ import annotations
 
@@ -43,6 +46,13 @@ def redfish_bmc(tmp_path_factory):
                {"uuid": SYSTEMS["queued"], "name": "queued", "power_state": "On"},
                {"uuid": SYSTEMS["spare"], "name": "spare", "power_state": "On"}]
     with emulators.RedfishEmulator(tmp_path_factory.mktemp("redfish"), systems) as bmc:
+        yield bmc
+
+
+@pytest.fixture(scope="module")
+def ipmi_bmc(tmp_path_factory):
+    needs(emulators.missing_ipmi())
+    with emulators.IpmiSimulator(tmp_path_factory.mktemp("ipmi")) as bmc:
         yield bmc
 
 
@@ -125,3 +135,60 @@ def test_a_queued_power_command_reaches_the_redfish_bmc_and_records_the_state_it
     # The BMC took a few seconds to apply it: the state recorded is the one it took, not the one before.
     assert lab.admin.get("/systems/r1.lab.test")[1]["power_state"] == "off"
     assert redfish_bmc.power_state(SYSTEMS["queued"]) == "Off"
+
+
+# --- ipmitool -------------------------------------------------------------------------------------------
+
+def ipmi_settings(bmc, **extra) -> dict:
+    return {"driver": "ipmitool", "address": "127.0.0.1", "port": bmc.port, "user": emulators.USER,
+            "password": emulators.PASSWORD, "cipher_suite": bmc.CIPHER_SUITE, **extra}
+
+
+@pytest.mark.timeout(60)
+def test_ipmitool_lanplus_on_cycle_off_and_status(tmp_path, ipmi_bmc):
+    driver = driver_for(target(tmp_path, **ipmi_settings(ipmi_bmc)))
+    assert act(driver, "off", "off") == "off"
+    start = len(ipmi_bmc.history)
+    assert act(driver, "reboot", "on") == "on"  # off: powered on, not cycled
+    assert (ipmi_bmc.power, ipmi_bmc.history[start:]) == ("on", ["on"])
+    assert act(driver, "reboot", "on") == "on"  # on: a power cycle, off then on a second later
+    assert (ipmi_bmc.power, ipmi_bmc.history[start:]) == ("on", ["on", "off", "on"])
+    assert act(driver, "off", "off") == "off"
+    assert (ipmi_bmc.power, ipmi_bmc.history[start:]) == ("off", ["on", "off", "on", "off"])
+
+
+def test_ipmitool_wrong_password_is_refused_by_the_bmc_and_never_shown(tmp_path, ipmi_bmc):
+    wrong = "wrong-s3cret"
+    before = ipmi_bmc.history
+    with pytest.raises(PowerError) as error:
+        driver_for(target(tmp_path, **ipmi_settings(ipmi_bmc, password=wrong))).act("on")
+    assert str(error.value) == "ipmitool exited with status 1: Error: Unable to establish IPMI v2 / RMCP+ session"
+    assert ipmi_bmc.history == before
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+def test_an_ipmi_password_longer_than_ipmi_holds_is_refused_when_the_system_is_added(lab):
+    power = {"driver": "ipmitool", "address": "bmc.lab.test", "user": "admin", "password": "x" * 21}
+    status, body = lab.admin.post("/systems", {"fqdn": "i2.lab.test", "arch": "x86_64", "condition": "manual",
+                                              "power": power})
+    assert status == 422 and "password is longer than the 20 bytes IPMI allows" in str(body)
+    assert "x" * 21 not in str(body)
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+def test_a_queued_power_command_reaches_the_ipmi_bmc(db, tmp_path, ipmi_bmc):
+    driver_for(target(tmp_path, **ipmi_settings(ipmi_bmc))).act("off")
+    settings = Settings(data_dir=str(tmp_path / "data"), command_timeout="20s")
+    lab = Lab(db, settings)
+    lab.runner = CommandRunner(settings, db, lab.clock)
+    try:
+        lab.system("i1.lab.test", power=ipmi_settings(ipmi_bmc))
+        _, command = lab.admin.post("/systems/i1.lab.test/power", {"action": "reboot"})
+        drain(lab)
+    finally:
+        lab.runner.stop()
+    _, done = lab.admin.get(f"/commands/{command['id']}")
+    assert (done["status"], done["error"]) == ("completed", None)
+    assert lab.admin.get("/systems/i1.lab.test")[1]["power_state"] == "on"
+    assert ipmi_bmc.power == "on"

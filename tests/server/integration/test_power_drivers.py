@@ -135,27 +135,11 @@ def test_ipmitool_passes_the_password_only_in_its_environment(tmp_path, tools):
         assert not any(PASSWORD in arg for arg in call["cmdline"])
 
 
-@pytest.mark.parametrize("state, commands", [("on", ["status", "cycle"]), ("off", ["status", "on"])])
-def test_ipmitool_reboot_cycles_a_machine_that_is_on_and_powers_on_one_that_is_off(tmp_path, tools, state, commands):
-    tools.install("ipmitool", "fake_ipmitool.py")
-    tools.state.write_text(state)
-    power(tmp_path, **IPMI).act("reboot")
-    assert [argv[-1] for argv in tools.argvs()] == commands
-
-
 def test_ipmitool_interface_and_port_settings(tmp_path, tools):
     tools.install("ipmitool", "fake_ipmitool.py")
     power(tmp_path, **IPMI, interface="lan", port=6230).act("off")
     assert tools.argvs() == [["-I", "lan", "-H", "bmc1.lab.test", "-U", "admin", "-E", "-p", "6230",
                               "chassis", "power", "off"]]
-
-
-def test_ipmitool_refused_login_is_a_power_error_without_the_password(tmp_path, tools, monkeypatch):
-    tools.install("ipmitool", "fake_ipmitool.py")
-    monkeypatch.setenv("FAKE_BMC_PASSWORD", "something-else")
-    with pytest.raises(PowerError) as error:
-        power(tmp_path, **IPMI).act("on")
-    assert str(error.value) == "ipmitool exited with status 1: Error: Unable to establish IPMI v2 / RMCP+ session"
 
 
 # --- libvirt --------------------------------------------------------------------------------------------

@@ -32,10 +32,12 @@ qemu:
 deploy-tools:
 	scripts/ensure-deploy-tools.sh
 
-# The BMC emulators the power drivers are tested against: OpenIPMI's ipmi_sim and ipmitool (Debian packages,
-# scripts/ensure-bmc.sh), and sushy-tools' Redfish emulator in a venv of its own (scripts/requirements/sushy-tools.txt).
-bmc: $(TOOLS)/sushy-tools/.installed
+# What the power drivers are tested against: OpenIPMI's ipmi_sim, ipmitool and libvirtd (Debian packages,
+# scripts/ensure-bmc.sh), then sushy-tools' Redfish emulator in a venv of its own (scripts/requirements/sushy-tools.txt;
+# its libvirt binding builds against the libvirt-dev that script installs).
+bmc: venv
 	scripts/ensure-bmc.sh
+	$(MAKE) --no-print-directory $(TOOLS)/sushy-tools/.installed
 
 # Debian's chromium for the browser tests of the web pages (tests/e2e/web, Playwright drives it; no browser download).
 chromium:

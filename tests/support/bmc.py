@@ -3,6 +3,7 @@
     with RedfishEmulator(tmp_path, systems=[...]) as bmc: ...   # sushy-tools' sushy-emulator, fake driver,
                                                                # HTTPS with a test CA, htpasswd basic auth
     with IpmiSimulator(tmp_path) as bmc: ...                   # OpenIPMI's ipmi_sim, IPMI 2.0 lanplus
+    with Libvirtd(tmp_path): ... LibvirtDomain(...)             # libvirtd's system instance, and a QEMU VM in it
 
 Each is one process, started once per test module by its fixture; both are skipped, with the command that
 installs them, when missing.
@@ -29,6 +30,7 @@ from .postgres import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 SUSHY = ROOT / ".venv" / "tools" / "sushy-tools" / "bin"
+LIBVIRT_URI = "qemu:///system"
 USER = "admin"
 PASSWORD = "bmc-s3cret-pass"
 
@@ -124,9 +126,11 @@ class RedfishEmulator(_Process):
 
     name = "sushy-emulator"
 
-    def __init__(self, directory: Path, systems: list[dict]):
+    def __init__(self, directory: Path, systems: list[dict] | None = None, domains: list[str] | None = None):
+        """`systems` for its fake driver, or `domains` (libvirt UUIDs, the only ones it shows) for its libvirt one."""
         self.directory = directory
         self.systems = systems
+        self.domains = domains
 
     def start(self) -> "RedfishEmulator":
         directory = self.directory
@@ -138,11 +142,15 @@ class RedfishEmulator(_Process):
                                 check=True, capture_output=True, text=True).stdout.strip()
         users.write_text(f"{USER}:{digest}\n")
         (directory / "state").mkdir(exist_ok=True)
-        systems = [{"external_notifier": False, "nics": [], **system} for system in self.systems]
+        if self.domains is None:
+            systems = [{"external_notifier": False, "nics": [], **system} for system in self.systems]
+            backend = f"SUSHY_EMULATOR_FAKE_DRIVER = True\nSUSHY_EMULATOR_FAKE_SYSTEMS = {systems!r}\n"
+        else:
+            backend = (f"SUSHY_EMULATOR_LIBVIRT_URI = {LIBVIRT_URI!r}\n"
+                       f"SUSHY_EMULATOR_ALLOWED_INSTANCES = {self.domains!r}\n")
         config = directory / "emulator.conf"
         config.write_text(
-            f"SUSHY_EMULATOR_FAKE_DRIVER = True\nSUSHY_EMULATOR_FAKE_SYSTEMS = {systems!r}\n"
-            f"SUSHY_EMULATOR_AUTH_FILE = {str(users)!r}\nSUSHY_EMULATOR_STATE_DIR = {str(directory / 'state')!r}\n"
+            f"{backend}SUSHY_EMULATOR_AUTH_FILE = {str(users)!r}\nSUSHY_EMULATOR_STATE_DIR = {str(directory / 'state')!r}\n"
             f"SUSHY_EMULATOR_SSL_CERT = {str(cert)!r}\nSUSHY_EMULATOR_SSL_KEY = {str(key)!r}\n")
         port = free_port()
         self.url = f"https://127.0.0.1:{port}"
@@ -243,3 +251,104 @@ def free_udp_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
         probe.bind(("127.0.0.1", 0))
         return probe.getsockname()[1]
+
+
+# --- libvirt --------------------------------------------------------------------------------------------
+
+def virsh(*args: str, check: bool = True) -> str:
+    result = subprocess.run(["virsh", "-c", LIBVIRT_URI, *args], capture_output=True, text=True, timeout=60)
+    if check and result.returncode != 0:
+        raise RuntimeError(f"virsh {' '.join(args)}: {result.stderr.strip()}")
+    return result.stdout.strip()
+
+
+def missing_libvirt() -> str | None:
+    """Why libvirtd cannot run a VM here, or None."""
+    absent = [tool for tool in ("libvirtd", "virtlogd", "virsh", "qemu-system-x86_64") if shutil.which(tool) is None]
+    if absent:
+        return f"{' and '.join(absent)} not installed (make bmc qemu)"
+    if os.geteuid() != 0:
+        return "libvirtd's system instance (qemu:///system) is started by root only"
+    binding = subprocess.run([str(SUSHY / "python"), "-c", "import libvirt"], capture_output=True)
+    return None if binding.returncode == 0 else "sushy-tools' libvirt binding is not installed (make bmc)"
+
+
+class Libvirtd:
+    """libvirtd's system instance (and its virtlogd): the running one, or one started here and stopped on exit."""
+
+    def __init__(self, directory: Path):
+        self.directory = directory
+        self.started: list[Path] = []
+
+    def answers(self) -> bool:
+        return subprocess.run(["virsh", "-c", LIBVIRT_URI, "version"], capture_output=True, timeout=30).returncode == 0
+
+    def __enter__(self) -> "Libvirtd":
+        if not self.answers():
+            self.directory.mkdir(parents=True, exist_ok=True)
+            for daemon in ("virtlogd", "libvirtd"):
+                pid_file = self.directory / f"{daemon}.pid"
+                subprocess.run([daemon, "--daemon", "--pid-file", str(pid_file)], check=True, timeout=30)
+                self.started.append(pid_file)
+            deadline = time.monotonic() + 30
+            while not self.answers():
+                if time.monotonic() > deadline:
+                    raise RuntimeError("libvirtd started but does not answer on qemu:///system")
+                time.sleep(0.2)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for pid_file in reversed(self.started):
+            try:
+                os.kill(int(pid_file.read_text()), signal.SIGTERM)
+            except (OSError, ValueError):
+                pass
+
+
+class LibvirtDomain:
+    """A QEMU VM (TCG, never KVM) defined in libvirtd, netbooting like the qemu driver's: QEMU's user network
+    answers DHCP with the lab's TFTP root and its boot.ipxe; the guest reaches the host at 10.0.2.2. Its serial
+    console is written to `console`. Undefined (and destroyed) on exit."""
+
+    def __init__(self, name: str, mac: str, tftp_root: Path, disks: list[Path], console: Path, memory_mib: int = 512):
+        self.name, self.mac, self.tftp_root, self.disks, self.console = name, mac, tftp_root, disks, console
+        self.memory_mib = memory_mib
+
+    def xml(self) -> str:
+        disks = "".join(
+            f"<disk type='file' device='disk'><driver name='qemu' type='raw'/><source file='{disk}'/>"
+            f"<target dev='vd{chr(ord('a') + index)}' bus='virtio'/><boot order='{index + 1}'/></disk>"
+            for index, disk in enumerate(self.disks))
+        # libvirt's own user-mode interface has no TFTP root or boot file: QEMU's -netdev is passed as is.
+        # Run as root without relabelling: the test's files stay where they are and whose they are.
+        return f"""<domain type='qemu' xmlns:qemu='http://libvirt.org/schemas/domain/qemu/1.0'>
+  <name>{self.name}</name><memory unit='MiB'>{self.memory_mib}</memory><vcpu>1</vcpu>
+  <os><type arch='x86_64' machine='pc'>hvm</type></os>
+  <devices>
+    <emulator>{shutil.which("qemu-system-x86_64")}</emulator>{disks}
+    <serial type='file'><source path='{self.console}' append='on'/><target port='0'/></serial>
+    <controller type='usb' model='none'/><memballoon model='none'/>
+  </devices>
+  <seclabel type='static' model='dac' relabel='no'><label>+0:+0</label></seclabel>
+  <qemu:commandline>
+    <qemu:arg value='-netdev'/><qemu:arg value='user,id=n0,tftp={self.tftp_root},bootfile=boot.ipxe'/>
+    <qemu:arg value='-device'/><qemu:arg value='virtio-net-pci,netdev=n0,mac={self.mac},bootindex=0,bus=pci.0,addr=0x10'/>
+  </qemu:commandline>
+</domain>
+"""
+
+    def __enter__(self) -> "LibvirtDomain":
+        self.console.parent.mkdir(parents=True, exist_ok=True)
+        self.tftp_root.mkdir(parents=True, exist_ok=True)
+        definition = self.console.parent / f"{self.name}.xml"
+        definition.write_text(self.xml())
+        virsh("define", str(definition))
+        self.uuid = virsh("domuuid", self.name)
+        return self
+
+    def state(self) -> str:
+        return virsh("domstate", self.name)
+
+    def __exit__(self, *exc) -> None:
+        virsh("destroy", self.name, check=False)
+        virsh("undefine", self.name, check=False)

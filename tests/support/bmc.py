@@ -180,11 +180,12 @@ class RedfishEmulator(_Process):
 
 CHASSIS = """#!/bin/sh
 # ipmi_sim's chassis_control program: `chassis <mc> get power` / `chassis <mc> set power 0|1`.
-# The machine's power is the file power; every change is one line of the file history.
+# The machine's power is the file power; every change is one line of the file history. While the file
+# stuck exists the machine ignores the BMC (a dead power supply): the request is accepted, nothing changes.
 cd "$(dirname "$0")" || exit 1
 case "$2 $3" in
   "get power") echo "power:$(cat power 2>/dev/null || echo 0)" ;;
-  "set power") echo "$4" > power && echo "$4" >> history ;;
+  "set power") [ -e stuck ] || { echo "$4" > power && echo "$4" >> history; } ;;
   *) echo "unsupported: $*"; exit 1 ;;
 esac
 """
@@ -235,6 +236,11 @@ class IpmiSimulator(_Process):
         """The chassis power as the simulated machine has it: "on" or "off"."""
         path = self.directory / "power"
         return "on" if path.exists() and path.read_text().strip() == "1" else "off"
+
+    def stuck(self, stuck: bool) -> None:
+        """From now on the machine ignores (True) or obeys (False) the BMC's power requests."""
+        path = self.directory / "stuck"
+        path.touch() if stuck else path.unlink(missing_ok=True)
 
     @property
     def history(self) -> list[str]:

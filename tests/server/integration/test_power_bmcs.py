@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import socket
 import time
+from contextlib import contextmanager
 
 import pytest
 
@@ -70,6 +71,17 @@ def redfish(tmp_path, bmc, system: str, **extra):
     return driver_for(target(tmp_path, **redfish_settings(bmc, system, **extra)))
 
 
+@contextmanager
+def worker_lab(db, tmp_path, **settings):
+    """An in-process API and the worker's command runner over one database."""
+    lab = Lab(db, Settings(data_dir=str(tmp_path / "data"), **settings))
+    lab.runner = CommandRunner(lab.settings, db, lab.clock)
+    try:
+        yield lab
+    finally:
+        lab.runner.stop()
+
+
 def act(driver, action: str, expected: str) -> str:
     """One action, then the state read back as the worker reads it: once the BMC has applied it."""
     driver.act(action)
@@ -121,15 +133,10 @@ def test_redfish_bmc_that_does_not_answer_fails_within_the_timeout(tmp_path, red
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)  # the queue is not what is tested here
 def test_a_queued_power_command_reaches_the_redfish_bmc_and_records_the_state_it_took(db, tmp_path, redfish_bmc):
-    settings = Settings(data_dir=str(tmp_path / "data"), command_timeout=f"{SETTLE:g}s")
-    lab = Lab(db, settings)
-    lab.runner = CommandRunner(settings, db, lab.clock)
-    try:
+    with worker_lab(db, tmp_path, command_timeout=f"{SETTLE:g}s") as lab:
         lab.system("r1.lab.test", power=redfish_settings(redfish_bmc, "queued"))
         _, command = lab.admin.post("/systems/r1.lab.test/power", {"action": "off"})
         drain(lab)  # the worker's runner, as in its passes
-    finally:
-        lab.runner.stop()
     _, done = lab.admin.get(f"/commands/{command['id']}")
     assert (done["status"], done["error"]) == ("completed", None)
     # The BMC took a few seconds to apply it: the state recorded is the one it took, not the one before.
@@ -179,16 +186,29 @@ def test_an_ipmi_password_longer_than_ipmi_holds_is_refused_when_the_system_is_a
 @pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
 def test_a_queued_power_command_reaches_the_ipmi_bmc(db, tmp_path, ipmi_bmc):
     driver_for(target(tmp_path, **ipmi_settings(ipmi_bmc))).act("off")
-    settings = Settings(data_dir=str(tmp_path / "data"), command_timeout="20s")
-    lab = Lab(db, settings)
-    lab.runner = CommandRunner(settings, db, lab.clock)
-    try:
+    with worker_lab(db, tmp_path, command_timeout="20s") as lab:
         lab.system("i1.lab.test", power=ipmi_settings(ipmi_bmc))
         _, command = lab.admin.post("/systems/i1.lab.test/power", {"action": "reboot"})
         drain(lab)
-    finally:
-        lab.runner.stop()
     _, done = lab.admin.get(f"/commands/{command['id']}")
     assert (done["status"], done["error"]) == ("completed", None)
     assert lab.admin.get("/systems/i1.lab.test")[1]["power_state"] == "on"
     assert ipmi_bmc.power == "on"
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+def test_a_command_the_bmc_accepts_but_the_machine_never_follows_fails(db, tmp_path, ipmi_bmc):
+    driver_for(target(tmp_path, **ipmi_settings(ipmi_bmc))).act("off")
+    ipmi_bmc.stuck(True)
+    try:
+        with worker_lab(db, tmp_path, command_timeout="2s", command_max_attempts=1) as lab:
+            lab.system("i3.lab.test", power=ipmi_settings(ipmi_bmc))
+            _, command = lab.admin.post("/systems/i3.lab.test/power", {"action": "on"})
+            drain(lab)
+    finally:
+        ipmi_bmc.stuck(False)
+    _, done = lab.admin.get(f"/commands/{command['id']}")
+    assert (done["status"], done["error"]) == (
+        "failed", "ipmitool on i3.lab.test: the machine still reads off, not on, 2 s after the action")
+    assert ipmi_bmc.power == "off"

@@ -15,7 +15,7 @@ import pytest
 
 from tests.support import bmc as emulators
 
-from .test_qemu_e2e import guest, installation_of, lab, wait_until_settled  # noqa: F401 (fixtures)
+from .test_qemu_e2e import guest, lab, wait_until_settled  # noqa: F401 (guest and lab are fixtures)
 
 pytestmark = pytest.mark.timeout(400)
 

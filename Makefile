@@ -9,7 +9,7 @@ TOOLS := $(VENV)/tools
 CORE_BRANCHES := 2.16 2.17 2.18
 
 .PHONY: venv demo demo-qemu test unit test-server test-collection postgresql qemu deploy-tools chromium bench clean \
-	collection-link shellcheck sanity units lint molecule playbooks \
+	bmc collection-link shellcheck sanity units lint molecule playbooks \
 	certify certification-tools galaxy-importer collection-docs execution-environment changelog collection-readme
 
 venv: $(STAMP)
@@ -32,6 +32,13 @@ qemu:
 deploy-tools:
 	scripts/ensure-deploy-tools.sh
 
+# What the power drivers are tested against: OpenIPMI's ipmi_sim, ipmitool and libvirtd (Debian packages,
+# scripts/ensure-bmc.sh), then sushy-tools' Redfish emulator in a venv of its own (scripts/requirements/sushy-tools.txt;
+# its libvirt binding builds against the libvirt-dev that script installs).
+bmc: venv
+	scripts/ensure-bmc.sh
+	$(MAKE) --no-print-directory $(TOOLS)/sushy-tools/.installed
+
 # Debian's chromium for the browser tests of the web pages (tests/e2e/web, Playwright drives it; no browser download).
 chromium:
 	scripts/ensure-chromium.sh
@@ -44,7 +51,7 @@ demo: venv collection-link
 demo-qemu: venv collection-link qemu
 	$(BIN)/python scripts/demo_qemu.py
 
-test: venv postgresql qemu deploy-tools chromium test-server test-collection
+test: venv postgresql qemu deploy-tools chromium bmc test-server test-collection
 
 # Tests run in parallel processes (pytest-xdist), a file's tests together so its module-scoped
 # servers start once; most of them wait on real servers, VMs and playbooks rather than compute.

@@ -1,7 +1,7 @@
 """Each power driver against the real thing it talks to, or a faithful stand-in.
 
 ipmitool and virsh are fake executables first on PATH that record their argv
-and environment; Redfish is a small HTTP server with basic auth; the command
+and environment (the real BMCs, Redfish and IPMI, are in test_power_bmcs.py); the command
 driver runs real scripts; the virtual driver runs real simulated machines that
 netboot from a TFTP directory and call back a real HTTP server.
 """
@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import signal
 import stat
 import sys
@@ -136,27 +135,11 @@ def test_ipmitool_passes_the_password_only_in_its_environment(tmp_path, tools):
         assert not any(PASSWORD in arg for arg in call["cmdline"])
 
 
-@pytest.mark.parametrize("state, commands", [("on", ["status", "cycle"]), ("off", ["status", "on"])])
-def test_ipmitool_reboot_cycles_a_machine_that_is_on_and_powers_on_one_that_is_off(tmp_path, tools, state, commands):
-    tools.install("ipmitool", "fake_ipmitool.py")
-    tools.state.write_text(state)
-    power(tmp_path, **IPMI).act("reboot")
-    assert [argv[-1] for argv in tools.argvs()] == commands
-
-
 def test_ipmitool_interface_and_port_settings(tmp_path, tools):
     tools.install("ipmitool", "fake_ipmitool.py")
     power(tmp_path, **IPMI, interface="lan", port=6230).act("off")
     assert tools.argvs() == [["-I", "lan", "-H", "bmc1.lab.test", "-U", "admin", "-E", "-p", "6230",
                               "chassis", "power", "off"]]
-
-
-def test_ipmitool_refused_login_is_a_power_error_without_the_password(tmp_path, tools, monkeypatch):
-    tools.install("ipmitool", "fake_ipmitool.py")
-    monkeypatch.setenv("FAKE_BMC_PASSWORD", "something-else")
-    with pytest.raises(PowerError) as error:
-        power(tmp_path, **IPMI).act("on")
-    assert str(error.value) == "ipmitool exited with status 1: Error: Unable to establish IPMI v2 / RMCP+ session"
 
 
 # --- libvirt --------------------------------------------------------------------------------------------
@@ -193,100 +176,6 @@ def test_virsh_failure_quotes_its_error(tmp_path, tools):
     tools.install("virsh", "fake_virsh.py")
     with pytest.raises(PowerError, match=r"virsh exited with status 1: .*domain is not running"):
         power(tmp_path, driver="libvirt", address="vm1")._virsh("destroy")
-
-
-# --- redfish --------------------------------------------------------------------------------------------
-
-def redfish_error(status: int, message: str) -> Response:
-    body = {"error": {"code": "Base.1.8.GeneralError", "message": "error",
-                      "@Message.ExtendedInfo": [{"Message": message}]}}
-    return Response(json.dumps(body), status=status, mimetype="application/json")
-
-
-class FakeBmc:
-    """The few Redfish endpoints a power driver needs, behind basic auth."""
-
-    def __init__(self):
-        self.power = {"1": "Off", "2": "On"}
-        self.resets: list[tuple[str, str]] = []
-
-    def __call__(self, environ, start_response):
-        return self.respond(Request(environ))(environ, start_response)
-
-    def respond(self, request: Request) -> Response:
-        auth = request.authorization
-        if auth is None or (auth.username, auth.password) != ("admin", PASSWORD):
-            response = redfish_error(401, "The credentials are not valid.")
-            response.headers["WWW-Authenticate"] = 'Basic realm="bmc"'
-            return response
-        if request.method == "GET" and request.path == "/redfish/v1/Systems":
-            return self.json({"Members": [{"@odata.id": f"/redfish/v1/Systems/{i}"} for i in self.power]})
-        match = re.fullmatch(r"/redfish/v1/Systems/(\w+)(/Actions/ComputerSystem\.Reset)?", request.path)
-        if match is None or match.group(1) not in self.power:
-            return redfish_error(404, "No such resource.")
-        system = match.group(1)
-        if request.method == "GET" and not match.group(2):
-            return self.json({"Id": system, "PowerState": self.power[system], "Actions": {"#ComputerSystem.Reset": {
-                "target": f"/redfish/v1/Systems/{system}/Actions/ComputerSystem.Reset"}}})
-        if request.method == "POST" and match.group(2):
-            return self.reset(system, request.get_json()["ResetType"])
-        return redfish_error(405, "Method not allowed.")
-
-    def reset(self, system: str, reset_type: str) -> Response:
-        if reset_type == "ForceRestart" and self.power[system] == "Off":
-            return redfish_error(409, "The system is off.")
-        self.resets.append((system, reset_type))
-        self.power[system] = {"On": "On", "ForceOff": "Off", "ForceRestart": "On"}[reset_type]
-        return Response(status=204)
-
-    @staticmethod
-    def json(body) -> Response:
-        return Response(json.dumps(body), mimetype="application/json")
-
-
-@pytest.fixture
-def bmc(serve):
-    fake = FakeBmc()
-    fake.url = serve(fake).url
-    return fake
-
-
-def redfish(tmp_path, bmc, **extra):
-    return power(tmp_path, **{"driver": "redfish", "url": bmc.url, "user": "admin", "password": PASSWORD, **extra})
-
-
-def test_redfish_powers_the_first_system(tmp_path, bmc):
-    driver = redfish(tmp_path, bmc)
-    assert driver.status() == "off"
-    driver.act("reboot")  # off: a restart would be refused, so it is switched on
-    driver.act("reboot")
-    driver.act("off")
-    assert driver.status() == "off"
-    assert bmc.resets == [("1", "On"), ("1", "ForceRestart"), ("1", "ForceOff")]
-
-
-def test_redfish_id_picks_the_system(tmp_path, bmc):
-    driver = redfish(tmp_path, bmc, id="2")
-    assert driver.status() == "on"
-    driver.act("off")
-    assert bmc.resets == [("2", "ForceOff")]
-
-
-def test_redfish_errors_name_the_http_status_not_the_credentials(tmp_path, bmc):
-    with pytest.raises(PowerError) as error:
-        redfish(tmp_path, bmc, password="wrong-" + PASSWORD).act("on")
-    assert str(error.value) == ("redfish GET /redfish/v1/Systems on s1.lab.test answered 401 UNAUTHORIZED: "
-                                "The credentials are not valid.")
-    with pytest.raises(PowerError, match=r"GET /redfish/v1/Systems/9 on s1.lab.test answered 404 NOT FOUND"):
-        redfish(tmp_path, bmc, id="9").act("on")
-    assert bmc.resets == []
-
-
-def test_redfish_unreachable_bmc_is_a_power_error(tmp_path, bmc):
-    bmc_url = bmc.url
-    with pytest.raises(PowerError, match=r"^redfish GET /redfish/v1/Systems on s1.lab.test: ConnectionError$"):
-        power(tmp_path, driver="redfish", url=bmc_url.rsplit(":", 1)[0] + ":9", user="admin",
-              password=PASSWORD).act("on")
 
 
 # --- command --------------------------------------------------------------------------------------------

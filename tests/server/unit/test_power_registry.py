@@ -31,6 +31,14 @@ def test_an_unknown_driver_names_the_installed_ones():
     ({}, "power settings need a driver (one of: command, ipmitool"),
     ({"driver": "telepathy"}, "unknown power driver 'telepathy'"),
     ({"driver": "ipmitool", "address": "bmc1"}, "power driver ipmitool needs the setting(s) user"),
+    ({"driver": "ipmitool", "address": "bmc1", "user": "u", "cipher_suite": "17; reboot"},
+     "power setting cipher_suite must be an IPMI cipher suite number, 0 to 17"),
+    ({"driver": "ipmitool", "address": "bmc1", "user": "u", "cipher_suite": 18},
+     "power setting cipher_suite must be an IPMI cipher suite number, 0 to 17"),
+    ({"driver": "ipmitool", "address": "bmc1", "user": "u", "password": "é" * 11},
+     "power setting password is longer than the 20 bytes IPMI allows"),
+    ({"driver": "ipmitool", "address": "bmc1", "user": "u", "password": "p" * 17, "interface": "lan"},
+     "power setting password is longer than the 16 bytes IPMI allows"),
     ({"driver": "libvirt"}, "power driver libvirt needs the setting(s) address"),
     ({"driver": "redfish", "user": "u", "password": "p"}, "power driver redfish needs the setting address"),
     ({"driver": "command"}, "power driver command needs the setting(s) script"),
@@ -49,6 +57,7 @@ def test_bad_settings_are_refused_with_a_reason(settings, message):
 
 @pytest.mark.parametrize("settings", [
     {"driver": "ipmitool", "address": "bmc1", "user": "admin", "password": "pw", "port": 623},
+    {"driver": "ipmitool", "address": "bmc1", "user": "admin", "password": "p" * 20, "cipher_suite": "3"},
     {"driver": "redfish", "address": "bmc1", "user": "admin", "password": "pw"},
     {"driver": "redfish", "url": "http://127.0.0.1:8000", "user": "admin", "password": "pw", "verify": False},
     {"driver": "libvirt", "address": "vm1", "uri": "qemu+ssh://host/system"},

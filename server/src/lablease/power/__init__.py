@@ -7,15 +7,21 @@ whose message has every secret of the system's power settings replaced by ***.
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
 ACTIONS = ("on", "off", "reboot")
 MASK = "***"
+SETTLE_STEP = 0.5  # seconds between readings while a BMC applies an action
 
 
 class PowerError(Exception):
     """A power action failed; the message is safe to log (secrets scrubbed)."""
+
+
+class NotApplied(PowerError):
+    """The BMC accepted the action but the machine never reached the state it leads to."""
 
 
 @dataclass(frozen=True)
@@ -83,3 +89,20 @@ class PowerDriver:
         except Exception as error:  # a driver bug or library error must not leak a password into a log
             message = f"{self.name} {action} on {self.target.fqdn}: {type(error).__name__}: {error}"
             raise PowerError(scrub(message, self.secret_values())) from None
+
+    def settle(self, expected: str, deadline: float) -> str:
+        """The power state read back once the last action has taken effect: "on", "off" or "unknown".
+
+        Real BMCs (Redfish, IPMI) accept an action at once and apply it seconds later, so the first
+        reading can still be the old state; it is read again until it is `expected` or the driver cannot
+        tell ("unknown"), up to `deadline` (time.monotonic()). NotApplied when the state never came;
+        a failed reading raises PowerError as status() does.
+        """
+        while True:
+            state = self.status()
+            if state in (expected, "unknown"):
+                return state
+            if time.monotonic() >= deadline:
+                raise NotApplied(f"{self.name} on {self.target.fqdn}: the machine still reads {state}, "
+                                 f"not {expected}, {self.target.timeout:g} s after the action")
+            time.sleep(SETTLE_STEP)

@@ -33,7 +33,9 @@ class RedfishDriver(PowerDriver):
     def _call(self, session: requests.Session, method: str, path: str, body: dict | None = None) -> dict:
         url = path if path.startswith("http") else self._base() + path
         try:
-            response = session.request(method, url, json=body, timeout=self.target.timeout)
+            # verify per request: requests lets REQUESTS_CA_BUNDLE/CURL_CA_BUNDLE override a session's verify,
+            # which would drop the BMC's own CA file on a server whose environment names the system bundle.
+            response = session.request(method, url, json=body, timeout=self.target.timeout, verify=self._verify())
         except requests.RequestException as error:
             # The exception's text can repeat the URL and headers; its class name says enough.
             raise PowerError(f"redfish {method} {path} on {self.target.fqdn}: {type(error).__name__}") from None
@@ -53,7 +55,6 @@ class RedfishDriver(PowerDriver):
     def _session(self) -> requests.Session:
         session = requests.Session()
         session.auth = (self.setting("user"), self.setting("password"))
-        session.verify = self._verify()
         session.headers["Accept"] = "application/json"
         return session
 

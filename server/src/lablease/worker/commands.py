@@ -15,7 +15,7 @@ from typing import Callable
 
 from ..config import Settings
 from ..observe import metrics
-from ..power import PowerError, PowerTarget, scrub
+from ..power import NotApplied, PowerError, PowerTarget, scrub
 from ..power import registry
 from ..provision import netboot
 from ..services import commands, installations
@@ -32,7 +32,7 @@ log = logging.getLogger("lablease.worker.commands")
 def carry_out(claimed: commands.Claimed, settings: Settings) -> str | None:
     """Do the command; any failure raises (PowerError, OSError or ValueError) with a loggable message.
 
-    A power action returns the power state read back from the driver ("on", "off", or "unknown"
+    A power action returns the power state read back once it took effect ("on", "off", or "unknown"
     when the driver cannot tell); a netboot action returns None.
     """
     tftp_root = settings.tftp_root_for(claimed.lab)
@@ -40,9 +40,12 @@ def carry_out(claimed: commands.Claimed, settings: Settings) -> str | None:
         target = PowerTarget(claimed.fqdn, claimed.power, settings.command_timeout.total_seconds(),
                              Path(settings.data_dir), settings.power_scripts_path, tftp_root, claimed.mac)
         driver = registry.driver_for(target)
+        deadline = time.monotonic() + target.timeout  # the action and its taking effect, together
         driver.act(claimed.action)
         try:
-            return driver.status()
+            return driver.settle(commands.POWER_STATE_AFTER[claimed.action], deadline)
+        except NotApplied:
+            raise  # a failed attempt: the next one sends the action again
         except PowerError as failure:  # the action worked; only reading the state back did not
             log.info("%s: power state not read back: %s", claimed.fqdn, failure)
             return "unknown"

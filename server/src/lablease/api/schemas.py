@@ -288,6 +288,13 @@ PROBLEM = {
 }
 
 
+ARCH_CREATE = {"type": "object", "required": ["name"], "additionalProperties": False, "properties": {"name": {
+    **ARCH, "description": "letters, digits and _ . + -, at most 16 (e.g. ia64)"}}}
+ARCH_ITEM = {"type": "object", "properties": {
+    "name": {"type": "string"},
+    "created_at": {**NULLABLE_TIME, "description": "when an administrator added it (null: one lablease starts with)"}}}
+
+
 def list_of(schema: dict) -> dict:
     return {"type": "array", "items": schema}
 

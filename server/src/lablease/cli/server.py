@@ -181,6 +181,21 @@ def cmd_user_enable(settings: Settings, args) -> None:
     cmd_user_disable(settings, args, disabled=False)
 
 
+def cmd_arch_add(settings: Settings, args) -> None:
+    from ..services import arches
+
+    arch = _done(settings, arches.add, SERVER, now(), args.name)
+    print(f"architecture {arch['name']} added: systems and distro trees may name it")
+
+
+def cmd_arch_list(settings: Settings, args) -> None:
+    from ..services import arches
+
+    found = _read(settings, arches.every)
+    print(to_json(found) if args.json else table(found, [
+        ("NAME", lambda a: a["name"]), ("ADDED", lambda a: a["created_at"] or "-")]))
+
+
 def cmd_token_list(settings: Settings, args) -> None:
     found = _read(settings, users.token_list, now(), args.user)
     print(to_json(found) if args.json else table(found, [
@@ -426,6 +441,14 @@ def parser() -> argparse.ArgumentParser:
                             help="(to take a system out of use for good: system remove)")
     scondition.add_argument("--force", action="store_true", help="even if it breaks an advance reservation")
     scondition.set_defaults(func=cmd_system_condition)
+
+    arch = sub.add_parser("arch", help="architectures").add_subparsers(dest="action", required=True)
+    aadd = arch.add_parser("add", help="add an architecture systems and distro trees may name (e.g. ia64)")
+    aadd.add_argument("name")
+    aadd.set_defaults(func=cmd_arch_add)
+    alist = arch.add_parser("list", help="the architectures the site knows")
+    alist.add_argument("--json", action="store_true", help="for machines")
+    alist.set_defaults(func=cmd_arch_list)
 
     pool = sub.add_parser("pool", help="pools").add_subparsers(dest="action", required=True)
     pdelete = pool.add_parser("delete", help="delete a pool (refused while a health check or an access policy "

@@ -11,9 +11,12 @@ from datetime import datetime
 from sqlalchemy import select
 
 from ..domain.errors import Conflict, Forbidden
+from ..domain.paging import Page, PageRequest
 from ..domain.permissions import Actor, SiteAction, decide_site
 from ..domain.systems import check_arch, check_arch_name
 from ..domain.times import format_time
+from ..store import paging
+from ..store.paging import Order
 from ..store.tables import Arch
 from . import activity
 
@@ -34,8 +37,14 @@ def check_named(session, arches, field: str) -> None:
         check_arch(arch, names, field)
 
 
-def listing(session) -> list[dict]:
-    return [as_dict(arch) for arch in session.execute(select(Arch).order_by(Arch.name)).scalars()]
+def listing(uow, page: PageRequest) -> Page:
+    found = paging.fetch(uow, "arches", select(Arch), [Order(Arch.name)], page)
+    return Page([as_dict(arch) for arch in found.items], found.next_after)
+
+
+def every(uow) -> list[dict]:
+    """Every arch, by name (`lablease-server arch list`: the list is short)."""
+    return [as_dict(arch) for arch in uow.session.execute(select(Arch).order_by(Arch.name)).scalars()]
 
 
 def add(uow, actor: Actor, now: datetime, name) -> dict:

@@ -70,13 +70,8 @@ def _pool_member(uow, actor: Actor, now: datetime, name: str, fqdn: str, deleted
         pools.create(uow, actor, now, name, "imported from Beaker's CSV")
     member = uow.session.execute(select(System.id).join(System.pools).where(
         System.fqdn == fqdn, Pool.name == name)).first() is not None
-    if deleted and member:
-        pools.remove_system(uow, actor, now, name, fqdn)
-    elif not deleted and not member:
-        pools.add_system(uow, actor, now, name, fqdn)
-    else:
-        return 0
-    return 1
+    return _toggle(member, deleted, lambda: pools.add_system(uow, actor, now, name, fqdn),
+                   lambda: pools.remove_system(uow, actor, now, name, fqdn))
 
 
 def _group_member(uow, actor: Actor, now: datetime, name: str, user: str, deleted: bool) -> int:
@@ -91,12 +86,16 @@ def _group_member(uow, actor: Actor, now: datetime, name: str, user: str, delete
         group = session.execute(select(Group).where(Group.name == name)).scalar_one()
     member = session.execute(select(GroupMember).join(User, User.id == GroupMember.user_id).where(
         GroupMember.group_id == group.id, User.name == user)).first() is not None
-    if deleted and member:
-        groups.remove_member(uow, actor, now, name, user)
-    elif not deleted and not member:
-        groups.add_member(uow, actor, now, name, user)
-    else:
+    return _toggle(member, deleted, lambda: groups.add_member(uow, actor, now, name, user),
+                   lambda: groups.remove_member(uow, actor, now, name, user))
+
+
+def _toggle(member: bool, deleted: bool, add, remove) -> int:
+    """Add the member, or take it away when the row says deleted (as Beaker: either only when it changes
+    something); 1 when it did."""
+    if member != deleted:
         return 0
+    (remove if deleted else add)()
     return 1
 
 

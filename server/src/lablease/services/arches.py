@@ -32,6 +32,8 @@ def check(session, arch, field: str = "arch") -> str:
 
 def check_named(session, arches, field: str) -> None:
     """Each of `arches` (e.g. a host filter's arch = values) is known, or Invalid naming the first that is not."""
+    if not arches:  # most filters name none: no query
+        return
     names = known(session)
     for arch in sorted(arches):
         check_arch(arch, names, field)

@@ -226,3 +226,26 @@ def test_a_job_from_before_documents_were_kept_is_exported_from_its_recipes(lab)
     assert document["whiteboard"] == "old" and document["recipe_sets"][0]["priority"] == "High"
     assert document["recipe_sets"][0]["recipes"][0]["host_requires"] == {"field": "hostname", "op": "=",
                                                                          "value": "n1.lab.test"}
+
+
+def test_beakers_own_documents_are_accepted_and_an_extension_survives_the_export(lab):
+    """Beaker's extension elements, an exported guest recipe, <image> in a custom distro, a <cc> twice and a
+    guest without guestargs=: each submitted as it is, as Beaker takes it."""
+    status, job = post_xml(lab, "alice", (CORPUS / "beaker_extension_elements.xml").read_bytes())
+    assert status == 201, job
+    assert [w["path"] for w in job["warnings"]] == ["/job/@retention_tag", "/job/{http://example.com/bar}option",
+                                                    "/job/{http://example.com/foo}test"]
+    response = exported(lab, "alice", job["id"])
+    assert b'<b:option xmlns:b="http://example.com/bar">--foobar arbitrary</b:option>' in response.data
+    lab.admin.post(f"/jobs/{job['id']}/cancel")
+    status, again = post_xml(lab, "alice", response.data)
+    assert status == 201 and stored(lab, again["id"]) == stored(lab, job["id"])
+    lab.admin.post(f"/jobs/{again['id']}/cancel")
+
+    status, job = post_xml(lab, "alice", (CORPUS / "beaker_exported_guest_recipe.xml").read_bytes())
+    assert status == 201, job
+    guest = "/job/recipeSet[1]/recipe[1]/guestrecipe[1]"
+    assert {f"{guest}/@mac_address", f"{guest}/@status", f"{guest}/installation[1]"} <= {
+        w["path"] for w in job["warnings"]}
+    assert stored(lab, job["id"])["notify"]["cc"] == ["qe@lab.test", "virt-lead@lab.test"]
+    assert [g["guestargs"] for r in recipes(job) for g in r["guests"]] == [""]

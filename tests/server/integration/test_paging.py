@@ -124,6 +124,8 @@ KINDS = {
                   prepare=_busy_s390x),
     "advance reservations": Kind("/advance-reservations", "admin", _advance_reservation,
                                  prepare=lambda lab: lab.system("ar.lab.test", condition="automated")),
+    "arches": Kind("/arches", "alice", lambda lab, n: lab.admin.post("/arches", {"name": f"arch{n:02d}"}),
+                   key=lambda r: r["name"]),
     "distro trees": Kind("/distro-trees", "alice",
                          lambda lab, n: lab.admin.post("/distro-trees", {**TREE, "name": f"T{n % 2}", "variant": f"v{n}"})),
     "installations": Kind("/systems/{fqdn}/installations", "alice",

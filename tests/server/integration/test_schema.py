@@ -79,3 +79,26 @@ def test_the_netboot_mac_index_refuses_a_shared_mac_written_behind_the_applicati
         with pytest.raises(IntegrityError):
             with db.writer.begin() as connection:
                 add(connection, 910, '{"mac": "%s"}' % spelling)
+
+
+def test_a_system_or_distro_tree_of_an_unknown_arch_is_refused_written_behind_the_application(db):
+    """systems.arch and distro_trees.arch name a row of arches (migration 0028), on SQLite and PostgreSQL."""
+    from sqlalchemy.exc import IntegrityError
+
+    tree = ("INSERT INTO distro_trees (id, name, arch, tags, url, kernel, initrd, labs, created_at) VALUES "
+            "(:i, 'T', :a, '[]', 'http://m/os/', 'k', 'i', '[]', '2026-01-01T00:00:00Z')")
+    with db.writer.begin() as connection:
+        connection.execute(text(tree), {"i": 1, "a": "s390x"})
+    with pytest.raises(IntegrityError):
+        with db.writer.begin() as connection:
+            connection.execute(text(tree), {"i": 2, "a": "ia64"})
+    with pytest.raises(IntegrityError):
+        with db.writer.begin() as connection:
+            connection.execute(text("INSERT INTO resources (id, kind, name, capacity) VALUES (1, 'system', 'a', 1)"))
+            connection.execute(text(
+                "INSERT INTO systems (id, resource_id, fqdn, arch, attributes, condition, usage, power, netboot, "
+                "power_state, release_action, guest, created_at, system_type) VALUES (1, 1, 'a', 'ia64', '{}', "
+                "'manual', 'idle', '{}', '{}', 'unknown', 'power_off', false, '2026-01-01T00:00:00Z', 'Machine')"))
+    with db.writer.begin() as connection:
+        connection.execute(text("INSERT INTO arches (name) VALUES ('ia64')"))
+        connection.execute(text(tree), {"i": 2, "a": "ia64"})

@@ -125,6 +125,7 @@ def writes(ids):
                                                    "start": at(START + 40 * H), "duration": "1h"}),
         ("alice", "PATCH", f"/advance-reservations/{ids['ar']}", {"name": "renamed"}),
         ("alice", "DELETE", f"/advance-reservations/{ids['ar']}", None),
+        ("admin", "POST", "/arches", {"name": "ia64"}),
         ("admin", "POST", "/distro-trees", dict(TREE, name="Fedora-41")),
         ("admin", "PATCH", f"/distro-trees/{ids['tree']}", {"ks_meta": "lang=C"}),
         ("admin", "DELETE", f"/distro-trees/{ids['tree']}", None),

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from lablease.domain.errors import Invalid
 from lablease.jobxml import normalise_job, parse_job_xml, parse_job_xml_with_warnings, render_job_xml
 
 CORPUS = Path(__file__).resolve().parent / "corpus"
@@ -82,3 +83,39 @@ def test_kickstart_parts_are_read_as_written():
         {"name": "/kernel/stress", "role": "STANDALONE", "params": {"DURATION": "600"},
          "fetch": {"url": "https://tasks.lab.test/stress.tar.gz", "subdir": "stress"}},
     ]
+
+
+def test_beakers_extension_elements_are_kept_with_a_warning_and_exported_back():
+    job, warnings = parse_job_xml_with_warnings((CORPUS / "beaker_extension_elements.xml").read_bytes())
+    assert job["extensions"] == ['<b:option xmlns:b="http://example.com/bar">--foobar arbitrary</b:option>',
+                                 '<f:test xmlns:f="http://example.com/foo"><child attribute=""/></f:test>']
+    assert [w["path"] for w in warnings][1:3] == ["/job/{http://example.com/bar}option",
+                                                  "/job/{http://example.com/foo}test"]
+    exported = render_job_xml(job).decode()
+    assert '<b:option xmlns:b="http://example.com/bar">--foobar arbitrary</b:option>' in exported
+    # one without a namespace of its own is no extension: the grammar still names it
+    with pytest.raises(Invalid, match="line 1: <option> is not allowed inside <job>"):
+        parse_job_xml(b"<job><option/><recipeSet><recipe/></recipeSet></job>")
+    with pytest.raises(Invalid, match=r"extensions\[0\]: must be one XML element in a namespace of its own"):
+        normalise_job({"recipe_sets": [{"recipes": [{}]}], "extensions": ["<option/>"]})
+
+
+def test_an_exported_guest_recipes_run_data_is_dropped_and_the_same_cc_merged():
+    job, warnings = parse_job_xml_with_warnings((CORPUS / "beaker_exported_guest_recipe.xml").read_bytes())
+    guest_path = "/job/recipeSet[1]/recipe[1]/guestrecipe[1]"
+    dropped = [w["path"] for w in warnings if "exported job" in w["message"] or "exported job's run" in w["message"]]
+    assert {f"{guest_path}/@{name}" for name in ("id", "status", "result", "system", "kickstart_url", "mac_address",
+                                                 "nfs_location", "duration")} <= set(dropped)
+    assert {f"{guest_path}/installation[1]", f"{guest_path}/logs[1]", f"{guest_path}/roles[1]",
+            f"{guest_path}/task[1]/results[1]"} <= set(dropped)
+    assert job["notify"]["cc"] == ["qe@lab.test", "virt-lead@lab.test"]
+    assert normalise_job({"notify": {"cc": ["a@lab.test", "a@lab.test"]},
+                          "recipe_sets": [{"recipes": [{}]}]})["notify"]["cc"] == ["a@lab.test"]
+
+
+def test_a_custom_distros_image_and_a_guest_without_guestargs_are_read():
+    recipe = parse_job_xml((CORPUS / "beaker_custom_distro_image.xml").read_bytes())["recipe_sets"][0]["recipes"][0]
+    assert recipe["distro"]["image"] == {"url": "images/pxeboot/netboot.img"}
+    guest = parse_job_xml((CORPUS / "beaker_guest_without_guestargs.xml").read_bytes())[
+        "recipe_sets"][0]["recipes"][0]["guests"][0]
+    assert (guest["guestname"], guest["guestargs"]) == ("vm1", "")

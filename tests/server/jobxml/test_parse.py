@@ -172,4 +172,4 @@ def test_referenced_names_lists_what_the_service_must_look_up():
 
 def test_referenced_names_of_a_job_without_any():
     assert referenced_names(parse_job_xml(MINIMAL)) == {
-        "pools": set(), "attribute_keys": set(), "distros": [], "systems": set()}
+        "pools": set(), "attribute_keys": set(), "distros": [], "systems": set(), "arches": set()}

@@ -357,6 +357,11 @@ ROUTES: list[Route] = [
           "Reserved system-time against the time bound jobs and reservations used", "advance-reservations",
           response=s.AR_ACCOUNTING, statuses=(404,)),
     # provisioning
+    Route("POST", BASE + "/arches", provisioning.arch_add,
+          "Add an architecture systems and distro trees may name (admins)", "provisioning", body=s.ARCH_CREATE,
+          response=s.ARCH_ITEM, status=201, statuses=(403, 409)),
+    Route("GET", BASE + "/arches", provisioning.arch_list, "The architectures the site knows", "provisioning",
+          response=s.list_of(s.ARCH_ITEM)),
     Route("POST", BASE + "/distro-trees", provisioning.distro_add, "Register a distro tree (admins)", "provisioning",
           body=s.DISTRO_CREATE, response=s.DISTRO, status=201, statuses=(403, 409)),
     Route("GET", BASE + "/distro-trees", provisioning.distro_list, "Distro trees", "provisioning",

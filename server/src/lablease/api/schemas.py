@@ -8,7 +8,7 @@ from __future__ import annotations
 from ..domain.health import HEALTHS
 from ..domain.waitline import NOT_WITH_WAIT, WAIT_ONLY
 from ..domain.inventory import INVENTORY_SCHEMA
-from ..domain.systems import ARCHES, FQDN_MAX, FQDN_PATTERN
+from ..domain.systems import ARCH_PATTERN, FQDN_MAX, FQDN_PATTERN
 from ..services.users import NAME_PATTERN
 from ..domain.limits import MAX_INT
 from ..domain.paging import DEFAULT_LIMIT, MAX_LIMIT
@@ -29,7 +29,8 @@ NAME = {"type": "string", "minLength": 1, "maxLength": 255}
 ENTITY = {"type": "string", "pattern": NAME_PATTERN, "maxLength": 64,
           "description": "a name: letters, digits, _ . @ -; up to 64"}
 FQDN = {"type": "string", "pattern": FQDN_PATTERN, "maxLength": FQDN_MAX, "description": "a host name"}
-ARCH = {"enum": list(ARCHES)}
+ARCH = {"type": "string", "pattern": ARCH_PATTERN, "maxLength": 16,
+        "description": "an architecture the site knows (GET /api/v1/arches; administrators add more)"}
 # Ids and counts are integer columns: 32 bits on PostgreSQL, so no id or count passes MAX_INT.
 ID = {"type": "integer", "format": "int32", "minimum": 1, "maximum": MAX_INT}
 COUNT = {"type": "integer", "minimum": 1, "maximum": MAX_INT}
@@ -285,6 +286,13 @@ PROBLEM = {
     "properties": {"type": {"type": "string"}, "title": {"type": "string"}, "status": {"type": "integer"},
                    "detail": {"type": "string"}},
 }
+
+
+ARCH_CREATE = {"type": "object", "required": ["name"], "additionalProperties": False, "properties": {"name": {
+    **ARCH, "description": "letters, digits and _ . + -, at most 16 (e.g. ia64)"}}}
+ARCH_ITEM = {"type": "object", "properties": {
+    "name": {"type": "string"},
+    "created_at": {**NULLABLE_TIME, "description": "when an administrator added it (null: one lablease starts with)"}}}
 
 
 def list_of(schema: dict) -> dict:

@@ -181,6 +181,21 @@ def cmd_user_enable(settings: Settings, args) -> None:
     cmd_user_disable(settings, args, disabled=False)
 
 
+def cmd_arch_add(settings: Settings, args) -> None:
+    from ..services import arches
+
+    arch = _done(settings, arches.add, SERVER, now(), args.name)
+    print(f"architecture {arch['name']} added: systems and distro trees may name it")
+
+
+def cmd_arch_list(settings: Settings, args) -> None:
+    from ..services import arches
+
+    found = _read(settings, arches.every)
+    print(to_json(found) if args.json else table(found, [
+        ("NAME", lambda a: a["name"]), ("ADDED", lambda a: a["created_at"] or "-")]))
+
+
 def cmd_token_list(settings: Settings, args) -> None:
     found = _read(settings, users.token_list, now(), args.user)
     print(to_json(found) if args.json else table(found, [
@@ -275,6 +290,33 @@ def cmd_system_import(settings: Settings, args) -> None:
         result = import_file(uow, SERVER, now(), args.file, text, args.force)
         uow.commit()
     print(f"imported {args.file}: {len(result['added'])} added, {len(result['updated'])} updated")
+
+
+def cmd_import_beaker_csv(settings: Settings, args) -> None:
+    from .server_beaker import import_files
+
+    with unit_of_work(_db(settings), settings) as uow:
+        result, notes = import_files(uow, SERVER, now(), args.files)
+        uow.commit()
+    print(f"imported {', '.join(args.files)}: {len(result['added'])} system(s) added, {len(result['updated'])} "
+          f"updated; {result['pools']} pool and {result['groups']} group membership(s) changed")
+    if notes:
+        print(f"not imported ({len(notes)}; lablease keeps no such data):")
+        for row, note in notes:
+            print(f"  {row.where}: {note}")
+
+
+def cmd_export_beaker_csv(settings: Settings, args) -> None:
+    from ..services import beaker_csv
+    from .server_beaker import write_files
+
+    tables, notes = _read(settings, beaker_csv.export)
+    for path, count in write_files(args.directory, tables):
+        print(f"wrote {path}: {count} row(s)")
+    if notes:
+        print(f"not exported ({len(notes)}):")
+        for note in notes:
+            print(f"  {note}")
 
 
 def cmd_serve(settings: Settings, args) -> None:
@@ -427,6 +469,14 @@ def parser() -> argparse.ArgumentParser:
     scondition.add_argument("--force", action="store_true", help="even if it breaks an advance reservation")
     scondition.set_defaults(func=cmd_system_condition)
 
+    arch = sub.add_parser("arch", help="architectures").add_subparsers(dest="action", required=True)
+    aadd = arch.add_parser("add", help="add an architecture systems and distro trees may name (e.g. ia64)")
+    aadd.add_argument("name")
+    aadd.set_defaults(func=cmd_arch_add)
+    alist = arch.add_parser("list", help="the architectures the site knows")
+    alist.add_argument("--json", action="store_true", help="for machines")
+    alist.set_defaults(func=cmd_arch_list)
+
     pool = sub.add_parser("pool", help="pools").add_subparsers(dest="action", required=True)
     pdelete = pool.add_parser("delete", help="delete a pool (refused while a health check or an access policy "
                                              "names it)")
@@ -434,6 +484,17 @@ def parser() -> argparse.ArgumentParser:
     pdelete.add_argument("--force", action="store_true",
                          help="delete its health checks and give systems using its access policy their own rules")
     pdelete.set_defaults(func=cmd_delete)
+
+    load = sub.add_parser("import", help="import another system's data").add_subparsers(dest="format", required=True)
+    beaker_in = load.add_parser("beaker-csv", help="the CSV files Beaker's Admin -> Export wrote (systems, power, "
+                                                   "key/values, pools, user groups...): all or nothing")
+    beaker_in.add_argument("files", nargs="+", metavar="FILE")
+    beaker_in.set_defaults(func=cmd_import_beaker_csv)
+    save = sub.add_parser("export", help="export data for another system").add_subparsers(dest="format", required=True)
+    beaker_out = save.add_parser("beaker-csv", help="write Beaker's CSV files (system, power, keyvalue, "
+                                                    "system_pool, user_group) into DIR (mode 0600: power passwords)")
+    beaker_out.add_argument("directory", metavar="DIR")
+    beaker_out.set_defaults(func=cmd_export_beaker_csv)
 
     serve = sub.add_parser("serve", help="run the API (gunicorn) and, unless --no-worker, the worker")
     serve.add_argument("--listen", type=setting_option("listen"),

@@ -8,7 +8,11 @@ from .errors import Conflict, Invalid
 CONDITIONS = ("automated", "manual", "broken", "removed")
 USAGES = ("idle", "scheduled", "waiting", "installing", "running", "pending")
 RELEASE_ACTIONS = ("power_off", "leave_on", "reprovision")
+# The architectures a new database starts with; an administrator adds more (store/tables.py Arch).
 ARCHES = ("x86_64", "aarch64", "ppc64le", "s390x", "i386", "ppc64", "armhfp", "riscv64")
+# An arch name: as Beaker's (x86_64, ppc64le, ia64, armhfp...), one word of at most 16.
+ARCH_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.+-]{0,15}$"
+_ARCH = re.compile(ARCH_PATTERN)
 
 # Labels of letters, digits and inner hyphens, dot-separated; at most FQDN_MAX long (also in the API description)
 FQDN_PATTERN = r"^[a-zA-Z0-9]([a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?(\.[a-zA-Z0-9]([a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?)*$"
@@ -29,10 +33,20 @@ def check_condition(condition: str) -> str:
     return condition
 
 
-def check_arch(arch: str) -> str:
-    if arch not in ARCHES:
-        raise Invalid("arch", f"unknown architecture {arch!r}; known: {', '.join(ARCHES)}")
+def check_arch(arch: str, known, field: str = "arch") -> str:
+    """`arch` when the site knows it (`known`: the arches table's names), else Invalid listing them."""
+    if arch not in known:
+        raise Invalid(field, f"unknown architecture {arch!r}; known: {', '.join(sorted(known))} (an administrator "
+                             "adds one: lablease-server arch add NAME)")
     return arch
+
+
+def check_arch_name(name) -> str:
+    """A new arch's name: one word (letters, digits, _ . + -) of at most 16 characters."""
+    if not isinstance(name, str) or not _ARCH.fullmatch(name):
+        raise Invalid("name", f"{name!r} is not an architecture name (letters, digits and _ . + -, at most 16, "
+                              "starting with a letter or digit)")
+    return name
 
 
 def check_release_action(action: str) -> str:

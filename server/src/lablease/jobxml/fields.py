@@ -139,14 +139,18 @@ ELEMENT_FOR_FIELD = {
 }
 
 # What a job exported from Beaker carries about its run: dropped with a warning, so it resubmits.
+_RECIPE_RUN = ("id", "job_id", "recipe_set_id", "result", "status", "distro", "family", "variant", "arch", "system",
+               "start_time", "finish_time", "duration", "kickstart_url")
 EXPORTED_ATTRIBUTES = {
     "job": ("id", "owner", "user", "result", "status", "is_deleted"),
     "recipeSet": ("id", "result", "status", "response"),
-    "recipe": ("id", "job_id", "recipe_set_id", "result", "status", "distro", "family", "variant", "arch",
-               "system", "start_time", "finish_time", "duration"),
+    "recipe": _RECIPE_RUN,
+    # a guest's run also says where its host installed it from and the MAC it gave it
+    "guestrecipe": _RECIPE_RUN + ("mac_address", "location", "ftp_location", "http_location", "nfs_location"),
     "task": ("id", "result", "status", "avg_time", "duration", "start_time", "finish_time"),
 }
-EXPORTED_CHILDREN = {"recipe": ("logs", "roles", "installation"), "task": ("results", "logs", "roles", "rpm")}
+EXPORTED_CHILDREN = {"recipe": ("logs", "roles", "installation"), "guestrecipe": ("logs", "roles", "installation"),
+                     "task": ("results", "logs", "roles", "rpm")}
 PARTITION_TYPES = ("part", "lvm")
 WATCHDOG_PANIC = ("ignore", "None")
 

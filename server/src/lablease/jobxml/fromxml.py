@@ -143,6 +143,8 @@ def _guest(element, path: tuple, lines: Lines) -> dict:
     guest = _recipe(element, path, lines)
     for name in ("guestname", "guestargs"):
         _copy(element, guest, name)
+    if guest.get("guestname") == "":  # how Beaker exports a guest without a name
+        del guest["guestname"]
     return guest
 
 

@@ -15,7 +15,7 @@ from jsonschema.exceptions import best_match
 from ..domain.boot_text import check_options
 from ..domain.errors import Invalid, OutOfRange
 from ..timeparse import DURATION_PATTERN, parse_duration
-from . import fields
+from . import extensions, fields
 from .errors import PathError
 from ..domain.windows import MAX_SECONDS
 from .schema import (DATE, JOB_SCHEMA, MAIL_PATTERN, POST_OPTIONS_PATTERN, REPO_NAME_PATTERN, URL_PATTERN,
@@ -49,9 +49,22 @@ def normalise(data) -> dict:
         "group": data.get("group"),
         "retention_tag": (data.get("retention_tag") or "").strip() or None,
         "product": (data.get("product") or "").strip() or None,
-        "notify": {"cc": list(data.get("notify", {}).get("cc", []))},
+        # the same address twice is one copy of the mail (Beaker merges them too)
+        "notify": {"cc": list(dict.fromkeys(data.get("notify", {}).get("cc", [])))},
         "recipe_sets": [_recipe_set(rs, ("recipe_sets", i)) for i, rs in enumerate(data["recipe_sets"])],
+        # only when there are some: the JSON form of every other job stays as it was
+        **({"extensions": _extensions(data["extensions"])} if data.get("extensions") else {}),
     }
+
+
+def _extensions(texts: list) -> list[str]:
+    found = []
+    for k, text in enumerate(texts):
+        try:
+            found.append(extensions.normalised(text))
+        except ValueError as error:
+            raise PathError(("extensions", k), str(error)) from None
+    return found
 
 
 def _recipe_set(data: dict, path: tuple) -> dict:
@@ -74,7 +87,8 @@ def _guest(data: dict, path: tuple) -> dict:
     if data.get("distro_requires") is None:  # its host installs it from a tree: it needs one
         raise PathError(path + ("distro_requires",), "a guest recipe needs distro requirements (distroRequires):"
                                                      " its host installs it from a distro tree")
-    return {**_recipe(data, path), "guestname": data.get("guestname"), "guestargs": data["guestargs"]}
+    # no guestargs= is none (optional to Beaker's server): the host starts the guest with its defaults
+    return {**_recipe(data, path), "guestname": data.get("guestname"), "guestargs": data.get("guestargs", "")}
 
 
 def all_recipes(job: dict):
@@ -302,9 +316,10 @@ def referenced_names(job: dict) -> dict:
 
     pools: pool names in host filters (not the "" of "in no/any pool") and in
     autopick; attribute_keys: keys of key_value filters; distros: the distinct
-    distro filter trees; systems: the fqdns given as force=.
+    distro filter trees; systems: the fqdns given as force=; arches: the
+    arches host filters name with = or != (like patterns name none).
     """
-    pools, keys, systems, distros = set(), set(), set(), []
+    pools, keys, systems, distros, arches = set(), set(), set(), [], set()
     for recipe in all_recipes(job):
         pools.update(recipe["autopick"]["pools"])
         if recipe["force"] is not None:
@@ -314,9 +329,15 @@ def referenced_names(job: dict) -> dict:
                 pools.add(leaf["value"])
             elif leaf["field"] == "key_value":
                 keys.add(leaf["key"])
+        arches |= filter_arches(recipe["host_requires"])
         if recipe["distro_requires"] is not None and recipe["distro_requires"] not in distros:
             distros.append(recipe["distro_requires"])
-    return {"pools": pools, "attribute_keys": keys, "distros": distros, "systems": systems}
+    return {"pools": pools, "attribute_keys": keys, "distros": distros, "systems": systems, "arches": arches}
+
+
+def filter_arches(tree: dict | None) -> set[str]:
+    """The arches a normalised host filter names with = or != (a job's, or an advance reservation's)."""
+    return {leaf["value"] for leaf in _leaves(tree) if leaf["field"] == "arch" and leaf["op"] in ("=", "!=")}
 
 
 def _leaves(tree: dict | None):

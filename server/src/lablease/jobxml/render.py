@@ -11,6 +11,7 @@ from __future__ import annotations
 from lxml import etree
 
 from . import fields
+from .extensions import element_of
 from .normalise import normalise_job
 
 
@@ -32,7 +33,14 @@ def render_job_xml(job: dict) -> bytes:
             element.set("ar", str(recipe_set["ar"]))
         for recipe in recipe_set["recipes"]:
             _recipe(etree.SubElement(element, "recipe"), recipe)
-    return etree.tostring(root, xml_declaration=True, encoding="UTF-8", pretty_print=True)
+    etree.indent(root)
+    # after indenting: an extension is written back exactly as it came (indenting would add text to it)
+    at = len(root.findall("notify")) + len(root.findall("whiteboard"))
+    for k, text in enumerate(job.get("extensions", ())):
+        extension = element_of(text)
+        extension.tail = "\n  "
+        root.insert(at + k, extension)
+    return etree.tostring(root, xml_declaration=True, encoding="UTF-8") + b"\n"
 
 
 def _recipe(element, recipe: dict) -> None:
@@ -77,7 +85,8 @@ def _recipe(element, recipe: dict) -> None:
 def _guest(element, guest: dict) -> None:
     if guest["guestname"] is not None:
         element.set("guestname", guest["guestname"])
-    element.set("guestargs", guest["guestargs"])
+    if guest["guestargs"]:
+        element.set("guestargs", guest["guestargs"])
     _recipe(element, guest)
 
 

@@ -144,7 +144,7 @@ RECIPE = {
                      "properties": {"panic": {"enum": [*fields.WATCHDOG_PANIC, None]}}},
         "distro": {"type": ["object", "null"], "description": "Beaker's custom distro: kept, not installed",
                    "additionalProperties": False, "properties": {
-                       **{name: _attributes("url") for name in ("tree", "kernel", "initrd")},
+                       **{name: _attributes("url") for name in ("tree", "kernel", "initrd", "image")},
                        **{name: _attributes("value") for name in ("arch", "name", "variant")},
                        "osversion": _attributes("major", optional=("minor",))}},
         "kickstart": {"type": ["string", "null"], "pattern": XML_SAFE},
@@ -164,7 +164,7 @@ RECIPE = {
 
 # A guest recipe (docs/jobs.md, "Guest recipes") holds what a recipe holds, whatever that grows to, and says
 # how its host starts it; a recipe lists its guests, a guest has none.
-GUEST_RECIPE = {**RECIPE, "required": ["guestargs"], "properties": {
+GUEST_RECIPE = {**RECIPE, "properties": {
     **RECIPE["properties"], "guestname": {**NAME, "type": ["string", "null"], "maxLength": 200}, "guestargs": TEXT}}
 RECIPE["properties"]["guests"] = {"type": "array", "items": {"$ref": "#/$defs/guest_recipe"}}
 
@@ -181,8 +181,12 @@ JOB_SCHEMA = {
         "retention_tag": {**TEXT, "type": ["string", "null"]},  # "" (as Beaker exports write) = none
         "product": {**TEXT, "type": ["string", "null"]},
         "notify": {"type": "object", "additionalProperties": False,
-                   "properties": {"cc": {"type": "array", "items": MAIL, "uniqueItems": True}}},
+                   "properties": {"cc": {"type": "array", "items": MAIL,
+                                         "description": "the same address twice is merged into one"}}},
         "recipe_sets": {"type": "array", "minItems": 1, "items": {"$ref": "#/$defs/recipe_set"}},
+        "extensions": {"type": "array", "items": {"type": "string"},
+                       "description": "Beaker's extension elements: each one XML element in a namespace of its "
+                                      "own, kept with the job and written back by its export, not acted on"},
     },
     "$defs": {
         "recipe_set": {
@@ -237,7 +241,7 @@ _ONE_OF_FORCE_OR_HOST = {
             "properties": {"force": {"type": "string"}, "host_requires": {"type": "object"}}},
     "description": "force= names exactly one system; it cannot be combined with host requirements"}
 # And _guest's: a guest needs distro requirements (its host installs it from a tree).
-_GUEST_DESCRIPTION = {**GUEST_RECIPE, **_ONE_OF_FORCE_OR_HOST, "required": ["guestargs", "distro_requires"],
+_GUEST_DESCRIPTION = {**GUEST_RECIPE, **_ONE_OF_FORCE_OR_HOST, "required": ["distro_requires"],
                       "properties": {**GUEST_RECIPE["properties"],
                                      "distro_requires": {"$ref": "#/$defs/distro_filter"}}}
 JOB_DESCRIPTION = {**JOB_SCHEMA, "$defs": {**JOB_SCHEMA["$defs"], "recipe": {**RECIPE, **_ONE_OF_FORCE_OR_HOST},

@@ -7,7 +7,7 @@ whichever form the job came in.
 """
 from __future__ import annotations
 
-from . import fields
+from . import extensions, fields
 
 _JOB = {
     "retention_tag": "kept with the job; lablease has no retention policies, results are kept as the site keeps them",
@@ -20,6 +20,9 @@ def job_warnings(job: dict) -> list[dict]:
     """Warnings for a normalised job, in document order."""
     found = [{"path": f"/job/@{name}", "message": message}
              for name, message in _JOB.items() if job.get(name) is not None]
+    found += [{"path": f"/job/{extensions.qualified_name(text)}",
+               "message": "an extension element (another XML namespace): kept with the job and written back by its "
+                          "export; lablease does not act on it"} for text in job.get("extensions", ())]
     for i, recipe_set in enumerate(job["recipe_sets"], 1):
         for j, recipe in enumerate(recipe_set["recipes"], 1):
             found += _recipe_warnings(recipe, _RECIPE.format(i, j))

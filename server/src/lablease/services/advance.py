@@ -21,7 +21,7 @@ from ..domain.errors import Conflict, Forbidden, Invalid, LimitReached, NotFound
 from ..domain.limits import MAX_INT
 from ..domain.permissions import Actor, Permission, decide, decide_schedule
 from ..domain.windows import Window
-from ..jobxml.normalise import normalise_host_filter
+from ..jobxml.normalise import filter_arches, normalise_host_filter
 from ..scheduler.filters import LIVE_FIELDS, is_live, verdict
 from ..store import calendar
 from ..store.tables import (AdvanceReservation, ArSystem, Booking, Group, GroupMember, Pool, RecipeSet,
@@ -31,7 +31,7 @@ from ..domain.times import format_time
 from ..timeparse import parse_duration, parse_time
 from ..domain.events import AdvanceReservationEnded, SystemFreed
 from ..store.queries import host
-from . import activity
+from . import activity, arches
 from .advance_notices import publish
 from .systems import access_of, active_loan
 from .users import ARUSERS, actor_for
@@ -131,6 +131,7 @@ def create(uow, actor: Actor, now: datetime, data: dict) -> tuple[dict, int]:
     if count < 1:
         raise Invalid("count", "must be at least 1")
     _check_pools(session, pools)
+    arches.check_named(session, filter_arches(tree), "requires")
     chosen, reasons = choose_systems(session, Window(start, end), hosts, tree, pools, count, members)
     if len(chosen) < count:
         raise Conflict(_refusal(count, chosen, reasons), reasons=reasons)

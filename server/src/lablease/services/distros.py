@@ -8,7 +8,6 @@ from sqlalchemy import select
 from ..domain.boot_text import check_options, first_unfit
 from ..domain.errors import Conflict, Forbidden, Invalid, NotFound
 from ..domain.permissions import Actor, SiteAction, decide_site
-from ..domain.systems import check_arch
 from ..domain.variables import masked_ks_meta
 from ..jobxml.fields import UNACTED_DISTRO_FIELDS
 from ..scheduler.filters import compare
@@ -16,7 +15,7 @@ from ..store.tables import DistroTree
 from ..domain.events import DistroTreeRemoved
 from ..store.uow import emit
 from ..domain.times import format_time
-from . import activity
+from . import activity, arches
 from ..domain.paging import Page, PageRequest
 from ..store import paging
 from ..store.paging import Order
@@ -50,7 +49,7 @@ def add(uow, actor: Actor, now: datetime, data: dict) -> dict:
     if not decision:
         raise Forbidden("only administrators may register distro trees")
     session = uow.session
-    check_arch(data["arch"])
+    arches.check(session, data["arch"])
     _check_boot_text(data)
     duplicate = session.execute(select(DistroTree.id).where(
         DistroTree.name == data["name"], DistroTree.arch == data["arch"],

@@ -8,13 +8,12 @@ from sqlalchemy import select
 from ..domain import health as rules
 from ..domain.errors import Conflict, Forbidden, Invalid, NotFound
 from ..domain.permissions import Actor
-from ..domain.systems import check_arch
 from ..domain.times import format_time
 from ..store.tables import HealthCheck, Pool, System
 from ..domain.paging import Page, PageRequest
 from ..store import paging
 from ..store.paging import Order
-from . import activity
+from . import activity, arches
 from .health_state import refresh_all
 
 
@@ -46,7 +45,7 @@ def parsed_job(job) -> dict:
 
 def _target(session, scope: str, target: str) -> str:
     if scope == "arch":
-        return check_arch(target)
+        return arches.check(session, target)
     model, column = (System, System.fqdn) if scope == "system" else (Pool, Pool.name)
     if session.execute(select(model.id).where(column == target.lower() if scope == "system" else column == target)
                        ).first() is None:

@@ -23,7 +23,7 @@ from ..domain.notices import warn_at
 from ..store.uow import emit, wake_worker
 from ..domain.times import format_time
 from ..timeparse import format_duration
-from . import activity, advance_work, distros, due, guests, placement, scheduling, usage, waiting
+from . import activity, advance_work, arches, distros, due, guests, placement, scheduling, usage, waiting
 from .endings import close_reservation
 from .reservations import loan_end_of
 from ..domain.paging import Page, PageRequest
@@ -68,6 +68,7 @@ def _check_references(session, job: dict) -> None:
     known_pools = set(session.execute(select(Pool.name)).scalars())
     for pool in sorted(named["pools"] - known_pools):
         raise Invalid("pool", f"no pool named {pool}")
+    arches.check_named(session, named["arches"], "host_requires")  # not a silent match-none either
     known_keys = {key for attrs in session.execute(select(System.attributes)).scalars() for key in (attrs or {})}
     for key in sorted(named["attribute_keys"] - known_keys):
         raise Invalid("host_requires", f"no system has an attribute named {key}")

@@ -32,7 +32,7 @@ from ..store.secrets import SECRET_KEYS
 from ..store.tables import (AccessRule, DistroTree, Installation, Loan, Pool, Reservation, Resource, System, User,
                             netboot_mac_key)
 from ..domain.times import format_time
-from . import activity, health_state, usage
+from . import activity, arches, health_state, usage
 from .inventory import check_inventory, inventory_of
 from ..store.queries import ar_summaries_for
 from ..domain.events import SystemChanged, SystemRemoved
@@ -158,7 +158,7 @@ def _clean(session, data: dict) -> dict:
     """Validated column values from an API or import body."""
     out = {}
     if "arch" in data:
-        out["arch"] = rules.check_arch(data["arch"])
+        out["arch"] = arches.check(session, data["arch"])
     for key in ("cpus", "memory_mb"):
         if key in data and data[key] is not None:
             out[key] = check_whole(key, data[key])

@@ -119,12 +119,23 @@ class Booking(Base):
     )
 
 
+class Arch(Base):
+    """An architecture the site knows (as Beaker's arch table): systems and distro trees name one of these.
+
+    A new database starts with domain.systems.ARCHES (migration 0028); an administrator adds more
+    (lablease-server arch add, POST /api/v1/arches)."""
+
+    __tablename__ = "arches"
+    name: Mapped[str] = mapped_column(String(16), primary_key=True)
+    created_at: Mapped[datetime | None] = mapped_column(UTCDateTime)  # NULL: one the database started with
+
+
 class System(Base):
     __tablename__ = "systems"
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     resource_id: Mapped[int] = mapped_column(ForeignKey("resources.id"), unique=True)
     fqdn: Mapped[str] = mapped_column(String(255), unique=True)
-    arch: Mapped[str] = mapped_column(String(16))
+    arch: Mapped[str] = mapped_column(ForeignKey("arches.name"))
     cpus: Mapped[int | None] = mapped_column(Integer)
     memory_mb: Mapped[int | None] = mapped_column(Integer)
     lab: Mapped[str | None] = mapped_column(String(64))
@@ -353,7 +364,7 @@ class DistroTree(Base):
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     name: Mapped[str] = mapped_column(String(128))
     family: Mapped[str | None] = mapped_column(String(64))
-    arch: Mapped[str] = mapped_column(String(16))
+    arch: Mapped[str] = mapped_column(ForeignKey("arches.name"))
     variant: Mapped[str | None] = mapped_column(String(64))
     tags: Mapped[list] = mapped_column(Json, default=list)
     url: Mapped[str] = mapped_column(String(2000))

@@ -3,8 +3,16 @@ from werkzeug.wrappers import Response
 
 from ...domain.errors import NotFound
 from ...domain.paging import Page
-from ...services import commands, distros, installations, installer
+from ...services import arches, commands, distros, installations, installer
 from .context import Context
+
+
+def arch_add(ctx: Context) -> dict:
+    return arches.add(ctx.uow, ctx.actor, ctx.now, ctx.body["name"])
+
+
+def arch_list(ctx: Context) -> Page:
+    return arches.listing(ctx.uow, ctx.page)
 
 
 def distro_add(ctx: Context) -> dict:

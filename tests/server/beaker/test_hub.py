@@ -97,6 +97,9 @@ def test_cookie_writes_need_a_json_or_xmlrpc_content_type(hub):
     form = {"Content-Type": "application/x-www-form-urlencoded"}
     response = session.post(hub.server.url + "/bkr/client/", data="<methodCall/>", headers=form)
     assert "text/xml" in xmlrpc_fault(response)
+    response = session.post(hub.server.url + "/bkr/pools/", data="name=forged", headers=form)
+    assert response.status_code == 422 and "application/json" in response.text
+    assert hub.api().get("/pools/forged").status_code == 404
 
 
 def test_unknown_methods_and_paths_say_so_in_one_line(hub):

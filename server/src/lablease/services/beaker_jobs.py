@@ -16,7 +16,7 @@ from ..domain.permissions import Actor
 from ..jobxml import parse_job_xml_with_warnings
 from ..jobxml import results as results_xml
 from ..store.tables import DistroTree, Group, GroupMember, Job, Recipe, RecipeSet, Reservation, System, User
-from . import jobs, lease, placement
+from . import distros, jobs, lease, placement
 from .job_export import _document_of_old
 
 
@@ -302,3 +302,26 @@ def extend_watchdog(uow, actor: Actor, now: datetime, taskspec: str, seconds) ->
     jobs.set_watchdog(session, actor, recipe, now + timedelta(seconds=seconds), now)
     placement.refresh_rollups(session, recipe.recipe_set, now)
     return int(seconds)
+
+
+# --- what `bkr workflow-simple` asks before it writes a job -------------------------------------------------
+
+def osmajor_of(uow, name: str) -> str:
+    """distros.get_osmajor: the family (Beaker's OS major) of the distro of that name."""
+    trees = distros.matching(uow.session, {"field": "distro_name", "op": "=", "value": str(name)})
+    if not trees:
+        raise Invalid("distro", f"no distro named {name}")
+    return trees[0].family or trees[0].name
+
+
+def arches_of(uow, filters: dict) -> list[str]:
+    """distros.get_arch: the arches the newest distro matching (by name or family, variant, tags) has trees of."""
+    leaves = [{"field": field, "op": "=", "value": str(filters[key])}
+              for key, field in (("distro", "distro_name"), ("osmajor", "distro_family"),
+                                 ("variant", "distro_variant")) if filters.get(key)]
+    leaves += [{"field": "distro_tag", "op": "=", "value": str(tag)} for tag in filters.get("tags") or ()]
+    trees = distros.matching(uow.session, {"and": leaves})
+    if not trees:
+        raise Invalid("distro", f"no distro matches {filters!r}")
+    newest = (trees[0].name, trees[0].family)
+    return sorted({t.arch for t in trees if (t.name, t.family) == newest})

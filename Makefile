@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 TOOLS := $(VENV)/tools
 CORE_BRANCHES := 2.16 2.17 2.18
 
-.PHONY: venv demo demo-qemu test unit test-server test-collection postgresql qemu deploy-tools chromium beaker-client bench clean \
+.PHONY: venv demo demo-qemu test unit test-server test-collection postgresql qemu deploy-tools chromium beaker-client mrack bench clean \
 	collection-link shellcheck sanity units lint molecule playbooks \
 	certify certification-tools galaxy-importer collection-docs execution-environment changelog collection-readme
 
@@ -53,7 +53,7 @@ demo: venv collection-link
 demo-qemu: venv collection-link qemu
 	$(BIN)/python scripts/demo_qemu.py
 
-test: venv postgresql qemu deploy-tools chromium beaker-client test-server test-collection
+test: venv postgresql qemu deploy-tools chromium beaker-client mrack test-server test-collection
 
 # Tests run in parallel processes (pytest-xdist), a file's tests together so its module-scoped
 # servers start once; most of them wait on real servers, VMs and playbooks rather than compute.
@@ -69,7 +69,7 @@ unit: venv collection-link
 	PYTHONPATH=$(CURDIR)/.collections $(BIN)/pytest $(DURATIONS) tests/server/unit tests/server/jobxml tests/unit
 
 # The server suite and its end-to-end tests (the playbook tests run under `playbooks`).
-test-server: venv collection-link $(TOOLS)/mrack/.installed
+test-server: venv collection-link
 	$(BIN)/pytest $(PARALLEL) $(DURATIONS) tests/server tests/e2e --ignore=tests/e2e/ansible
 
 # molecule before lint: ansible-lint reads the copy molecule installs in ~/.ansible/collections.
@@ -117,8 +117,9 @@ $(TOOLS)/%/.installed: scripts/requirements/%.txt
 # against libvirt, for providers the tests never load; so this venv gets what the Beaker provider imports
 # (mrack.txt) and mrack itself without its requirements (mrack-no-deps.txt). beaker-client's gssapi needs
 # Debian's libkrb5-dev (scripts/ensure-beaker-client.sh).
-$(TOOLS)/mrack/.installed: scripts/requirements/mrack.txt scripts/requirements/mrack-no-deps.txt
-	scripts/ensure-beaker-client.sh
+mrack: $(TOOLS)/mrack/.installed
+
+$(TOOLS)/mrack/.installed: scripts/requirements/mrack.txt scripts/requirements/mrack-no-deps.txt | beaker-client-build-deps
 	rm -rf $(TOOLS)/mrack
 	$(PYTHON) -m venv $(TOOLS)/mrack
 	$(TOOLS)/mrack/bin/pip install -q --upgrade pip

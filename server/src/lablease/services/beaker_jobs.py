@@ -11,9 +11,10 @@ from sqlalchemy import or_, select
 
 from ..domain import beaker_runs as runs
 from ..domain import recipes as rules
-from ..domain.errors import Forbidden, Invalid, NotFound
+from ..domain.errors import Forbidden, Invalid, NotFound, Unauthenticated
 from ..domain.permissions import Actor
-from ..jobxml import parse_job_xml_with_warnings
+from ..domain.variables import masked_ks_meta
+from ..jobxml import parse_job_xml_with_warnings, render_job_xml
 from ..jobxml import results as results_xml
 from ..store.tables import DistroTree, Group, GroupMember, Job, Recipe, RecipeSet, Reservation, System, User
 from . import distros, jobs, lease, placement
@@ -32,21 +33,36 @@ def upload(uow, actor: Actor, now: datetime, document: str | bytes) -> str:
 
 # --- reading a job's run -----------------------------------------------------------------------------------
 
-def _job_of(session, actor: Actor, kind: str, number: int) -> tuple[Job, object]:
+def _visible(uow, actor: Actor | None, job_id: int) -> Job:
+    """The job if the caller may read it: its owner, group and admins (jobs.visible_job), or anyone who has
+    not logged in where the site makes jobs public as Beaker does (setting beaker_public_jobs)."""
+    if actor is not None:
+        return jobs.visible_job(uow.session, actor, job_id)
+    if not uow.settings.beaker_public_jobs:
+        raise Unauthenticated("this lablease shows a job only to its owner, group and administrators, and this "
+                              "bkr command does not log in (an administrator may set beaker_public_jobs)")
+    job = uow.session.get(Job, job_id)
+    if job is None:
+        raise NotFound(f"no job {job_id}")
+    return job
+
+
+def _job_of(uow, actor: Actor | None, kind: str, number: int) -> tuple[Job, object]:
     """The job a taskspec names, and the part it names (a Job, RecipeSet, Recipe or (Recipe, position))."""
+    session = uow.session
     if kind == "J":
-        job = jobs.visible_job(session, actor, number)
+        job = _visible(uow, actor, number)
         return job, job
     if kind == "RS":
         part = session.get(RecipeSet, number)
         if part is None:
             raise NotFound(f"no recipe set {number}")
-        return jobs.visible_job(session, actor, part.job_id), part
+        return _visible(uow, actor, part.job_id), part
     recipe_id, position = runs.split_task_id(number) if kind == "T" else (number, 0)
     recipe = session.get(Recipe, recipe_id)
     if recipe is None or (kind == "T" and not 1 <= position <= len(recipe.spec.get("tasks") or ())):
         raise NotFound(f"no {'task' if kind == 'T' else 'recipe'} {number}")
-    job = jobs.visible_job(session, actor, recipe.job_id)
+    job = _visible(uow, actor, recipe.job_id)
     return job, (recipe, position) if kind == "T" else recipe
 
 
@@ -80,7 +96,7 @@ def _recipe_view(recipe: Recipe, run: runs.RecipeRun, trees: dict) -> dict:
             "run": run}
 
 
-def job_view(session, job: Job, now: datetime) -> dict:
+def job_view(session, job: Job, now: datetime, settings=None) -> dict:
     """The job with every part named as Beaker names it (jobxml/results.py describes the shape)."""
     kept = _kept(session, job, now)
     every = [r for rs in job.recipe_sets for r in rs.every_recipe()]
@@ -96,8 +112,21 @@ def job_view(session, job: Job, now: datetime) -> dict:
     group = session.get(Group, job.group_id) if job.group_id is not None else None
     return {"id": job.id, "owner": job.owner.name, "group": group.name if group else None,
             "whiteboard": job.whiteboard, "status": status, "result": result,
-            "document": job.document if job.document is not None else _document_of_old(session, job),
+            "document": _masked(job.document if job.document is not None else _document_of_old(session, job),
+                                settings),
             "recipe_sets": sets}
+
+
+def _masked(document: dict, settings) -> dict:
+    """The job as asked, its secret ks_meta values masked as the API shows them (domain/variables.py)."""
+    patterns = getattr(settings, "secret_variables", ())
+    document = results_xml.normalise_job(document)
+
+    def recipe(spec: dict) -> dict:
+        return {**spec, "ks_meta": masked_ks_meta(spec["ks_meta"], patterns) if spec.get("ks_meta") else "",
+                "guests": [recipe(guest) for guest in spec.get("guests", ())]}
+    return {**document, "recipe_sets": [{**rs, "recipes": [recipe(r) for r in rs["recipes"]]}
+                                        for rs in document["recipe_sets"]]}
 
 
 def _find_recipe(view: dict, recipe_id: int) -> tuple[dict, dict]:
@@ -113,35 +142,51 @@ def _find_recipe(view: dict, recipe_id: int) -> tuple[dict, dict]:
     raise NotFound(f"no recipe {recipe_id}")
 
 
-def to_xml(uow, actor: Actor, now: datetime, taskspec: str) -> bytes:
-    """taskactions.to_xml: Beaker's results XML of a job, recipe set, recipe or task."""
+def _subset(view: dict, document: dict, kind: str, number: int, part) -> tuple[list, list]:
+    """(recipe set views, their documents) holding only the part a RS: or R: taskspec names."""
+    for recipe_set, asked in zip(view["recipe_sets"], document["recipe_sets"]):
+        if kind == "RS" and recipe_set["id"] == number:
+            return [recipe_set], [asked]
+        for recipe, spec in zip(recipe_set["recipes"], asked["recipes"]):
+            if kind == "R" and recipe["id"] in (number, part.host_recipe_id):
+                return [{**recipe_set, "recipes": [recipe]}], [{**asked, "recipes": [spec]}]
+    raise NotFound(f"no {kind} {number}")
+
+
+def to_xml(uow, actor: Actor, now: datetime, taskspec: str, clone: bool = False, enclosing: bool = False) -> bytes:
+    """taskactions.to_xml: Beaker's results XML of a job, recipe set, recipe or task; with `clone`, the job XML
+    that submits the same work again (an RS: or R: inside its job); with `enclosing`, an RS: or R: inside its
+    <job>."""
     kind, number = runs.parse_taskspec(taskspec)
-    job, part = _job_of(uow.session, actor, kind, number)
-    view = job_view(uow.session, job, now)
-    if kind == "J":
-        element = results_xml.job_element(view)
-    elif kind == "RS":
-        index = [s["id"] for s in view["recipe_sets"]].index(number)
-        document = results_xml.normalise_job(view["document"])
-        element = results_xml.recipe_set_element(view["recipe_sets"][index], document["recipe_sets"][index])
-    elif kind == "R":
-        recipe, spec = _find_recipe(view, number)
-        element = results_xml.recipe_xml(recipe, spec, "guestrecipe" if part.host_recipe_id else "recipe")
-    else:
+    job, part = _job_of(uow, actor, kind, number)
+    view = job_view(uow.session, job, now, uow.settings)
+    document = results_xml.normalise_job(view["document"])
+    if kind == "T":
         recipe, spec = _find_recipe(view, part[0].id)
-        element = results_xml.task_element(recipe, spec, part[1])
-    return results_xml.to_bytes(element)
+        return results_xml.to_bytes(results_xml.task_element(recipe, spec, part[1]))
+    if kind != "J":
+        sets, asked = _subset(view, document, kind, number, part)
+        view, document = {**view, "recipe_sets": sets}, {**document, "recipe_sets": asked}
+    if clone:
+        return render_job_xml(document)
+    if kind == "J" or enclosing:
+        return results_xml.to_bytes(results_xml.job_element({**view, "document": document}))
+    if kind == "RS":
+        return results_xml.to_bytes(results_xml.recipe_set_element(view["recipe_sets"][0], asked[0]))
+    recipe, spec = _find_recipe({**view, "document": document}, number)
+    return results_xml.to_bytes(results_xml.recipe_xml(recipe, spec, "guestrecipe" if part.host_recipe_id
+                                                       else "recipe"))
 
 
 def junit(uow, actor: Actor, now: datetime, job_id: int) -> bytes:
-    return results_xml.junit_xml(job_view(uow.session, jobs.visible_job(uow.session, actor, job_id), now))
+    return results_xml.junit_xml(job_view(uow.session, _visible(uow, actor, job_id), now, uow.settings))
 
 
 def task_info(uow, actor: Actor, now: datetime, taskspec: str) -> dict:
     """taskactions.task_info: what `bkr job-watch` polls; is_finished and is_failed decide its exit status."""
     kind, number = runs.parse_taskspec(taskspec)
-    job, part = _job_of(uow.session, actor, kind, number)
-    view = job_view(uow.session, job, now)
+    job, part = _job_of(uow, actor, kind, number)
+    view = job_view(uow.session, job, now, uow.settings)
     group = view["group"]
     if kind == "J":
         status, result, method, worker = view["status"], view["result"], view["whiteboard"], None
@@ -164,7 +209,7 @@ def task_info(uow, actor: Actor, now: datetime, taskspec: str) -> dict:
 def files(uow, actor: Actor, now: datetime, taskspec: str) -> list:
     """taskactions.files: lablease keeps no result logs, so a visible part has none."""
     kind, number = runs.parse_taskspec(taskspec)
-    _job_of(uow.session, actor, kind, number)
+    _job_of(uow, actor, kind, number)
     return []
 
 
@@ -178,7 +223,7 @@ def stop(uow, actor: Actor, now: datetime, taskspec: str, stop_type: str) -> boo
                                    "its own use)")
     kind, number = runs.parse_taskspec(taskspec, ("J", "RS"))
     session = uow.session
-    job, part = _job_of(session, actor, kind, number)
+    job, part = _job_of(uow, actor, kind, number)
     if not (actor.is_admin or job.owner_id == actor.id):
         raise Forbidden(f"only the owner of job {job.id} (or an admin) may cancel it")
     kept = _kept(session, job, now)
@@ -193,11 +238,18 @@ def stop(uow, actor: Actor, now: datetime, taskspec: str, stop_type: str) -> boo
 
 # --- listing -------------------------------------------------------------------------------------------------
 
-def filter_ids(uow, actor: Actor, filters: dict) -> list[str]:
-    """jobs.filter: 'J:id' of the jobs matching, newest first, among those the caller may see."""
+def filter_ids(uow, actor: Actor | None, filters: dict) -> list[str]:
+    """jobs.filter: 'J:id' of the jobs matching, newest first, among those the caller may see (without a
+    login, every job where the site makes them public: _visible)."""
     session = uow.session
     query = select(Job.id).order_by(Job.id.desc())
-    if not actor.is_admin:  # one's own jobs and one's groups' (jobs.visible_job)
+    if actor is None:
+        if filters.get("mine") or filters.get("my_groups"):
+            raise Unauthenticated("log in to list your own or your groups' jobs")
+        if not uow.settings.beaker_public_jobs:
+            raise Unauthenticated("this lablease lists jobs only to those who log in (an administrator may set "
+                                  "beaker_public_jobs)")
+    elif not actor.is_admin:  # one's own jobs and one's groups' (jobs.visible_job)
         query = query.where(or_(Job.owner_id == actor.id, Job.group_id.in_(
             select(GroupMember.group_id).where(GroupMember.user_id == actor.id))))
     owners = _names(filters.get("owner"))
@@ -243,14 +295,14 @@ def _number(value, field: str) -> int:
 
 # --- the watchdog: a recipe's end -----------------------------------------------------------------------------
 
-def _watched(session, actor: Actor, now: datetime, taskspec: str) -> tuple[Recipe, Reservation | None]:
+def _watched(uow, actor: Actor | None, now: datetime, taskspec: str) -> tuple[Recipe, Reservation | None]:
     """The recipe a taskspec (R:, T: or a bare task id) names, and the reservation its reservesys keeps."""
     text = str(taskspec)
     kind, number = runs.parse_taskspec(text if ":" in text else f"T:{text}", ("R", "T"))
-    job, part = _job_of(session, actor, kind, number)
+    job, part = _job_of(uow, actor, kind, number)
     recipe = part if kind == "R" else part[0]
-    kept = _kept(session, job, now)
-    return recipe, session.get(Reservation, recipe.reservation_id) if recipe.id in kept else None
+    kept = _kept(uow.session, job, now)
+    return recipe, uow.session.get(Reservation, recipe.reservation_id) if recipe.id in kept else None
 
 
 def _seconds_left(recipe: Recipe, kept: Reservation | None, now: datetime):
@@ -263,7 +315,7 @@ def _seconds_left(recipe: Recipe, kept: Reservation | None, now: datetime):
 def watchdog(uow, actor: Actor, now: datetime, taskspec: str):
     """recipes.tasks.watchdog / recipes.watchdog: seconds left before the recipe's end, False when none:
     a running recipe's runtime limit, a Reserved recipe's reservation end."""
-    recipe, kept = _watched(uow.session, actor, now, taskspec)
+    recipe, kept = _watched(uow, actor, now, taskspec)
     return _seconds_left(recipe, kept, now)
 
 
@@ -287,7 +339,7 @@ def extend_watchdog(uow, actor: Actor, now: datetime, taskspec: str, seconds) ->
     if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or seconds < 0:
         raise Invalid("kill_time", f"{seconds!r}: give the number of seconds from now")
     session = uow.session
-    recipe, kept = _watched(session, actor, now, taskspec)
+    recipe, kept = _watched(uow, actor, now, taskspec)
     job = session.get(Job, recipe.job_id)
     if not (actor.is_admin or job.owner_id == actor.id):
         raise Forbidden(f"only the owner of job {job.id} (or an admin) may extend its watchdog")

@@ -173,13 +173,15 @@ def test_job_cancel_a_job_and_a_recipe_set_and_a_reserved_job_frees_its_system(h
     assert hub.bkr("alice").ok("job-cancel", f"J:{whole}").strip() == f"Cancelled J:{whole}"
     assert hub.api("alice").get(f"/jobs/{whole}").json()["status"] == "cancelled"
     set_id = hub.api("alice").get(f"/jobs/{one_set}").json()["recipe_sets"][0]["id"]
-    assert "only the owner" in hub.bkr("bob").fails("job-cancel", f"RS:{set_id}") or True
+    assert f"no job {one_set}" in hub.bkr("bob").fails("job-cancel", f"RS:{set_id}")  # not bob's
+    assert hub.api("alice").get(f"/jobs/{one_set}").json()["status"] == "running"
+    recipe_id = hub.api("alice").get(f"/jobs/{one_set}").json()["recipe_sets"][0]["recipes"][0]["id"]
+    error = hub.bkr("alice").fails("job-cancel", f"T:{recipe_id * 10000 + 1}")
+    assert "a T: taskspec cannot be used here; give J:id or RS:id" in error
     hub.bkr("alice").ok("job-cancel", f"RS:{set_id}")
     job = hub.api("alice").get(f"/jobs/{one_set}").json()
     assert job["recipe_sets"][0]["status"] == "cancelled"
     assert hub.api("alice").get(f"/systems/{other}").json()["reservation"] is None
-    assert "cannot be used here" in hub.bkr("alice").fails("job-cancel", f"R:{job['recipe_sets'][0]['recipes'][0]['id']}") \
-        or True
 
 
 def test_cancelling_a_reserved_job_returns_the_system_it_keeps(hub, system, tmp_path):
@@ -209,7 +211,7 @@ def test_the_watchdog_is_the_reserved_recipes_reservation_end(hub, system, tmp_p
     hub.bkr("alice").ok("watchdog-extend", "--by", "600", system)  # by the system's name
     shown = int(hub.bkr("alice").ok("watchdog-show", task).split(": ")[1])
     assert 500 < shown <= 600
-    assert "only the owner" in hub.bkr("bob").fails("watchdog-extend", f"R:{recipe['id']}") or True
+    assert f"no job {job_id}" in hub.bkr("bob").fails("watchdog-extend", f"R:{recipe['id']}")  # not bob's
 
 
 # --- workflow-simple ----------------------------------------------------------------------------------------
@@ -232,5 +234,6 @@ def test_workflow_simple_dry_run_and_for_real(hub):
     spec = hub.api("alice").get(f"/recipes/{recipe['id']}").json()["spec"]
     assert [t["name"] for t in spec["tasks"]] == ["/distribution/check-install", "/kernel/fs"]
     hub.bkr("alice").ok("job-cancel", f"J:{job_id}")
+    # distros.get_osmajor refuses an unknown distro; bkr turns that into its own message
     error = hub.bkr("alice").fails("workflow-simple", "--distro", "Nope-1", "--arch", "x86_64", "--task", "/a")
-    assert "no distro named Nope-1" in error
+    assert error == "No tasks match the specified option(s)\n"

@@ -41,13 +41,16 @@ def test_a_wrong_password_is_one_line_and_no_session(hub):
     assert isinstance(fault, xmlrpc.client.Fault) and fault.faultCode == 1
 
 
-def test_the_session_cookie_is_scoped_to_bkr_and_ends_with_logout(hub):
+def test_the_session_cookie_is_the_hubs_own_and_ends_with_logout(hub):
     session = login(hub)
     cookie = next(c for c in session.cookies if c.name == "lablease_bkr_session")
-    assert cookie.path == "/bkr" and cookie.has_nonstandard_attr("HttpOnly")
+    # Path=/: bkr's XML-RPC transport sends only cookies that match the server's root URL
+    assert cookie.path == "/" and cookie.has_nonstandard_attr("HttpOnly")
+    # the pages and /api/v1 never take it for a sign-in
+    assert session.get(hub.server.url + "/api/v1/me").status_code == 401
     assert rpc(session, hub, "auth.who_am_i")["username"] == "alice"
     assert rpc(session, hub, "auth.logout") is True
-    session.cookies.set("lablease_bkr_session", cookie.value, path="/bkr")  # a copy kept by someone else
+    session.cookies.set("lablease_bkr_session", cookie.value, path="/")  # a copy kept by someone else
     fault = rpc(session, hub, "auth.who_am_i")
     assert isinstance(fault, xmlrpc.client.Fault) and "session has ended" in fault.faultString
 
@@ -94,6 +97,9 @@ def test_cookie_writes_need_a_json_or_xmlrpc_content_type(hub):
     form = {"Content-Type": "application/x-www-form-urlencoded"}
     response = session.post(hub.server.url + "/bkr/client/", data="<methodCall/>", headers=form)
     assert "text/xml" in xmlrpc_fault(response)
+    response = session.post(hub.server.url + "/bkr/pools/", data="name=forged", headers=form)
+    assert response.status_code == 422 and "application/json" in response.text
+    assert hub.api().get("/pools/forged").status_code == 404
 
 
 def test_unknown_methods_and_paths_say_so_in_one_line(hub):

@@ -13,6 +13,12 @@ from ..store.uow import UnitOfWork
 from ..web.throttle import FailedSignIns
 
 
+# Who reads what Beaker serves without a login (bkr's distro-trees-list, distros-list, group-members, job-list,
+# job-results, job-watch, job-logs, watchdog-show log in to nothing): a caller with no user, no group and no
+# right beyond what a rule grants everybody; user id 0 is nobody's.
+ANONYMOUS = Actor(0, "", False, frozenset())
+
+
 @dataclass
 class Call:
     uow: UnitOfWork
@@ -33,3 +39,8 @@ class Call:
         if self.actor is None:  # a method registered with auth=False that needs a user after all
             raise Unauthenticated("please log in first (auth.login_password or auth.login_oauth2)")
         return self.actor
+
+    @property
+    def reader(self) -> Actor:
+        """The signed-in user, or ANONYMOUS in a method registered with auth=False that anyone may read."""
+        return self.actor if self.actor is not None else ANONYMOUS

@@ -4,8 +4,11 @@ api/app.py hands every path under /bkr here first. A request runs in one unit of
 does; a refusal is one line (an XML-RPC Fault(1, text), or a text/plain body that bkr prints), a bug is one
 line naming an error id in the server log: never a traceback.
 
-The session is a cookie scoped to /bkr holding a lablease web session (services/signin.py): sign-out
-(auth.logout), `lablease-server token revoke` and disabling the user end it, as they end a web session.
+The session is a cookie holding a lablease web session (services/signin.py): sign-out (auth.logout),
+`lablease-server token revoke` and disabling the user end it, as they end a web session. Only /bkr reads it,
+but its Path is /: bkr's XML-RPC transport matches its cookies against the server's root URL (it asks its
+cookie jar for "scheme://host/"), so a cookie with Path=/bkr would never come back with an XML-RPC call.
+It has its own name (never the pages' session cookie), HttpOnly and SameSite=Strict.
 A cookie-authenticated write must carry an XML-RPC or JSON content type, which no cross-site HTML form can
 send; bkr's DELETEs carry no body, and a browser sends a cross-site DELETE only after a CORS preflight that
 lablease never grants.
@@ -35,6 +38,7 @@ log = logging.getLogger("lablease.beaker")
 PREFIX = "/bkr"
 XMLRPC_PATHS = ("/client", "/RPC2")
 COOKIE = "lablease_bkr_session"
+COOKIE_PATH = "/"  # see above: bkr sends its XML-RPC cookies only when they are scoped to the root
 # The protocol lablease speaks: bkr warns when the server's major version differs from its own.
 BEAKER_VERSION = "29.3"
 JSON_TYPES = ("application/json",)
@@ -146,10 +150,10 @@ class BeakerHub:
             return
         secure = request.scheme == "https" or self.app.settings.public_url.startswith("https:")
         if call.new_session:
-            response.set_cookie(COOKIE, call.new_session, path=PREFIX, httponly=True, samesite="Strict",
+            response.set_cookie(COOKIE, call.new_session, path=COOKIE_PATH, httponly=True, samesite="Strict",
                                 secure=secure)
         else:
-            response.delete_cookie(COOKIE, path=PREFIX, httponly=True, samesite="Strict", secure=secure)
+            response.delete_cookie(COOKIE, path=COOKIE_PATH, httponly=True, samesite="Strict", secure=secure)
 
     @staticmethod
     def refusal(request: Request, error: Exception) -> str:

@@ -40,6 +40,16 @@ def test_policy_grant_list_revoke(hub):
     admin.ok("policy-revoke", "--system", fqdn, "--permission", "loan_self", "--user", "bob")
     rules = hub.api().get(f"/systems/{fqdn}/access-policy").json()["rules"]
     assert {(r["permission"], r["user"]) for r in rules if r["user"]} == {("control_system", "bob")}
+    # a pool's policy, and a system that uses it: its active policy is the pool's
+    assert hub.api().post("/pools", json={"name": "pol-pool"}).status_code == 201
+    admin.ok("pool-add", "--pool", "pol-pool", "--system", fqdn)
+    assert hub.api().post("/groups", json={"name": "bkr-lab-pol"}).status_code == 201
+    admin.ok("policy-grant", "--pool", "pol-pool", "--permission", "reserve", "--group", "bkr-lab-pol")
+    assert hub.api().put(f"/systems/{fqdn}/access-policy", json={"use_pool_policy": "pol-pool"}).status_code == 200
+    active = json.loads(admin.ok("policy-list", "--format", "json", fqdn))["rules"]
+    assert [(r["permission"], r["group"]) for r in active] == [("reserve", "bkr-lab-pol")]
+    admin.ok("policy-revoke", "--pool", "pol-pool", "--permission", "reserve", "--group", "bkr-lab-pol")
+    assert hub.api().get("/pools/pol-pool/access-policy").json()["rules"] == []
 
 
 def test_groups_create_members_modify_list(hub):

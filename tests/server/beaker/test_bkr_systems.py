@@ -79,3 +79,25 @@ def test_provision_installs_the_distro_tree(hub):
     assert commands_of(hub, fqdn)[-2:] == ["netboot_install", "reboot"]
     assert "only the current holder" in hub.bkr("bob").fails("system-provision", "--distro-tree",
                                                              str(tree["id"]), fqdn)
+
+
+def test_provision_with_a_kickstart_of_ones_own(hub, tmp_path):
+    """The system's owner may bring a kickstart template (job_kickstarts: admins_and_owners), as in a job."""
+    fqdn = manual(hub, "prov2.bkr.test", power=POWER, netboot={"mac": "52:54:00:bb:cc:02"}, owner="alice")
+    tree = hub.api().get("/distro-trees", params={"name": TREE["name"]}).json()
+    tree = tree[0] if tree else hub.api().post("/distro-trees", json=TREE).json()
+    kickstart = tmp_path / "ks.cfg"
+    kickstart.write_text("# my own kickstart for {{ system.fqdn }}\ninstall\nurl --url={{ distro.url }}\n")
+    alice = hub.bkr("alice")
+    alice.ok("system-reserve", fqdn)
+    alice.ok("system-provision", "--distro-tree", str(tree["id"]), "--kickstart", str(kickstart),
+             "--kernel-options-post", "quiet", fqdn)
+    installation = hub.api("alice").get(f"/systems/{fqdn}/installations").json()[0]
+    shown = hub.api("alice").get(f"/installations/{installation['id']}").json()["kickstart"]
+    assert shown.startswith(f"# my own kickstart for {fqdn}") and "lablease" in shown  # its callbacks appended
+    # bob owns nothing here: his own kickstart is refused, as a job's would be
+    fqdn = manual(hub, "prov3.bkr.test", power=POWER, netboot={"mac": "52:54:00:bb:cc:03"})
+    hub.bkr("bob").ok("system-reserve", fqdn)
+    refused = hub.bkr("bob").fails("system-provision", "--distro-tree", str(tree["id"]), "--kickstart",
+                                   str(kickstart), fqdn)
+    assert "allowed only to administrators and the system's owner" in refused

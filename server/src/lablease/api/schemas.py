@@ -506,6 +506,10 @@ PROVISION = {
         "variant": {"type": "string", "description": "with a name: the tree's variant, when it has several"},
         "ks_meta": {"type": "string", "maxLength": 4000, "description": "key=value variables for the kickstart"},
         "kernel_options": {"type": "string", "maxLength": 4000, "description": "extra kernel command line"},
+        "kernel_options_post": {"type": "string", "maxLength": 4000,
+                                "description": "kernel command line of the installed system"},
+        "kickstart": {"type": "string", "maxLength": 65536, "description": (
+            "a kickstart template of your own, as a job's <kickstart> (where the site allows it: job_kickstarts)")},
     },
     "additionalProperties": False,
 }

@@ -67,7 +67,7 @@ def parse_untrusted(data, what: str = "job") -> etree._Element:
     return root
 
 
-def _utf8(data: bytes, what: str) -> str:
+def _utf8(data: bytes, what: str = "job") -> str:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as error:
@@ -86,7 +86,7 @@ def _refuse_doctype(text: str) -> None:
         raise Invalid("job", f"line {line}: DOCTYPE is not allowed (no DTDs and no entity declarations)")
 
 
-def _stream(data: bytes, what: str) -> etree._Element:
+def _stream(data: bytes, what: str = "job") -> etree._Element:
     parser = etree.XMLPullParser(events=("start", "end"), **_PARSER_OPTIONS)
     parser.resolvers.add(_NothingResolver())
     depth = count = 0

@@ -22,7 +22,7 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment, SecurityError
 from ..domain.boot_text import first_unfit
 
 BUILTIN_TEMPLATES = Path(__file__).resolve().parent / "templates"
-CONTEXT_NAMES = ("system", "distro", "recipe", "installation", "ks_meta", "kernel_options",
+CONTEXT_NAMES = ("system", "distro", "recipe", "provision", "installation", "ks_meta", "kernel_options",
                  "server_url", "kickstart_url", "callbacks")
 _PLAIN_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]*")
 _MAX_SNIPPET_DEPTH = 10
@@ -84,11 +84,13 @@ class KickstartRenderer:
         self._env.filters["shell_quote"] = shlex.quote
 
     def render(self, context: dict) -> str:
-        """The kickstart for one installation: the recipe's own <kickstart> when it has one (see
-        render_job_template), else `kickstarts/<family>`, else `kickstarts/default`."""
+        """The kickstart for one installation: the recipe's own <kickstart> when it has one, or the one given
+        when provisioning a reserved system (`provision`; see render_job_template), else `kickstarts/<family>`,
+        else `kickstarts/default`."""
         self._check_lines(context)
-        if (context.get("recipe") or {}).get("kickstart") is not None:
-            return self.render_job_template(context["recipe"]["kickstart"], context)
+        own = (context.get("recipe") or context.get("provision") or {}).get("kickstart")
+        if own is not None:
+            return self.render_job_template(own, context)
         family = (context.get("distro") or {}).get("family")
         names = ([f"kickstarts/{family}"] if _is_path_part(family) else []) + ["kickstarts/default"]
         return self._render(names, self._variables(context))
@@ -117,9 +119,9 @@ class KickstartRenderer:
     def _check_lines(context: dict) -> None:
         # The kickstart is read line by line: text that would break a line fails this installation
         # (the API refuses such text; this catches what reached the database another way).
-        recipe = context.get("recipe")
-        if recipe:
-            context = {**context, "recipe": {k: v for k, v in recipe.items() if k not in MULTI_LINE}}
+        for key in ("recipe", "provision"):
+            if context.get(key):
+                context = {**context, key: {k: v for k, v in context[key].items() if k not in MULTI_LINE}}
         unfit = first_unfit(context, "")
         if unfit is not None:
             raise KickstartError(f"cannot write the kickstart: {unfit[0]} {unfit[1]}")

@@ -148,8 +148,12 @@ def provision(uow, actor: Actor, now: datetime, fqdn: str, data: dict) -> dict:
     if reservation.kind != "manual":
         raise Conflict(f"{system.fqdn} is running a recipe, which provisions it itself")
     tree = _choose_tree(session, system, data)
+    own = {key: data[key] for key in ("kickstart", "kernel_options_post") if data.get(key)}
+    if "kickstart" in own:
+        _may_bring_kickstart(settings, actor.is_admin, actor.id, system)
     installation = start(session, settings, system, tree, now, user_id=actor.id, reservation_id=reservation.id,
-                         ks_meta=data.get("ks_meta", ""), kernel_options=data.get("kernel_options", ""))
+                         ks_meta=data.get("ks_meta", ""), kernel_options=data.get("kernel_options", ""),
+                         own=own or None)
     usage.set_usage(session, system, "waiting", now)
     activity.record(session, actor, now, "system", system.fqdn, "provision", "installation", None,
                     f"{installation.id}: {tree.name} {tree.arch}")
@@ -192,9 +196,10 @@ def _check_installable(system: System) -> None:
 
 def start(session, settings, system: System, tree: DistroTree, now: datetime, *, user_id: int | None,
           reservation_id: int | None, recipe: Recipe | None = None, ks_meta: str = "",
-          kernel_options: str = "") -> Installation:
+          kernel_options: str = "", own: dict | None = None) -> Installation:
     """Create the installation, render and store its kickstart, and queue netboot + reboot (a guest recipe's
-    virtual machine has neither: its host's harness boots it with the kickstart URL, services/guests.py)."""
+    virtual machine has neither: its host's harness boots it with the kickstart URL, services/guests.py).
+    `own`: a reserved system's holder's kickstart template and kernel_options_post, as a recipe has them."""
     if not system.guest:
         _check_installable(system)
     netboot = system.netboot or {}
@@ -218,7 +223,7 @@ def start(session, settings, system: System, tree: DistroTree, now: datetime, *,
     session.refresh(installation, ["system", "user"])
     token = token_for(settings, installation)
     try:
-        rendered = _renderer(settings).render(_context(settings, system, installation, recipe, meta, token))
+        rendered = _renderer(settings).render(_context(settings, system, installation, recipe, meta, token, own))
     except KickstartError as error:
         raise Invalid("kickstart", str(error)) from None
     installation.kickstart = rendered.replace(token, TOKEN_MARK)
@@ -264,13 +269,22 @@ def for_recipe(session, settings, recipe: Recipe, system: System, now: datetime)
 
 def _check_own_kickstart(settings, recipe: Recipe, system: System) -> None:
     """A job's own <kickstart> is used only where the site allows it (setting job_kickstarts)."""
-    if recipe.spec.get("kickstart") is None or settings.job_kickstarts == "everyone":
+    if recipe.spec.get("kickstart") is None:
         return
     owner = recipe.recipe_set.job.owner
-    if settings.job_kickstarts == "admins_and_owners" and (owner.is_admin or system.owner_id == owner.id):
+    _may_bring_kickstart(settings, owner.is_admin, owner.id, system, "the job's own <kickstart>")
+
+
+def _may_bring_kickstart(settings, is_admin: bool, user_id: int, system: System,
+                         what: str = "a kickstart of your own") -> None:
+    """A kickstart template of the user's own (a job's <kickstart>, or one given provisioning a reserved
+    system) is used only where the site allows it (setting job_kickstarts)."""
+    if settings.job_kickstarts == "everyone":
+        return
+    if settings.job_kickstarts == "admins_and_owners" and (is_admin or system.owner_id == user_id):
         return
     who = "nobody" if settings.job_kickstarts == "nobody" else "administrators and the system's owner"
-    raise Conflict(f"the job's own <kickstart> is allowed only to {who} (setting job_kickstarts)")
+    raise Conflict(f"{what} is allowed only to {who} (setting job_kickstarts)")
 
 
 def _recipe_tree(session, recipe: Recipe, system: System) -> DistroTree:
@@ -296,7 +310,7 @@ def _renderer(settings) -> KickstartRenderer:
 
 
 def _context(settings, system: System, installation: Installation, recipe: Recipe | None, meta: dict,
-             token: str) -> dict:
+             token: str, own: dict | None = None) -> dict:
     links = urls(settings, installation, token)
     return {
         "system": {"fqdn": system.fqdn, "arch": system.arch, "lab": system.lab, "cpus": system.cpus,
@@ -304,6 +318,8 @@ def _context(settings, system: System, installation: Installation, recipe: Recip
                    "mac": guest_mac(system.id) if system.guest else (system.netboot or {}).get("mac")},
         "distro": dict(installation.distro),
         "recipe": _recipe_context(recipe) if recipe else None,
+        "provision": {"kickstart": (own or {}).get("kickstart"),
+                      "kernel_options_post": (own or {}).get("kernel_options_post", "")} if own else None,
         "installation": {"id": installation.id},
         "ks_meta": meta, "kernel_options": installation.distro.get("boot_options", ""),
         "server_url": settings.install_url_for(system.lab), "kickstart_url": links["kickstart"],

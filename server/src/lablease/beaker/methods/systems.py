@@ -81,11 +81,9 @@ def provision(call: Call, fqdn, distro_tree_id, ks_meta=None, kernel_options=Non
               kickstart=None, reboot=True):
     if not reboot:
         raise NotSupported("--no-reboot is not supported: lablease reboots the system into the installer")
-    if kickstart or kernel_options_post:
-        raise NotSupported("--kickstart and --kernel-options-post are not supported for a reserved system: "
-                           "submit a job with <kickstart> or kernel_options_post instead")
     tree = int(distro_tree_id) if str(distro_tree_id).isdigit() else str(distro_tree_id)
-    body = {"distro_tree": tree, "ks_meta": ks_meta or "", "kernel_options": kernel_options or ""}
+    body = {"distro_tree": tree, "ks_meta": ks_meta or "", "kernel_options": kernel_options or "",
+            "kernel_options_post": kernel_options_post or "", "kickstart": kickstart or None}
     installations.provision(call.uow, call.user, call.now, str(fqdn), body)
     return None
 

@@ -14,11 +14,11 @@ from ..domain import recipes as rules
 from ..domain.errors import Forbidden, Invalid, NotFound, Unauthenticated
 from ..domain.permissions import Actor
 from ..domain.variables import masked_ks_meta
-from ..jobxml import parse_job_xml_with_warnings, render_job_xml
+from ..jobxml import normalise_job, parse_job_xml_with_warnings, render_job_xml
 from ..jobxml import results as results_xml
 from ..store.tables import DistroTree, Group, GroupMember, Job, Recipe, RecipeSet, Reservation, System, User
 from . import distros, jobs, lease, placement
-from .job_export import _document_of_old
+from .job_export import document_of_old
 
 
 def upload(uow, actor: Actor, now: datetime, document: str | bytes) -> str:
@@ -112,7 +112,7 @@ def job_view(session, job: Job, now: datetime, settings=None) -> dict:
     group = session.get(Group, job.group_id) if job.group_id is not None else None
     return {"id": job.id, "owner": job.owner.name, "group": group.name if group else None,
             "whiteboard": job.whiteboard, "status": status, "result": result,
-            "document": _masked(job.document if job.document is not None else _document_of_old(session, job),
+            "document": _masked(job.document if job.document is not None else document_of_old(session, job),
                                 settings),
             "recipe_sets": sets}
 
@@ -120,7 +120,7 @@ def job_view(session, job: Job, now: datetime, settings=None) -> dict:
 def _masked(document: dict, settings) -> dict:
     """The job as asked, its secret ks_meta values masked as the API shows them (domain/variables.py)."""
     patterns = getattr(settings, "secret_variables", ())
-    document = results_xml.normalise_job(document)
+    document = normalise_job(document)
 
     def recipe(spec: dict) -> dict:
         return {**spec, "ks_meta": masked_ks_meta(spec["ks_meta"], patterns) if spec.get("ks_meta") else "",
@@ -131,7 +131,7 @@ def _masked(document: dict, settings) -> dict:
 
 def _find_recipe(view: dict, recipe_id: int) -> tuple[dict, dict]:
     """(recipe view, its spec as asked) for a recipe of the job, a guest too."""
-    document = results_xml.normalise_job(view["document"])
+    document = normalise_job(view["document"])
     for recipe_set, asked in zip(view["recipe_sets"], document["recipe_sets"]):
         for recipe, spec in zip(recipe_set["recipes"], asked["recipes"]):
             if recipe["id"] == recipe_id:
@@ -160,7 +160,7 @@ def to_xml(uow, actor: Actor, now: datetime, taskspec: str, clone: bool = False,
     kind, number = runs.parse_taskspec(taskspec)
     job, part = _job_of(uow, actor, kind, number)
     view = job_view(uow.session, job, now, uow.settings)
-    document = results_xml.normalise_job(view["document"])
+    document = normalise_job(view["document"])
     if kind == "T":
         recipe, spec = _find_recipe(view, part[0].id)
         return results_xml.to_bytes(results_xml.task_element(recipe, spec, part[1]))

@@ -5,7 +5,7 @@ run data dropped with a warning by exported.py), with the run's ids, Beaker's
 status and result names and the system on each element. The values come in
 plain (services/beaker_jobs.py builds them, domain/beaker_runs.py names them):
 
-    job = {"id", "owner", "group", "whiteboard", "status", "result", "document" (the normalised job),
+    job = {"id", "owner", "group", "whiteboard", "status", "result", "document" (the job as asked, normalised),
            "recipe_sets": [{"id", "priority", "status", "result", "recipes": [recipe]}]}
     recipe = {"id", "job_id", "recipe_set_id", "status", "result", "system", "distro": {"name", "arch",
               "family", "variant"} or None, "start_time", "finish_time", "tasks": [TaskRun], "guests": [recipe]}
@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from lxml import etree
 
-from .normalise import normalise_job
 from .render import recipe_element
 
 
@@ -29,7 +28,7 @@ def _set(element, **attributes) -> None:
 
 
 def job_element(job: dict):
-    document = normalise_job(job["document"])
+    document = job["document"]
     root = etree.Element("job")
     _set(root, id=job["id"], owner=job["owner"], result=job["result"], status=job["status"], group=job["group"])
     if document["notify"]["cc"]:

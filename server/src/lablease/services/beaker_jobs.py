@@ -118,7 +118,8 @@ def job_view(session, job: Job, now: datetime, settings=None) -> dict:
 
 
 def _masked(document: dict, settings) -> dict:
-    """The job as asked, its secret ks_meta values masked as the API shows them (domain/variables.py)."""
+    """The job as asked, complete (normalised once, here) and its secret ks_meta values masked as the API
+    shows them (domain/variables.py)."""
     patterns = getattr(settings, "secret_variables", ())
     document = normalise_job(document)
 
@@ -131,8 +132,7 @@ def _masked(document: dict, settings) -> dict:
 
 def _find_recipe(view: dict, recipe_id: int) -> tuple[dict, dict]:
     """(recipe view, its spec as asked) for a recipe of the job, a guest too."""
-    document = normalise_job(view["document"])
-    for recipe_set, asked in zip(view["recipe_sets"], document["recipe_sets"]):
+    for recipe_set, asked in zip(view["recipe_sets"], view["document"]["recipe_sets"]):
         for recipe, spec in zip(recipe_set["recipes"], asked["recipes"]):
             if recipe["id"] == recipe_id:
                 return recipe, spec
@@ -160,7 +160,7 @@ def to_xml(uow, actor: Actor, now: datetime, taskspec: str, clone: bool = False,
     kind, number = runs.parse_taskspec(taskspec)
     job, part = _job_of(uow, actor, kind, number)
     view = job_view(uow.session, job, now, uow.settings)
-    document = normalise_job(view["document"])
+    document = view["document"]
     if kind == "T":
         recipe, spec = _find_recipe(view, part[0].id)
         return results_xml.to_bytes(results_xml.task_element(recipe, spec, part[1]))

@@ -260,7 +260,7 @@ TREE = {"name": "MrackOS-1", "family": "MrackOS1", "variant": "Server", "arch": 
 def mrack(hub, *args: str) -> subprocess.Popen:
     env = {**hub.bkr("alice").env, "BEAKER_CONF": str(hub.bkr("alice").config)}
     return subprocess.Popen([str(MRACK_PYTHON), str(DRIVER), *args], env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True, cwd=hub.directory)  # mrack writes mrack.log there
 
 
 def running_recipe(hub, job_id: int, timeout: float = 60) -> dict:

@@ -232,7 +232,7 @@ def stop(uow, actor: Actor, now: datetime, taskspec: str, stop_type: str) -> boo
         jobs.cancel_set(session, actor, now, recipe_set, uow.settings)
         for recipe in recipe_set.every_recipe():
             if recipe.id in kept:
-                lease.return_with_cascade(uow, actor, now, recipe.reservation_id, "cancelled")
+                lease.return_with_cascade(uow, actor, now, recipe.reservation_id)
     return True
 
 

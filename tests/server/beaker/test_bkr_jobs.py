@@ -139,6 +139,9 @@ def test_job_results_follow_the_run_until_reserved_then_junit(hub, system, tmp_p
     junit = ET.fromstring(hub.bkr("alice").ok("job-results", "--format", "junit-xml", f"J:{job_id}").strip())
     suite = junit.find("testsuite")
     assert (suite.get("hostname"), suite.get("tests"), suite.get("failures")) == (system, "4", "2")  # (main) and one per result, for each task
+    clone = ET.fromstring(hub.bkr("alice").ok("job-clone", "--dryrun", "--xml", f"J:{job_id}").encode())
+    recipe_element = clone.find("recipeSet/recipe")
+    assert recipe_element.find("hostRequires").get("force") == system and recipe_element.get("status") is None
 
 
 def test_job_watch_exits_with_the_outcome(hub, tmp_path):

@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 TOOLS := $(VENV)/tools
 CORE_BRANCHES := 2.16 2.17 2.18
 
-.PHONY: venv demo demo-qemu test unit test-server test-collection postgresql qemu deploy-tools chromium beaker-client bench clean \
+.PHONY: venv demo demo-qemu test unit test-server test-collection postgresql qemu deploy-tools chromium beaker-client mrack bench clean \
 	bmc collection-link shellcheck sanity units lint molecule playbooks \
 	certify certification-tools galaxy-importer collection-docs execution-environment changelog collection-readme
 
@@ -60,7 +60,7 @@ demo: venv collection-link
 demo-qemu: venv collection-link qemu
 	$(BIN)/python scripts/demo_qemu.py
 
-test: venv postgresql qemu deploy-tools chromium bmc beaker-client test-server test-collection
+test: venv postgresql qemu deploy-tools chromium bmc beaker-client mrack test-server test-collection
 
 # Tests run in parallel processes (pytest-xdist), a file's tests together so its module-scoped
 # servers start once; most of them wait on real servers, VMs and playbooks rather than compute.
@@ -118,6 +118,20 @@ $(TOOLS)/%/.installed: scripts/requirements/%.txt
 	$(PYTHON) -m venv $(TOOLS)/$*
 	$(TOOLS)/$*/bin/pip install -q --upgrade pip
 	$(TOOLS)/$*/bin/pip install -q -r $<
+	touch $@
+
+# mrack's Beaker provider (tests/server/beaker): its own requirements pull testcloud and libvirt-python, a C build
+# against libvirt, for providers the tests never load; so this venv gets what the Beaker provider imports
+# (mrack.txt) and mrack itself without its requirements (mrack-no-deps.txt). beaker-client's gssapi needs
+# Debian's libkrb5-dev (scripts/ensure-beaker-client.sh).
+mrack: $(TOOLS)/mrack/.installed
+
+$(TOOLS)/mrack/.installed: scripts/requirements/mrack.txt scripts/requirements/mrack-no-deps.txt | beaker-client-build-deps
+	rm -rf $(TOOLS)/mrack
+	$(PYTHON) -m venv $(TOOLS)/mrack
+	$(TOOLS)/mrack/bin/pip install -q --upgrade pip
+	$(TOOLS)/mrack/bin/pip install -q -r scripts/requirements/mrack.txt
+	$(TOOLS)/mrack/bin/pip install -q --no-deps -r scripts/requirements/mrack-no-deps.txt
 	touch $@
 
 sanity-%: venv shellcheck $(TOOLS)/ansible-core-%/.installed

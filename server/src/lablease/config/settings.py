@@ -170,6 +170,10 @@ class Settings:
         "([jobs](jobs.md#kickstart-customisation)): `admins_and_owners` (administrators, and on systems the "
         "job's owner owns), `everyone`, or `nobody` (such jobs are refused)"),
         choices=("admins_and_owners", "everyone", "nobody"))
+    beaker_public_jobs: bool = setting(False, (
+        "whether Beaker's hub at /bkr answers reads of jobs (results, state, lists, watchdogs) without a login, "
+        "as Beaker does: `bkr job-results`, `job-watch`, `job-list`, `job-logs` and `watchdog-show` never log "
+        "in, so without it they are refused; secret `ks_meta` values stay masked ([beaker](beaker.md#jobs))"))
     power_scripts_dir: str = setting("", (
         "the scripts the `command` power driver may run (a system names one, never a path)"),
         empty="`data_dir/power-scripts`")

@@ -43,6 +43,16 @@ def render_job_xml(job: dict) -> bytes:
     return etree.tostring(root, xml_declaration=True, encoding="UTF-8") + b"\n"
 
 
+def recipe_element(tag: str, recipe: dict):
+    """One normalised recipe (a `guestrecipe` too) as its element, as it is written in a job."""
+    element = etree.Element(tag)
+    if tag == "guestrecipe":
+        _guest(element, recipe)
+    else:
+        _recipe(element, recipe)
+    return element
+
+
 def _recipe(element, recipe: dict) -> None:
     for name in ("whiteboard", "ks_meta", "kernel_options", "kernel_options_post", "role"):
         if recipe[name]:

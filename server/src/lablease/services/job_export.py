@@ -11,10 +11,10 @@ from .jobs import visible_job
 def export(uow, actor: Actor, job_id: int) -> bytes:
     """The job as job XML: its document as submitted, which resubmits to an identical job."""
     job = visible_job(uow.session, actor, job_id)
-    return render_job_xml(job.document if job.document is not None else _document_of_old(uow.session, job))
+    return render_job_xml(job.document if job.document is not None else document_of_old(uow.session, job))
 
 
-def _document_of_old(session, job: Job) -> dict:
+def document_of_old(session, job: Job) -> dict:
     """A job stored before jobs kept their document: rebuilt from its recipes (their host filters
     carry the distro's arches, which the scheduler added: the same systems match)."""
     group = session.get(Group, job.group_id) if job.group_id is not None else None

@@ -340,13 +340,32 @@ def cancel(uow, actor: Actor, now: datetime, job_id: int) -> dict:
     if not (actor.is_admin or job.owner_id == actor.id):
         raise Forbidden(f"only the owner of job {job_id} (or an admin) may cancel it")
     for recipe_set in job.recipe_sets:
-        for recipe in recipe_set.recipes:
-            if recipe.status not in rules.FINISHED:
-                if recipe.status == "assigned":
-                    placement.release(session, recipe_set, now)
-                finish(session, recipe, "cancelled", now, actor, uow.settings)
-        placement.refresh_rollups(session, recipe_set, now)
+        cancel_set(session, actor, now, recipe_set, uow.settings)
     return show(uow, actor, now, job_id)
+
+
+def cancel_set(session, actor: Actor, now: datetime, recipe_set: RecipeSet, settings) -> None:
+    """Cancel a recipe set's unfinished recipes (their guests with them); the caller checked who may."""
+    for recipe in recipe_set.recipes:
+        if recipe.status not in rules.FINISHED:
+            if recipe.status == "assigned":
+                placement.release(session, recipe_set, now)
+            finish(session, recipe, "cancelled", now, actor, settings)
+    placement.refresh_rollups(session, recipe_set, now)
+
+
+def set_watchdog(session, actor: Actor, recipe: Recipe, end: datetime, now: datetime) -> None:
+    """Move an unfinished recipe's end (Beaker's watchdog extend): the worker aborts it then. A booking that
+    ends with the recipe's runtime limit moves with it, never into the next booking."""
+    reservation = session.get(Reservation, recipe.reservation_id) if recipe.reservation_id else None
+    booking = session.get(Booking, reservation.booking_id) if reservation and reservation.booking_id else None
+    if booking is not None and booking.end_at is not None:
+        system = session.get(System, recipe.system_id)
+        calendar.change_end(session, calendar.lock_resource(session, system.resource_id), booking, max(end, now))
+        reservation.end_at = booking.end_at
+    activity.record(session, actor, now, "recipe", recipe.id, "watchdog", "watchdog_at", recipe.watchdog_at, end)
+    recipe.watchdog_at = end
+    wake_worker(session)
 
 
 def _abort_overdue(uow, recipe: Recipe, now: datetime) -> None:

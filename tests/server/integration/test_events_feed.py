@@ -124,3 +124,18 @@ def test_a_stream_sends_each_event_with_its_cursor_as_id_and_resumes_from_last_e
     assert [f for f in resumed.get_data(as_text=True).split("\n\n") if f and not f.startswith(":")] == []
     gone = lab.client.get("/api/v1/events", headers={**headers, "Last-Event-ID": "x1"})
     assert gone.status_code == 422 and "Last-Event-ID" in gone.get_json()["detail"]
+
+
+def test_a_recipe_kept_by_reservesys_is_an_event_of_its_owner(lab):
+    lab.system("a.lab.test", condition="automated")
+    _, job = lab.alice.post("/jobs", {"recipe_sets": [{"recipes": [{
+        "host_requires": {"field": "hostname", "op": "=", "value": "a.lab.test"}, "reservesys": {"duration": 3600}}]}]})
+    [recipe] = job["recipe_sets"][0]["recipes"]
+    assert recipe["status"] == "running", job
+    assert lab.alice.patch(f"/recipes/{recipe['id']}", {"status": "completed", "result": "pass"})[0] == 200
+    _, feed_answer = lab.alice.get("/events")
+    [event] = [e for e in feed_answer["events"] if e["event"] == "recipe.reserved"]
+    _, system = lab.alice.get("/systems/a.lab.test")
+    assert event["recipe"] == recipe["id"] and event["job"] == job["id"] and event["system"] == "a.lab.test"
+    assert event["reservation"] == system["reservation"]["id"] and event["end"] == system["reservation"]["end"]
+    assert [e for e in lab.bob.get("/events")[1]["events"] if e["event"] == "recipe.reserved"] == []

@@ -23,7 +23,7 @@ description:
     C(GET /api/v1/events), with long polls over HTTP or HTTPS, so it needs no inbound port.
   - It puts one event on the queue per lablease event, as the server's webhooks send it - C(event) (the kind,
     for example V(reservation.ending), V(reservation.returned), V(loan.ending), V(job.finished),
-    V(system.health_failed)), C(at), C(user), C(message), the fields of its kind (C(reservation), C(system),
+    V(system.health_failed), V(recipe.reserved)), C(at), C(user), C(message), the fields of its kind (C(reservation), C(system),
     C(end), C(job), C(reason)...) - and its C(cursor).
   - The token decides what it reads - a user's events only (their reservations, loans, jobs, the systems they
     own), or an administrator's, every event.

@@ -285,7 +285,7 @@ FEED_EVENT = {"type": "object", "required": ["cursor", "event", "at", "user", "m
                              "end, reason...), and its cursor", "properties": {
                   "cursor": {"type": "string", "description": "read on after this event with after=<cursor>"},
                   "event": {"type": "string", "description": "the kind: reservation.started, reservation.ending, "
-                                                             "reservation.returned, loan.ending, job.finished, "
+                                                             "reservation.returned, loan.ending, job.finished, recipe.reserved, "
                                                              "system.health_failed, ar.* ..."},
                   "at": TIME, "user": {"type": "string", "description": "whom it concerns"},
                   "message": {"type": "string"}},

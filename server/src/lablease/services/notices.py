@@ -149,6 +149,17 @@ def job_finished(session, settings, job, now: datetime) -> None:
           {"job": job.id, "status": job.status, "result": job.result, "cc": list(cc)}, extra_mail=cc)
 
 
+def recipe_reserved(session, settings, recipe, reservation, fqdn: str, now: datetime) -> None:
+    """reservesys: a finished recipe's system is kept for the job's owner (Beaker's "reserved" mail)."""
+    end, job_id = format_time(reservation.end_at), recipe.recipe_set.job_id
+    text = (f"Recipe {recipe.id} of job {job_id} finished {recipe.status} ({recipe.result}); {fqdn} is kept for you "
+            f"until {end} as reservation {reservation.id}. Return it with: lablease return {reservation.id}")
+    queue(session, settings, reservation.user, now, "recipe.reserved", str(recipe.id),
+          f"[lablease] {fqdn}: reserved for you after recipe {recipe.id}", text,
+          {"recipe": recipe.id, "job": job_id, "reservation": reservation.id, "system": fqdn, "end": end,
+           "status": recipe.status, "result": recipe.result})
+
+
 def installation_failed(session, settings, user, fqdn: str, installation_id: int, why: str, now: datetime) -> None:
     text = f"Installation {installation_id} on {fqdn} failed: {why}."
     queue(session, settings, user, now, "installation.failed", str(installation_id),

@@ -83,3 +83,39 @@ def cli_for():
     from .conftest import Cli
 
     return Cli
+
+
+def test_the_event_source_plugin_reads_on_from_its_cursor_file_after_a_restart(live, tmp_path):
+    """lablease.lab.events (extensions/eda) as ansible-rulebook runs it: `main(queue, args)` in an event loop."""
+    import asyncio
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[3] / "extensions/eda/plugins/event_source/events.py"
+    spec = importlib.util.spec_from_file_location("lablease_eda_events", path)
+    plugin = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(plugin)
+    cursor_file = tmp_path / "cursor"
+    cursor_file.write_text(live.api("bob").get("/events", params={"after": "now"}).json()["cursor"] + "\n")
+
+    def run(count):
+        """Start the source, take `count` events from its queue, stop it (as a stopped ansible-rulebook)."""
+        async def take():
+            queue = asyncio.Queue()
+            source = asyncio.ensure_future(plugin.main(queue, {"url": live.url, "token": live.tokens["bob"],
+                                                               "cursor_file": str(cursor_file), "wait": 1}))
+            try:
+                return [await asyncio.wait_for(queue.get(), 60) for _ in range(count)]
+            finally:
+                source.cancel()
+        return asyncio.run(take())
+
+    loan_taken_back(live)
+    [first] = run(1)
+    assert first["event"] == "loan.returned" and cursor_file.read_text().strip() == first["cursor"]
+    loan_taken_back(live)
+    loan_taken_back(live)
+    second, third = run(2)  # a new source: from the file, so not the first one again
+    assert [second["event"], third["event"]] == ["loan.returned"] * 2
+    assert int(first["cursor"]) < int(second["cursor"]) < int(third["cursor"])
+    assert cursor_file.read_text().strip() == third["cursor"]

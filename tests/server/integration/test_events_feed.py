@@ -139,3 +139,20 @@ def test_a_recipe_kept_by_reservesys_is_an_event_of_its_owner(lab):
     assert event["recipe"] == recipe["id"] and event["job"] == job["id"] and event["system"] == "a.lab.test"
     assert event["reservation"] == system["reservation"]["id"] and event["end"] == system["reservation"]["end"]
     assert [e for e in lab.bob.get("/events")[1]["events"] if e["event"] == "recipe.reserved"] == []
+
+
+def test_an_event_of_a_rolled_back_step_is_never_written(lab):
+    """A savepoint (UnitOfWork.step, an import's row) that fails takes its events with it, as its outbox rows."""
+    from lablease.services import notices
+    from lablease.store.tables import User
+
+    with unit_of_work(lab.db, lab.settings) as uow:
+        alice = uow.session.query(User).filter_by(name="alice").one()
+        with pytest.raises(RuntimeError):
+            with uow.step():
+                notices.queue(uow.session, lab.settings, alice, START, "loan.returned", "rolled-back", "s", "undone", {})
+                raise RuntimeError("this step fails")
+        notices.queue(uow.session, lab.settings, alice, START, "loan.returned", "kept", "s", "kept", {})
+        uow.commit()
+    _, answer = lab.alice.get("/events")
+    assert [e["message"] for e in answer["events"]] == ["kept"]

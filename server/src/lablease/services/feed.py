@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from sqlalchemy import delete, func, select, text
+from sqlalchemy import delete, event, func, select, text
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
@@ -20,7 +20,8 @@ from ..domain.permissions import Actor
 from ..store.event_tables import FeedEvent
 from ..store.feed_signal import signal_for
 
-_PENDING = "feed_events"  # session.info: the rows to write at commit
+_PENDING = "feed_events"  # session.info: the rows to write at commit, each with the transactions it is in
+_LISTENING = "feed_listening"  # session.info: rolled-back savepoints drop their rows (_drop_rolled_back)
 _LOCK = text("SELECT pg_advisory_xact_lock(7401252701)")  # one number for the feed's order, any value apart
 NOW = "now"
 
@@ -31,12 +32,32 @@ def record(session, rows: list[dict]) -> None:
     if uow is None:  # no unit of work to commit it (a bare session in a tool): written now
         _write(session, rows)
         return
-    session.info.setdefault(_PENDING, []).extend(rows)
+    if not session.info.get(_LISTENING):
+        session.info[_LISTENING] = True
+        event.listen(session, "after_soft_rollback", _drop_rolled_back)
+    opened = _open_transactions(session)
+    session.info.setdefault(_PENDING, []).extend((opened, row) for row in rows)
     uow.before_commit(lambda: _write_pending(uow))
 
 
+def _open_transactions(session) -> tuple:
+    """The transaction a row is recorded in and those around it (savepoints: UnitOfWork.step)."""
+    found, transaction = [], session.get_nested_transaction() or session.get_transaction()
+    while transaction is not None:
+        found.append(transaction)
+        transaction = transaction.parent
+    return tuple(found)
+
+
+def _drop_rolled_back(session, previous_transaction) -> None:
+    """A rolled-back savepoint takes its events with it, as it takes its outbox rows."""
+    pending = session.info.get(_PENDING)
+    if pending:
+        pending[:] = [(opened, row) for opened, row in pending if all(t is not previous_transaction for t in opened)]
+
+
 def _write_pending(uow) -> None:
-    rows = uow.session.info.pop(_PENDING, [])
+    rows = [row for _, row in uow.session.info.pop(_PENDING, [])]
     newest = _write(uow.session, rows)
     if newest and not uow.validate_only:
         uow.after_commit(lambda: signal_for(uow.db).published(newest))

@@ -101,6 +101,7 @@ def test_an_expired_cursor_is_gone_naming_the_oldest_kept(lab):
 
 
 @pytest.mark.parametrize("query, field", [({"after": "soon"}, "after"), ({"after": "-1"}, "after"),
+                                          ({"after": ""}, "after"),
                                           ({"wait": "301"}, "wait"), ({"wait": "x"}, "wait"),
                                           ({"limit": "0"}, "limit")])
 def test_bad_query_values_are_refused_naming_them(lab, query, field):

@@ -60,8 +60,8 @@ def _parameters(route: Route) -> list[dict]:
     params += [{"name": name, "in": "query", "required": False, "description": text,
                 "schema": schemas.QUERY_KINDS[kind]}
                for name, (kind, text) in route.query.items()]
-    params += [{"name": name, "in": "header", "required": False, "description": text, "schema": {"type": "string"}}
-               for name, text in route.headers.items()]
+    params += [{"name": name, "in": "header", "required": False, "description": text,
+                "schema": schemas.QUERY_KINDS[kind]} for name, (kind, text) in route.headers.items()]
     if keyed(route):
         params.append(IDEMPOTENCY_KEY)
     return params

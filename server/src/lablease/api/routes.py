@@ -88,7 +88,7 @@ class Route:
     read_first: bool = False  # only reads until it locks the calendar (SQLite: short write lock)
     # Other media types of the successful answer, chosen by the request's Accept: their schemas by media type
     alternatives: dict[str, dict] = field(default_factory=dict)
-    headers: dict[str, str] = field(default_factory=dict)  # request headers the view reads: name -> meaning
+    headers: dict[str, tuple[str, str]] = field(default_factory=dict)  # request headers the view reads: (kind, meaning)
 
     @property
     def endpoint(self) -> str:
@@ -153,13 +153,13 @@ ROUTES: list[Route] = [
     Route("GET", BASE + "/events", events.listing, "The events the caller may see after a cursor (admins: all), the "
           "same bodies as the webhooks, waiting up to `wait` seconds for the first one; with Accept: "
           "text/event-stream, a stream of them (docs/api.md, \"Events\")", "meta",
-          query={"after": ("str", "the cursor to read on from: an event's `cursor` (or the answer's), `now` for "
+          query={"after": ("cursor", "the cursor to read on from: an event's `cursor` (or the answer's), `now` for "
                                   "only what comes next; omitted: from the oldest event kept"),
                  "wait": ("wait", "seconds to wait for a first event when there is none yet (0 to 300, default 0); "
                                   "a stream closes after it (default 30)"),
                  "limit": ("limit", "at most this many events in one answer (default 100, at most 1000)")},
-          headers={"Last-Event-ID": "a stream resumes after this cursor (an EventSource sends it when it "
-                                    "reconnects); it takes the place of `after`"},
+          headers={"Last-Event-ID": ("cursor", "a stream resumes after this cursor (an EventSource sends it when it "
+                                    "reconnects); it takes the place of `after` (in a long poll too)")},
           response=s.EVENT_FEED, statuses=(410,), alternatives={"text/event-stream": s.EVENT_STREAM}),
     Route("GET", BASE + "/me/calendar", meta.calendar_show,
           "The address of the caller's iCalendar feed (reservations and loans)", "meta", response=s.CALENDAR),

@@ -42,6 +42,7 @@ QUERY_KINDS = {"time": TIME, "bool": {"type": "boolean"},
                "per": {"type": "string", "enum": ["day", "hour"]},  # a utilisation report's step
                "health": {"type": "string", "enum": list(HEALTHS)},  # a system's health (domain/health.py)
                "wait": {"type": "integer", "minimum": 0, "maximum": 300},  # seconds a long poll waits (events)
+               "cursor": {"type": "string", "pattern": "^(now|[0-9]{1,18})$"},  # the event feed's (services/feed.py)
                "str": {"type": "string"}}
 # Path parameters by name (routes.py)
 PATH_PARAMETERS = {

@@ -77,7 +77,7 @@ def _write(session, rows: list[dict]) -> int:
 
 def parse_cursor(value: str | None, field: str = "after") -> int | str | None:
     """A cursor as the API takes it: digits (an event's cursor), `now`, or None (from the oldest kept)."""
-    if value is None or value == "":
+    if value is None:
         return None
     if value == NOW:
         return NOW

@@ -23,11 +23,11 @@ KEEPALIVE = 15  # seconds between comments on a quiet stream (proxies close a si
 
 def listing(ctx: Context):
     after = feed.parse_cursor(ctx.page.after)
+    resume = ctx.headers.get("Last-Event-ID")  # an EventSource reconnecting: it takes the place of after
+    if resume is not None:
+        after = feed.parse_cursor(resume, "Last-Event-ID")
     wait = ctx.query.get("wait")
     if parse_accept_header(ctx.headers.get("Accept"), MIMEAccept).best_match(["application/json", STREAM]) == STREAM:
-        resume = ctx.headers.get("Last-Event-ID")
-        if resume:
-            after = feed.parse_cursor(resume, "Last-Event-ID")
         return _stream(ctx, after, STREAM_WAIT if wait is None else wait)
     events, cursor, seen = feed.read(ctx.uow.session, ctx.actor, after, ctx.page.limit)
     deadline = time.monotonic() + (wait or 0)

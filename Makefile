@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 TOOLS := $(VENV)/tools
 CORE_BRANCHES := 2.16 2.17 2.18
 
-.PHONY: venv demo demo-qemu test unit test-server test-collection postgresql qemu deploy-tools chromium beaker-client mrack bench clean \
+.PHONY: venv demo demo-qemu test unit test-server test-collection postgresql qemu deploy-tools chromium beaker-client mrack java bench clean \
 	bmc collection-link shellcheck sanity units lint molecule playbooks \
 	certify certification-tools galaxy-importer collection-docs execution-environment changelog collection-readme
 
@@ -52,6 +52,10 @@ $(TOOLS)/beaker-client/.installed: | beaker-client-build-deps
 beaker-client-build-deps:
 	scripts/ensure-beaker-client.sh
 
+# Java 17 for ansible-rulebook's rule engine (the rulebook test, under `playbooks`); Debian's openjdk-17-jre-headless.
+java:
+	scripts/ensure-java.sh
+
 demo: venv collection-link
 	$(BIN)/python scripts/demo.py
 
@@ -60,7 +64,7 @@ demo: venv collection-link
 demo-qemu: venv collection-link qemu
 	$(BIN)/python scripts/demo_qemu.py
 
-test: venv postgresql qemu deploy-tools chromium bmc beaker-client mrack test-server test-collection
+test: venv postgresql qemu deploy-tools chromium bmc beaker-client mrack java test-server test-collection
 
 # Tests run in parallel processes (pytest-xdist), a file's tests together so its module-scoped
 # servers start once; most of them wait on real servers, VMs and playbooks rather than compute.
@@ -169,11 +173,14 @@ lint: venv collection-link
 molecule: venv collection-link
 	cd roles/lease && $(ANSIBLE_ENV) $(CURDIR)/$(BIN)/molecule test
 
-playbooks: venv collection-link
-	$(ANSIBLE_ENV) $(BIN)/pytest $(PARALLEL) $(DURATIONS) tests/e2e/ansible -p no:cacheprovider
+# The real ansible-rulebook (scripts/requirements/ansible-rulebook.txt) runs tests/e2e/ansible/test_rulebook.py.
+playbooks: venv collection-link java $(TOOLS)/ansible-rulebook/.installed
+	$(ANSIBLE_ENV) ANSIBLE_RULEBOOK_VENV=$(CURDIR)/$(TOOLS)/ansible-rulebook \
+		$(BIN)/pytest $(PARALLEL) $(DURATIONS) tests/e2e/ansible -p no:cacheprovider
 
 bench: venv postgresql
 	$(BIN)/python bench/reserve.py
+	$(BIN)/python bench/events.py
 	$(BIN)/python bench/free_systems.py
 	$(BIN)/python bench/scheduler.py
 

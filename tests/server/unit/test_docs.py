@@ -58,7 +58,7 @@ def test_every_file_the_docs_name_exists():
     """A doc naming `store/calendar.py` or `tests/e2e/test_storm.py` names a file that is there."""
     root = DOCS.parent
     files = {str(path.relative_to(root)) for top in ("server", "plugins", "roles", "playbooks", "tests", "docs",
-                                                       "bench", "changelogs", "meta", "scripts", "deploy")
+                                                       "bench", "changelogs", "meta", "scripts", "deploy", "extensions")
              for path in (root / top).rglob("*") if path.is_file()}
     named = {(page.name, match) for page in [*DOCS.glob("*.md"), root / "README.md"]
              for match in re.findall(r"`([\w.-][\w./-]*/[\w.-]+\.(?:py|md|yml|yaml|toml|rng|xsd|json))`", page.read_text())

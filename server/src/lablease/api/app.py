@@ -120,7 +120,7 @@ class LabLeaseApp:
             query, body = self.query(route, request), self.body(route, request, data)
             force = merge_force(query, body)  # in the query string or the JSON body
             ctx = Context(uow, actor, now, self.settings, args, body, query, raw=data, mimetype=request.mimetype,
-                          page=page_request(query), force=force)
+                          page=page_request(query), force=force, headers=request.headers)
             ctx.call = lambda method, path, sub_query, sub_body: self.call(ctx, method, path, sub_query, sub_body)
             # ?validate_only=true: the same work, rolled back where it would commit (store/uow.py)
             uow.validate_only = route.writes and bool(query.get("validate_only"))

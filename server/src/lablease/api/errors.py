@@ -26,6 +26,7 @@ ERROR_STATUS: dict[type, int] = {
     errors.Conflict: 409,
     errors.LimitReached: 429,
     errors.NotReady: 503,
+    errors.Gone: 410,
     errors.DomainError: 400,
 }
 

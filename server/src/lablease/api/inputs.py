@@ -255,7 +255,7 @@ def query_value(kind: str, name: str, raw: str):
         if raw.lower() in ("0", "false", "no"):
             return False
         raise Invalid(name, "must be true or false")
-    if kind in ("limit", "int"):
+    if kind in ("limit", "int", "wait"):
         bounds = QUERY_KINDS[kind]
         # ASCII digits only (int() also takes "+5", " 5", "1_000" and other scripts' digits)
         if not re.fullmatch("[0-9]+", raw):

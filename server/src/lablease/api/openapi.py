@@ -17,6 +17,7 @@ _REASONS = {400: "Malformed request", 401: "Missing, unknown, revoked or expired
             404: "Not found (also: a path that names nothing, or a malformed id)",
             409: "Conflict (e.g. the calendar is booked)", 413: "Body too large (the detail says the limit)",
             415: "Body of a type the route does not take",
+            410: "Gone: the cursor is older than the events kept (the detail and `oldest` name the oldest kept)",
             422: "Invalid input (names the field)", 429: "Limit reached",
             503: ("The database is unavailable, out of disk space, out of connections or busy: "
                   "retry after Retry-After seconds")}
@@ -59,6 +60,8 @@ def _parameters(route: Route) -> list[dict]:
     params += [{"name": name, "in": "query", "required": False, "description": text,
                 "schema": schemas.QUERY_KINDS[kind]}
                for name, (kind, text) in route.query.items()]
+    params += [{"name": name, "in": "header", "required": False, "description": text,
+                "schema": schemas.QUERY_KINDS[kind]} for name, (kind, text) in route.headers.items()]
     if keyed(route):
         params.append(IDEMPOTENCY_KEY)
     return params
@@ -90,6 +93,7 @@ def _success(route: Route, status: int) -> dict:
     ok = {"description": description}
     if schema is not None and status != 204:
         ok["content"] = {route.media: {"schema": schema}}
+        ok["content"].update({media: {"schema": other} for media, other in route.alternatives.items()})
     if route.paged:
         ok["headers"] = {"Link": NEXT_LINK}
     return ok

@@ -15,8 +15,8 @@ from werkzeug.routing import IntegerConverter, Map, Rule, UnicodeConverter
 from ..domain.limits import MAX_INT
 from . import schemas as s
 from ..services.installations import EVENTS
-from .views import (access, advance, batch, health, jobs, meta, provisioning, reservations, schedules, systems,
-                    timelines)
+from .views import (access, advance, batch, events, health, jobs, meta, provisioning, reservations, schedules,
+                    systems, timelines)
 
 BASE = "/api/v1"
 EVENT = "<any(" + ", ".join(EVENTS) + "):event>"  # an installer callback's name
@@ -86,6 +86,9 @@ class Route:
     media: str = "application/json"  # of the successful answer
     raw: dict[str, dict] | None = None  # the view reads the body itself: its schema by media type
     read_first: bool = False  # only reads until it locks the calendar (SQLite: short write lock)
+    # Other media types of the successful answer, chosen by the request's Accept: their schemas by media type
+    alternatives: dict[str, dict] = field(default_factory=dict)
+    headers: dict[str, tuple[str, str]] = field(default_factory=dict)  # request headers the view reads: (kind, meaning)
 
     @property
     def endpoint(self) -> str:
@@ -147,6 +150,17 @@ ROUTES: list[Route] = [
     Route("POST", BASE + "/batch", batch.run, "Several writes applied in one transaction: all of them or none "
           "(the first refusal is answered, naming its request)", "meta", body=s.BATCH, response=s.BATCH_ANSWER,
           statuses=(403, 404, 409, 429)),
+    Route("GET", BASE + "/events", events.listing, "The events the caller may see after a cursor (admins: all), the "
+          "same bodies as the webhooks, waiting up to `wait` seconds for the first one; with Accept: "
+          "text/event-stream, a stream of them (docs/api.md, \"Events\")", "meta",
+          query={"after": ("cursor", "the cursor to read on from: an event's `cursor` (or the answer's), `now` for "
+                                  "only what comes next; omitted: from the oldest event kept"),
+                 "wait": ("wait", "seconds to wait for a first event when there is none yet (0 to 300, default 0); "
+                                  "a stream closes after it (default 30)"),
+                 "limit": ("limit", "at most this many events in one answer (default 100, at most 1000)")},
+          headers={"Last-Event-ID": ("cursor", "a stream resumes after this cursor (an EventSource sends it when it "
+                                    "reconnects); it takes the place of `after` (in a long poll too)")},
+          response=s.EVENT_FEED, statuses=(410,), alternatives={"text/event-stream": s.EVENT_STREAM}),
     Route("GET", BASE + "/me/calendar", meta.calendar_show,
           "The address of the caller's iCalendar feed (reservations and loans)", "meta", response=s.CALENDAR),
     Route("POST", BASE + "/me/calendar", meta.calendar_rotate,

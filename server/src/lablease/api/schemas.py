@@ -42,6 +42,8 @@ QUERY_KINDS = {"time": TIME, "bool": {"type": "boolean"},
                "span": {"type": "string", "enum": ["1d", "7d", "30d"]},  # a timeline's quick spans (domain/timeline)
                "per": {"type": "string", "enum": ["day", "hour"]},  # a utilisation report's step
                "health": {"type": "string", "enum": list(HEALTHS)},  # a system's health (domain/health.py)
+               "wait": {"type": "integer", "minimum": 0, "maximum": 300},  # seconds a long poll waits (events)
+               "cursor": {"type": "string", "pattern": "^(now|[0-9]{1,18})$"},  # the event feed's (services/feed.py)
                "str": {"type": "string"}}
 # Path parameters by name (routes.py)
 PATH_PARAMETERS = {
@@ -280,6 +282,21 @@ READINESS = {"type": "object", "required": ["status", "checks"],
              "properties": {"status": {"const": "ready"},
                             "checks": {"type": "object", "description": "database, schema, worker: ok or why not",
                                        "additionalProperties": {"type": "string"}}}}
+FEED_EVENT = {"type": "object", "required": ["cursor", "event", "at", "user", "message"],
+              "description": "an event as its webhook's body tells it (its own fields by kind: reservation, system, "
+                             "end, reason...), and its cursor", "properties": {
+                  "cursor": {"type": "string", "description": "read on after this event with after=<cursor>"},
+                  "event": {"type": "string", "description": "the kind: reservation.started, reservation.ending, "
+                                                             "reservation.returned, loan.ending, job.finished, recipe.reserved, "
+                                                             "system.health_failed, ar.* ..."},
+                  "at": TIME, "user": {"type": "string", "description": "whom it concerns"},
+                  "message": {"type": "string"}},
+              "additionalProperties": True}
+EVENT_FEED = {"type": "object", "required": ["events", "cursor"], "properties": {
+    "events": {"type": "array", "items": FEED_EVENT},
+    "cursor": {"type": "string", "description": "the cursor to read on from (past the events of others too)"}}}
+EVENT_STREAM = {"type": "string", "description": "server-sent events: per event `id: <cursor>`, `event: <kind>`, "
+                                                 "`data: <the event as JSON>`; comments keep it open"}
 PROBLEM = {
     "type": "object",
     "required": ["type", "title", "status", "detail"],

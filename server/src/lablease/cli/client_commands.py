@@ -6,6 +6,7 @@ as typed: the server parses them and names the field when it cannot.
 """
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass
 
@@ -164,6 +165,26 @@ def calendar_url(api: Api, args) -> Outcome:
     answer = api.post("/me/calendar") if args.new else api.get("/me/calendar")
     url = answer["url"]
     return Outcome(answer, CALENDAR, message=url or "no calendar address yet: make one with lablease calendar-url --new")
+
+
+FOLLOW_WAIT = 20  # seconds a --follow long poll waits: below the client's answer timeout (client_http.TIMEOUT)
+
+
+def events(api: Api, args) -> Outcome:
+    """The events after --after, a line each (--json: a JSON object each); --follow keeps reading from the last
+    cursor, so nothing is missed or printed twice between polls."""
+    stream, cursor = args.environment.stdout, args.after
+    while True:
+        answer = api.get("/events", {"after": cursor, "wait": FOLLOW_WAIT if args.follow else None})
+        for event in answer["events"]:
+            line = json.dumps(event) if args.format == "json" else (
+                f"{event['at']}  {event['cursor']:>6}  {event['event']:<22} {event['user']}  {event['message']}")
+            print(line, file=stream, flush=True)
+        cursor = answer["cursor"]
+        if not args.follow:
+            if args.format is None:
+                print(f"(read on with: lablease events --after {cursor})", file=args.environment.stderr)
+            return Outcome()
 
 
 def system_path(fqdn: str, rest: str = "") -> str:

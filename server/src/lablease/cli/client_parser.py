@@ -83,6 +83,13 @@ def build_parser() -> argparse.ArgumentParser:
                                    parents=[common])
     calendar.add_argument("--new", action="store_true", help="make a new address; the old one stops working")
     calendar.set_defaults(handler=c.calendar_url)
+    events = commands.add_parser("events", help="the events I may see (admins: all): what the webhooks send",
+                                 parents=[common])
+    events.add_argument("--after", metavar="CURSOR",
+                        help="only events after this cursor (an event's, or 'now'); default: from the oldest kept")
+    events.add_argument("--follow", action="store_true",
+                        help="keep printing events as they come (long polls), until interrupted")
+    events.set_defaults(handler=c.events)
     take_request_ids(parser)
     return parser
 

@@ -118,6 +118,10 @@ class Settings:
         "how long the answer to a writing request sent with an `Idempotency-Key` is kept: the same request sent "
         "again with its key within this time gets that answer instead of making a second object; the worker "
         "deletes older ones ([api](api.md#conventions), 'Retrying a write')"))
+    events_keep: timedelta = setting("7d", (
+        "how long the event feed (`GET /api/v1/events`) keeps an event: a client whose cursor is older gets 410 "
+        "naming the oldest kept; the worker deletes older ones, always keeping the newest "
+        "([api](api.md#events))"))
     default_loan_duration: timedelta = setting(
         "7d", "length of a loan asked to be `limited` without a duration (loans are unlimited unless asked)")
     warn_before: timedelta = setting("24h", "holders are warned this long before a reservation or loan ends")

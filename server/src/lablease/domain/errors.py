@@ -100,6 +100,12 @@ class Conflict(DomainError):
     title = "Conflict"
 
 
+class Gone(DomainError):
+    """410: what was asked for was kept once and is no more (an event feed cursor older than its history)."""
+
+    title = "Gone"
+
+
 class ReservationEnded(Conflict):
     """409 `urn:lablease:problem:reservation-ended`: the reservation acted on was already returned. Its
     own type, so a client tells "you lost your system" from "the system is taken" (both 409)."""

@@ -23,7 +23,7 @@ from ..domain.notices import warn_at
 from ..store.uow import emit, wake_worker
 from ..domain.times import format_time
 from ..timeparse import format_duration
-from . import activity, advance_work, arches, distros, due, guests, placement, scheduling, usage, waiting
+from . import activity, advance_work, arches, distros, due, guests, notices, placement, scheduling, usage, waiting
 from .endings import close_reservation
 from .reservations import loan_end_of
 from ..domain.paging import Page, PageRequest
@@ -302,6 +302,7 @@ def finish(session, recipe: Recipe, status: str, now: datetime, actor: Actor | N
     if was != "assigned" and not system.guest and rules.keeps_system(reservesys, status, recipe.result):
         _keep_for_owner(session, reservation, system, now, timedelta(seconds=reservesys.get("duration", 86400)),
                         settings)
+        notices.recipe_reserved(session, settings, recipe, reservation, system.fqdn, now)
     else:
         close_reservation(session, reservation, now, "recipe_finished", actor, settings)
     if system.guest:

@@ -18,6 +18,7 @@ from ..config import Settings
 from ..store.tables import Group, GroupMember, Outbox, User
 from ..store.uow import wake_worker
 from ..domain.times import format_time
+from . import feed
 
 
 def destinations(session, user: User, settings: Settings) -> list[tuple[str, str]]:
@@ -67,8 +68,14 @@ class Notice:
 
 
 def queue_many(session, settings: Settings | None, found: list[Notice], now: datetime) -> int:
-    """Queue notices in one statement (a user's destinations are read once); returns how many were new."""
-    if settings is None or not found:
+    """Queue notices in one statement (a user's destinations are read once); returns how many were new.
+    Each is also an event of the feed (services/feed.py), whether or not its user has a destination."""
+    if not found:
+        return 0
+    feed.record(session, [{"kind": notice.event, "user_id": notice.user.id, "payload": _payload(notice, now),
+                           "dedupe_key": f"{notice.event}:{notice.key}:user:{notice.user.id}", "created_at": now}
+                          for notice in found])
+    if settings is None:
         return 0
     users = {notice.user.id: notice.user for notice in found}
     groups = _group_webhooks(session, list(users))
@@ -78,8 +85,7 @@ def queue_many(session, settings: Settings | None, found: list[Notice], now: dat
         targets = [d for d in by_user[notice.user.id] if notice.channels is None or d[0] in notice.channels]
         if settings.smtp_host:
             targets += [("mail", address) for address in notice.extra_mail if ("mail", address) not in targets]
-        payload = {"event": notice.event, "at": format_time(now), "user": notice.user.name, "message": notice.text,
-                   **notice.data}
+        payload = _payload(notice, now)
         rows += [{"channel": channel, "destination": destination, "subject": notice.subject, "payload": payload,
                   "dedupe_key": f"{notice.event}:{notice.key}:{channel}:{destination}", "status": "pending",
                   "attempts": 0, "next_attempt_at": now, "created_at": now} for channel, destination in targets]
@@ -90,6 +96,12 @@ def queue_many(session, settings: Settings | None, found: list[Notice], now: dat
     if queued:
         wake_worker(session)  # a new message is due now: the worker delivers it without waiting out its sleep
     return queued
+
+
+def _payload(notice: Notice, now: datetime) -> dict:
+    """A webhook's body, which the event feed serves too."""
+    return {"event": notice.event, "at": format_time(now), "user": notice.user.name, "message": notice.text,
+            **notice.data}
 
 
 def reservation_ending(session, settings, reservation, now: datetime) -> None:
@@ -135,6 +147,17 @@ def job_finished(session, settings, job, now: datetime) -> None:
     queue(session, settings, job.owner, now, "job.finished", str(job.id),
           f"[lablease] job {job.id} {job.status}: {job.result}", text,
           {"job": job.id, "status": job.status, "result": job.result, "cc": list(cc)}, extra_mail=cc)
+
+
+def recipe_reserved(session, settings, recipe, reservation, fqdn: str, now: datetime) -> None:
+    """reservesys: a finished recipe's system is kept for the job's owner (Beaker's "reserved" mail)."""
+    end, job_id = format_time(reservation.end_at), recipe.recipe_set.job_id
+    text = (f"Recipe {recipe.id} of job {job_id} finished {recipe.status} ({recipe.result}); {fqdn} is kept for you "
+            f"until {end} as reservation {reservation.id}. Return it with: lablease return {reservation.id}")
+    queue(session, settings, reservation.user, now, "recipe.reserved", str(recipe.id),
+          f"[lablease] {fqdn}: reserved for you after recipe {recipe.id}", text,
+          {"recipe": recipe.id, "job": job_id, "reservation": reservation.id, "system": fqdn, "end": end,
+           "status": recipe.status, "result": recipe.result})
 
 
 def installation_failed(session, settings, user, fqdn: str, installation_id: int, why: str, now: datetime) -> None:

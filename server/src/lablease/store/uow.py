@@ -43,6 +43,7 @@ class UnitOfWork:
         self.waker = waker
         self.session: Session | None = None
         self._after_commit: list[Callable[[], None]] = []
+        self._before_commit: list[Callable[[], None]] = []
 
     def __enter__(self) -> UnitOfWork:
         engine = self.db.writer if (self.write and not self.read_first) else self.db.reader
@@ -75,6 +76,9 @@ class UnitOfWork:
 
     def commit(self) -> None:
         self.dispatch()
+        callbacks, self._before_commit = self._before_commit, []
+        for callback in callbacks:  # last writes, once the use case and its events are done (the feed's rows)
+            callback()
         if self.validate_only:
             self.session.flush()  # the constraints answer too (IntegrityError), as they would on commit
             self.session.rollback()
@@ -100,6 +104,11 @@ class UnitOfWork:
             raise
         self.events = pending
         savepoint.commit()
+
+    def before_commit(self, callback: Callable[[], None]) -> None:
+        """Run `callback` at commit, after every event is handled, in the transaction (validate-only too)."""
+        if callback not in self._before_commit:
+            self._before_commit.append(callback)
 
     def after_commit(self, callback: Callable[[], None]) -> None:
         if callback not in self._after_commit:

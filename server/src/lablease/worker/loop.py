@@ -22,7 +22,7 @@ from typing import Callable
 
 from ..config import Settings
 from ..observe import metrics
-from ..services import (advance_states, commands, due, expiry, health, idempotency, installations, jobs, loans,
+from ..services import (advance_states, commands, due, expiry, feed, health, idempotency, installations, jobs, loans,
                         monitoring, outbox, reservations, utilisation)
 from ..services.handlers import unit_of_work
 from ..store.db import Database
@@ -336,13 +336,17 @@ class Worker:
             self.next_aggregate = utilisation.next_hour(uow.session, now)
 
     def prune_if_due(self) -> None:
-        """Delete the idempotency records older than idempotency_keep (one statement, every PRUNE_EVERY)."""
+        """Delete the idempotency records older than idempotency_keep and the feed events older than events_keep
+        (a statement each, every PRUNE_EVERY)."""
         now = self.clock()
         if self.next_prune is not None and now < self.next_prune:
             return
         gone = alone(self.db, self.settings, lambda uow: idempotency.prune(uow, now, self.settings.idempotency_keep))
         if gone:
             log.info("deleted %s idempotency record(s) older than %s", gone, self.settings.idempotency_keep)
+        gone = alone(self.db, self.settings, lambda uow: feed.prune(uow, now, self.settings.events_keep))
+        if gone:
+            log.info("deleted %s feed event(s) older than %s", gone, self.settings.events_keep)
         self.next_prune = now + PRUNE_EVERY
 
     def _sleep(self, listener: WakeListener, pause: float) -> None:

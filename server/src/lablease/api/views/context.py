@@ -23,6 +23,7 @@ class Context:
     raw: bytes = b""
     mimetype: str = ""
     page: PageRequest = field(default_factory=PageRequest)  # a list's page (routes.PAGING)
+    headers: dict = field(default_factory=dict)  # the request's headers (a view reads those its route names)
     # force=true (query string or JSON body): do it even though it breaks an advance reservation,
     # which goes into error; False refuses such a change (inputs.merge_force)
     force: bool = False

@@ -6,14 +6,14 @@ lablease knew and any other one a system or distro tree already names; systems.a
 become foreign keys to it, so the database refuses an arch the site does not know.
 
 Revision ID: 0028
-Revises: 0026
+Revises: 0027
 """
 from alembic import op
 import sqlalchemy as sa
 import lablease.store.types
 
 revision = '0028'
-down_revision = '0026'
+down_revision = '0027'
 branch_labels = None
 depends_on = None
 

@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 TOOLS := $(VENV)/tools
 CORE_BRANCHES := 2.16 2.17 2.18
 
-.PHONY: venv demo demo-qemu test unit test-server test-collection postgresql qemu deploy-tools chromium bench clean \
+.PHONY: venv demo demo-qemu test unit test-server test-collection postgresql qemu deploy-tools chromium directory bench clean \
 	collection-link shellcheck sanity units lint molecule playbooks \
 	certify certification-tools galaxy-importer collection-docs execution-environment changelog collection-readme
 
@@ -36,6 +36,10 @@ deploy-tools:
 chromium:
 	scripts/ensure-chromium.sh
 
+# OpenLDAP's slapd and MIT Kerberos' KDC for the directory and Kerberos sign-in tests (Debian packages).
+directory:
+	scripts/ensure-directory.sh
+
 demo: venv collection-link
 	$(BIN)/python scripts/demo.py
 
@@ -44,7 +48,7 @@ demo: venv collection-link
 demo-qemu: venv collection-link qemu
 	$(BIN)/python scripts/demo_qemu.py
 
-test: venv postgresql qemu deploy-tools chromium test-server test-collection
+test: venv postgresql qemu deploy-tools chromium directory test-server test-collection
 
 # Tests run in parallel processes (pytest-xdist), a file's tests together so its module-scoped
 # servers start once; most of them wait on real servers, VMs and playbooks rather than compute.

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 import secrets
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
@@ -19,7 +19,7 @@ from ..domain.errors import Unauthenticated
 from ..domain.permissions import Actor
 from ..domain.signin import check_new_password
 from ..store.tables import Token, User, WebLogin
-from . import activity
+from . import activity, directory
 from .users import actor_for, authenticate, create_token, find_user, hash_token
 
 SESSION_TOKEN = "web session"
@@ -48,11 +48,19 @@ def set_password(uow, now: datetime, name: str, password: str) -> None:
     activity.record(uow.session, None, now, "user", name, "changed", "password", None, "set")
 
 
-def check_password(session, name: str, password: str) -> User:
-    """The user if the password is theirs; Unauthenticated with one message for every failure."""
+def check_password(session, name: str, password: str, now: datetime | None = None) -> User:
+    """The user if the password is theirs; Unauthenticated with one message for every failure.
+
+    The one password check of every way in (the web form, Beaker's auth.login_password...): a user with a
+    password set in lablease is checked against it only; anyone else, when the site has a directory
+    (`ldap_url`), against the directory's, and made a user on their first sign-in (services/directory.py).
+    A directory that does not answer is DirectoryUnavailable (503), so local users still sign in."""
     user = session.execute(select(User).where(User.name == name)).scalar_one_or_none()
     login = session.get(WebLogin, user.id) if user is not None else None
     stored = login.password_hash if login is not None else None
+    settings = _settings(session)
+    if stored is None and directory.configured(settings):
+        return _directory_sign_in(session, settings, name, password, now or datetime.now(timezone.utc))
     try:
         _HASHER.verify(stored or dummy_hash(), password)
     except (VerificationError, InvalidHashError):
@@ -64,9 +72,24 @@ def check_password(session, name: str, password: str) -> User:
     return user
 
 
+def _settings(session):
+    """The site's settings, from the unit of work the session belongs to (None outside one)."""
+    uow = session.info.get("uow")
+    return getattr(uow, "settings", None)
+
+
+def _directory_sign_in(session, settings, name: str, password: str, now: datetime) -> User:
+    # The directory may take up to ldap_timeout: a transaction that has only read so far is ended first,
+    # so that no database lock (SQLite's writer) is held while it answers.
+    if not (session.new or session.dirty or session.deleted):
+        session.rollback()
+    person = directory.Directory(settings).sign_in(name, password)
+    return directory.admit(session, now, person)
+
+
 def sign_in(uow, now: datetime, name: str, password: str, lifetime: timedelta) -> str:
     """Check the password and open a web session; returns the session's secret (the cookie's value)."""
-    user = check_password(uow.session, name, password)
+    user = check_password(uow.session, name, password, now)
     # The user's ended sessions go (each sign-in adds one; the tokens table must not grow without end)
     uow.session.execute(delete(Token).where(Token.user_id == user.id, Token.name == SESSION_TOKEN,
                                             or_(Token.expires_at <= now, Token.revoked_at.is_not(None))))

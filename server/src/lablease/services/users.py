@@ -37,6 +37,14 @@ def _group(session, name: str, now: datetime) -> Group:
         group = Group(name=check_name(name, "group"), created_at=now)
         session.add(group)
         session.flush()
+    return check_hand_edited(group)
+
+
+def check_hand_edited(group: Group) -> Group:
+    """The group, when its members may be changed in lablease: a directory group's follow the directory."""
+    if group.directory_dn is not None:
+        raise Conflict(f"group {group.name} comes from the directory ({group.directory_dn}): its members are "
+                       "changed there, and lablease follows at the next sign-in or sync")
     return group
 
 

@@ -12,8 +12,9 @@ import subprocess
 import time
 from pathlib import Path
 
-import ldap3
 import pytest
+
+from lablease.services.directory import load_ldap3
 
 from tests.support.tls import TestCA
 
@@ -29,10 +30,19 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
+def entry(uid: str, password: str, name: str | None = None, mail: str | None = None) -> dict:
+    """A person's attributes (inetOrgPerson and posixAccount), as slapadd's LDIF or an administrator's add."""
+    name = name or uid.capitalize() + " Example"
+    return {"objectClass": ["inetOrgPerson", "posixAccount"], "uid": uid, "cn": name, "sn": name.split()[-1],
+            "displayName": name, "mail": mail or f"{uid}@example.test", "userPassword": password,
+            "uidNumber": str(1000 + sum(map(ord, uid))), "gidNumber": "100", "homeDirectory": f"/home/{uid}"}
+
+
 def person_ldif(uid: str, password: str, name: str, mail: str) -> str:
-    return (f"dn: uid={uid},{PEOPLE}\nobjectClass: inetOrgPerson\nobjectClass: posixAccount\nuid: {uid}\n"
-            f"cn: {name}\nsn: {name.split()[-1]}\ndisplayName: {name}\nmail: {mail}\nuserPassword: {password}\n"
-            f"uidNumber: {1000 + sum(map(ord, uid))}\ngidNumber: 100\nhomeDirectory: /home/{uid}\n\n")
+    lines = [f"dn: uid={uid},{PEOPLE}"]
+    for attribute, values in entry(uid, password, name, mail).items():
+        lines += [f"{attribute}: {value}" for value in (values if isinstance(values, list) else [values])]
+    return "\n".join(lines) + "\n\n"
 
 
 class Slapd:
@@ -85,8 +95,9 @@ class Slapd:
             self.process.wait(timeout=10)
         self.process = None
 
-    def admin(self) -> ldap3.Connection:
+    def admin(self):
         """The directory's administrator, to add and remove people and members as a site would."""
+        ldap3 = load_ldap3()
         tls = ldap3.Tls(ca_certs_file=str(self.ca.cert))
         connection = ldap3.Connection(ldap3.Server(self.url, tls=tls), ADMIN_DN, ADMIN_PASSWORD)
         connection.open()

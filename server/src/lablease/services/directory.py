@@ -10,24 +10,49 @@ from __future__ import annotations
 
 import logging
 import math
+import warnings
 import ssl
 from datetime import datetime
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-import ldap3
-from ldap3.core.exceptions import LDAPException
 from sqlalchemy import delete, select
 
 from ..domain.directory import Person, fill_filter, group_changes
-from ..domain.errors import DirectoryUnavailable, Invalid, Unauthenticated
+from ..domain.errors import DirectoryUnavailable, Unauthenticated
 from ..store.tables import Group, GroupMember, Token, User
+
+if TYPE_CHECKING:
+    import ldap3
 from . import activity
-from .users import NAME_PATTERN, check_name
+from .users import NAME_PATTERN, is_name
 
 log = logging.getLogger("lablease.directory")
 
 REFUSED = "unknown user name or wrong password"  # the one message of every failed sign-in (services/signin.py)
 _PERSON_ATTRIBUTES = ["mail", "displayName", "cn"]
+
+
+def load_ldap3():
+    """ldap3, imported when a directory is first asked (a site without one never loads it). Its 2.9.1
+    imports pyasn1's old names, which pyasn1 0.6 warns about: harmless, and not lablease's to fix."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".* is deprecated. Please use .* instead", category=DeprecationWarning)
+        import ldap3
+        import ldap3.core.exceptions
+    return ldap3
+
+
+def _checked_tls(ldap3):
+    """ldap3's Tls with the standard library's checks: ldap3 2.9.1 turns the SSLContext's host name check off
+    and calls ssl.match_hostname instead (deprecated, gone in Python 3.12). Here the context checks the
+    certificate chain (ldap_ca_file) and the directory's host name (or IP address) during the handshake."""
+    class CheckedTls(ldap3.Tls):
+        def wrap_socket(self, connection, do_handshake=False):
+            context = ssl.create_default_context(cafile=self.ca_certs_file)
+            connection.socket = context.wrap_socket(connection.socket, server_hostname=connection.server.host,
+                                                    do_handshake_on_connect=True)
+    return CheckedTls
 
 
 def configured(settings) -> bool:
@@ -38,39 +63,54 @@ class Directory:
     """One conversation with the directory of `settings`: connections are opened per call and closed after."""
 
     def __init__(self, settings):
+        self.ldap3 = ldap3 = load_ldap3()
+        self.failure = ldap3.core.exceptions.LDAPException  # every error of the library's
         self.settings = settings
         self.url = settings.ldap_url
         timeout = settings.ldap_timeout.total_seconds()
         self.timeout = max(1, math.ceil(timeout))  # whole seconds: ldap3 packs it into SO_RCVTIMEO
         secure = urlsplit(self.url).scheme == "ldaps"
-        tls = ldap3.Tls(ca_certs_file=settings.ldap_ca_file or None, validate=ssl.CERT_REQUIRED,
-                        version=ssl.PROTOCOL_TLS_CLIENT)
+        tls = _checked_tls(ldap3)(ca_certs_file=settings.ldap_ca_file or None, validate=ssl.CERT_REQUIRED)
         self.server = ldap3.Server(self.url, use_ssl=secure, tls=tls, connect_timeout=timeout, get_info=ldap3.NONE)
         self.starttls = not secure  # a password never crosses the network in clear
 
-    def _open(self, dn: str | None = None, password: str | None = None) -> ldap3.Connection | None:
+    def _open(self, dn: str | None = None, password: str | None = None):
         """A connection bound as `dn` (anonymous without one) over TLS; None when the directory refuses the
-        bind (wrong password). Any other failure is DirectoryUnavailable."""
+        bind (wrong password). Any other failure is DirectoryUnavailable. A failed connection is closed."""
+        connection = self.ldap3.Connection(self.server, user=dn, password=password, read_only=True,
+                                           receive_timeout=self.timeout, auto_bind=self.ldap3.AUTO_BIND_NONE,
+                                           raise_exceptions=False)
         try:
-            connection = ldap3.Connection(self.server, user=dn, password=password, receive_timeout=self.timeout,
-                                          auto_bind=ldap3.AUTO_BIND_NONE, raise_exceptions=False, read_only=True)
-            connection.open()
-            if self.starttls and not connection.start_tls():
-                raise DirectoryUnavailable(f"the directory {self.url} refused StartTLS: {connection.result}")
-            if connection.bind():
+            try:
+                connection.open()
+            except self.failure as error:
+                raise DirectoryUnavailable(f"the directory {self.url} does not answer: {_reason(error)}") from None
+            try:
+                started = not self.starttls or connection.start_tls()
+            except self.failure as error:  # e.g. a certificate that ldap_ca_file does not vouch for
+                started, connection.result = False, {"description": _reason(error)}
+            if not started:
+                raise DirectoryUnavailable(f"StartTLS with the directory {self.url} failed: "
+                                           f"{connection.result.get('description')}")
+            try:
+                bound = connection.bind()
+            except self.failure as error:
+                raise DirectoryUnavailable(f"the directory {self.url} does not answer: {_reason(error)}") from None
+            if bound:
                 return connection
-            connection.unbind()
-            if connection.result.get("result") == 49:  # invalidCredentials: an answer, not an outage
-                return None
-            raise DirectoryUnavailable(f"the directory {self.url} refused the bind: "
-                                       f"{connection.result.get('description')}")
-        except LDAPException as error:
-            raise DirectoryUnavailable(f"the directory {self.url} does not answer: {_reason(error)}") from None
+            if connection.result.get("result") != 49:  # invalidCredentials is an answer, anything else is not
+                raise DirectoryUnavailable(f"the directory {self.url} refused the bind: "
+                                           f"{connection.result.get('description')}")
+        except BaseException:
+            _close(connection)
+            raise
+        _close(connection)
+        return None
 
     def _search(self, connection: ldap3.Connection, base: str, query: str, attributes: list[str]) -> list[dict]:
         try:
-            connection.search(base, query, ldap3.SUBTREE, attributes=attributes, time_limit=self.timeout)
-        except LDAPException as error:
+            connection.search(base, query, self.ldap3.SUBTREE, attributes=attributes, time_limit=self.timeout)
+        except self.failure as error:
             raise DirectoryUnavailable(f"the directory {self.url} does not answer: {_reason(error)}") from None
         if connection.result.get("result") not in (0, 32):  # success, or noSuchObject (an empty base)
             raise DirectoryUnavailable(f"the directory {self.url} refused a search of {base}: "
@@ -100,7 +140,7 @@ class Directory:
             query = fill_filter(self.settings.ldap_group_filter, username=username, dn=entry["dn"])
             for group in self._search(connection, self.settings.ldap_group_base, query, ["cn"]):
                 name = _first(group.get("attributes", {}).get("cn"))
-                if name and _is_name(name):
+                if name and is_name(name):
                     groups[name] = group["dn"]
                 else:
                     log.warning("directory group %s has no cn lablease can use as a name (%s): skipped",
@@ -110,7 +150,7 @@ class Directory:
 
     def sign_in(self, username: str, password: str) -> Person:
         """The person whose password this is (bound as them), with their groups; Unauthenticated otherwise."""
-        if not password or not _is_name(username):  # an empty password is an anonymous bind (RFC 4513 5.1.2)
+        if not password or not is_name(username):  # an empty password is an anonymous bind (RFC 4513 5.1.2)
             raise Unauthenticated(REFUSED)
         service = self._service()
         try:
@@ -120,10 +160,10 @@ class Directory:
             own = self._open(entry["dn"], password)
             if own is None:
                 raise Unauthenticated(REFUSED)
-            own.unbind()
+            _close(own)
             return self._person(service, username, entry)
         finally:
-            service.unbind()
+            _close(service)
 
     def people(self, usernames: list[str]) -> dict[str, Person | None]:
         """Each name's person as the directory has them now, None for those it no longer has."""
@@ -131,11 +171,11 @@ class Directory:
         try:
             found = {}
             for username in usernames:
-                entry = self._entry(service, username) if _is_name(username) else None
+                entry = self._entry(service, username) if is_name(username) else None
                 found[username] = self._person(service, username, entry) if entry is not None else None
             return found
         finally:
-            service.unbind()
+            _close(service)
 
 
 def _first(value):
@@ -144,15 +184,17 @@ def _first(value):
     return str(value) if value else None
 
 
-def _is_name(name: str) -> bool:
+def _close(connection) -> None:
+    """Close a connection whatever state it is in (ldap3 leaves the socket of a failed open or StartTLS)."""
     try:
-        check_name(name)
-    except Invalid:
-        return False
-    return True
+        connection.unbind()
+    except Exception:  # noqa: BLE001 - closing what already failed
+        pass
+    if getattr(connection, "socket", None) is not None:
+        connection.socket.close()
 
 
-def _reason(error: LDAPException) -> str:
+def _reason(error: Exception) -> str:
     return str(error).splitlines()[0] if str(error) else type(error).__name__
 
 

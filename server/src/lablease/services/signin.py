@@ -20,7 +20,7 @@ from ..domain.permissions import Actor
 from ..domain.signin import check_new_password
 from ..store.tables import Token, User, WebLogin
 from . import activity, directory
-from .users import actor_for, authenticate, create_token, find_user, hash_token
+from .users import actor_for, authenticate, create_token, find_user, hash_token, is_name
 
 SESSION_TOKEN = "web session"
 _HASHER = PasswordHasher()  # argon2id with the library's current defaults (RFC 9106's second recommendation)
@@ -55,6 +55,8 @@ def check_password(session, name: str, password: str, now: datetime | None = Non
     password set in lablease is checked against it only; anyone else, when the site has a directory
     (`ldap_url`), against the directory's, and made a user on their first sign-in (services/directory.py).
     A directory that does not answer is DirectoryUnavailable (503), so local users still sign in."""
+    if not is_name(name):  # no user has it (nor a directory filter or PostgreSQL text a NUL): not even looked up
+        raise Unauthenticated("unknown user name or wrong password")
     user = session.execute(select(User).where(User.name == name)).scalar_one_or_none()
     login = session.get(WebLogin, user.id) if user is not None else None
     stored = login.password_hash if login is not None else None

@@ -31,6 +31,11 @@ def check_name(name: str, field: str = "name") -> str:
     return name
 
 
+def is_name(name) -> bool:
+    """Whether `name` could be a user's or a group's (sign-in checks it before any lookup)."""
+    return isinstance(name, str) and _NAME.fullmatch(name) is not None
+
+
 def _group(session, name: str, now: datetime) -> Group:
     group = session.execute(select(Group).where(Group.name == name)).scalar_one_or_none()
     if group is None:

@@ -91,7 +91,11 @@ def _directory_sign_in(session, settings, name: str, password: str, now: datetim
 
 def sign_in(uow, now: datetime, name: str, password: str, lifetime: timedelta) -> str:
     """Check the password and open a web session; returns the session's secret (the cookie's value)."""
-    user = check_password(uow.session, name, password, now)
+    return open_session(uow, now, check_password(uow.session, name, password, now), lifetime)
+
+
+def open_session(uow, now: datetime, user: User, lifetime: timedelta) -> str:
+    """A new web session of a signed-in user (by password or by Kerberos); returns its secret."""
     # The user's ended sessions go (each sign-in adds one; the tokens table must not grow without end)
     uow.session.execute(delete(Token).where(Token.user_id == user.id, Token.name == SESSION_TOKEN,
                                             or_(Token.expires_at <= now, Token.revoked_at.is_not(None))))

@@ -168,3 +168,14 @@ def test_every_module_imports_on_its_own():
     assert len(modules) > 100
     result = subprocess.run([sys.executable, "-c", ALONE, *modules], capture_output=True, text=True, check=True)
     assert json.loads(result.stdout) == {}
+
+
+def test_beaker_hub_reaches_the_database_only_through_use_cases():
+    """Beaker's hub is an adapter like the API: it calls use cases and holds no table, no SQLAlchemy."""
+    import lablease.beaker
+
+    modules = _modules(lablease.beaker)
+    offending = [f"{m}:{line} imports {name}" for m in modules for name, line in _imported(m)
+                 if name.split(".")[0] == "sqlalchemy"
+                 or name.startswith("lablease.store") and name not in ("lablease.store.uow", "lablease.store.outage")]
+    assert len(modules) >= 5 and offending == []

@@ -62,6 +62,9 @@ class LabLeaseApp:
         from ..web.app import WebPages  # here: web/ uses api's converters, errors and parsers
 
         self.web = WebPages(self)  # the HTML pages (web/), asked first; API paths are never pages
+        from ..beaker.hub import BeakerHub  # here: beaker/ uses api's error table and body reader
+
+        self.beaker = BeakerHub(self)  # Beaker's hub protocol at /bkr (beaker/), before the pages
 
     def __call__(self, environ, start_response):
         request = Request(environ)
@@ -69,6 +72,9 @@ class LabLeaseApp:
         return self.handle(request)(environ, start_response)
 
     def handle(self, request: Request) -> Response:
+        hub = self.beaker.handle(request)  # None for every path outside /bkr
+        if hub is not None:
+            return hub
         page = None if request.path.startswith("/api/") else self.web.handle(request)  # API paths are never pages
         if page is not None:
             return page

@@ -152,6 +152,11 @@ def may_manage_pool(actor: Actor, owner_group_id: int | None) -> Decision:
     return Decision(False, "only members of the pool's owning group (or admins) may change it")
 
 
+def may_use(actor: Actor, system: SystemAccess) -> bool:
+    """May actor use the system at all: have the scheduler give it to their recipes, or reserve it by hand?"""
+    return bool(decide_schedule(actor, system)) or bool(decide(actor, Permission.RESERVE, system))
+
+
 def decide_schedule(actor: Actor, system: SystemAccess) -> Decision:
     """May the scheduler give this system to actor's recipe now?
 

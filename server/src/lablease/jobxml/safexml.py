@@ -50,8 +50,9 @@ class _NothingResolver(etree.Resolver):
 _PROLOG_ITEM = re.compile(r"\s+|<\?.*?\?>|<!--.*?-->", re.DOTALL)
 
 
-def parse_untrusted(data) -> etree._Element:
-    """The root element of `data` (bytes), or Invalid("job", what is wrong and where)."""
+def parse_untrusted(data, what: str = "job") -> etree._Element:
+    """The root element of `data` (bytes), or Invalid("job", what is wrong and where). `what` names the
+    document in the refusals (Beaker's hub parses its XML-RPC requests here too: beaker/xmlrpc.py)."""
     if isinstance(data, str):
         data = data.encode("utf-8")
     data = bytes(data)
@@ -59,21 +60,21 @@ def parse_untrusted(data) -> etree._Element:
         raise Invalid("job", "the body is empty; send a <job> XML document")
     if len(data) > MAX_BYTES:
         raise Invalid("job", f"the document is {len(data)} bytes; the limit is {MAX_BYTES} (1 MiB)")
-    _refuse_doctype(_utf8(data))
-    root = _stream(data)
+    _refuse_doctype(_utf8(data, what))
+    root = _stream(data, what)
     if root.getroottree().docinfo.doctype:
         raise Invalid("job", "DOCTYPE is not allowed (no DTDs and no entity declarations)")
     return root
 
 
-def _utf8(data: bytes) -> str:
+def _utf8(data: bytes, what: str) -> str:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as error:
         line = data.count(b"\n", 0, error.start) + 1
         raise Invalid(
             "job", f"line {line}: not UTF-8 text (byte 0x{data[error.start]:02x} at offset {error.start});"
-            " job XML must be encoded as UTF-8") from None
+            f" {what} XML must be encoded as UTF-8") from None
 
 
 def _refuse_doctype(text: str) -> None:
@@ -85,7 +86,7 @@ def _refuse_doctype(text: str) -> None:
         raise Invalid("job", f"line {line}: DOCTYPE is not allowed (no DTDs and no entity declarations)")
 
 
-def _stream(data: bytes) -> etree._Element:
+def _stream(data: bytes, what: str) -> etree._Element:
     parser = etree.XMLPullParser(events=("start", "end"), **_PARSER_OPTIONS)
     parser.resolvers.add(_NothingResolver())
     depth = count = 0
@@ -102,7 +103,7 @@ def _stream(data: bytes) -> etree._Element:
                                   f" (elements may nest at most {MAX_DEPTH} deep)")
                 if count > MAX_ELEMENTS:
                     raise Invalid("job", f"line {element.sourceline}: too many elements"
-                                  f" (a job may have at most {MAX_ELEMENTS})")
+                                  f" (a {what} may have at most {MAX_ELEMENTS})")
         return parser.close()
     except etree.XMLSyntaxError as error:
         raise Invalid("job", _syntax_message(error)) from None

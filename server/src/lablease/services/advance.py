@@ -19,7 +19,8 @@ from ..domain import advance as rules
 from ..domain import holds as rules_holds
 from ..domain.errors import Conflict, Forbidden, Invalid, LimitReached, NotFound
 from ..domain.limits import MAX_INT
-from ..domain.permissions import Actor, Permission, decide, decide_schedule
+from ..domain import permissions
+from ..domain.permissions import Actor
 from ..domain.windows import Window
 from ..jobxml.normalise import normalise_host_filter
 from ..scheduler.filters import LIVE_FIELDS, is_live, verdict
@@ -213,8 +214,7 @@ def _check_pools(session, pools: list[str]) -> None:
 
 def may_use(actor: Actor, system: System, loan) -> bool:
     """May an ACL user use the system: get it from the scheduler, or reserve it?"""
-    access = access_of(system, loan)
-    return bool(decide_schedule(actor, access)) or bool(decide(actor, Permission.RESERVE, access))
+    return permissions.may_use(actor, access_of(system, loan))
 
 
 def choose_systems(session, window: Window, hosts: list[str], tree: dict | None, pools: list[str], count: int,

@@ -71,18 +71,23 @@ def has_power(system: System) -> bool:
     return bool((system.power or {}).get("driver"))
 
 
-def request_power(uow, actor: Actor, now: datetime, fqdn: str, action: str) -> dict:
-    """POST /systems/{fqdn}/power: control_system on the system, or being its current holder."""
+def request_power(uow, actor: Actor, now: datetime, fqdn: str, action: str, actions=POWER_ACTIONS,
+                  only_if_holder: bool = False) -> dict:
+    """POST /systems/{fqdn}/power: control_system on the system, or being its current holder. `actions` are
+    those the caller's protocol offers (Beaker's hub also clears the netboot files: netboot_clear);
+    `only_if_holder` refuses while somebody else holds the system (Beaker's power without --force)."""
     session = uow.session
     system = find(session, fqdn, actor)
-    if action not in POWER_ACTIONS:
-        raise Invalid("action", f"must be one of {', '.join(POWER_ACTIONS)}")
+    if action not in actions:
+        raise Invalid("action", f"must be one of {', '.join(actions)}")
     holder = current_reservations(session, [system.id], now).get(system.id)
     if not (holder is not None and holder.user_id == actor.id):
         decision = decide(actor, Permission.CONTROL_SYSTEM, access_of(system, active_loan(session, system)))
         if not decision:
             raise Forbidden(f"controlling the power of {system.fqdn} needs control_system or reserving it")
-    if not has_power(system):
+        if only_if_holder and holder is not None:
+            raise Conflict(f"{system.fqdn} is in use by {holder.user.name}: force the action to do it anyway")
+    if action in POWER_ACTIONS and not has_power(system):
         raise Conflict(f"{system.fqdn} has no power driver configured")
     command = enqueue(session, system, action, now, actor.id)
     activity.record(session, actor, now, "system", system.fqdn, "power", "action", None, action)

@@ -143,6 +143,11 @@ def matching(session, tree: dict) -> list[DistroTree]:
     return [t for t in trees.scalars() if _tree_matches(tree, t)]
 
 
+def matching_trees(uow, tree: dict | None) -> list[dict]:
+    """The distro trees satisfying a distroRequires tree (every tree without one), newest first, as shown."""
+    return [as_dict(t, uow.settings.secret_variables) for t in matching(uow.session, tree)]
+
+
 def require_match(session, tree: dict, where: str) -> list[DistroTree]:
     found = matching(session, tree)
     if not found:

@@ -14,7 +14,7 @@ from sqlalchemy.orm import selectinload
 
 from ..domain.actions import Holding, aborted_share, primary_action
 from ..domain.paging import PageRequest
-from ..domain.permissions import Actor, Permission, Rule, SystemAccess, decide, decide_schedule
+from ..domain.permissions import Actor, Permission, Rule, SystemAccess, decide, decide_schedule, may_use
 from ..scheduler.filters import matches
 from ..store.tables import (AccessRule, Pool, PoolAccessRule, PoolSystem, Recipe, Reservation, System, UsageChange,
                             User)
@@ -231,3 +231,40 @@ def queued_could_use(session, system: System, loan) -> int:
         if matches(recipe.spec.get("host_requires"), host) and decide_schedule(owner, access):
             count += 1
     return count
+
+
+FEEDS = ("all", "available", "free", "mine", "removed")
+
+
+def systems_for(uow, actor: Actor, now: datetime, which: str, filters: dict, system_type: str | None = None,
+                host_filter: dict | None = None) -> list[str]:
+    """The fqdns, sorted, of the systems the actor may view that match `filters` (systems.filtered's), the
+    system type and a hostRequires tree, narrowed to `which` (Beaker's system lists, bkr system-list):
+    all (not removed), removed, available (Automated or Manual and the actor may use it: reserve it, or have the
+    scheduler give it to their recipes), free (available and nobody holds it), mine (owned, held or borrowed by
+    the actor)."""
+    session = uow.session
+    query, _ = visible(session, actor, system_service.filtered(session, actor, now, filters), now)
+    systems = list(session.execute(query.options(selectinload(System.pools), selectinload(System.owner)))
+                   .unique().scalars())
+    ids = [system.id for system in systems]
+    loans, held = system_service.active_loans(session, ids), system_service.current_reservations(session, ids, now)
+    found = []
+    for system in systems:
+        loan, holder = loans.get(system.id), held.get(system.id)
+        if (which == "removed") != (system.condition == "removed"):
+            continue
+        if which in ("available", "free") and not (
+                system.condition in USABLE and may_use(actor, system_service.access_of(system, loan))):
+            continue
+        if which == "free" and holder is not None:
+            continue
+        if which == "mine" and actor.id not in (system.owner_id, holder.user_id if holder else None,
+                                                loan.recipient_id if loan else None):
+            continue
+        if system_type and system.system_type != system_type:
+            continue
+        if host_filter is not None and not matches(host_filter, queries.host(system, host_filter)):
+            continue
+        found.append(system.fqdn)
+    return sorted(found)

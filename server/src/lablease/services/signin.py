@@ -94,12 +94,21 @@ def sign_in(uow, now: datetime, name: str, password: str, lifetime: timedelta) -
     return open_session(uow, now, check_password(uow.session, name, password, now), lifetime)
 
 
-def open_session(uow, now: datetime, user: User, lifetime: timedelta) -> str:
-    """A new web session of a signed-in user (by password or by Kerberos); returns its secret."""
+def open_session(uow, now: datetime, user: User, lifetime: timedelta, ends: datetime | None = None) -> str:
+    """A new session of a user who proved who they are (a password, Kerberos, or an API token for Beaker's
+    auth.login_oauth2): its secret. It ends after `lifetime`, or at `ends` when that is sooner."""
     # The user's ended sessions go (each sign-in adds one; the tokens table must not grow without end)
     uow.session.execute(delete(Token).where(Token.user_id == user.id, Token.name == SESSION_TOKEN,
                                             or_(Token.expires_at <= now, Token.revoked_at.is_not(None))))
-    return create_token(uow, now, user.name, SESSION_TOKEN, now + lifetime)
+    return create_token(uow, now, user.name, SESSION_TOKEN, min(now + lifetime, ends or now + lifetime))
+
+
+def token_session(uow, now: datetime, secret: str, lifetime: timedelta) -> str:
+    """A session opened with one of the user's API tokens (Beaker's auth.login_oauth2): refused as the API
+    refuses the token (unknown, revoked, expired, a disabled user); it ends no later than the token."""
+    authenticate(uow.session, "Bearer " + secret, now)
+    token = uow.session.execute(select(Token).where(Token.token_hash == hash_token(secret.strip()))).scalar_one()
+    return open_session(uow, now, uow.session.get(User, token.user_id), lifetime, token.expires_at)
 
 
 def session_actor(session, secret: str | None, now: datetime) -> Actor | None:

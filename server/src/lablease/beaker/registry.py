@@ -1,0 +1,83 @@
+"""The hub's two tables: XML-RPC methods by name ('auth.login_password') and Beaker's REST paths.
+
+Each namespace is one module of `beaker.methods` that registers its functions with the decorators below;
+`load()` imports every module of that package, so a new namespace is a new file and nothing else changes.
+"""
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from dataclasses import dataclass
+from typing import Callable
+
+from werkzeug.routing import Map, Rule
+
+from ..domain.errors import DomainError
+
+
+class NotSupported(DomainError):
+    """What Beaker does and lablease cannot (no task library, no Kerberos login...): a Fault (400 in REST)
+    whose text says so and why."""
+
+    title = "Not supported"
+
+
+@dataclass(frozen=True)
+class Method:
+    name: str
+    function: Callable
+    auth: bool  # needs a signed-in session (every method but the auth.login_* ones)
+    writes: bool  # runs in a writing transaction, committed when the method returns
+
+
+@dataclass(frozen=True)
+class Route:
+    method: str  # HTTP method
+    path: str  # werkzeug rule under /bkr, e.g. /systems/<fqdn>/status
+    function: Callable
+    auth: bool
+    writes: bool
+
+
+METHODS: dict[str, Method] = {}
+ROUTES: list[Route] = []
+
+
+def xmlrpc(name: str, *, auth: bool = True, writes: bool = False):
+    """Register `function(call, *params)` as the XML-RPC method `name`; what it returns is the answer."""
+    def register(function: Callable) -> Callable:
+        if name in METHODS:
+            raise RuntimeError(f"XML-RPC method {name} is registered twice")
+        METHODS[name] = Method(name, function, auth, writes)
+        return function
+    return register
+
+
+def rest(method: str, path: str, *, auth: bool = True, writes: bool | None = None):
+    """Register `function(call, **path_args)` for one of Beaker's REST paths (relative to /bkr); it returns
+    JSON-able data, a `werkzeug` Response, or None (204). Anything but GET writes unless told otherwise."""
+    def register(function: Callable) -> Callable:
+        ROUTES.append(Route(method, path, function, auth, method != "GET" if writes is None else writes))
+        return function
+    return register
+
+
+_loaded = False
+
+
+def load() -> None:
+    """Import every namespace module once (they register themselves)."""
+    global _loaded
+    if _loaded:
+        return
+    from . import methods
+
+    for found in sorted(pkgutil.iter_modules(methods.__path__), key=lambda m: m.name):
+        importlib.import_module(f"{methods.__name__}.{found.name}")
+    _loaded = True
+
+
+def url_map() -> Map:
+    load()
+    return Map([Rule(route.path, endpoint=index, methods=[route.method])
+                for index, route in enumerate(ROUTES)], strict_slashes=False, merge_slashes=False)

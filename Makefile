@@ -8,11 +8,8 @@ STAMP := $(VENV)/.installed
 TOOLS := $(VENV)/tools
 CORE_BRANCHES := 2.16 2.17 2.18
 
-<<<<<<< HEAD
-.PHONY: venv demo demo-qemu test unit test-server test-collection postgresql qemu deploy-tools chromium directory bench clean \
-=======
-.PHONY: venv demo demo-qemu test unit test-server test-collection postgresql qemu deploy-tools chromium beaker-client bench clean \
->>>>>>> hub
+.PHONY: venv demo demo-qemu test unit test-server test-collection postgresql qemu deploy-tools chromium directory \
+	beaker-client bench clean \
 	collection-link shellcheck sanity units lint molecule playbooks \
 	certify certification-tools galaxy-importer collection-docs execution-environment changelog collection-readme
 
@@ -40,11 +37,10 @@ deploy-tools:
 chromium:
 	scripts/ensure-chromium.sh
 
-<<<<<<< HEAD
 # OpenLDAP's slapd and MIT Kerberos' KDC for the directory and Kerberos sign-in tests (Debian packages).
 directory:
 	scripts/ensure-directory.sh
-=======
+
 # The real Beaker client (`bkr`, beaker-client from PyPI) in a venv of its own, for the tests of the hub at /bkr
 # (docs/beaker.md); its gssapi dependency builds against Debian's libkrb5-dev.
 beaker-client: $(TOOLS)/beaker-client/.installed
@@ -53,7 +49,6 @@ $(TOOLS)/beaker-client/.installed: | beaker-client-build-deps
 .PHONY: beaker-client-build-deps
 beaker-client-build-deps:
 	scripts/ensure-beaker-client.sh
->>>>>>> hub
 
 demo: venv collection-link
 	$(BIN)/python scripts/demo.py
@@ -63,11 +58,7 @@ demo: venv collection-link
 demo-qemu: venv collection-link qemu
 	$(BIN)/python scripts/demo_qemu.py
 
-<<<<<<< HEAD
-test: venv postgresql qemu deploy-tools chromium directory test-server test-collection
-=======
-test: venv postgresql qemu deploy-tools chromium beaker-client test-server test-collection
->>>>>>> hub
+test: venv postgresql qemu deploy-tools chromium directory beaker-client test-server test-collection
 
 # Tests run in parallel processes (pytest-xdist), a file's tests together so its module-scoped
 # servers start once; most of them wait on real servers, VMs and playbooks rather than compute.

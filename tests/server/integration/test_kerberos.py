@@ -14,10 +14,18 @@ import requests
 from requests_gssapi import HTTPSPNEGOAuth
 
 from lablease.cli.client import main
+from tests.support.bkr import Bkr
+from tests.support.directory import GROUPS, PEOPLE as PEOPLE_BASE, person_ldif, start_slapd
 from tests.support.kerberos import REALM, start_kdc
 from tests.support.live import LiveServer
 
-PEOPLE = {"alice": "alice's kerberos password", "nobody": "nobody's kerberos password"}
+PEOPLE = {"alice": "alice's kerberos password", "nobody": "nobody's kerberos password",
+          "dora": "dora's kerberos password"}
+# The site's directory: dora (a Kerberos principal too) and carol (a password only), in the group racks
+DIRECTORY = (person_ldif("dora", "dora's directory password", "Dora Lee", "dora@example.test")
+             + person_ldif("carol", "carol's directory password", "Carol Jones", "carol@example.test")
+             + f"dn: cn=racks,{GROUPS}\nobjectClass: groupOfNames\ncn: racks\nmember: uid=dora,{PEOPLE_BASE}\n"
+               f"member: uid=carol,{PEOPLE_BASE}\n\n")
 SPNEGO = gssapi.OID.from_int_seq("1.3.6.1.5.5.2")
 
 
@@ -32,9 +40,16 @@ def kdc(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def server(kdc, tmp_path_factory):
+def slapd(tmp_path_factory):
+    server = start_slapd(tmp_path_factory, DIRECTORY)
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def server(kdc, slapd, tmp_path_factory):
     live = LiveServer(tmp_path_factory.mktemp("kerberos"), run_worker=False,
-                      settings={"kerberos_keytab": str(kdc.keytab)})
+                      settings={"kerberos_keytab": str(kdc.keytab), **slapd.settings()})
     live.env.update(KRB5_CONFIG=kdc.env["KRB5_CONFIG"], KRB5RCACHEDIR=kdc.env["KRB5RCACHEDIR"])
     live.start()
     live.add_user("alice")
@@ -84,6 +99,17 @@ def test_the_pages_challenge_and_a_ticket_opens_a_web_session(kdc, server, monke
     assert page.status_code == 200 and "alice" in page.text
     again = browser.get(server.url + "/reservations", timeout=30)  # the session cookie alone now
     assert again.status_code == 200 and "alice" in again.text
+
+
+def test_a_directory_person_is_made_a_user_by_their_first_ticket_or_bkr_password_login(kdc, server, monkeypatch,
+                                                                                   tmp_path):
+    ticket(kdc, monkeypatch, "dora")  # in the KDC and the directory, never added to lablease by hand
+    code, out, err = cli(server, "whoami", "--json")
+    assert (code, err) == (0, "") and '"name": "dora"' in out and '"racks"' in out
+    # Beaker's client logs in with auth.login_password: lablease's one password check, so the directory's
+    bkr = Bkr(server, tmp_path, "carol", "carol's directory password")
+    assert "carol" in bkr.ok("whoami")
+    assert "wrong password" in Bkr(server, tmp_path, "carol", "not her password").fails("whoami")
 
 
 def refused(server, token: str) -> str:

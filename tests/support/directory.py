@@ -16,6 +16,7 @@ import pytest
 
 from lablease.services.directory import load_ldap3
 
+from tests.support.postgres import free_port
 from tests.support.tls import TestCA
 
 SUFFIX = "dc=example,dc=test"
@@ -24,10 +25,18 @@ PEOPLE, GROUPS = f"ou=people,{SUFFIX}", f"ou=groups,{SUFFIX}"
 SCHEMAS = ("core", "cosine", "nis", "inetorgperson")
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
+def wait_listening(process, port: int, log: Path, name: str) -> None:
+    """Until a daemon the suite started accepts connections on its loopback port (its log if it dies)."""
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"{name} exited: {log.read_text()[-2000:]}")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError(f"{name} did not listen on port {port} within 20 s")
 
 
 def entry(uid: str, password: str, name: str | None = None, mail: str | None = None) -> dict:
@@ -78,16 +87,7 @@ class Slapd:
         self.process = subprocess.Popen([self.binary, "-d", "0", "-f", str(self.root / "slapd.conf"),
                                          "-h", f"ldap://127.0.0.1:{self.port}/"], stdout=log, stderr=log)
         log.close()
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"slapd exited: {(self.root / 'slapd.log').read_text()[-2000:]}")
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=0.5).close()
-                return
-            except OSError:
-                time.sleep(0.05)
-        raise RuntimeError("slapd did not listen within 20 s")
+        wait_listening(self.process, self.port, self.root / "slapd.log", "slapd")
 
     def stop(self) -> None:
         if self.process is not None and self.process.poll() is None:

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import time
 from pathlib import Path
 
 import pytest
 
-from tests.support.directory import free_port
+from tests.support.directory import wait_listening
+from tests.support.postgres import free_port
 
 REALM = "LABLEASE.TEST"
 
@@ -69,16 +69,7 @@ class Kdc:
         log = open(self.root / "krb5kdc.out", "ab")
         self.process = subprocess.Popen([_tool("krb5kdc"), "-n", "-r", REALM], env=self.env, stdout=log, stderr=log)
         log.close()
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"krb5kdc exited: {(self.root / 'krb5kdc.out').read_text()[-2000:]}")
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=0.5).close()
-                return
-            except OSError:
-                time.sleep(0.05)
-        raise RuntimeError("krb5kdc did not listen within 20 s")
+        wait_listening(self.process, self.port, self.root / "krb5kdc.out", "krb5kdc")
 
     def stop(self) -> None:
         if self.process is not None and self.process.poll() is None:

@@ -4,6 +4,7 @@ services/directory.py reads the directory and the tickets; what is decided from 
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 # RFC 4515 section 3: in a filter's value these stand for themselves only as a backslash and two hex digits.
@@ -20,11 +21,11 @@ def escape_filter_value(value: str) -> str:
 
 
 def fill_filter(template: str, **values: str) -> str:
-    """A configured filter with its `{username}`/`{dn}` replaced by escaped values (never str.format: a
-    value's own braces must not be read as placeholders)."""
-    for name, value in values.items():
-        template = template.replace("{" + name + "}", escape_filter_value(value))
-    return template
+    """A configured filter with its `{username}`/`{dn}` replaced by escaped values, in one pass: a value
+    holding `{dn}` stays that text (replacing one placeholder after another would fill it too), and
+    braces of the filter that name no value stay as written (str.format would refuse them)."""
+    placeholders = re.compile("|".join(re.escape("{" + name + "}") for name in values))
+    return placeholders.sub(lambda found: escape_filter_value(values[found.group()[1:-1]]), template)
 
 
 @dataclass(frozen=True)

@@ -112,7 +112,9 @@ class Directory:
             connection.search(base, query, self.ldap3.SUBTREE, attributes=attributes, time_limit=self.timeout)
         except self.failure as error:
             raise DirectoryUnavailable(f"the directory {self.url} does not answer: {_reason(error)}") from None
-        if connection.result.get("result") not in (0, 32):  # success, or noSuchObject (an empty base)
+        # Anything but success is the directory's trouble, never "nobody found": a base that does not exist
+        # (noSuchObject) must not read as everyone having left the directory, whose tokens the sync would end.
+        if connection.result.get("result") != 0:
             raise DirectoryUnavailable(f"the directory {self.url} refused a search of {base}: "
                                        f"{connection.result.get('description')}")
         return [entry for entry in connection.response or () if entry.get("type") == "searchResEntry"]

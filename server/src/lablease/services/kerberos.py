@@ -21,7 +21,7 @@ from ..domain.directory import principal_user
 from ..domain.errors import Unauthenticated
 from ..domain.permissions import Actor
 from ..store.tables import User
-from . import directory
+from . import directory, signin
 from .users import actor_for
 
 log = logging.getLogger("lablease.kerberos")
@@ -127,3 +127,9 @@ def sign_in(db, settings, token: str, now: datetime) -> tuple[Accepted, str]:
     admit_from_directory(db, settings, name, now)
     log.info("Kerberos principal %s signed in as %s", accepted.principal, name)
     return accepted, name
+
+
+def web_session(uow, now: datetime, accepted: Accepted, name: str, lifetime) -> str:
+    """A web session for an accepted principal's user (the pages: a browser answered the challenge)."""
+    user = uow.session.get(User, actor_of(uow.session, accepted, name).id)
+    return signin.open_session(uow, now, user, lifetime)

@@ -24,7 +24,6 @@ from ..domain.signin import safe_next
 from ..services import kerberos, signin
 from ..services.handlers import unit_of_work
 from ..store.secrets import site_key
-from ..store.tables import User
 from . import security
 from .context import PageContext, Redirect, Render
 from .pages import NAV, PAGES, url_map
@@ -92,9 +91,7 @@ class WebPages:
         settings = self.app.settings
         accepted, name = kerberos.sign_in(self.app.db, settings, token, self.app.clock())
         with unit_of_work(self.app.db, settings, self.app.waker) as uow:
-            now = self.app.clock()
-            user = uow.session.get(User, kerberos.actor_of(uow.session, accepted, name).id)
-            secret = signin.open_session(uow, now, user, settings.web_session_lifetime)
+            secret = kerberos.web_session(uow, self.app.clock(), accepted, name, settings.web_session_lifetime)
             uow.commit()
         return secret
 

@@ -115,6 +115,7 @@ def test_a_directory_person_is_made_a_user_by_their_first_ticket_or_bkr_password
 def refused(server, token: str) -> str:
     response = requests.get(server.url + "/api/v1/me", headers={"Authorization": f"Negotiate {token}"}, timeout=30)
     assert response.status_code == 401, response.text
+    assert "Negotiate" in response.headers["WWW-Authenticate"]  # offered again, besides Bearer
     return response.json()["detail"]
 
 
@@ -124,6 +125,9 @@ def test_another_services_ticket_an_expired_ticket_a_forged_token_and_an_unknown
     assert "not found in keytab" in refused(server, token_for("HTTP@another.service.test"))
     assert "Invalid token" in refused(server, base64.b64encode(b"\x60\x82\x01\x00" + bytes(252)).decode())
     assert refused(server, "not base64!") == "the Negotiate token is not base64"
+    page = requests.get(server.url + "/systems", headers={"Authorization": "Negotiate Zm9yZ2Vk"}, timeout=30)
+    assert page.status_code == 401 and "the Kerberos ticket was refused" in page.text
+    assert "lablease_session" not in page.headers.get("Set-Cookie", "")  # no session for a refused token
     ticket(kdc, monkeypatch, "nobody")
     assert refused(server, token_for("HTTP@127.0.0.1")) == (
         f"Kerberos principal nobody@{REALM} is user nobody, whom lablease does not know")

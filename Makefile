@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 TOOLS := $(VENV)/tools
 CORE_BRANCHES := 2.16 2.17 2.18
 
-.PHONY: venv demo demo-qemu test unit test-server test-collection postgresql qemu deploy-tools chromium beaker-client mrack java bench clean \
+.PHONY: venv demo demo-qemu test unit test-server test-collection postgresql qemu deploy-tools chromium directory beaker-client mrack java bench clean \
 	bmc collection-link shellcheck sanity units lint molecule playbooks \
 	certify certification-tools galaxy-importer collection-docs execution-environment changelog collection-readme
 
@@ -43,6 +43,10 @@ bmc: venv
 chromium:
 	scripts/ensure-chromium.sh
 
+# OpenLDAP's slapd and MIT Kerberos' KDC for the directory and Kerberos sign-in tests (Debian packages).
+directory:
+	scripts/ensure-directory.sh
+
 # The real Beaker client (`bkr`, beaker-client from PyPI) in a venv of its own, for the tests of the hub at /bkr
 # (docs/beaker.md); its gssapi dependency builds against Debian's libkrb5-dev.
 beaker-client: $(TOOLS)/beaker-client/.installed
@@ -64,7 +68,7 @@ demo: venv collection-link
 demo-qemu: venv collection-link qemu
 	$(BIN)/python scripts/demo_qemu.py
 
-test: venv postgresql qemu deploy-tools chromium bmc beaker-client mrack java test-server test-collection
+test: venv postgresql qemu deploy-tools chromium bmc directory beaker-client mrack java test-server test-collection
 
 # Tests run in parallel processes (pytest-xdist), a file's tests together so its module-scoped
 # servers start once; most of them wait on real servers, VMs and playbooks rather than compute.

@@ -18,6 +18,7 @@ from ..domain.errors import DomainError, Invalid, Unauthenticated
 from ..domain import idempotency
 from ..domain.paging import PageRequest
 from ..services import idempotency as idempotency_records
+from ..services import kerberos
 from ..services.token_cache import TokenCache
 from ..services.users import authenticate
 from ..store.auth_stamp import stamp_path
@@ -83,7 +84,10 @@ class LabLeaseApp:
             return self.run(self.routes[rule.endpoint], request, args)
         except Unauthenticated as error:
             log.warning("authentication refused: %s", error.detail)  # who tries tokens that do not work
-            return errors.from_domain(error)
+            response = errors.from_domain(error)
+            if kerberos.configured(self.settings):  # a client with a Kerberos ticket answers this challenge
+                response.headers.add("WWW-Authenticate", kerberos.SCHEME)
+            return response
         except DomainError as error:
             return errors.from_domain(error)
         except HTTPException as error:
@@ -112,11 +116,18 @@ class LabLeaseApp:
         # writing transaction holds the database, and a slow upload must not hold it too.
         data = read_body(request, self.settings.max_body_bytes) if (route.body is not None or route.raw) else b""
         key = request.headers.get(idempotency.HEADER) if route.method == "POST" and route.auth else None
+        # Kerberos (Authorization: Negotiate) is checked before the transaction: its user may first be read
+        # from the directory (services/kerberos.py).
+        negotiate = kerberos.offered(self.settings, request.headers.get("Authorization")) if route.auth else None
+        signed = kerberos.sign_in(self.db, self.settings, negotiate, self.clock()) if negotiate else None
         with unit_of_work(self.db, self.settings, self.waker, write=route.writes, read_first=route.read_first) as uow:
             now = self.clock()
             # Who is asking comes first: an anonymous caller learns nothing about its input.
-            actor = authenticate(uow.session, request.headers.get("Authorization"), now, self.tokens) \
-                if route.auth else None
+            if signed is not None:
+                actor = kerberos.actor_of(uow.session, *signed)
+            else:
+                actor = authenticate(uow.session, request.headers.get("Authorization"), now, self.tokens) \
+                    if route.auth else None
             query, body = self.query(route, request), self.body(route, request, data)
             force = merge_force(query, body)  # in the query string or the JSON body
             ctx = Context(uow, actor, now, self.settings, args, body, query, raw=data, mimetype=request.mimetype,
@@ -144,6 +155,8 @@ class LabLeaseApp:
                 return errors.problem(409, "Conflict", errors.integrity_detail(error), "conflict")
         if uow.validate_only:  # says the server applied it: a server that did not would have kept the change
             response.headers["Validate-Only"] = "true"
+        if signed is not None and signed[0].reply:  # mutual authentication: the server proves it holds the key
+            response.headers["WWW-Authenticate"] = f"{kerberos.SCHEME} {signed[0].reply}"
         return response
 
     @staticmethod

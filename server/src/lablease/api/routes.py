@@ -244,10 +244,11 @@ ROUTES: list[Route] = [
           "Delete a group (owners); 409 naming the access rules and pools that still name it, unless forced",
           "groups", query=FORCE_DELETE, status=204, statuses=(403, 404, 409),
           also={200: ("forced: what it changed (rules removed, pools left to administrators)", s.FORCED_DELETE)}),
-    Route("POST", BASE + "/groups/<name>/members", access.member_add, "Add a member, or make one an owner (owners)",
-          "groups", body=s.MEMBER_ADD, response=s.GROUP, statuses=(403, 404)),
-    Route("DELETE", BASE + "/groups/<name>/members/<user>", access.member_remove, "Remove a member (owners)",
-          "groups", status=204, statuses=(403, 404)),
+    Route("POST", BASE + "/groups/<name>/members", access.member_add, "Add a member, or make one an owner (owners); "
+          "409 for a group from the site's directory (its members follow the directory)",
+          "groups", body=s.MEMBER_ADD, response=s.GROUP, statuses=(403, 404, 409)),
+    Route("DELETE", BASE + "/groups/<name>/members/<user>", access.member_remove, "Remove a member (owners); 409 for "
+          "a group from the site's directory", "groups", status=204, statuses=(403, 404, 409)),
     # pools
     Route("POST", BASE + "/pools", access.pool_create, "Create a pool owned by one of the caller's groups",
           "pools", body=s.POOL_CREATE, response=s.POOL, status=201, statuses=(403, 409)),

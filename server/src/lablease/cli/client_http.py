@@ -7,6 +7,7 @@ for an expected problem.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import signal
 import sys
@@ -150,6 +151,8 @@ class Api:
         session.headers["User-Agent"] = "lablease-cli"
         if self.token:
             session.headers["Authorization"] = f"Bearer {self.token}"
+        else:
+            session.auth = negotiate()
         for scheme in ("http://", "https://"):
             session.mount(scheme, once_more(methods))
         return session
@@ -241,7 +244,8 @@ class Api:
                                f"{URL_HINT}", ExitStatus.USAGE, problem)
         detail = problem.get("detail") or problem.get("title") or response.reason or "error"
         if response.status_code == 401:
-            detail += "" if self.token else " (set LABLEASE_TOKEN or pass --token)"
+            detail += "" if self.token else " (set LABLEASE_TOKEN or pass --token; or kinit, where the server " \
+                                             "takes Kerberos)"
         if response.status_code >= 500:
             detail = f"server error {response.status_code}: {detail}"
         if kind == PROBLEM + "no-such-path":
@@ -263,6 +267,18 @@ def check_url(url: str) -> str:
                           "(LABLEASE_URL or --url)", ExitStatus.USAGE)
     url = url.rstrip("/")
     return url[:-len(API)] if url.endswith(API) else url
+
+
+def negotiate():
+    """Without a token: Kerberos, when the server asks for it (a 401 offering Negotiate) and the user has a
+    ticket (kinit); requests-gssapi answers with a token for HTTP/<the server's host>. None without the
+    package. A failure (no ticket) leaves the 401 as it was: the CLI then says how to sign in."""
+    try:
+        from requests_gssapi import HTTPSPNEGOAuth
+    except ImportError:  # pragma: no cover - a dependency; a trimmed install still takes tokens
+        return None
+    logging.getLogger("requests_gssapi").setLevel(logging.CRITICAL)  # it logs a missing ticket as a traceback
+    return HTTPSPNEGOAuth()
 
 
 def check_token(token: str | None) -> str | None:

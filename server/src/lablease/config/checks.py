@@ -41,6 +41,23 @@ def http_url(name: str, value: str) -> str:
     return value
 
 
+def ldap_url(name: str, value: str) -> str:
+    """Empty, or ldap:// or ldaps:// with a host (a directory on this host is named too: 127.0.0.1)."""
+    if value and (urlsplit(value).scheme not in ("ldap", "ldaps") or not urlsplit(value).hostname
+                  or urlsplit(value).path not in ("", "/")):
+        raise Invalid(name, f"{value!r} is not ldap://HOST[:PORT] or ldaps://HOST[:PORT]")
+    return value
+
+
+def principal_map(name: str, values: tuple[str, ...]) -> tuple[str, ...]:
+    """Each entry PRINCIPAL=USER with a realm in the principal (the same name in two realms is two people)."""
+    for entry in values:
+        principal, _, user = entry.rpartition("=")
+        if "@" not in principal or not user:
+            raise Invalid(name, f"{entry!r} is not PRINCIPAL@REALM=USER (e.g. alice/admin@EXAMPLE.COM=alice)")
+    return values
+
+
 def lab_urls(name: str, labs: dict) -> dict:
     for lab, values in labs.items():
         http_url(f"{name}.{lab}.install_url", values.get("install_url", ""))

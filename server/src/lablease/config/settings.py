@@ -198,6 +198,41 @@ class Settings:
     web_trust_remote_user: bool = setting(False, (
         "take the user a front proxy names in `REMOTE_USER` as signed in to the web pages (single sign-on); "
         "only behind a proxy that always sets or strips it ([web](web.md#single-sign-on-remote_user))"))
+    ldap_url: str = setting("", (
+        "the site's LDAP directory: `ldap://HOST[:PORT]` (upgraded with StartTLS before any password is sent) or "
+        "`ldaps://HOST[:PORT]`; people sign in with its passwords and its groups become lablease's "
+        "([access](access.md#directory-and-kerberos-sign-in))"), empty="no directory: only lablease's own "
+        "passwords", check=checks.ldap_url)
+    ldap_ca_file: str = setting("", "the CA certificates (PEM) the directory's certificate is checked against",
+                                empty="the system's CA certificates")
+    ldap_bind_dn: str = setting("", "the DN lablease searches the directory as (people and groups)",
+                                empty="anonymous searches")
+    ldap_bind_password: str = setting("", "its password", mask=hidden)
+    ldap_user_base: str = setting("", "where people are searched (e.g. `ou=people,dc=example,dc=com`)")
+    ldap_user_filter: str = setting("(uid={username})", (
+        "the filter that finds one person by the name they sign in with (`{username}`, escaped as RFC 4515 says)"))
+    ldap_group_base: str = setting("", "where groups are searched (e.g. `ou=groups,dc=example,dc=com`)",
+                                   empty="no groups are read from the directory")
+    ldap_group_filter: str = setting(
+        "(|(&(objectClass=groupOfNames)(member={dn}))(&(objectClass=posixGroup)(memberUid={username})))", (
+            "the filter that finds a person's groups (`{dn}` their entry, `{username}` their name, both escaped); "
+            "a group's `cn` is its name in lablease"))
+    ldap_timeout: timedelta = setting("5s", (
+        "how long the directory may take to connect and to answer each request; past it a sign-in is refused "
+        "with 503 naming the directory"))
+    ldap_sync_interval: timedelta = setting("15m", (
+        "the worker reads every directory person's groups this often; someone no longer in the directory has "
+        "their tokens and web sessions ended"))
+    kerberos_keytab: str = setting("", (
+        "the keytab holding the server's key (`HTTP/<host>@REALM`): `Authorization: Negotiate` (SPNEGO) is "
+        "accepted on the API and the pages ([access](access.md#directory-and-kerberos-sign-in))"),
+        empty="no Kerberos sign-in")
+    kerberos_realms: tuple[str, ...] = setting((), (
+        "the realms whose principals are lablease users of the same name (`alice@REALM` is `alice`)"),
+        empty="only the realm of the server's own principal")
+    kerberos_principals: tuple[str, ...] = setting((), (
+        "principals that sign in as a user of another name, each `PRINCIPAL=USER` (e.g. "
+        "`alice/admin@EXAMPLE.COM=alice`); looked up before the realm rule"), check=checks.principal_map)
 
     def __post_init__(self):
         for spec in specs():  # every value typed and checked now, whoever made this object

@@ -96,6 +96,12 @@ class NotReady(DomainError):
     title = "Not ready"
 
 
+class DirectoryUnavailable(NotReady):
+    """503: the site's directory (LDAP) did not answer in time; its URL is named, a local user still signs in."""
+
+    title = "Directory unavailable"
+
+
 class Conflict(DomainError):
     title = "Conflict"
 

@@ -12,7 +12,7 @@ from ..domain.references import check_unreferenced
 from ..store.tables import AccessRule, Group, GroupMember, Pool, PoolAccessRule, System, User
 from ..store.uow import emit
 from . import activity, destinations
-from .users import check_name, find_user
+from .users import check_hand_edited, check_name, find_user
 from ..domain.paging import Page, PageRequest
 from ..store import paging
 from ..store.paging import Order
@@ -118,6 +118,7 @@ def add_member(uow, actor: Actor, now: datetime, name: str, user: str, owner: bo
     session = uow.session
     group = _find(session, name)
     _require_owner(session, actor, group)
+    check_hand_edited(group)
     member = find_user_field(session, user)
     row = session.get(GroupMember, (group.id, member.id))
     if row is None:
@@ -134,6 +135,7 @@ def remove_member(uow, actor: Actor, now: datetime, name: str, user: str) -> Non
     session = uow.session
     group = _find(session, name)
     _require_owner(session, actor, group)
+    check_hand_edited(group)
     member = find_user(session, user)
     row = session.get(GroupMember, (group.id, member.id))
     if row is None:

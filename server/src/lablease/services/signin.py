@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 import secrets
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
@@ -19,8 +19,8 @@ from ..domain.errors import Unauthenticated
 from ..domain.permissions import Actor
 from ..domain.signin import check_new_password
 from ..store.tables import Token, User, WebLogin
-from . import activity
-from .users import actor_for, authenticate, create_token, find_user, hash_token
+from . import activity, directory
+from .users import actor_for, authenticate, create_token, find_user, hash_token, is_name
 
 SESSION_TOKEN = "web session"
 _HASHER = PasswordHasher()  # argon2id with the library's current defaults (RFC 9106's second recommendation)
@@ -48,11 +48,21 @@ def set_password(uow, now: datetime, name: str, password: str) -> None:
     activity.record(uow.session, None, now, "user", name, "changed", "password", None, "set")
 
 
-def check_password(session, name: str, password: str) -> User:
-    """The user if the password is theirs; Unauthenticated with one message for every failure."""
+def check_password(session, name: str, password: str, now: datetime | None = None) -> User:
+    """The user if the password is theirs; Unauthenticated with one message for every failure.
+
+    The one password check of every way in (the web form, Beaker's auth.login_password...): a user with a
+    password set in lablease is checked against it only; anyone else, when the site has a directory
+    (`ldap_url`), against the directory's, and made a user on their first sign-in (services/directory.py).
+    A directory that does not answer is DirectoryUnavailable (503), so local users still sign in."""
+    if not is_name(name):  # no user has it (nor a directory filter or PostgreSQL text a NUL): not even looked up
+        raise Unauthenticated("unknown user name or wrong password")
     user = session.execute(select(User).where(User.name == name)).scalar_one_or_none()
     login = session.get(WebLogin, user.id) if user is not None else None
     stored = login.password_hash if login is not None else None
+    settings = _settings(session)
+    if stored is None and directory.configured(settings):
+        return _directory_sign_in(session, settings, name, password, now or datetime.now(timezone.utc))
     try:
         _HASHER.verify(stored or dummy_hash(), password)
     except (VerificationError, InvalidHashError):
@@ -64,13 +74,28 @@ def check_password(session, name: str, password: str) -> User:
     return user
 
 
+def _settings(session):
+    """The site's settings, from the unit of work the session belongs to (None outside one)."""
+    uow = session.info.get("uow")
+    return getattr(uow, "settings", None)
+
+
+def _directory_sign_in(session, settings, name: str, password: str, now: datetime) -> User:
+    # The directory may take up to ldap_timeout: a transaction that has only read so far is ended first,
+    # so that no database lock (SQLite's writer) is held while it answers.
+    if not (session.new or session.dirty or session.deleted):
+        session.rollback()
+    person = directory.Directory(settings).sign_in(name, password)
+    return directory.admit(session, now, person)
+
+
 def sign_in(uow, now: datetime, name: str, password: str, lifetime: timedelta) -> str:
     """Check the password and open a web session; returns the session's secret (the cookie's value)."""
-    return open_session(uow, now, check_password(uow.session, name, password), lifetime)
+    return open_session(uow, now, check_password(uow.session, name, password, now), lifetime)
 
 
 def open_session(uow, now: datetime, user: User, lifetime: timedelta, ends: datetime | None = None) -> str:
-    """A new session of a user who proved who they are (a password, or an API token for Beaker's
+    """A new session of a user who proved who they are (a password, Kerberos, or an API token for Beaker's
     auth.login_oauth2): its secret. It ends after `lifetime`, or at `ends` when that is sooner."""
     # The user's ended sessions go (each sign-in adds one; the tokens table must not grow without end)
     uow.session.execute(delete(Token).where(Token.user_id == user.id, Token.name == SESSION_TOKEN,

@@ -31,12 +31,25 @@ def check_name(name: str, field: str = "name") -> str:
     return name
 
 
+def is_name(name) -> bool:
+    """Whether `name` could be a user's or a group's (sign-in checks it before any lookup)."""
+    return isinstance(name, str) and _NAME.fullmatch(name) is not None
+
+
 def _group(session, name: str, now: datetime) -> Group:
     group = session.execute(select(Group).where(Group.name == name)).scalar_one_or_none()
     if group is None:
         group = Group(name=check_name(name, "group"), created_at=now)
         session.add(group)
         session.flush()
+    return check_hand_edited(group)
+
+
+def check_hand_edited(group: Group) -> Group:
+    """The group, when its members may be changed in lablease: a directory group's follow the directory."""
+    if group.directory_dn is not None:
+        raise Conflict(f"group {group.name} comes from the directory ({group.directory_dn}): its members are "
+                       "changed there, and lablease follows at the next sign-in or sync")
     return group
 
 

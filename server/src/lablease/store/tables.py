@@ -38,6 +38,9 @@ class User(Base):
     is_admin: Mapped[bool] = mapped_column(Boolean, default=False)
     disabled: Mapped[bool] = mapped_column(Boolean, default=False)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    # Set for a person who came from the site's directory: they sign in with its password (services/directory.py)
+    directory_dn: Mapped[str | None] = mapped_column(String(1000))
+    display_name: Mapped[str | None] = mapped_column(String(200))
 
 
 class Group(Base):
@@ -48,6 +51,8 @@ class Group(Base):
     webhook_url: Mapped[str | None] = mapped_column(String(2000))
     webhook_secret: Mapped[str | None] = mapped_column(SecretText)  # sealed (store/secrets.py)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    # Set for the directory's groups: their members follow the directory, never a hand edit (services/directory.py)
+    directory_dn: Mapped[str | None] = mapped_column(String(1000))
 
 
 class GroupMember(Base):

@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 import mimetypes
 import secrets as random
+from html import escape
 from pathlib import Path
 from urllib.parse import quote
 
@@ -18,9 +19,9 @@ from werkzeug.wrappers import Request, Response
 
 from ..api.errors import ERROR_STATUS, as_refusal
 from ..api.monitoring import ROUTE_KEY
-from ..domain.errors import DomainError, Invalid
+from ..domain.errors import DirectoryUnavailable, DomainError, Invalid, Unauthenticated
 from ..domain.signin import safe_next
-from ..services import signin
+from ..services import kerberos, signin
 from ..services.handlers import unit_of_work
 from ..store.secrets import site_key
 from . import security
@@ -71,13 +72,46 @@ class WebPages:
         return security.protect(response, private=not request.path.endswith(".ics"))
 
     def run(self, page, request: Request, args: dict) -> Response:
+        """A page; with `Authorization: Negotiate` (a browser answering the challenge below with its Kerberos
+        ticket) a web session is opened first, and its cookie set on the answer."""
+        negotiate = kerberos.offered(self.app.settings, request.headers.get("Authorization"))
+        if not negotiate:
+            return self.run_page(page, request, args, request.cookies.get(security.SESSION_COOKIE))
+        try:
+            secret = self.kerberos_session(negotiate)
+        except (Unauthenticated, DirectoryUnavailable) as error:
+            status = 503 if isinstance(error, DirectoryUnavailable) else 401
+            log.warning("Kerberos sign-in refused: %s", error.detail)
+            return self.error_page(request, None, status, error.detail)
+        response = self.run_page(page, request, args, secret)
+        self.cookie(response, request, security.SESSION_COOKIE, secret)
+        return response
+
+    def kerberos_session(self, token: str) -> str:
         settings = self.app.settings
-        session_secret = request.cookies.get(security.SESSION_COOKIE)
+        accepted, name = kerberos.sign_in(self.app.db, settings, token, self.app.clock())
+        with unit_of_work(self.app.db, settings, self.app.waker) as uow:
+            secret = kerberos.web_session(uow, self.app.clock(), accepted, name, settings.web_session_lifetime)
+            uow.commit()
+        return secret
+
+    def challenge(self, request: Request) -> Response:
+        """401 offering Negotiate: a browser with a Kerberos ticket for this site sends the same request again
+        with it; one without shows this page, which leads on to the sign-in form at once."""
+        target = escape("/login?next=" + quote(full_path(request), safe="/"))
+        body = (f'<!doctype html><title>Sign in</title><meta http-equiv="refresh" content="0; url={target}">'
+                f'<p><a href="{target}">Sign in</a></p>')
+        return Response(body, status=401, mimetype="text/html", headers={"WWW-Authenticate": kerberos.SCHEME})
+
+    def run_page(self, page, request: Request, args: dict, session_secret: str | None) -> Response:
+        settings = self.app.settings
         writes = page.method == "POST"
         with unit_of_work(self.app.db, settings, self.app.waker, write=writes) as uow:
             now = self.app.clock()
             actor = self.signed_in(uow, request, session_secret, now)
             if page.auth and actor is None:
+                if kerberos.configured(settings) and not writes:
+                    return self.challenge(request)
                 if writes:
                     return self.redirect(request, "/login", "Please sign in again.", "error")
                 return self.redirect(request, "/login?next=" + quote(full_path(request), safe="/"))

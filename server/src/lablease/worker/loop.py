@@ -21,9 +21,10 @@ from datetime import datetime, timedelta, timezone
 from typing import Callable
 
 from ..config import Settings
+from ..domain.errors import DirectoryUnavailable
 from ..observe import metrics
-from ..services import (advance_states, commands, due, expiry, feed, health, idempotency, installations, jobs, loans,
-                        monitoring, outbox, reservations, utilisation)
+from ..services import (advance_states, commands, directory, due, expiry, feed, health, idempotency, installations,
+                        jobs, loans, monitoring, outbox, reservations, utilisation)
 from ..services.handlers import unit_of_work
 from ..store.db import Database
 from ..store.outage import outage, reason
@@ -197,6 +198,7 @@ class Worker:
         self.next_repair: datetime | None = None
         self.next_aggregate: datetime | None = None  # when the next hour of utilisation closes
         self.next_prune: datetime | None = None  # when idempotency records are pruned next
+        self.next_directory_sync: datetime | None = None  # when directory people's groups are read next
         self.parent_pid = parent_pid  # under `serve`: stop when the server that started us is gone
         self.stopping = threading.Event()
         self.passes = 0  # passes completed: a worker that finished one is asleep or about to be
@@ -272,7 +274,7 @@ class Worker:
                 return self._failed(error)
         parts = (lambda: run_due(self.db, self.clock(), self.settings), self.commands.start_due,
                  lambda: deliver_due(self.db, self.clock(), self.settings, self.senders), self.repair_if_due,
-                 self.aggregate_due, self.prune_if_due)
+                 self.aggregate_due, self.prune_if_due, self.sync_directory_if_due)
         errors = []
         for part in parts:
             try:
@@ -281,7 +283,7 @@ class Worker:
                 errors.append(error)
         try:
             due_at = min(filter(None, (next_due(self.db, self.clock()), self.next_repair, self.next_aggregate,
-                                         self.next_prune)),
+                                         self.next_prune, self.next_directory_sync)),
                          default=None)
         except Exception as error:
             errors.append(error)
@@ -348,6 +350,24 @@ class Worker:
         if gone:
             log.info("deleted %s feed event(s) older than %s", gone, self.settings.events_keep)
         self.next_prune = now + PRUNE_EVERY
+
+    def sync_directory_if_due(self) -> None:
+        """Every ldap_sync_interval: directory people's groups follow the directory, those it no longer has
+        lose their tokens (services/directory.py). A directory that does not answer is tried at the next
+        interval: the rest of the worker does not wait for it."""
+        now = self.clock()
+        if not directory.configured(self.settings) or (self.next_directory_sync is not None
+                                                       and now < self.next_directory_sync):
+            return
+        self.next_directory_sync = now + self.settings.ldap_sync_interval
+        try:
+            read = directory.sync_all(self.db, self.settings, now)
+        except DirectoryUnavailable as error:
+            log.warning("directory groups not synced: %s; next try in %s", error.detail,
+                        self.settings.ldap_sync_interval)
+            return
+        if read:
+            log.info("synced the directory groups of %s user(s)", read)
 
     def _sleep(self, listener: WakeListener, pause: float) -> None:
         """Sleep for pause seconds, or less when woken; in 1 s slices so stop() is prompt."""

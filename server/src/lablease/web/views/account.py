@@ -1,5 +1,5 @@
 """Signing in and out."""
-from ...domain.errors import Unauthenticated
+from ...domain.errors import DirectoryUnavailable, Unauthenticated
 from ...domain.signin import safe_next
 from ...services import signin
 from ..context import PageContext, Redirect
@@ -24,9 +24,10 @@ def login(ctx: PageContext):
                           username=name, error=f"Too many failed sign-ins: try again in {-(-wait // 60)} minute(s).")
     try:
         secret = signin.sign_in(ctx.uow, ctx.now, name, password, ctx.settings.web_session_lifetime)
-    except Unauthenticated as error:
+    except (Unauthenticated, DirectoryUnavailable) as error:  # the directory's outage: 503 saying which
         ctx.signins.failed(name, ctx.client, ctx.now)
-        return ctx.render("login.html", status=401, next=target, username=name, error=error.detail)
+        status = 503 if isinstance(error, DirectoryUnavailable) else 401
+        return ctx.render("login.html", status=status, next=target, username=name, error=error.detail)
     ctx.signins.succeeded(name)
     return Redirect(target, session=secret)
 

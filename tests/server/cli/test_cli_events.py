@@ -58,6 +58,13 @@ def test_a_cursor_survives_a_restart_and_reads_on_after_it(live, cli_for):
     assert f"id: {first['cursor']}\n" not in stream.text
     refused = cli("events", "--after", "yesterday", user="bob")
     assert refused.code == 6 and "after: 'yesterday' is not a cursor" in refused.err
+    # a cursor this feed never gave (kept across a database made anew or restored) would skip events unsaid
+    beyond = str(int(second["cursor"]) + 1000)
+    gone = cli("events", "--after", beyond, user="bob")
+    assert gone.code == 1 and f"cursor {beyond} is past the newest event" in gone.err, gone
+    assert "read on with --after " in gone.err and "after=" not in gone.err  # in the command's own terms
+    answer = live.api("bob").get("/events", params={"after": beyond})
+    assert answer.status_code == 410 and int(answer.json()["newest"]) >= int(second["cursor"]), answer.text
 
 
 def test_follow_prints_each_event_as_it_comes(live, cli_for):
@@ -72,6 +79,12 @@ def test_follow_prints_each_event_as_it_comes(live, cli_for):
         loan_taken_back(live)
         event = json.loads(lines.get(timeout=60))
         assert event["event"] == "loan.returned" and int(event["cursor"]) > int(start)
+        live.stop()  # a restart while it follows: it asks again until the server answers, missing nothing
+        live.launch()
+        loan_taken_back(live)
+        again = json.loads(lines.get(timeout=90))
+        assert again["event"] == "loan.returned" and int(again["cursor"]) > int(event["cursor"])
+        assert follow.poll() is None
     finally:
         follow.terminate()
         follow.wait(10)
@@ -102,8 +115,10 @@ def test_the_event_source_plugin_reads_on_from_its_cursor_file_after_a_restart(l
         """Start the source, take `count` events from its queue, stop it (as a stopped ansible-rulebook)."""
         async def take():
             queue = asyncio.Queue()
-            source = asyncio.ensure_future(plugin.main(queue, {"url": live.url, "token": live.tokens["bob"],
-                                                               "cursor_file": str(cursor_file), "wait": 1}))
+            # the URL as the modules take it too, with the API's prefix
+            args = {"url": live.url + "/api/v1/", "token": live.tokens["bob"], "cursor_file": str(cursor_file),
+                    "wait": 1}
+            source = asyncio.ensure_future(plugin.main(queue, args))
             try:
                 return [await asyncio.wait_for(queue.get(), 60) for _ in range(count)]
             finally:

@@ -104,7 +104,11 @@ def _load_cursor(path):
     if not path or not os.path.exists(path):
         return None
     with open(path, encoding="utf-8") as handle:
-        return handle.read().strip() or None
+        cursor = handle.read().strip() or None
+    if cursor is not None and not cursor.isdigit():
+        raise ValueError("the cursor file %s holds %r, not a cursor (an event's number): remove it to start "
+                         "afresh" % (path, cursor[:40]))
+    return cursor
 
 
 def _save_cursor(path, cursor):
@@ -130,7 +134,10 @@ def _read(url, token, after, wait, context):
     query = {"wait": str(wait)}
     if after is not None:
         query["after"] = after
-    request = Request(url.rstrip("/") + "/api/v1/events?" + urlencode(query),
+    base = url.rstrip("/")
+    if base.endswith("/api/v1"):  # the URL as the modules take it, with or without the API's prefix
+        base = base[:-len("/api/v1")]
+    request = Request(base + "/api/v1/events?" + urlencode(query),
                       headers={"Authorization": "Bearer " + token, "Accept": "application/json",
                                "User-Agent": "lablease-eda"})
     try:
@@ -166,7 +173,7 @@ async def main(queue, args):
         try:
             answer = await asyncio.to_thread(_read, url, token, after, wait, context)
         except (OSError, URLError, ValueError) as error:
-            LOG.warning("lablease events: %s; trying again in %s s", error, retry_delay)
+            LOG.warning("lablease events from %s: %s; trying again in %s s", url, error, retry_delay)
             await asyncio.sleep(retry_delay)
             continue
         if "gone" in answer:

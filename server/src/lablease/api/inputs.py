@@ -259,7 +259,7 @@ def query_value(kind: str, name: str, raw: str):
         bounds = QUERY_KINDS[kind]
         # ASCII digits only (int() also takes "+5", " 5", "1_000" and other scripts' digits)
         if not re.fullmatch("[0-9]+", raw):
-            raise Invalid(name, "must be a whole number")
+            raise Invalid(name, f"must be a whole number from {bounds['minimum']} to {bounds['maximum']}")
         number = int(raw) if len(raw) <= 12 else MAX_INT + 1  # thousands of digits are not converted
         if number > bounds["maximum"]:
             raise Invalid(name, f"is too large (at most {bounds['maximum']})")

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import time
 from dataclasses import dataclass
 
-from .client_http import Api, ClientError, new_request_id, segment
+from .client_http import Api, ClientError, Terminated, new_request_id, segment
 from .client_status import ExitStatus
 from .client_views import CALENDAR, RESERVATION, SYSTEM, USER, Shape, end_time
 
@@ -49,6 +51,8 @@ def in_command_terms(error: ClientError, args) -> str:
         message = OPTION_OF_FIELD[field] + message[len(field):]
     if "force=true" in message and hasattr(args, "force"):
         message = message.replace("force=true", "--force")
+    if getattr(args, "command", None) == "events":  # the feed's cursor advice, as this command takes it
+        message = re.sub(r"\bafter=(\w+)", r"--after \1", message)
     return message
 
 
@@ -170,12 +174,25 @@ def calendar_url(api: Api, args) -> Outcome:
 FOLLOW_WAIT = 20  # seconds a --follow long poll waits: below the client's answer timeout (client_http.TIMEOUT)
 
 
+FOLLOW_RETRY = 5  # seconds --follow waits before asking again a server it could not reach (a restart)
+
+
 def events(api: Api, args) -> Outcome:
     """The events after --after, a line each (--json: a JSON object each); --follow keeps reading from the last
-    cursor, so nothing is missed or printed twice between polls."""
+    cursor, so nothing is missed or printed twice between polls, and through a restart of the server (it asks
+    again until it answers); whatever ends it, the cursor to read on from is printed."""
     stream, cursor = args.environment.stdout, args.after
     while True:
-        answer = api.get("/events", {"after": cursor, "wait": FOLLOW_WAIT if args.follow else None})
+        try:
+            answer = _events_after(api, args, cursor)
+        except ClientError as error:
+            if cursor != args.after:  # a cursor the server gave (one given may be what was refused)
+                error.message += f" (read on with: lablease events --after {cursor})"
+            raise
+        except (KeyboardInterrupt, Terminated):
+            if cursor is not None:
+                print(f"(read on with: lablease events --after {cursor})", file=args.environment.stderr)
+            raise
         for event in answer["events"]:
             line = json.dumps(event) if args.format == "json" else (
                 f"{event['at']}  {event['cursor']:>6}  {event['event']:<22} {event['user']}  {event['message']}")
@@ -185,6 +202,19 @@ def events(api: Api, args) -> Outcome:
             if args.format is None:
                 print(f"(read on with: lablease events --after {cursor})", file=args.environment.stderr)
             return Outcome()
+
+
+def _events_after(api: Api, args, cursor):
+    """One read of the feed; with --follow, a server that cannot be reached is asked again (it restarts)."""
+    while True:
+        try:
+            return api.get("/events", {"after": cursor, "wait": FOLLOW_WAIT if args.follow else None})
+        except ClientError as error:
+            if not args.follow or error.status != ExitStatus.UNREACHABLE:
+                raise
+            print(f"lablease: {error.message}; asking again in {FOLLOW_RETRY} s", file=args.environment.stderr,
+                  flush=True)
+            time.sleep(FOLLOW_RETRY)
 
 
 def system_path(fqdn: str, rest: str = "") -> str:

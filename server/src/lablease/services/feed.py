@@ -99,6 +99,13 @@ def read(session, actor: Actor, after: int | str | None, limit: int) -> tuple[li
     if after is not None and oldest is not None and start < oldest - 1:
         raise Gone(f"cursor {start} has expired: the oldest event kept is {oldest} (read on with after={oldest - 1}, "
                    f"or after=now for only what comes next; events are kept for events_keep)", oldest=str(oldest))
+    if start > newest:
+        # The newest event is never pruned, so a cursor past it was never given by this feed: read on from it
+        # and every event up to it would be skipped without a word (a database made anew or restored).
+        first = oldest if oldest is not None else newest + 1
+        raise Gone(f"cursor {start} is past the newest event ({newest}): it is not from this server's feed (was "
+                   f"its database made anew or restored?); read on with after={first - 1} for every event kept, "
+                   f"or after=now for only what comes next", oldest=str(first), newest=str(newest))
     query = select(FeedEvent).where(FeedEvent.id > start, FeedEvent.id <= newest).order_by(FeedEvent.id).limit(limit)
     if not actor.is_admin:
         query = query.where(FeedEvent.user_id == actor.id)

@@ -8,7 +8,6 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from sqlalchemy import or_, select
-from sqlalchemy.orm import selectinload
 
 from ..domain import beaker_runs as runs
 from ..domain import recipes as rules
@@ -97,16 +96,9 @@ def _recipe_view(recipe: Recipe, run: runs.RecipeRun, trees: dict) -> dict:
             "run": run}
 
 
-def _load_guests(session, job: Job) -> None:
-    """Every recipe's guests in one query: Recipe.guests is lazy (the scheduler never reads it), and read
-    recipe by recipe it cost a query each, 100 for a 100-recipe job."""
-    session.execute(select(Recipe).where(Recipe.job_id == job.id, Recipe.host_recipe_id.is_(None))
-                    .options(selectinload(Recipe.guests))).scalars().all()
-
-
 def job_view(session, job: Job, now: datetime, settings=None) -> dict:
     """The job with every part named as Beaker names it (jobxml/results.py describes the shape)."""
-    _load_guests(session, job)
+    jobs.load_guests(session, job)
     kept = _kept(session, job, now)
     every = [r for rs in job.recipe_sets for r in rs.every_recipe()]
     tree_ids = {r.distro_tree_id for r in every if r.distro_tree_id is not None}

@@ -165,10 +165,11 @@ molecule: venv collection-link
 playbooks: venv collection-link
 	$(ANSIBLE_ENV) $(BIN)/pytest $(PARALLEL) $(DURATIONS) tests/e2e/ansible -p no:cacheprovider
 
-bench: venv postgresql
+bench: venv postgresql beaker-client
 	$(BIN)/python bench/reserve.py
 	$(BIN)/python bench/free_systems.py
 	$(BIN)/python bench/scheduler.py
+	$(BIN)/python bench/beaker.py
 
 clean:
 	rm -rf $(VENV) .collections tests/output .lablease .lablease-demo .lablease-demo-qemu .pytest_cache .cache

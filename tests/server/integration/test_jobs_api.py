@@ -247,3 +247,39 @@ def test_reservesys_is_kept_no_longer_than_the_owners_loan(lab):
     _, log = lab.alice.get(f"/reservations/{kept['id']}/activity")
     [shortened] = [entry for entry in log if entry["action"] == "shortened"]
     assert shortened["new"] == f"PT5H (the end of the owner's loan ({at(START + timedelta(hours=6))}))"
+
+
+def _statements_reading(lab, job_id: int) -> int:
+    """How many SQL statements GET /api/v1/jobs/{id} runs."""
+    from sqlalchemy import event
+
+    count = [0]
+
+    def counted(*args):
+        count[0] += 1
+
+    engines = {lab.db.writer, lab.db.reader}
+    for engine in engines:
+        event.listen(engine, "before_cursor_execute", counted)
+    try:
+        status, job = lab.alice.get(f"/jobs/{job_id}")
+    finally:
+        for engine in engines:
+            event.remove(engine, "before_cursor_execute", counted)
+    assert status == 200 and job["id"] == job_id
+    return count[0]
+
+
+def test_reading_a_job_costs_the_same_statements_whatever_its_size(lab):
+    """A job is read in a fixed number of statements, not one per recipe (its guests are read in one query)."""
+    lab.system("busy.lab.test", condition="automated")
+    recipe = ('<recipeSet><recipe><hostRequires><and><arch op="=" value="x86_64"/></and></hostRequires>'
+              '<task name="/distribution/check-install"/></recipe></recipeSet>')
+    ids = []
+    assert post_xml(lab, "bob", f"<job>{recipe}</job>".encode())[0] == 201  # it takes the system: the rest wait
+    for sets in (2, 20):
+        status, job = post_xml(lab, "alice", f"<job>{recipe * sets}</job>".encode())
+        assert status == 201, job
+        assert sum(len(rs["recipes"]) for rs in job["recipe_sets"]) == sets
+        ids.append(job["id"])
+    assert _statements_reading(lab, ids[1]) == _statements_reading(lab, ids[0])

@@ -182,11 +182,12 @@ playbooks: venv collection-link java $(TOOLS)/ansible-rulebook/.installed
 	$(ANSIBLE_ENV) ANSIBLE_RULEBOOK_VENV=$(CURDIR)/$(TOOLS)/ansible-rulebook \
 		$(BIN)/pytest $(PARALLEL) $(DURATIONS) tests/e2e/ansible -p no:cacheprovider
 
-bench: venv postgresql
+bench: venv postgresql beaker-client
 	$(BIN)/python bench/reserve.py
 	$(BIN)/python bench/events.py
 	$(BIN)/python bench/free_systems.py
 	$(BIN)/python bench/scheduler.py
+	$(BIN)/python bench/beaker.py
 
 clean:
 	rm -rf $(VENV) .collections tests/output .lablease .lablease-demo .lablease-demo-qemu .pytest_cache .cache

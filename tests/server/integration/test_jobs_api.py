@@ -247,3 +247,72 @@ def test_reservesys_is_kept_no_longer_than_the_owners_loan(lab):
     _, log = lab.alice.get(f"/reservations/{kept['id']}/activity")
     [shortened] = [entry for entry in log if entry["action"] == "shortened"]
     assert shortened["new"] == f"PT5H (the end of the owner's loan ({at(START + timedelta(hours=6))}))"
+
+
+def _statements(lab, call) -> int:
+    """How many SQL statements call() runs."""
+    from sqlalchemy import event
+
+    count = [0]
+
+    def counted(*args):
+        count[0] += 1
+
+    engines = {lab.db.writer, lab.db.reader}
+    for engine in engines:
+        event.listen(engine, "before_cursor_execute", counted)
+    try:
+        call()
+    finally:
+        for engine in engines:
+            event.remove(engine, "before_cursor_execute", counted)
+    return count[0]
+
+
+def _jobs_of_two_sizes(lab) -> list[int]:
+    """A 2-recipe and a 20-recipe job of alice's, both waiting (bob's job holds the only system)."""
+    lab.system("busy.lab.test", condition="automated")
+    recipe = ('<recipeSet><recipe><hostRequires><and><arch op="=" value="x86_64"/></and></hostRequires>'
+              '<task name="/distribution/check-install"/></recipe></recipeSet>')
+    assert post_xml(lab, "bob", f"<job>{recipe}</job>".encode())[0] == 201
+    ids = []
+    for sets in (2, 20):
+        status, job = post_xml(lab, "alice", f"<job>{recipe * sets}</job>".encode())
+        assert status == 201, job
+        assert sum(len(rs["recipes"]) for rs in job["recipe_sets"]) == sets
+        ids.append(job["id"])
+    return ids
+
+
+def test_reading_a_job_costs_the_same_statements_whatever_its_size(lab):
+    """A job is read in a fixed number of statements, not one per recipe (its guests are read in one query)."""
+    small, big = _jobs_of_two_sizes(lab)
+
+    def read(job_id):
+        status, job = lab.alice.get(f"/jobs/{job_id}")
+        assert status == 200 and job["id"] == job_id
+    assert _statements(lab, lambda: read(big)) == _statements(lab, lambda: read(small))
+
+
+def test_beaker_results_xml_costs_the_same_statements_whatever_the_jobs_size(lab):
+    """taskactions.to_xml (bkr job-results, mrack) reads a job in a fixed number of statements."""
+    import xml.etree.ElementTree as ET
+    import xmlrpc.client
+
+    from lablease.services import signin
+
+    small, big = _jobs_of_two_sizes(lab)
+    with UnitOfWork(lab.db) as uow:
+        signin.set_password(uow, START, "alice", "a long enough password")
+        uow.commit()
+
+    def call(method, *params):
+        response = lab.client.post("/bkr/client/", data=xmlrpc.client.dumps(params, method, allow_none=True),
+                                   content_type="text/xml")
+        return xmlrpc.client.loads(response.get_data())[0][0]  # a Fault raises
+    assert call("auth.login_password", "alice", "a long enough password") == "alice"
+
+    def results(job_id):
+        root = ET.fromstring(call("taskactions.to_xml", f"J:{job_id}"))
+        assert root.get("id") == str(job_id) and root.get("status") == "Queued"
+    assert _statements(lab, lambda: results(big)) == _statements(lab, lambda: results(small))

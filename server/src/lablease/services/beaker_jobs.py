@@ -98,6 +98,7 @@ def _recipe_view(recipe: Recipe, run: runs.RecipeRun, trees: dict) -> dict:
 
 def job_view(session, job: Job, now: datetime, settings=None) -> dict:
     """The job with every part named as Beaker names it (jobxml/results.py describes the shape)."""
+    jobs.load_guests(session, job)
     kept = _kept(session, job, now)
     every = [r for rs in job.recipe_sets for r in rs.every_recipe()]
     tree_ids = {r.distro_tree_id for r in every if r.distro_tree_id is not None}

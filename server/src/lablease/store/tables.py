@@ -395,9 +395,12 @@ class Job(Base):
     # A client-chosen id: submitting again with it while the job is unfinished returns this job.
     request_id: Mapped[str | None] = mapped_column(String(128))
     # The normalised job as submitted with a request_id: a retry must send the same job.
-    request_document: Mapped[dict | None] = mapped_column(Json)
+    # Both documents are loaded only when read (deferred): a job is joined into every recipe and recipe set
+    # loaded (Recipe.recipe_set, RecipeSet.job), and a 100-recipe job's document is ~60 kB of JSON that each
+    # of those rows would otherwise decode again (docs/performance.md, "Beaker's hub").
+    request_document: Mapped[dict | None] = mapped_column(Json, deferred=True)
     # The normalised job as submitted (the export writes it back) and the parts kept but not acted on.
-    document: Mapped[dict | None] = mapped_column(Json)
+    document: Mapped[dict | None] = mapped_column(Json, deferred=True)
     warnings: Mapped[list | None] = mapped_column(Json)
     owner: Mapped[User] = relationship(lazy="joined")
     recipe_sets: Mapped[list[RecipeSet]] = relationship(lazy="selectin", order_by="RecipeSet.id",

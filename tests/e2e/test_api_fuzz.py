@@ -61,6 +61,8 @@ MEANING = re.compile("|".join([
     r"differs from the request_id .* of the same request",  # an Idempotency-Key against the body's request_id
     r"was made without a heartbeat interval$",  # the reservation's own state (a heartbeat to one without)
     r"^a (timeline shows|report covers) at most [0-9]+ days$",  # start against end (or from against until)
+    r"unknown architecture '",  # arches are data: an arch is known once an administrator adds it (docs/api.md)
+    r"must be one XML element in a namespace of its own",  # a job's extension element is XML the parser reads
 ]))
 
 

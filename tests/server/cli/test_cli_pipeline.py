@@ -329,6 +329,12 @@ def held_by_bob_id(cli, fqdn: str) -> int:
 
 # --- a pipeline cancelled while it waits ----------------------------------------------------------
 
+def as_in_a_terminal() -> None:
+    """The command started as from a terminal or CI's job: Ctrl-C's SIGINT at its default (a test run started in
+    the background of a shell ignores SIGINT, and Python keeps that for its children: they would not hear it)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.parametrize("signum, status, word", [(signal.SIGTERM, ExitStatus.TERMINATED, "terminated"),
                                                   (signal.SIGINT, ExitStatus.INTERRUPTED, "interrupted"),
                                                   (signal.SIGHUP, ExitStatus.HUNG_UP, "hung up")])
@@ -336,7 +342,8 @@ def test_a_blocking_wait_stopped_by_a_signal_leaves_the_line(cli, server, add_sy
     fqdn = f"sig{signum}.lab.test"
     held = held_by_bob(cli, add_system, fqdn)
     waiting = subprocess.Popen([str(SCRIPT), "reserve", fqdn, "--wait", "--block", "--duration", "1h"],
-                               env=env_of(server, "dave"), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                               env=env_of(server, "dave"), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               preexec_fn=as_in_a_terminal)
     dave = server.api("dave")  # waits only here: his one waiting reservation is this command's
     try:
         mine = until(lambda: [r for r in dave.get("/reservations").json() if r.get("state") == "waiting"])
@@ -345,6 +352,7 @@ def test_a_blocking_wait_stopped_by_a_signal_leaves_the_line(cli, server, add_sy
     finally:
         if waiting.poll() is None:
             waiting.kill()
+            waiting.communicate()
     reservation = dave.get(f"/reservations/{mine[0]['id']}").json()
     assert (waiting.returncode, reservation["state"]) == (status, "cancelled"), (out, err)
     assert err == f"lablease: {word}; reservation {reservation['id']} left the line (returned, had it been " \

@@ -89,6 +89,26 @@ def test_polling_at_exactly_the_keepalive_never_loses_the_connection(cli, add_sy
     cli.ok("return", str(waiting["id"]), user="alice")
 
 
+def _whole_message(peer: socket.socket) -> bytes:
+    """One HTTP message read whole from `peer`: its head, then as much body as its Content-Length says (TCP
+    may deliver a request's head and body apart, under load)."""
+    message = b""
+    while b"\r\n\r\n" not in message:
+        chunk = peer.recv(65536)
+        if not chunk:
+            return message
+        message += chunk
+    head, _, body = message.partition(b"\r\n\r\n")
+    length = next((int(line.split(b":")[1]) for line in head.split(b"\r\n")
+                   if line.lower().startswith(b"content-length:")), 0)
+    while len(body) < length:
+        chunk = peer.recv(65536)
+        if not chunk:
+            break
+        body += chunk
+    return head + b"\r\n\r\n" + body
+
+
 class ClosingProxy:
     """A TCP proxy before the server that closes every kept-alive connection at the instant its next request
     arrives, as a server whose keep-alive runs out just then does: the first request of each connection is
@@ -110,16 +130,8 @@ class ClosingProxy:
 
     def handle(self, client: socket.socket) -> None:
         with client, socket.create_connection(("127.0.0.1", self.port)) as upstream:
-            upstream.sendall(client.recv(65536))  # a poll: a GET without a body
-            answer = b""
-            while b"\r\n\r\n" not in answer:
-                answer += upstream.recv(65536)
-            head, _, body = answer.partition(b"\r\n\r\n")
-            length = next(int(line.split(b":")[1]) for line in head.split(b"\r\n")
-                          if line.lower().startswith(b"content-length:"))
-            while len(body) < length:
-                body += upstream.recv(65536)
-            client.sendall(head + b"\r\n\r\n" + body)
+            upstream.sendall(_whole_message(client))  # a poll (a GET), or the submit's POST with its body
+            client.sendall(_whole_message(upstream))
             if client.recv(65536):  # the next request on the kept-alive connection: closed under it
                 self.closed += 1
                 client.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))

@@ -17,21 +17,37 @@
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
-bin=$(cd "${ANSIBLE_CORE_VENV:-$root/.venv}" && pwd)/bin
-work=$(mktemp -d "${TMPDIR:-/tmp}/lablease-ansible-test.XXXXXX")
-cleanup() { rm -rf "$work"; }
-trap cleanup EXIT
+venv=$(cd "${ANSIBLE_CORE_VENV:-$root/.venv}" && pwd)
+bin=$venv/bin
+# The tree is rebuilt from the artifact on every run; only ansible-test's own delegation venv
+# (tests/output/.tmp/delegation, made and marked by ansible-test) is kept between runs, one per ansible-core
+# branch (sanity and units share it), so each run does not create a venv and install its requirements again.
+# It lives outside the checkout: inside a git work tree ansible-test lists files with git, and would see none.
+cache="${XDG_CACHE_HOME:-$HOME/.cache}/lablease/ansible-test"
+work="$cache/$(printf '%s' "$root" | sha256sum | cut -c1-12)-$(basename "$venv")"
+tree="$work/ansible_collections/lablease/lab"
+keep="$work/delegation"
+mkdir -p "$work"
+# One run at a time per tree (a second `make` in the same checkout waits).
+exec 9>"$work.lock"
+flock 9
+[ ! -d "$tree/tests/output/.tmp/delegation" ] || mv "$tree/tests/output/.tmp/delegation" "$keep"
+rm -rf "$work/ansible_collections" "$work"/lablease-lab-*.tar.gz
 
 "$bin/python" "$root/scripts/ansible_test_offline.py"
 "$bin/ansible-galaxy" collection build --force --output-path "$work" "$root" >/dev/null
-tree="$work/ansible_collections/lablease/lab"
 mkdir -p "$tree"
 tar -xzf "$work"/lablease-lab-*.tar.gz -C "$tree"
+if [ -d "$keep" ]; then
+    mkdir -p "$tree/tests/output/.tmp"
+    mv "$keep" "$tree/tests/output/.tmp/delegation"
+fi
 
 status=0
 (cd "$tree" && PATH="$bin:$PATH" "$bin/ansible-test" "$@" --color no) || status=$?
+# The results (not ansible-test's venvs in .tmp) go where a user looks for them.
 if [ -d "$tree/tests/output" ]; then
     mkdir -p "$root/tests/output"
-    cp -r "$tree/tests/output/." "$root/tests/output/"
+    find "$tree/tests/output" -mindepth 1 -maxdepth 1 ! -name .tmp -exec cp -r {} "$root/tests/output/" \;
 fi
 exit "$status"

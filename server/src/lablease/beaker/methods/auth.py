@@ -2,12 +2,13 @@
 
 A login opens a lablease web session (services/signin.py) that the hub keeps in its /bkr cookie; the
 password is the user's lablease password (`lablease-server user passwd`), the OAuth2 access token one of
-their API tokens. Failed password logins count towards the same throttle as the web pages' sign-in.
+their API tokens, the Kerberos request (bkr's AUTH_METHOD = "krbv") one checked with the server's keytab
+and mapped to a user as for `Authorization: Negotiate` (services/kerberos.py). Failed password logins count towards the same throttle as the web pages' sign-in.
 """
 from __future__ import annotations
 
 from ...domain.errors import Invalid, LimitReached, Unauthenticated
-from ...services import signin
+from ...services import kerberos, signin
 from ...services.users import find_user
 from ..call import Call
 from ..registry import rest, xmlrpc
@@ -42,6 +43,15 @@ def login_oauth2(call: Call, access_token, proxy_user=None):
         raise Invalid("access_token", "send one of your lablease API tokens")
     call.new_session = signin.token_session(call.uow, call.now, access_token, call.settings.web_session_lifetime)
     return signin.session_actor(call.uow.session, call.new_session, call.now).name
+
+
+@xmlrpc("auth.login_krbv", auth=False, writes=True)
+def login_krbv(call: Call, krb_request, proxy_user=None):
+    """bkr's Kerberos login: a bare KRB_AP_REQ for the hub's HTTP/<host> principal, base64."""
+    refuse_proxy(proxy_user)
+    call.new_session, name = kerberos.beaker_session(call.uow, call.now, krb_request,
+                                                     call.settings.web_session_lifetime)
+    return name
 
 
 @xmlrpc("auth.logout", auth=False, writes=True)

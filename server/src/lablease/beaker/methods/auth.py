@@ -7,7 +7,7 @@ and mapped to a user as for `Authorization: Negotiate` (services/kerberos.py). F
 """
 from __future__ import annotations
 
-from ...domain.errors import Invalid, LimitReached, Unauthenticated
+from ...domain.errors import DirectoryUnavailable, Invalid, LimitReached, Unauthenticated
 from ...services import kerberos, signin
 from ...services.users import find_user
 from ..call import Call
@@ -29,7 +29,7 @@ def login_password(call: Call, username, password, proxy_user=None):
     try:
         call.new_session = signin.sign_in(call.uow, call.now, name, str(password or ""),
                                           call.settings.web_session_lifetime)
-    except Unauthenticated:
+    except (Unauthenticated, DirectoryUnavailable):  # the directory's outage counts, as on the sign-in page
         call.signins.failed(name, call.client, call.now)
         raise
     call.signins.succeeded(name)

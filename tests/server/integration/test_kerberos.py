@@ -140,7 +140,8 @@ def test_another_services_ticket_an_expired_ticket_a_forged_token_and_an_unknown
     request = krbv_request(kdc.service)  # bkr's, likewise
     time.sleep(3.5)  # past its end and the realm's 1 s clock skew (krb5.conf clockskew)
     # MIT's acceptor checks the token's time and the ticket's end in an order of its own: either is the refusal
-    expired = {"the Kerberos ticket was refused: Ticket expired", "the Kerberos ticket was refused: Clock skew too great"}
+    expired = {"the Kerberos ticket was refused: Ticket expired",
+               "the Kerberos ticket was refused: Clock skew too great"}
     assert refused(server, token) in expired
     assert krbv_login(server, request).faultString in expired
 

@@ -1,9 +1,10 @@
 """auth.*: logging in and out of the hub, and who is logged in.
 
 A login opens a lablease web session (services/signin.py) that the hub keeps in its /bkr cookie; the
-password is the user's lablease password (`lablease-server user passwd`), the OAuth2 access token one of
-their API tokens, the Kerberos request (bkr's AUTH_METHOD = "krbv") one checked with the server's keytab
-and mapped to a user as for `Authorization: Negotiate` (services/kerberos.py). Failed password logins count towards the same throttle as the web pages' sign-in.
+password is checked as the web sign-in checks it (lablease's, else the site's directory's), the OAuth2
+access token is one of the user's API tokens, and the Kerberos request (bkr's AUTH_METHOD = "krbv") is
+checked with the server's keytab and mapped to a user as for `Authorization: Negotiate`
+(services/kerberos.py). Failed password logins count towards the same throttle as the web pages' sign-in.
 """
 from __future__ import annotations
 

@@ -23,13 +23,17 @@ def require_bkr() -> Path:
 
 
 class Bkr:
-    def __init__(self, server, directory: Path, user: str, password: str):
+    def __init__(self, server, directory: Path, user: str, password: str | None = None, *,
+                 realm: str | None = None, env: dict | None = None):
+        """Logs in with `password`; or, given `realm`, with Kerberos (AUTH_METHOD = "krbv", the ticket of the
+        credentials cache in `env`) to HTTP/<the server's host>@realm."""
         self.user, self.password = user, password
-        self.config = Path(directory) / f"bkr-{user}.conf"
-        self.config.write_text(f'HUB_URL = "{server.url}/bkr"\nAUTH_METHOD = "password"\n'
-                               f'USERNAME = "{user}"\nPASSWORD = "{password}"\n')
+        self.config = Path(directory) / f"bkr-{user}{'-krbv' if realm else ''}.conf"
+        login = (f'AUTH_METHOD = "krbv"\nKRB_REALM = "{realm}"\n' if realm else
+                 f'AUTH_METHOD = "password"\nUSERNAME = "{user}"\nPASSWORD = "{password}"\n')
+        self.config.write_text(f'HUB_URL = "{server.url}/bkr"\n{login}')
         # Only the config given here: never the machine's /etc/beaker/client.conf or ~/.beaker_client
-        self.env = {**os.environ, "BEAKER_CLIENT_CONF": str(self.config), "HOME": str(directory)}
+        self.env = {**(env or os.environ), "BEAKER_CLIENT_CONF": str(self.config), "HOME": str(directory)}
 
     def __call__(self, *args: str, stdin: str | None = None, timeout: float = 60) -> subprocess.CompletedProcess:
         return subprocess.run([str(require_bkr()), *args], env=self.env, capture_output=True, text=True,

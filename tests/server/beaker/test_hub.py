@@ -74,6 +74,12 @@ def test_oauth2_login_takes_a_lablease_api_token(hub):
     assert isinstance(rpc(requests.Session(), hub, "auth.login_oauth2", "not-a-token"), xmlrpc.client.Fault)
 
 
+def test_a_krbv_login_on_a_hub_without_a_keytab_says_so_in_one_line(hub):
+    fault = rpc(requests.Session(), hub, "auth.login_krbv", "YWJj\n", None)  # bkr's request, base64 with a newline
+    assert fault.faultString == ("this server takes no Kerberos login (kerberos_keytab is not set): log in with a "
+                                 "password or an API token")
+
+
 def test_xmlrpc_bodies_are_hardened_like_job_xml(hub):
     url = hub.server.url + "/bkr/client/"
     bomb = ('<?xml version="1.0"?><!DOCTYPE m [<!ENTITY a "aaaaaaaaaa"><!ENTITY b "&a;&a;&a;&a;&a;&a;">]>'
@@ -104,8 +110,8 @@ def test_cookie_writes_need_a_json_or_xmlrpc_content_type(hub):
 
 def test_unknown_methods_and_paths_say_so_in_one_line(hub):
     session = login(hub)
-    fault = rpc(session, hub, "auth.login_krbv", "ticket", None)
-    assert fault.faultString.startswith("auth.login_krbv is not supported by this lablease hub")
+    fault = rpc(session, hub, "tasks.upload", "task.rpm", "")  # bkr task-add: lablease has no task library
+    assert fault.faultString.startswith("tasks.upload is not supported by this lablease hub")
     fault = rpc(session, hub, "auth.who_am_i", "extra")
     assert "auth.who_am_i() was sent 1 parameter(s)" in fault.faultString
     response = session.get(hub.server.url + "/bkr/no/such/thing")

@@ -4,6 +4,7 @@ One slapd for the module (tests/support/directory.py); each test uses people of 
 makes to the directory (a member removed, a person deleted) do not reach another.
 """
 import itertools
+import xmlrpc.client
 
 import pytest
 
@@ -50,6 +51,17 @@ def signed_in(lab: Lab, name: str, password: str | None = None):
     who = Person(lab, name)
     response = who.sign_in(PASSWORDS.get(name, "") if password is None else password)
     return who, response
+
+
+def bkr_login(lab: Lab, name: str, password: str) -> str:
+    """The Fault's text of Beaker's auth.login_password, as bkr sends it."""
+    body = xmlrpc.client.dumps((name, password, None), "auth.login_password", allow_none=True)
+    response = lab.client.post("/bkr/client/", data=body, content_type="text/xml")
+    try:
+        xmlrpc.client.loads(response.get_data(), use_builtin_types=True)
+    except xmlrpc.client.Fault as fault:
+        return fault.faultString
+    raise AssertionError("auth.login_password succeeded")
 
 
 def test_a_directory_person_signs_in_becomes_a_user_with_the_directory_groups_which_cannot_be_edited(lab):
@@ -135,6 +147,10 @@ def test_a_stopped_directory_refuses_its_people_with_503_and_local_users_still_s
         assert response.status_code == 503
         assert f"the directory {lab.settings.ldap_url} does not answer" in response.get_data(as_text=True)
         assert Person(lab, "alice").sign_in().status_code == 303
+        # bkr's auth.login_password: the same 503's words, and each counts towards the sign-in throttle
+        said = [bkr_login(lab, "frank", "frank's password") for _ in range(6)]
+        assert said[0].startswith(f"the directory {lab.settings.ldap_url} does not answer"), said
+        assert said[-1] == "too many failed logins: try again in 15 minute(s)", said
         Worker(lab.settings, lab.db, lab.clock).sync_directory_if_due()  # logged; the worker goes on
     finally:
         lab.slapd.start()

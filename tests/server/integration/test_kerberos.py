@@ -1,5 +1,6 @@
-"""Kerberos (SPNEGO) sign-in against a real MIT KDC, through a real server: the CLI with a kinit ticket, the pages,
-and the tokens the server must refuse (another service's ticket, an expired one, a forged one, an unknown person).
+"""Kerberos sign-in against a real MIT KDC, through a real server: the CLI with a kinit ticket (SPNEGO), the pages,
+the real `bkr` with AUTH_METHOD = "krbv" (auth.login_krbv), and the tokens the server must refuse (another
+service's ticket, an expired one, a replayed or forged one, an unknown person).
 
 One KDC and one server for the module (tests/support/kerberos.py); this process and the server use the KDC's
 throw-away krb5.conf, each person their own credentials cache.
@@ -7,6 +8,7 @@ throw-away krb5.conf, each person their own credentials cache.
 import base64
 import io
 import time
+import xmlrpc.client
 
 import gssapi
 import pytest
@@ -20,9 +22,10 @@ from tests.support.kerberos import REALM, start_kdc
 from tests.support.live import LiveServer
 
 PEOPLE = {"alice": "alice's kerberos password", "nobody": "nobody's kerberos password",
-          "dora": "dora's kerberos password"}
-# The site's directory: dora (a Kerberos principal too) and carol (a password only), in the group racks
+          "dora": "dora's kerberos password", "erin": "erin's kerberos password"}
+# The site's directory: dora and erin (Kerberos principals too) and carol (a password only), in the group racks
 DIRECTORY = (person_ldif("dora", "dora's directory password", "Dora Lee", "dora@example.test")
+             + person_ldif("erin", "erin's directory password", "Erin Cole", "erin@example.test")
              + person_ldif("carol", "carol's directory password", "Carol Jones", "carol@example.test")
              + f"dn: cn=racks,{GROUPS}\nobjectClass: groupOfNames\ncn: racks\nmember: uid=dora,{PEOPLE_BASE}\n"
                f"member: uid=carol,{PEOPLE_BASE}\n\n")
@@ -53,8 +56,9 @@ def server(kdc, slapd, tmp_path_factory):
     live.env.update(KRB5_CONFIG=kdc.env["KRB5_CONFIG"], KRB5RCACHEDIR=kdc.env["KRB5RCACHEDIR"])
     live.start()
     live.add_user("alice")
-    response = live.admin.post("/systems", json={"fqdn": "k1.lab.test", "arch": "x86_64", "condition": "manual"})
-    assert response.status_code == 201, response.text
+    for fqdn in ("k1.lab.test", "k2.lab.test"):
+        response = live.admin.post("/systems", json={"fqdn": fqdn, "arch": "x86_64", "condition": "manual"})
+        assert response.status_code == 201, response.text
     try:
         yield live
     finally:
@@ -133,7 +137,57 @@ def test_another_services_ticket_an_expired_ticket_a_forged_token_and_an_unknown
         f"Kerberos principal nobody@{REALM} is user nobody, whom lablease does not know")
     ticket(kdc, monkeypatch, "alice", lifetime="2s")
     token = token_for("HTTP@127.0.0.1")  # made while the ticket is valid, sent once it is not
+    request = krbv_request(kdc.service)  # bkr's, likewise
     time.sleep(3.5)  # past its end and the realm's 1 s clock skew (krb5.conf clockskew)
     # MIT's acceptor checks the token's time and the ticket's end in an order of its own: either is the refusal
-    assert refused(server, token) in {"the Kerberos ticket was refused: Ticket expired",
-                                      "the Kerberos ticket was refused: Clock skew too great"}
+    expired = {"the Kerberos ticket was refused: Ticket expired",
+               "the Kerberos ticket was refused: Clock skew too great"}
+    assert refused(server, token) in expired
+    assert krbv_login(server, request).faultString in expired
+
+
+def krbv_request(service: str) -> str:
+    """What bkr sends to auth.login_krbv (bkr/common/hub.py, _login_krbv): the first token of a DCE-style
+    context, a bare KRB_AP_REQ, for `service` (HTTP/host@REALM), from the current ticket, base64 with line breaks."""
+    flags = (gssapi.RequirementFlag.out_of_sequence_detection | gssapi.RequirementFlag.replay_detection
+             | gssapi.RequirementFlag.mutual_authentication | gssapi.RequirementFlag.dce_style)
+    token = gssapi.raw.init_sec_context(gssapi.Name(service), gssapi.Credentials(usage="initiate"), flags=flags).token
+    return base64.encodebytes(token).decode()
+
+
+def krbv_login(server, request: str, proxy_user=None):
+    """auth.login_krbv's answer, or its Fault (returned)."""
+    try:
+        with xmlrpc.client.ServerProxy(server.url + "/bkr/client/", allow_none=True) as hub:
+            return hub.auth.login_krbv(request, proxy_user)
+    except xmlrpc.client.Fault as fault:
+        return fault
+
+
+def test_bkr_logs_in_with_krbv_and_a_kinit_ticket(kdc, server, tmp_path):
+    alice = Bkr(server, tmp_path, "alice", realm=REALM, env=kdc.kinit("alice", PEOPLE["alice"]))
+    assert "alice" in alice.ok("whoami")
+    alice.ok("system-reserve", "k2.lab.test")  # a write, in the session the login opened
+    assert server.admin.get("/systems/k2.lab.test").json()["reservation"]["user"] == "alice"
+    # erin is in the KDC and the directory only: her first krbv login makes her a user, with the directory's groups
+    erin = Bkr(server, tmp_path, "erin", realm=REALM, env=kdc.kinit("erin", PEOPLE["erin"]))
+    assert '"erin@example.test"' in erin.ok("whoami")  # her mail, from the directory
+
+
+def test_krbv_refuses_another_service_a_replay_a_forgery_and_proxy_users(kdc, server, monkeypatch):
+    ticket(kdc, monkeypatch, "alice")
+    request = krbv_request(kdc.service)
+    assert "not found in keytab" in krbv_login(server, krbv_request(f"HTTP/another.service.test@{REALM}")).faultString
+    assert "proxy" in krbv_login(server, request, "dora").faultString  # refused before the request is read
+    assert krbv_login(server, request) == "alice"
+    assert krbv_login(server, request).faultString == "the Kerberos ticket was refused: Request is a replay"
+    forged = bytearray(base64.b64decode(krbv_request(kdc.service)))
+    forged[-10] ^= 0xFF  # the authenticator, encrypted with the ticket's session key
+    assert krbv_login(server, base64.b64encode(forged).decode()).faultString == (
+        "the Kerberos ticket was refused: Decrypt integrity check failed")
+    assert krbv_login(server, token_for("HTTP@127.0.0.1")).faultString == (  # SPNEGO, not a bare AP-REQ
+        "the Kerberos ticket was refused: Invalid message type")
+    assert krbv_login(server, "not base64!").faultString == "the Kerberos request is not base64"
+    ticket(kdc, monkeypatch, "nobody")
+    assert krbv_login(server, krbv_request(kdc.service)).faultString == (
+        f"Kerberos principal nobody@{REALM} is user nobody, whom lablease does not know")

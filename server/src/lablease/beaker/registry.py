@@ -16,7 +16,7 @@ from ..domain.errors import DomainError
 
 
 class NotSupported(DomainError):
-    """What Beaker does and lablease cannot (no task library, no Kerberos login...): a Fault (400 in REST)
+    """What Beaker does and lablease cannot (no task library, no proxy login...): a Fault (400 in REST)
     whose text says so and why."""
 
     title = "Not supported"

@@ -225,7 +225,8 @@ class Settings:
         "their tokens and web sessions ended"))
     kerberos_keytab: str = setting("", (
         "the keytab holding the server's key (`HTTP/<host>@REALM`): `Authorization: Negotiate` (SPNEGO) is "
-        "accepted on the API and the pages ([access](access.md#directory-and-kerberos-sign-in))"),
+        "accepted on the API and the pages, and `bkr`'s Kerberos login (`AUTH_METHOD = \"krbv\"`) on the Beaker hub "
+        "([access](access.md#directory-and-kerberos-sign-in))"),
         empty="no Kerberos sign-in")
     kerberos_realms: tuple[str, ...] = setting((), (
         "the realms whose principals are lablease users of the same name (`alice@REALM` is `alice`)"),

@@ -5,7 +5,8 @@ The token is checked by MIT Kerberos' GSS-API with the keys of `kerberos_keytab`
 there and are refused (401) with one line saying why. The client's principal becomes a lablease user name
 by domain/directory.principal_user (the `kerberos_principals` map, then the realm rule); a name lablease does
 not know yet is made from the site's directory when there is one (services/directory.py), as at a password
-sign-in. docs/access.md, "Directory and Kerberos sign-in".
+sign-in. Beaker's auth.login_krbv sends a bare AP-REQ instead (accept_request, services/krb5_request.py),
+mapped the same way. docs/access.md, "Directory and Kerberos sign-in".
 """
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from ..domain.errors import Unauthenticated
 from ..domain.permissions import Actor
 from ..store.tables import User
 from . import directory, signin
+from .krb5_request import read_request
 from .users import actor_for
 
 log = logging.getLogger("lablease.kerberos")
@@ -68,6 +70,20 @@ def accept(settings, token: str) -> Accepted:
     return Accepted(principal, service, base64.b64encode(reply).decode() if reply else None)
 
 
+def accept_request(settings, request: str) -> Accepted:
+    """Check Beaker's auth.login_krbv request: a bare KRB_AP_REQ (bkr's DCE-style first token), base64 with
+    the line breaks of Python's encodebytes, for a principal of the server's keytab (services/krb5_request.py)."""
+    if not configured(settings):
+        raise Unauthenticated("this server takes no Kerberos login (kerberos_keytab is not set): log in with "
+                              "a password or an API token")
+    try:
+        data = base64.b64decode("".join(str(request or "").split()), validate=True)
+    except (binascii.Error, ValueError):
+        raise Unauthenticated("the Kerberos request is not base64") from None
+    principal, service = read_request(settings.kerberos_keytab, data)
+    return Accepted(principal, service, None)
+
+
 def _reason(error) -> str:
     """GSS-API's words for a failure, on one line: its minor (mechanism's) message when it has one, e.g.
     "Request is a replay", "Ticket expired", "... not found in keytab"."""
@@ -109,6 +125,18 @@ def admit_from_directory(db, settings, name: str, now: datetime) -> None:
         uow.commit()
 
 
+def admit_here(session, settings, name: str, now: datetime) -> None:
+    """admit_from_directory inside a unit of work already open (Beaker's hub): its transaction, having only
+    read so far, is ended first, so that no database lock is held while the directory answers."""
+    if not directory.configured(settings) or session.execute(select(User.id).where(User.name == name)).first():
+        return
+    if not (session.new or session.dirty or session.deleted):
+        session.rollback()
+    person = directory.Directory(settings).people([name]).get(name)
+    if person is not None:
+        directory.admit(session, now, person)
+
+
 def actor_of(session, accepted: Accepted, name: str) -> Actor:
     """The Actor of an accepted principal's user; Unauthenticated when lablease has no such (enabled) user."""
     user = session.execute(select(User).where(User.name == name)).scalar_one_or_none()
@@ -127,6 +155,16 @@ def sign_in(db, settings, token: str, now: datetime) -> tuple[Accepted, str]:
     admit_from_directory(db, settings, name, now)
     log.info("Kerberos principal %s signed in as %s", accepted.principal, name)
     return accepted, name
+
+
+def beaker_session(uow, now: datetime, request: str, lifetime) -> tuple[str, str]:
+    """Beaker's auth.login_krbv: the request checked, its principal mapped and made a user as for Negotiate,
+    and a session opened as by auth.login_password: (session secret, user name)."""
+    accepted = accept_request(uow.settings, request)
+    name = user_name(uow.settings, accepted)
+    admit_here(uow.session, uow.settings, name, now)
+    log.info("Kerberos principal %s logged in to the Beaker hub as %s", accepted.principal, name)
+    return web_session(uow, now, accepted, name, lifetime), name
 
 
 def web_session(uow, now: datetime, accepted: Accepted, name: str, lifetime) -> str:

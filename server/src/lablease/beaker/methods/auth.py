@@ -1,13 +1,15 @@
 """auth.*: logging in and out of the hub, and who is logged in.
 
 A login opens a lablease web session (services/signin.py) that the hub keeps in its /bkr cookie; the
-password is the user's lablease password (`lablease-server user passwd`), the OAuth2 access token one of
-their API tokens. Failed password logins count towards the same throttle as the web pages' sign-in.
+password is checked as the web sign-in checks it (lablease's, else the site's directory's), the OAuth2
+access token is one of the user's API tokens, and the Kerberos request (bkr's AUTH_METHOD = "krbv") is
+checked with the server's keytab and mapped to a user as for `Authorization: Negotiate`
+(services/kerberos.py). Failed password logins count towards the same throttle as the web pages' sign-in.
 """
 from __future__ import annotations
 
-from ...domain.errors import Invalid, LimitReached, Unauthenticated
-from ...services import signin
+from ...domain.errors import DirectoryUnavailable, Invalid, LimitReached, Unauthenticated
+from ...services import kerberos, signin
 from ...services.users import find_user
 from ..call import Call
 from ..registry import rest, xmlrpc
@@ -28,7 +30,7 @@ def login_password(call: Call, username, password, proxy_user=None):
     try:
         call.new_session = signin.sign_in(call.uow, call.now, name, str(password or ""),
                                           call.settings.web_session_lifetime)
-    except Unauthenticated:
+    except (Unauthenticated, DirectoryUnavailable):  # the directory's outage counts, as on the sign-in page
         call.signins.failed(name, call.client, call.now)
         raise
     call.signins.succeeded(name)
@@ -42,6 +44,15 @@ def login_oauth2(call: Call, access_token, proxy_user=None):
         raise Invalid("access_token", "send one of your lablease API tokens")
     call.new_session = signin.token_session(call.uow, call.now, access_token, call.settings.web_session_lifetime)
     return signin.session_actor(call.uow.session, call.new_session, call.now).name
+
+
+@xmlrpc("auth.login_krbv", auth=False, writes=True)
+def login_krbv(call: Call, krb_request, proxy_user=None):
+    """bkr's Kerberos login: a bare KRB_AP_REQ for the hub's HTTP/<host> principal, base64."""
+    refuse_proxy(proxy_user)
+    call.new_session, name = kerberos.beaker_session(call.uow, call.now, krb_request,
+                                                     call.settings.web_session_lifetime)
+    return name
 
 
 @xmlrpc("auth.logout", auth=False, writes=True)

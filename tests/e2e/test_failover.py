@@ -125,13 +125,30 @@ def page(server: LiveServer, path: str, token: str) -> requests.Response:
     return requests.get(server.url + path, cookies={SESSION_COOKIE: token}, timeout=10)
 
 
-def test_lists_and_pages_read_the_standby_writes_go_to_the_primary(pair, tmp_path):
-    url, token = seeded(pair, "reads", "r1.lab.test")
-    server = LiveServer(tmp_path / "data", url, {**SITE, "database_read_url": standby_url(pair, "reads")},
-                        workers=1, run_worker=False)
-    server.tokens["admin"] = token
+@pytest.fixture(scope="module")
+def standby_sites(pair, tmp_path_factory):
+    """Two servers, started together (each takes seconds), on databases of their own: `reading` with the standby as
+    its database_read_url, `misdirected` with the standby alone as its database_url."""
+    root = tmp_path_factory.mktemp("sites")
+    reading_url, reading_token = seeded(pair, "reads", "r1.lab.test")
+    _, misdirected_token = seeded(pair, "misdirected", "m1.lab.test")
+    reading = LiveServer(root / "reading", reading_url, {**SITE, "database_read_url": standby_url(pair, "reads")},
+                         workers=1, run_worker=False)
+    misdirected = LiveServer(root / "misdirected", standby_url(pair, "misdirected"), SITE, workers=1,
+                             run_worker=False)
+    reading.tokens["admin"], misdirected.tokens["admin"] = reading_token, misdirected_token
+    try:
+        with ThreadPoolExecutor() as pool:
+            list(pool.map(lambda server: server.start(init=False), (reading, misdirected)))
+        yield reading, misdirected
+    finally:
+        for server in (reading, misdirected):
+            server.stop()
+
+
+def test_lists_and_pages_read_the_standby_writes_go_to_the_primary(pair, standby_sites):
+    server, token = standby_sites[0], standby_sites[0].tokens["admin"]
     server.admin = server.api("admin")
-    server.start(init=False)
     paused = False
     try:
         pair.sql(pair.standby, "SELECT pg_wal_replay_pause()")
@@ -162,32 +179,34 @@ def test_lists_and_pages_read_the_standby_writes_go_to_the_primary(pair, tmp_pat
     finally:
         if paused:
             pair.sql(pair.standby, "SELECT pg_wal_replay_resume()")
-        server.stop()
 
 
-def test_a_write_sent_to_the_standby_is_503_not_500(pair, tmp_path):
+def test_a_write_sent_to_the_standby_is_503_not_500(standby_sites):
     """database_url naming the standby alone (a mistake, or a failover the URL does not follow)."""
-    _, token = seeded(pair, "misdirected", "m1.lab.test")
-    server = LiveServer(tmp_path / "data", standby_url(pair, "misdirected"), SITE, workers=1, run_worker=False)
-    server.tokens["admin"] = token
-    server.start(init=False)
-    try:
-        admin = server.api("admin")
-        for method, path, body in (("POST", "/reservations", {"system": "m1.lab.test", "duration": "1h"}),
-                                   ("POST", "/systems", {"fqdn": "m2.lab.test", "arch": "x86_64",
-                                                         "condition": "manual"}),
-                                   ("PATCH", "/systems/m1.lab.test", {"condition": "broken"})):
-            refused = admin.request(method, path, json=body)
-            assert refused.status_code == 503, (path, refused.status_code, refused.text)
-            assert refused.headers["Content-Type"] == "application/problem+json"
-            assert refused.headers["Retry-After"] == "2"
-            assert refused.json()["type"] == "urn:lablease:problem:database-read-only", refused.text
-            assert "read-only standby" in refused.json()["detail"]
-        assert [s["fqdn"] for s in admin.get("/systems").json()] == ["m1.lab.test"]  # reads work, nothing written
-        assert admin.get("/systems/m1.lab.test").json()["condition"] == "manual"
-        assert "database read-only answering POST /api/v1/reservations" in server.read_log()
-    finally:
-        server.stop()
+    server = standby_sites[1]
+    admin = server.api("admin")
+    for method, path, body in (("POST", "/reservations", {"system": "m1.lab.test", "duration": "1h"}),
+                               ("POST", "/systems", {"fqdn": "m2.lab.test", "arch": "x86_64",
+                                                     "condition": "manual"}),
+                               ("PATCH", "/systems/m1.lab.test", {"condition": "broken"})):
+        refused = admin.request(method, path, json=body)
+        assert refused.status_code == 503, (path, refused.status_code, refused.text)
+        assert refused.headers["Content-Type"] == "application/problem+json"
+        assert refused.headers["Retry-After"] == "2"
+        assert refused.json()["type"] == "urn:lablease:problem:database-read-only", refused.text
+        assert "read-only standby" in refused.json()["detail"]
+    assert [s["fqdn"] for s in admin.get("/systems").json()] == ["m1.lab.test"]  # reads work, nothing written
+    assert admin.get("/systems/m1.lab.test").json()["condition"] == "manual"
+    assert "database read-only answering POST /api/v1/reservations" in server.read_log()
+
+
+def test_backup_reaches_the_primary_of_a_multi_host_url(pair, tmp_path):
+    """pg_dump (and pg_restore, through the same code) gets every host of the URL: a multi-host URL rendered back
+    as text keeps one, which libpq cannot even resolve ("127.0.0.1:5432")."""
+    url, _ = seeded(pair, "dumped", "d1.lab.test")
+    archive = tmp_path / "site.tar.gz"
+    said = LiveServer(tmp_path / "data", url, SITE).admin_cli("backup", str(archive))  # its command line only
+    assert archive.stat().st_size > 0, said
 
 
 def listeners(pair: Pair, server: ThrowawayPostgres, name: str) -> int:

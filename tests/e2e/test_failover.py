@@ -29,7 +29,7 @@ from tests.support.chaos import ChaosStorm, Servers, unexpected, wait_until
 from tests.support.live import LiveServer
 from tests.support.postgres import ThrowawayPostgres, find_bindir
 
-from .test_chaos import STORMED, USERS, check_commands, check_reservations, cluster_on, first_write_after
+from .test_chaos import POWERED, STORMED, USERS, check_commands, check_reservations, cluster_on, first_write_after
 
 PROMOTED_WRITE_WITHIN = 5.0  # seconds from `pg_ctl promote` to the first write through each server
 SESSION_COOKIE = "lablease_session"  # web/security.py: a page signs in with a token's secret
@@ -226,7 +226,7 @@ def test_failover_to_the_synchronous_standby(pair, tmp_path):
                    timeout=20)
         servers = Servers({"a": a.url, "b": b.url})
         storm = ChaosStorm(servers, {user: a.tokens[user] for user in USERS}, STORMED)
-        threads = storm.run(power=(("c1.lab.test", "c2.lab.test"), a.tokens["admin"]))
+        threads = storm.run(power=(POWERED, a.tokens["admin"]))
         marks = {"storm": time.time()}
         try:
             wait_until("40 reservations", lambda: len(storm.acknowledged()) >= 40)

@@ -71,6 +71,11 @@ def test_a_bad_value_is_refused_naming_the_setting(overrides, named):
     ({"database_url": "postgresql://u:s3cret@db/lablease"}, "database_url", "for PostgreSQL write postgresql+psycopg://"),
     ({"database_url": "mysql://u@db/lablease"}, "database_url", "mysql:// is not a database lablease runs on"),
     ({"database_url": "db.example.com"}, "database_url", "is not a database URL"),
+    # a standby to read from is PostgreSQL's, beside a PostgreSQL primary
+    ({"database_read_url": "sqlite:////srv/copy.db"}, "database_read_url", "only PostgreSQL has"),
+    ({"database_read_url": "postgres://u:s3cret@db2/lablease"}, "database_read_url", "postgresql+psycopg://"),
+    ({"database_read_url": "postgresql+psycopg://u:s3cret@db2/lablease"}, "database_read_url",
+     "database_url is not one"),
     ({"log_level": "verbose"}, "log_level", "'verbose' is not one of: debug, info, warning, error, critical"),
     # counts that must be positive (0 API processes hangs every request)
     *[({name: 0}, name, "0 cannot work: it must be at least 1") for name in (

@@ -2,10 +2,10 @@
 import sqlite3
 
 import pytest
-from sqlalchemy.exc import IntegrityError, InterfaceError, OperationalError, ProgrammingError
+from sqlalchemy.exc import IntegrityError, InterfaceError, InternalError, OperationalError, ProgrammingError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 
-from lablease.store.outage import BUSY, DISK_FULL, TOO_MANY, UNAVAILABLE, outage, reason
+from lablease.store.outage import BUSY, DISK_FULL, READ_ONLY, TOO_MANY, UNAVAILABLE, outage, reason
 
 
 def operational(message: str) -> OperationalError:
@@ -27,6 +27,17 @@ def test_database_failures_are_outages_by_their_message(message, expected):
     assert outage(operational(message)) is expected
 
 
+def test_a_write_on_a_read_only_server_is_an_outage():
+    """A standby (mid-failover, or named by a wrong URL): PostgreSQL's read_only_sql_transaction is an InternalError
+    in psycopg, told by its SQLSTATE; SQLite's read-only file by its message."""
+    import psycopg
+
+    refused = psycopg.errors.ReadOnlySqlTransaction("cannot execute INSERT in a read-only transaction")
+    assert refused.sqlstate == "25006"
+    assert outage(InternalError("INSERT INTO systems ...", {}, refused)) is READ_ONLY
+    assert outage(operational("attempt to write a readonly database")) is READ_ONLY
+
+
 def test_a_closed_connection_and_an_exhausted_pool_are_outages():
     assert outage(InterfaceError("SELECT 1", {}, Exception("the connection is closed"))) is UNAVAILABLE
     assert outage(PoolTimeout("QueuePool limit of size 8 overflow 16 reached")) is TOO_MANY
@@ -42,8 +53,8 @@ def test_bugs_and_refusals_are_not_outages(error):
 
 
 def test_only_contention_leaves_the_rest_of_the_database_usable():
-    assert [o.away for o in (UNAVAILABLE, DISK_FULL, TOO_MANY, BUSY)] == [True, True, True, False]
-    assert {o.retry_after for o in (UNAVAILABLE, DISK_FULL, TOO_MANY, BUSY)} <= set(range(1, 10))
+    assert [o.away for o in (UNAVAILABLE, DISK_FULL, TOO_MANY, READ_ONLY, BUSY)] == [True, True, True, True, False]
+    assert {o.retry_after for o in (UNAVAILABLE, DISK_FULL, TOO_MANY, READ_ONLY, BUSY)} <= set(range(1, 10))
 
 
 def test_the_reason_is_the_database_s_first_line():

@@ -120,7 +120,10 @@ class LabLeaseApp:
         # from the directory (services/kerberos.py).
         negotiate = kerberos.offered(self.settings, request.headers.get("Authorization")) if route.auth else None
         signed = kerberos.sign_in(self.db, self.settings, negotiate, self.clock()) if negotiate else None
-        with unit_of_work(self.db, self.settings, self.waker, write=route.writes, read_first=route.read_first) as uow:
+        # A list may read a standby (database_read_url): it may be a moment behind; one item is read where it is
+        # written, so a client reading what it just made finds it.
+        with unit_of_work(self.db, self.settings, self.waker, write=route.writes, read_first=route.read_first,
+                          replica=route.paged) as uow:
             now = self.clock()
             # Who is asking comes first: an anonymous caller learns nothing about its input.
             if signed is not None:
@@ -251,6 +254,6 @@ def create_app(settings: Settings | None = None, db: Database | None = None,
     """The whole application, observed: request ids, request metrics and /metrics around it."""
     configure_mappers()  # once, now, rather than by whichever request thread comes first
     settings = settings or Settings()
-    db = db or Database(settings.database)
+    db = db or Database(settings.database, settings.database_read_url)
     return Observed(LabLeaseApp(settings, db, clock))
 

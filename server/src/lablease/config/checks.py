@@ -88,6 +88,21 @@ def database_url(name: str, value: str) -> str:
     return value
 
 
+def database_read_url(name: str, value: str) -> str:
+    """Empty, or a PostgreSQL URL (a standby's): SQLite has nothing to read from but its one file."""
+    value = database_url(name, value)
+    if value and not value.startswith("postgresql+psycopg"):
+        raise Invalid(name, "names a standby to read from, which only PostgreSQL has: write "
+                            "postgresql+psycopg://USER:PASSWORD@HOST/DATABASE (or leave it empty)")
+    return value
+
+
+def _read_url_beside_postgresql(settings) -> None:
+    if settings.database_read_url and not settings.database_url.startswith("postgresql+psycopg"):
+        raise Invalid("database_read_url", "is a standby of a PostgreSQL database, but database_url is not one "
+                                           "(set database_url to the primary, or leave database_read_url empty)")
+
+
 def _at_most(longer: str, shorter: str, why: str):
     """`shorter` (when set) may not be longer than `longer` (when set)."""
     def rule(settings) -> None:
@@ -124,6 +139,7 @@ TOGETHER = (
     _at_most("warn_before", "warn_before_short", "the lead time of short reservations and loans would be the "
                                                  "longer one; make warn_before_short the shorter"),
     _listeners_differ,
+    _read_url_beside_postgresql,
 )
 
 

@@ -62,6 +62,11 @@ class Settings:
     database_url: str = setting("", "SQLAlchemy URL; `postgresql+psycopg://user:pw@host/db` for PostgreSQL",
                                 empty="SQLite file `lablease.db` in `data_dir`", mask=url_without_password,
                                 check=checks.database_url)
+    database_read_url: str = setting("", (
+        "PostgreSQL URL of a read-only standby that answers the API's lists and the web pages (which may then be "
+        "a moment behind the primary: docs/deployment.md, \"PostgreSQL with a standby\"); every write, and every "
+        "read a write decides on, goes to `database_url`"), empty="lists and pages read `database_url`",
+        mask=url_without_password, check=checks.database_read_url)
     listen: str = setting("127.0.0.1:8042", "`HOST:PORT` that `serve` binds", check=checks.address)
     public_url: str = setting("", "how clients reach the API (written into the OpenAPI `servers`)",
                               empty="`http://<listen>`", check=checks.http_url)

@@ -59,6 +59,8 @@ HANDLERS: dict[type, tuple] = {
 }
 
 
-def unit_of_work(db: Database, settings=None, waker=None, write: bool = True, read_first: bool = False) -> UnitOfWork:
+def unit_of_work(db: Database, settings=None, waker=None, write: bool = True, read_first: bool = False,
+                 replica: bool = False) -> UnitOfWork:
     """A unit of work whose events (a freed system, a new recipe set) reach their handlers here."""
-    return UnitOfWork(db, write=write, waker=waker, settings=settings, handlers=HANDLERS, read_first=read_first)
+    return UnitOfWork(db, write=write, waker=waker, settings=settings, handlers=HANDLERS, read_first=read_first,
+                      replica=replica)

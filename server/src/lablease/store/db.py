@@ -5,6 +5,12 @@ every writing transaction, so that check-then-insert on the calendar is one
 atomic step (a deferred BEGIN lets two writers read, then one fails or both
 book). Reading transactions use a plain BEGIN and never block writers.
 PostgreSQL: one engine; writers lock the rows they decide on (calendar.py).
+Its URL may name several hosts (a primary and its standbys, libpq's
+`target_session_attrs=read-write` picking the primary): each connection
+attempt gives up on a host after CONNECT_TIMEOUT seconds, so a failover is a
+quick 503, never a request hanging on a host that vanished. A second URL,
+`database_read_url`, may name a read-only standby for the lists and pages
+(the `replica` engine); nothing that writes, or reads to decide a write, uses it.
 
 A writer waits for SQLite's write lock in Python, not in SQLite's own busy
 handler: the API serves under gevent (cli/serve.py), where a wait in C would
@@ -29,6 +35,7 @@ from sqlalchemy.exc import OperationalError
 BUSY_TIMEOUT = 15.0  # seconds a transaction waits for the database before giving up (503 at the API)
 HOLDS = "lablease_holds_write_lock"  # in a pooled connection's info: it holds its process's writer lock
 MAX_PAUSE = 0.002  # seconds between tries for the database's lock held by another process
+CONNECT_TIMEOUT = 5  # seconds libpq waits for each PostgreSQL host (unless the URL says connect_timeout)
 
 from .secrets import private_file
 
@@ -89,10 +96,32 @@ def _begin_immediate(connection, writers: threading.Lock) -> None:
         pause = min(pause * 2, MAX_PAUSE)
 
 
-class Database:
-    """The engines of one database: a writer and a reader (the same one on PostgreSQL)."""
+def _postgresql_engine(url: str) -> Engine:
+    timeout = {} if "connect_timeout" in make_url(url).query else {"connect_timeout": CONNECT_TIMEOUT}
+    return create_engine(url, pool_size=8, max_overflow=16, pool_pre_ping=True, connect_args=timeout)
 
-    def __init__(self, url: str):
+
+def libpq_params(url, password: bool = True) -> dict[str, str]:
+    """The libpq connection parameters of a `postgresql+psycopg` URL, as psycopg gets them from SQLAlchemy.
+
+    A connection of our own (the worker's LISTEN, pg_dump) is made from these, never from the URL rendered
+    back as text: a multi-host URL (`?host=a:5432&host=b:5432`) renders as repeated `host` parameters,
+    of which libpq keeps one, so that connection would miss the hosts the engine fails over to."""
+    url = make_url(url)
+    _args, params = url.get_dialect()().create_connect_args(url)
+    params = {key: str(value) for key, value in params.items() if key != "context"}
+    if not password:
+        params.pop("password", None)
+    if url.drivername.startswith("postgresql"):
+        params.setdefault("connect_timeout", str(CONNECT_TIMEOUT))
+    return params
+
+
+class Database:
+    """The engines of one database: a writer, a reader (the same one on PostgreSQL) and the replica the lists
+    and pages read (the reader, unless `read_url` names a standby)."""
+
+    def __init__(self, url: str, read_url: str = ""):
         self.url = url
         parsed = make_url(url)
         self.dialect = parsed.get_backend_name()
@@ -102,14 +131,19 @@ class Database:
             self.writer = _sqlite_engine(url, immediate=True)
             self.reader = _sqlite_engine(url, immediate=False)
         else:
-            self.writer = create_engine(url, pool_size=8, max_overflow=16, pool_pre_ping=True)
+            self.writer = _postgresql_engine(url)
             self.reader = self.writer
+        # Reads that may be a moment behind (lists, pages): a standby's, when the site names one.
+        self.replica = _postgresql_engine(read_url) if read_url else self.reader
 
     @property
     def is_postgresql(self) -> bool:
         return self.dialect == "postgresql"
 
+    @property
+    def engines(self) -> list[Engine]:
+        return list(dict.fromkeys((self.writer, self.reader, self.replica)))
+
     def dispose(self) -> None:
-        self.writer.dispose()
-        if self.reader is not self.writer:
-            self.reader.dispose()
+        for engine in self.engines:
+            engine.dispose()

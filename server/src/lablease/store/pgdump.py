@@ -13,6 +13,8 @@ from pathlib import Path
 
 from sqlalchemy.engine import make_url
 
+from .db import libpq_params
+
 COMMAND = "pg_dump --format=custom --no-owner --no-privileges --file=FILE postgresql://USER@HOST/DB"
 
 
@@ -34,8 +36,10 @@ def restore(url: str, dump_file: Path, clean: bool) -> None:
 def _run(tool: str, *args: str, url: str) -> None:
     if shutil.which(tool) is None:
         raise ToolFailed(f"{tool} is not installed (Debian: postgresql-client); to back up by hand: {COMMAND}")
+    from psycopg.conninfo import make_conninfo
+
     parsed = make_url(url)
-    libpq = parsed.set(drivername="postgresql", password=None).render_as_string(hide_password=False)
+    libpq = make_conninfo("", **libpq_params(url, password=False))  # all of a multi-host URL's hosts
     env = {**os.environ}
     if parsed.password:
         env["PGPASSWORD"] = parsed.password

@@ -103,7 +103,7 @@ class SecretBox:
 
 def use_secrets(db, box: SecretBox) -> None:
     """Give a Database the site's SecretBox: every engine's dialect carries it to the column types."""
-    for engine in {db.writer, db.reader}:
+    for engine in db.engines:
         engine.dialect.lablease_secrets = box
 
 

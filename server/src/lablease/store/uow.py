@@ -29,8 +29,11 @@ class UnitOfWork:
     """
 
     def __init__(self, db: Database, write: bool = True, waker: Waker | None = None, settings=None,
-                 handlers: Mapping[type, tuple] | None = None, read_first: bool = False):
+                 handlers: Mapping[type, tuple] | None = None, read_first: bool = False, replica: bool = False):
         self.db = db
+        # A reading unit of work whose answer may be a moment behind (a list, a page) reads the replica: a
+        # standby's when the site names one (database_read_url). Never one that writes, nor its reads.
+        self.replica = replica and not write
         # A writing unit of work that only reads until it locks a calendar resource ends its reading
         # transaction there: on SQLite it holds the database's write lock just from there to its commit,
         # not for the whole request; on PostgreSQL no transaction stays open (idle) while Python decides.
@@ -46,7 +49,8 @@ class UnitOfWork:
         self._before_commit: list[Callable[[], None]] = []
 
     def __enter__(self) -> UnitOfWork:
-        engine = self.db.writer if (self.write and not self.read_first) else self.db.reader
+        engine = self.db.writer if (self.write and not self.read_first) else \
+            self.db.replica if self.replica else self.db.reader
         self.session = Session(bind=engine, expire_on_commit=False, autoflush=True)
         self.session.info["uow"] = self
         return self

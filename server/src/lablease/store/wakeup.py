@@ -10,7 +10,9 @@ the worker's maximum sleep.
 On PostgreSQL the listening connection may die (the server restarts): the
 listener then reports a wake-up (notifications may have been lost, so the
 worker should look now) and connects again at its next wait; while the
-database is away a wait is a plain sleep.
+database is away a wait is a plain sleep. With a multi-host URL (a primary
+and its standby) the new connection goes to whichever host is the primary
+then: a failover moves the LISTEN too.
 """
 from __future__ import annotations
 
@@ -21,7 +23,7 @@ import time
 
 from sqlalchemy import text
 
-from .db import Database
+from .db import Database, libpq_params
 
 CHANNEL = "lablease_wake"
 _NOTIFY = text("SELECT pg_notify(:channel, '')").bindparams(channel=CHANNEL)
@@ -79,10 +81,10 @@ class WakeListener:
         """Connect and LISTEN; False while the database cannot be reached."""
         import psycopg
 
-        url = self.db.writer.url.set(drivername="postgresql")
         try:
-            self._conn = psycopg.connect(url.render_as_string(hide_password=False), autocommit=True,
-                                         connect_timeout=5)
+            # The engine's own parameters: with a multi-host URL it listens on whichever host is the primary now
+            # (target_session_attrs=read-write), and after a failover on the new one.
+            self._conn = psycopg.connect(**libpq_params(self.db.writer.url), autocommit=True)
             self._conn.execute(f"LISTEN {CHANNEL}")
         except psycopg.Error:
             self.close()

@@ -23,6 +23,7 @@ from ..domain.errors import DirectoryUnavailable, DomainError, Invalid, Unauthen
 from ..domain.signin import safe_next
 from ..services import kerberos, signin
 from ..services.handlers import unit_of_work
+from ..store.outage import outage, reason
 from ..store.secrets import site_key
 from . import security
 from .context import PageContext, Redirect, Render
@@ -64,7 +65,14 @@ class WebPages:
             response = self.run(self.pages[endpoint], request, args)
         except HTTPException as error:  # e.g. a form past max_body_bytes (413)
             response = self.error_page(request, None, error.code or 400, error.description or error.name)
-        except Exception:  # noqa: BLE001 - a bug: a plain page with an error id, the traceback in the log
+        except Exception as error:  # noqa: BLE001 - a bug: a plain page with an error id, the traceback in the log
+            found = outage(error)
+            if found is not None:  # the database failed, not this page (a failover, a restart): 503, as the API
+                log.warning("%s answering %s %s: %s", found.title.lower(), request.method, request.path,
+                            reason(error))
+                response = self.error_page(request, None, 503, f"{found.detail}.")
+                response.headers["Retry-After"] = str(found.retry_after)
+                return security.protect(response, private=True)
             error_id = random.token_hex(6)
             log.exception("error %s: unexpected exception answering %s %s", error_id, request.method, request.path)
             response = self.error_page(request, None, 500, f"An unexpected error occurred (error {error_id} in the "
@@ -106,7 +114,8 @@ class WebPages:
     def run_page(self, page, request: Request, args: dict, session_secret: str | None) -> Response:
         settings = self.app.settings
         writes = page.method == "POST"
-        with unit_of_work(self.app.db, settings, self.app.waker, write=writes) as uow:
+        # A page that only shows may read a standby (database_read_url): it may be a moment behind.
+        with unit_of_work(self.app.db, settings, self.app.waker, write=writes, replica=not writes) as uow:
             now = self.app.clock()
             actor = self.signed_in(uow, request, session_secret, now)
             if page.auth and actor is None:

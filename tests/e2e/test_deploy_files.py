@@ -105,6 +105,11 @@ def test_the_units_run_the_server_and_the_worker_apart():
     serve = lablease_command(commands["lablease-server.service"][1:])
     worker = lablease_command(commands["lablease-worker.service"][1:])
     assert (serve.command, serve.no_worker, worker.command) == ("serve", True, "worker")
+    server = unit("lablease-server.service")["Service"]
+    migrate = shlex.split(server["ExecStartPre"])  # the schema is migrated before the new code serves
+    assert migrate[0] == INSTALLED and lablease_command(migrate[1:]).command == "init"
+    assert shlex.split(server["ExecReload"]) == ["/bin/kill", "-HUP", "$MAINPID"]  # gunicorn's graceful reload
+    assert "lablease-server.service" in unit("lablease-worker.service")["Unit"]["After"].split()
     sysusers = (DEPLOY / "systemd" / "lablease.sysusers").read_text().split("\n")
     assert any(line.split()[:2] == ["u", "lablease"] for line in sysusers if line and not line.startswith("#"))
 

@@ -13,6 +13,13 @@ worker gives a connection one of its few threads as soon as a byte arrives and
 keeps it while the client trickles its headers, so a dozen slow clients starve
 everybody else; gevent gives every connection a greenlet of its own, so only
 complete requests compete for the application (docs/design.md, "Serving").
+
+Reload (SIGHUP, `systemctl reload`): gunicorn's own. The arbiter keeps the listening socket, starts new
+request workers, then stops the old ones gracefully: they stop accepting, finish what they were
+answering (a waiting long poll answers at once, an event stream ends) and exit, so no accepted
+connection is reset. The background worker is replaced too. Each new process checks the schema first:
+on a database a newer lablease migrated it refuses to start and the server exits (status 3), rather
+than writing to a schema it does not know (docs/deployment.md, "Reload and restart").
 """
 from __future__ import annotations
 
@@ -27,12 +34,15 @@ import sys
 from pathlib import Path
 
 from gunicorn.app.base import BaseApplication
+from gunicorn.arbiter import Arbiter
 from gunicorn.glogging import Logger
 
 from ..config import Settings
 from ..observe import logs, metrics
 from ..observe.logs import without_query  # noqa: F401 - where tests and callers have found it
+from ..store import migrate
 from ..store.db import Database
+from ..store.feed_signal import stop_waiting
 from ..store.wakeup import AlreadyRunning, WakeListener
 
 log = logging.getLogger("lablease.serve")
@@ -101,27 +111,43 @@ class LabLeaseServer(BaseApplication):
             "child_exit": lambda _arbiter, child: metrics.mark_dead(child.pid),
             "on_exit": self._on_exit,
             "post_fork": self._post_fork,
+            "on_reload": self._on_reload,
         }
         for key, value in options.items():
             self.cfg.set(key, value)
 
     def _when_ready(self, _arbiter):
+        self._start_worker()
+        log.info("lablease serving on http://%s (worker %s)", self.settings.listen,
+                 f"process {self.worker.pid}" if self.worker else "off")
+
+    def _start_worker(self) -> None:
         if self.run_worker:
             command = [sys.executable, "-m", "lablease.cli.server"]
             if self.config_file:
                 command += ["--config", self.config_file]
             command += ["worker", "--parent", str(os.getpid())]
             self.worker = subprocess.Popen(command, env=worker_environ(self.settings))
-        log.info("lablease serving on http://%s (worker %s)", self.settings.listen,
-                 f"process {self.worker.pid}" if self.worker else "off")
 
-    def _post_fork(self, _arbiter, _worker):
+    def _on_reload(self, _arbiter):
+        # Called before the new request workers start: the background worker finishes its pass and a new
+        # one (a fresh interpreter, which checks the schema as it starts) takes over.
+        if self.worker is not None:
+            self._stop_worker()
+            self._start_worker()
+            log.info("reload: worker process %s replaced the previous one", self.worker.pid)
+
+    def _post_fork(self, _arbiter, worker):
         # The data directory's lock is the serving process's: a request worker that outlives it for a moment
         # must not keep the next `serve` out (the lock stays held by the arbiter's own descriptor).
         if self.lock is not None:
             self.lock.close()
+        worker.handle_exit = _ending_waits(worker.handle_exit)
 
     def _on_exit(self, _arbiter):
+        self._stop_worker()
+
+    def _stop_worker(self) -> None:
         if self.worker is not None and self.worker.poll() is None:
             self.worker.send_signal(signal.SIGTERM)
             try:
@@ -135,10 +161,37 @@ class LabLeaseServer(BaseApplication):
     def load(self):
         from ..api import create_app  # built in each worker process after the fork
 
+        refuse_unknown_schema(self.settings)
         app = create_app(self.settings)
         gc.collect()  # the application lives as long as the process: out of the collector's way (cli/server.py)
         gc.freeze()
         return app
+
+
+def _ending_waits(handle_exit):
+    """gunicorn's SIGTERM handler of a request worker (a reload, a stop), ending the feed's waits first.
+
+    gunicorn waits `graceful_timeout` for the requests in flight, then cuts them off; a long poll may wait
+    five minutes. Told to stop waiting, it answers what it has within a second instead (store/feed_signal.py).
+    """
+    def handle(sig, frame):
+        stop_waiting()
+        handle_exit(sig, frame)
+
+    return handle
+
+
+def refuse_unknown_schema(settings: Settings) -> None:
+    """A request worker starting (at start-up, after a reload, or replacing one that died) serves only the
+    schema this code knows: on any other it exits with gunicorn's boot-error status, which stops the whole
+    server, naming the revision and what to do, instead of writing to a schema a newer lablease migrated."""
+    from .server import Unusable, _db
+
+    try:
+        _db(settings).dispose()
+    except (migrate.SchemaNewer, Unusable) as error:
+        log.error("refusing to serve: %s", error)
+        sys.exit(Arbiter.WORKER_BOOT_ERROR)  # the arbiter then stops, with this status
 
 
 def worker_environ(settings: Settings, environ=os.environ) -> dict:

@@ -18,7 +18,7 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from ..domain.errors import Gone, Invalid
 from ..domain.permissions import Actor
 from ..store.event_tables import FeedEvent
-from ..store.feed_signal import signal_for
+from ..store.feed_signal import signal_for, stopping  # noqa: F401 - api/views/events.py asks
 
 _PENDING = "feed_events"  # session.info: the rows to write at commit, each with the transactions it is in
 _LISTENING = "feed_listening"  # session.info: rolled-back savepoints drop their rows (_drop_rolled_back)

@@ -20,8 +20,25 @@ from .event_tables import FeedEvent
 
 POLL = 1.0  # seconds: how late an event written by another process may be seen
 
+_stopping = False  # set once, when this process starts a graceful stop (cli/serve.py)
+
 _SIGNALS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _SIGNALS_LOCK = threading.Lock()
+
+
+def stop_waiting() -> None:
+    """This process is stopping gracefully: every wait ends within `POLL` seconds, and new ones at once.
+
+    A long poll then answers what it has (its cursor unchanged) and a stream ends, well inside gunicorn's
+    graceful timeout, instead of being cut off mid-response when it runs out. Only a flag is set: it is
+    called from a signal handler, where taking the condition's lock could deadlock.
+    """
+    global _stopping
+    _stopping = True
+
+
+def stopping() -> bool:
+    return _stopping
 
 
 def newest_id(db: Database) -> int:
@@ -54,7 +71,7 @@ class FeedSignal:
             try:
                 while self.latest <= seen:
                     now = time.monotonic()
-                    if now >= deadline:
+                    if now >= deadline or _stopping:
                         return False
                     if not self._probing and now - self._probed_at >= POLL:
                         self._probe_now()

@@ -1,7 +1,9 @@
 """The event feed: answered at once, after a long poll, or as a stream of server-sent events.
 
 While it waits, a request holds no database connection: its session is closed and it sleeps on the
-process's feed signal (store/feed_signal.py); each read takes a connection for one query.
+process's feed signal (store/feed_signal.py); each read takes a connection for one query. When the
+process stops gracefully (a reload, a restart), a long poll answers what it has and a stream ends, each
+a complete response, so the client resumes from its cursor on the next process.
 """
 from __future__ import annotations
 
@@ -56,6 +58,8 @@ def _stream(ctx: Context, after, duration: float) -> Response:
             if remaining <= 0:
                 return
             if not full and not feed.wait(db, seen, min(remaining, KEEPALIVE)):
+                if feed.stopping():  # the process stops gracefully: end cleanly, the client resumes elsewhere
+                    return
                 yield ": still here\n\n"
                 continue
             with unit_of_work(db, settings, write=False) as uow:

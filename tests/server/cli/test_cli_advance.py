@@ -493,6 +493,11 @@ def rfc(moment: datetime) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def people(moment: datetime) -> str:
+    """A time as the output for people writes it."""
+    return moment.strftime("%Y-%m-%d %H:%M UTC")
+
+
 def block(text: str) -> dict[str, list[str]]:
     found: dict[str, list[str]] = {}
     for line in text.splitlines():
@@ -521,12 +526,13 @@ def test_live_create_list_show_delete(cli, add_system, schema):
                     "lab=ar-lab-1", "-pe", "smp", "2", "-m", "be", "-M", "qe@lab.test", "-u", "admin,bob")
     ar_id = granted(result)
     fields = block(result.out)
-    assert fields["state"] == ["w (waiting)"] and fields["start"] == [rfc(start)]
-    assert fields["end"] == [rfc(start + timedelta(hours=2))] and fields["duration"] == ["02:00:00"]
+    assert fields["state"] == ["w (waiting)"] and fields["start"] == [people(start)]
+    assert fields["end"] == [people(start + timedelta(hours=2))] and fields["duration"] == ["02:00:00"]
     assert sorted(fields["systems"][0].split(", ")) == [a, b] and fields["acl"] == ["admin, bob"]
-    rows = [line.split() for line in cli.ok("ar", "list").lines]
+    rows = [line.split("  ") for line in cli.ok("ar", "list").lines]
+    rows = [[cell.strip() for cell in row if cell.strip()] for row in rows]
     assert rows[0] == ["AR-ID", "NAME", "OWNER", "STATE", "START", "END", "DURATION"]
-    assert [str(ar_id), "ar-cli-1", "admin", "w", rfc(start), rfc(start + timedelta(hours=2)), "02:00:00"] in rows
+    assert [str(ar_id), "ar-cli-1", "admin", "w", people(start), people(start + timedelta(hours=2)), "02:00:00"] in rows
     listed = valid(schema, cli.ok("ar", "list", "-u", "*", "--xml").out)
     assert str(ar_id) in [s.findtext("id") for s in listed.findall("ar_summary")]
     shown = json.loads(cli.ok("ar", "show", "ar-cli-1", "--json").out)
@@ -576,7 +582,7 @@ def test_live_modify_explain_accounting(cli, add_system):
     changed = block(cli.ok("ar", "modify", "ar-cli-m", "-e", ge(start + timedelta(hours=3)), "-N", "ar-cli-m2",
                            "-u", "admin,carol").out)
     assert (changed["name"], changed["end"], changed["acl"]) == (
-        ["ar-cli-m2"], [rfc(start + timedelta(hours=3))], ["admin, carol"])
+        ["ar-cli-m2"], [people(start + timedelta(hours=3))], ["admin, carol"])
     explained = json.loads(cli.ok("ar", "show", str(ar_id), "--explain", "--json").out)
     assert explained["state"] == "w" and isinstance(explained["explain"], list)
     assert block(cli.ok("ar", "show", str(ar_id), "--explain").out)["explain"] in (explained["explain"], ["-"])

@@ -19,6 +19,7 @@ description:
   - Needs the C(edit_policy) permission on the system (its owner and administrators have it).
 extends_documentation_fragment:
   - lablease.lab.api
+  - lablease.lab.attributes
   - lablease.lab.attributes.resource
 attributes:
   diff_mode:

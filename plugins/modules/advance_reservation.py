@@ -34,6 +34,7 @@ description:
     server limits how many may be active at once (C(max_advance_reservations); 0 turns them off).
 extends_documentation_fragment:
   - lablease.lab.api
+  - lablease.lab.attributes
   - lablease.lab.attributes.resource
 attributes:
   check_mode:

@@ -17,6 +17,7 @@ description:
     like Grid Engine's C(qrstat).
 extends_documentation_fragment:
   - lablease.lab.api
+  - lablease.lab.attributes
   - lablease.lab.attributes.info_module
 options:
   id:

@@ -22,6 +22,7 @@ description:
   - Only administrators may add, change or remove distro trees.
 extends_documentation_fragment:
   - lablease.lab.api
+  - lablease.lab.attributes
   - lablease.lab.attributes.resource
 attributes:
   diff_mode:

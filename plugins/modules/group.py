@@ -18,6 +18,7 @@ description:
   - Only the options given are compared and changed.
 extends_documentation_fragment:
   - lablease.lab.api
+  - lablease.lab.attributes
   - lablease.lab.attributes.resource
 attributes:
   diff_mode:

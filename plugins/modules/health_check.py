@@ -19,6 +19,7 @@ description:
   - Only the options given are compared and changed. Only administrators define health checks.
 extends_documentation_fragment:
   - lablease.lab.api
+  - lablease.lab.attributes
   - lablease.lab.attributes.resource
 attributes:
   diff_mode:

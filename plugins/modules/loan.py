@@ -19,6 +19,7 @@ description:
     lending to oneself needs C(loan_self).
 extends_documentation_fragment:
   - lablease.lab.api
+  - lablease.lab.attributes
   - lablease.lab.attributes.resource
 attributes:
   diff_mode:

@@ -20,6 +20,7 @@ description:
     members of the owning group add and remove its systems.
 extends_documentation_fragment:
   - lablease.lab.api
+  - lablease.lab.attributes
   - lablease.lab.attributes.resource
 attributes:
   diff_mode:

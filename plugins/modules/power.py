@@ -21,6 +21,7 @@ description:
     queues a command (changed).
 extends_documentation_fragment:
   - lablease.lab.api
+  - lablease.lab.attributes
   - lablease.lab.attributes.resource
 attributes:
   check_mode:

@@ -25,6 +25,7 @@ description:
     A new reservation of the system always installs again.
 extends_documentation_fragment:
   - lablease.lab.api
+  - lablease.lab.attributes
   - lablease.lab.attributes.resource
 attributes:
   check_mode:

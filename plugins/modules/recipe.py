@@ -20,6 +20,7 @@ description:
     again, and finishing a recipe that has already finished changes nothing.
 extends_documentation_fragment:
   - lablease.lab.api
+  - lablease.lab.attributes
   - lablease.lab.attributes.resource
 attributes:
   diff_mode:

@@ -27,6 +27,7 @@ description:
     O(wait_timeout) seconds. Its O(duration) counts from the grant.
 extends_documentation_fragment:
   - lablease.lab.api
+  - lablease.lab.attributes
   - lablease.lab.attributes.resource
 attributes:
   check_mode:

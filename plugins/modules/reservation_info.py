@@ -16,6 +16,7 @@ description:
   - Lists reservations on a lablease server - the caller's, a system's, or one by id - newest first.
 extends_documentation_fragment:
   - lablease.lab.api
+  - lablease.lab.attributes
   - lablease.lab.attributes.info_module
 options:
   id:

@@ -21,6 +21,7 @@ description:
     With O(state=absent), the caller's current and future bookings of the resource are cancelled.
 extends_documentation_fragment:
   - lablease.lab.api
+  - lablease.lab.attributes
   - lablease.lab.attributes.resource
 attributes:
   check_mode:

@@ -18,6 +18,7 @@ description:
   - Adding systems needs an administrator's token; changing one needs the C(edit_system) permission on it.
 extends_documentation_fragment:
   - lablease.lab.api
+  - lablease.lab.attributes
   - lablease.lab.attributes.resource
 options:
   fqdn:

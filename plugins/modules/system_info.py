@@ -17,6 +17,7 @@ description:
     condition, who reserved them, or a window in which they must be free.
 extends_documentation_fragment:
   - lablease.lab.api
+  - lablease.lab.attributes
   - lablease.lab.attributes.info_module
 options:
   fqdn:

@@ -9,7 +9,8 @@ __metaclass__ = type
 
 class ModuleDocFragment(object):
 
-    # The connection options of every module (plugins/module_utils/client.py: API_ARGUMENT_SPEC).
+    # Every module's connection options (plugins/module_utils/client.py: API_ARGUMENT_SPEC), author,
+    # requirements and shared notes.
     DOCUMENTATION = r"""
 options:
   url:
@@ -41,6 +42,10 @@ options:
       - Only idempotent calls are retried (reads, returns, and reservations made with a O(lablease.lab.reservation#module:request_id)).
     type: int
     default: 3
+author:
+  - lablease developers (@lablease)
+requirements:
+  - Python 3.8 or later on the host that runs the module (usually localhost).
 notes:
   - >-
     All modules of this collection are in the action group C(lablease.lab.api), so

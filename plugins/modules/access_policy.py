@@ -17,8 +17,6 @@ description:
     whether the system uses a pool's policy instead of its own.
   - A rule grants one permission to a user, a group, or everybody.
   - Needs the C(edit_policy) permission on the system (its owner and administrators have it).
-author:
-  - lablease developers (@lablease)
 extends_documentation_fragment:
   - lablease.lab.api
   - lablease.lab.attributes
@@ -81,8 +79,6 @@ options:
       - Adding rules never needs it.
     type: bool
     default: false
-requirements:
-  - Python 3.8 or later on the host that runs the module.
 seealso:
   - module: lablease.lab.pool
   - module: lablease.lab.group

@@ -32,8 +32,6 @@ description:
     so; delete the AR (O(state=absent)) and create it again.
   - Only administrators and members of the server's C(arusers) group may create advance reservations, and the
     server limits how many may be active at once (C(max_advance_reservations); 0 turns them off).
-author:
-  - lablease developers (@lablease)
 extends_documentation_fragment:
   - lablease.lab.api
   - lablease.lab.attributes
@@ -145,8 +143,6 @@ options:
       - Ignored when the AR is created.
     type: list
     elements: str
-requirements:
-  - Python 3.8 or later on the host that runs the module.
 notes:
   - The AR's systems can be used inside its window by the users in its O(acl) - jobs bound to it (the job
     JSON's C(recipe_sets[].ar), M(lablease.lab.job)) and reservations made with C(advance_reservation).

@@ -15,8 +15,6 @@ version_added: 1.0.0
 description:
   - Lists advance reservations (ARs) on a lablease server - the caller's, a user's, everybody's, or one by id -
     like Grid Engine's C(qrstat).
-author:
-  - lablease developers (@lablease)
 extends_documentation_fragment:
   - lablease.lab.api
   - lablease.lab.attributes
@@ -44,8 +42,6 @@ options:
     type: list
     elements: str
     choices: [w, r, x, d, E]
-requirements:
-  - Python 3.8 or later on the host that runs the module.
 seealso:
   - module: lablease.lab.advance_reservation
 """

@@ -20,8 +20,6 @@ description:
     An existing tree is changed only in the options given that differ from the server's (C(PATCH) with those
     fields only); nothing differs - not changed.
   - Only administrators may add, change or remove distro trees.
-author:
-  - lablease developers (@lablease)
 extends_documentation_fragment:
   - lablease.lab.api
   - lablease.lab.attributes
@@ -95,8 +93,6 @@ options:
         Not given - left alone.
     type: list
     elements: str
-requirements:
-  - Python 3.8 or later on the host that runs the module.
 seealso:
   - module: lablease.lab.provision
   - module: lablease.lab.job

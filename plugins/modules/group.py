@@ -16,8 +16,6 @@ description:
   - Makes sure a group exists with the given description, members, owners and webhook, or does not exist.
   - Any user may create a group and then owns it; only owners (and administrators) change or delete it.
   - Only the options given are compared and changed.
-author:
-  - lablease developers (@lablease)
 extends_documentation_fragment:
   - lablease.lab.api
   - lablease.lab.attributes
@@ -86,8 +84,6 @@ options:
         removed and those pools are left without an owning group (administrators manage them).
     type: bool
     default: false
-requirements:
-  - Python 3.8 or later on the host that runs the module.
 seealso:
   - module: lablease.lab.pool
   - module: lablease.lab.access_policy

@@ -17,8 +17,6 @@ description:
   - A health check is a job the server's scheduler runs on a system like any recipe, to decide whether the system
     is healthy; a failed check makes an Automated system broken and tells its owner.
   - Only the options given are compared and changed. Only administrators define health checks.
-author:
-  - lablease developers (@lablease)
 extends_documentation_fragment:
   - lablease.lab.api
   - lablease.lab.attributes
@@ -67,8 +65,6 @@ options:
     description:
       - Check a system after this many recipes ran on it.
     type: int
-requirements:
-  - Python 3.8 or later on the host that runs the module.
 notes:
   - Whatever the cadence, a system is checked when it comes back from broken and after a failed installation.
 seealso:

@@ -22,8 +22,6 @@ description:
     no change; once it has finished, the same task submits the work again. With O(job_id) the module never
     submits.
   - See the server's C(docs/jobs.md) for the job XML and the JSON form.
-author:
-  - lablease developers (@lablease)
 extends_documentation_fragment:
   - lablease.lab.api
   - lablease.lab.attributes
@@ -107,8 +105,6 @@ options:
       - Seconds between two looks at the job while waiting.
     type: int
     default: 2
-requirements:
-  - Python 3.8 or later on the host that runs the module.
 seealso:
   - module: lablease.lab.recipe
 """

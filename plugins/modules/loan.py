@@ -17,8 +17,6 @@ description:
   - While a system is lent, only the recipient, the system's owner and administrators may reserve it.
   - Lending to somebody else needs the C(loan_any) permission on the system (owners and administrators have it);
     lending to oneself needs C(loan_self).
-author:
-  - lablease developers (@lablease)
 extends_documentation_fragment:
   - lablease.lab.api
   - lablease.lab.attributes
@@ -91,8 +89,6 @@ options:
         refused as well; O(force=true) lends it anyway when the caller is an administrator.
     type: bool
     default: false
-requirements:
-  - Python 3.8 or later on the host that runs the module.
 seealso:
   - module: lablease.lab.reservation
   - module: lablease.lab.access_policy

@@ -18,8 +18,6 @@ description:
   - Only the options given are compared and changed.
   - A pool is created by a member of its owning group (administrators may create pools with no owning group);
     members of the owning group add and remove its systems.
-author:
-  - lablease developers (@lablease)
 extends_documentation_fragment:
   - lablease.lab.api
   - lablease.lab.attributes
@@ -75,8 +73,6 @@ options:
         its access policy use their own rules again.
     type: bool
     default: false
-requirements:
-  - Python 3.8 or later on the host that runs the module.
 seealso:
   - module: lablease.lab.group
   - module: lablease.lab.access_policy

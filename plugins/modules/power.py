@@ -19,8 +19,6 @@ description:
   - B(Idempotency.) V(on) and V(off) do nothing (not changed) when the system's last known power state - from
     its last completed power command - already is the one asked for, unless O(force=true). V(reboot) always
     queues a command (changed).
-author:
-  - lablease developers (@lablease)
 extends_documentation_fragment:
   - lablease.lab.api
   - lablease.lab.attributes
@@ -69,8 +67,6 @@ options:
     type: int
     default: 2
     aliases: [wait_sleep]
-requirements:
-  - Python 3.8 or later on the host that runs the module.
 seealso:
   - module: lablease.lab.provision
   - module: lablease.lab.system

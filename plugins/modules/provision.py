@@ -23,8 +23,6 @@ description:
     O(ks_meta) and the same O(kernel_options), and it has not failed nor been cancelled, nothing is installed
     again (not changed; with O(wait) the module waits for that installation). O(force=true) installs anyway.
     A new reservation of the system always installs again.
-author:
-  - lablease developers (@lablease)
 extends_documentation_fragment:
   - lablease.lab.api
   - lablease.lab.attributes
@@ -100,8 +98,6 @@ options:
     type: int
     default: 5
     aliases: [wait_sleep]
-requirements:
-  - Python 3.8 or later on the host that runs the module.
 seealso:
   - module: lablease.lab.distro_tree
   - module: lablease.lab.power

@@ -18,8 +18,6 @@ description:
   - Only the job's owner (and administrators) may report on its recipes.
   - Idempotent. The recipe is read first; a task result already reported (same name and result) is not sent
     again, and finishing a recipe that has already finished changes nothing.
-author:
-  - lablease developers (@lablease)
 extends_documentation_fragment:
   - lablease.lab.api
   - lablease.lab.attributes
@@ -67,8 +65,6 @@ options:
         reported task results.
     type: str
     choices: [pass, warn, fail]
-requirements:
-  - Python 3.8 or later on the host that runs the module.
 seealso:
   - module: lablease.lab.job
 """

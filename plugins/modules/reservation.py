@@ -25,8 +25,6 @@ description:
   - With O(wait=true), a system held by somebody else does not fail the task; the reservation joins the server's
     queue (the same queue as jobs, by priority then age) and the task blocks until the server grants it, at most
     O(wait_timeout) seconds. Its O(duration) counts from the grant.
-author:
-  - lablease developers (@lablease)
 extends_documentation_fragment:
   - lablease.lab.api
   - lablease.lab.attributes
@@ -140,8 +138,6 @@ options:
       - Without O(wait), the task fails when the system has no such pass. With O(wait=true), the server grants the
         system only once it has one, running a check on it first when needed.
     type: str
-requirements:
-  - Python 3.8 or later on the host that runs the module (usually localhost).
 notes:
   - "The module runs on the controller or any host that can reach the server; use C(delegate_to: localhost) or a C(localhost) play."
 seealso:

@@ -14,8 +14,6 @@ short_description: List reservations of lab systems
 version_added: 1.0.0
 description:
   - Lists reservations on a lablease server - the caller's, a system's, or one by id - newest first.
-author:
-  - lablease developers (@lablease)
 extends_documentation_fragment:
   - lablease.lab.api
   - lablease.lab.attributes
@@ -41,8 +39,6 @@ options:
       - V(true) lists reservations not yet returned (active and upcoming), V(false) only returned or expired ones.
     type: bool
     default: true
-requirements:
-  - Python 3.8 or later on the host that runs the module.
 seealso:
   - module: lablease.lab.reservation
 """

@@ -19,8 +19,6 @@ description:
   - Idempotent. With O(state=present), a current or future booking of the caller for the same resource (and O(slice),
     when given) is kept; a later O(end) or a longer O(duration) moves its end, and a different O(resource_spec) is updated.
     With O(state=absent), the caller's current and future bookings of the resource are cancelled.
-author:
-  - lablease developers (@lablease)
 extends_documentation_fragment:
   - lablease.lab.api
   - lablease.lab.attributes
@@ -74,8 +72,6 @@ options:
     description:
       - Free-form description of what is booked, kept with the booking.
     type: dict
-requirements:
-  - Python 3.8 or later on the host that runs the module.
 seealso:
   - module: lablease.lab.reservation
 """

@@ -16,8 +16,6 @@ description:
   - Makes sure a system exists on a lablease server with the given settings, or is removed.
   - Only the options given are compared and changed; the others keep their value on the server.
   - Adding systems needs an administrator's token; changing one needs the C(edit_system) permission on it.
-author:
-  - lablease developers (@lablease)
 extends_documentation_fragment:
   - lablease.lab.api
   - lablease.lab.attributes
@@ -111,8 +109,6 @@ options:
         the task fails naming the reservations and the loan.
     type: bool
     default: false
-requirements:
-  - Python 3.8 or later on the host that runs the module.
 seealso:
   - module: lablease.lab.system_info
 """

@@ -15,8 +15,6 @@ version_added: 1.0.0
 description:
   - Shows one system, or lists the systems the caller may see, filtered by architecture, lab, pool, owner,
     condition, who reserved them, or a window in which they must be free.
-author:
-  - lablease developers (@lablease)
 extends_documentation_fragment:
   - lablease.lab.api
   - lablease.lab.attributes
@@ -67,8 +65,6 @@ options:
       - Only systems free from now for this long (V(4h), V(2d), ...). Sets O(free_from) and O(free_until).
       - The forms a duration may take are listed once, in L(Times and durations,https://github.com/lablease/lablease/blob/main/docs/api.md#times-and-durations).
     type: str
-requirements:
-  - Python 3.8 or later on the host that runs the module.
 seealso:
   - module: lablease.lab.system
   - module: lablease.lab.reservation

@@ -116,3 +116,33 @@ def test_advance_reservations_and_utilisation_pages(visit, lab):
     expect(page.locator("[data-figure='busy']")).to_be_visible()
     person.check("utilisation")
     assert re.search(r"utilisation", page.title(), re.I)
+
+
+RFC3339 = re.compile(r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?([Zz]|[+-]\d{2}:?\d{2})")
+# What a person reads on a page: its text as shown, and the tooltips of its charts.
+SHOWN = "() => document.body.innerText + '\\n' + [...document.querySelectorAll('svg title')].map(t => t.textContent).join('\\n')"
+
+
+def test_no_page_shows_a_person_a_raw_rfc_3339_time(visit, site, lab):
+    """Every page, a refusal's note and a system's history write times as people read them
+    (2026-11-24 19:15 UTC); RFC 3339 is only for machines (the <time> elements' datetime)."""
+    person = visit()
+    person.sign_in("alice")
+    page = person.go("/reservations")
+    page.get_by_label("System (fully qualified name)").fill("rsv.rack.test")  # bob holds it: refused
+    page.locator("form.take").get_by_role("button", name="Take").click()
+    refusal = page.get_by_role("alert")
+    expect(refusal).to_contain_text("rsv.rack.test is reserved by bob")
+    expect(refusal).to_contain_text(" UTC")
+    shown = {"/reservations (a refusal)": page.evaluate(SHOWN)}
+    jobs = [lab[name]["id"] for name in ("running", "busy", "bound", "never")]
+    for path in ["/systems", "/systems/rsv.rack.test", "/systems/lent.rack.test", "/systems/adv.rack.test",
+                 "/reservations", "/pools", "/pools/rack?span=7d", "/systems/rsv.rack.test?span=30d", "/queue",
+                 "/jobs", *[f"/jobs/{job}" for job in jobs], "/advance-reservations?user=*",
+                 f"/advance-reservations/{lab['ar']['id']}", "/utilisation?pool=rack"]:
+        shown[path] = person.go(path).evaluate(SHOWN)
+    history = shown["/systems/rsv.rack.test"]
+    assert f"reserved: reservation {lab['reservation']['id']} until" in history  # a history line with a time
+    raw = {path: RFC3339.findall(text) and RFC3339.search(text).group(0) for path, text in shown.items()}
+    assert {path: found for path, found in raw.items() if found} == {}
+    assert all(" UTC" in text for path, text in shown.items() if path.startswith(("/systems/", "/advance-reservations/")))

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -76,7 +77,7 @@ def test_systems_free_window_and_mine(cli, add_system):
     mine = cli.ok("systems", "--mine", user="bob")
     assert [line.split()[0] for line in mine.lines[1:]] == ["free1.lab.test"]
     assert row_of(mine, "free1.lab.test")[5] == "bob"
-    assert row_of(mine, "free1.lab.test")[6].endswith("Z")
+    assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d UTC", row_of(mine, "free1.lab.test")[6])
 
 
 # --- reservations ----------------------------------------------------------------------------

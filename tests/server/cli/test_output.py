@@ -14,10 +14,19 @@ from lablease.cli.client import main
 from lablease.cli.client_status import ExitStatus, http_status_to_exit_status
 
 
-def test_times_are_shown_in_utc_to_the_second():
-    assert output.format_time("2026-11-22T16:00:00.123456+02:00") == "2026-11-22T14:00:00Z"
-    assert output.format_time("2026-11-22T14:00:00Z") == "2026-11-22T14:00:00Z"
-    assert output.format_time(None) == "-"
+def test_times_are_shown_to_people_in_utc_to_the_minute_and_to_machines_as_rfc_3339():
+    assert output.when("2026-11-22T16:00:59.123456+02:00") == "2026-11-22 14:00 UTC"
+    assert output.when("2026-11-22T14:00:00Z") == "2026-11-22 14:00 UTC"
+    assert output.when(None) == "-" and output.when("soon") == "soon"
+    assert output.rfc3339("2026-11-22T16:00:00.123456+02:00") == "2026-11-22T14:00:00Z"
+
+
+def test_a_message_reads_its_times_as_people_do():
+    assert output.for_people("s1.lab.test is reserved by alice from 2026-11-22T04:08:20Z until "
+                             "2026-11-22T10:08:20+02:00") == (
+        "s1.lab.test is reserved by alice from 2026-11-22 04:08 UTC until 2026-11-22 08:08 UTC")
+    assert output.for_people("reservation 1 until 2026-11-22 04:08 UTC") == "reservation 1 until 2026-11-22 04:08 UTC"
+    assert output.for_people("build 2026-13-40T10:00:00Z, id 2026-11-22") == "build 2026-13-40T10:00:00Z, id 2026-11-22"
 
 
 def test_table_aligns_columns_and_marks_empty_cells():

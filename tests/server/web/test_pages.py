@@ -80,7 +80,7 @@ def test_a_disabled_action_says_why(web, person):
     web.bob.post("/reservations", {"system": "held.lab.test", "duration": "2h"})
     alice = person("alice")
     html = alice.page("/systems/held.lab.test")
-    assert action(html) == ("take", "no") and "reserved by bob until 2026-11-22T14:00:00Z" in html
+    assert action(html) == ("take", "no") and "reserved by bob until 2026-11-22 14:00 UTC" in html
     assert "<button type=\"button\" disabled" in html
     html = alice.page("/systems/broken.lab.test")
     assert action(html) == ("take", "no") and "the system is broken" in html

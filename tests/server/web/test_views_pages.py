@@ -48,7 +48,7 @@ def test_a_pool_timeline_shows_every_kind_of_booking_as_bars_and_rows(web, perso
                           ("loan", "p4.lab.test")]
     assert sorted(table(html)) == sorted((k, s) for k, s in bars(html))
     assert f'href="/jobs/{job["id"]}"' in html and f'href="/advance-reservations/{ar["id"]}"' in html
-    assert f"reservation {r['id']}, {at(START)} to {at(START + 4 * H)}" in html  # the bar's tooltip
+    assert f"reservation {r['id']}, 2026-11-22 12:00 UTC to 2026-11-22 16:00 UTC" in html  # the bar's tooltip
     assert 'class="now"' in html
     # a day from tomorrow noon: the AR alone (p1's reservation has ended by then, the loan goes on)
     later = alice.page("/pools/rack?start=2026-11-23T12:00&end=2026-11-24T12:00")

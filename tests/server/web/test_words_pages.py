@@ -87,7 +87,7 @@ def test_a_system_history_reads_as_words(web, person):
                                           "health check smoke passed", f"started health check smoke: job {job}",
                                           "health check requested", "added as automated"], checked
     assert history(alice.page("/systems/m1.lab.test")) == [
-        f"reservation {held['id']} ended: returned", f"reserved: reservation {held['id']} until 2026-11-22T13:00:00Z",
+        f"reservation {held['id']} ended: returned", f"reserved: reservation {held['id']} until 2026-11-22 13:00 UTC",
         "added to pool rack", "added as manual"]
 
 

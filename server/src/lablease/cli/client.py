@@ -21,6 +21,7 @@ from .client_commands import in_command_terms
 from .client_http import DEFAULT_URL, Api, ClientError, Environment, Terminated, hide, new_request_id, sigterm_raises
 from .client_parser import build_parser
 from .client_status import ExitStatus
+from .output import for_people
 
 PROG = "lablease"
 
@@ -86,7 +87,7 @@ def run(args, environment: Environment) -> int:
 
 def show(stream: IO[str], outcome, fmt: str | None) -> None:
     if fmt is None and outcome.message is not None:
-        print(outcome.message, file=stream)
+        print(for_people(outcome.message), file=stream)
     elif outcome.data is not None:
         print(outcome.shape.render(outcome.data, fmt), file=stream)
 
@@ -103,7 +104,7 @@ def fail(environment: Environment, debug: bool, message: str, status: ExitStatus
     """One line on stderr (after the traceback with --debug), never holding the token."""
     if debug:
         print(hide(traceback.format_exc(), secrets), file=environment.stderr, end="")
-    print(hide(f"{PROG}: {message}", secrets), file=environment.stderr)
+    print(hide(f"{PROG}: {for_people(message)}", secrets), file=environment.stderr)
     return int(status)
 
 

@@ -32,7 +32,7 @@ from .client_commands import Outcome, body, forced, in_cli_terms
 from .client_http import Api, ClientError, segment
 from .client_status import ExitStatus
 from .client_views import Shape
-from .output import format_time
+from .output import rfc3339, when
 
 PATH = "/advance-reservations"
 SCHEMA = "qrstat.xsd"  # in this package: resources.files("lablease.cli") / SCHEMA
@@ -58,11 +58,11 @@ def ar_time(text: str, now: datetime | None = None) -> str:
     if not (value.isascii() and GE_TIME.match(value)):
         return value
     from ..domain.errors import Invalid
-    from ..domain.times import format_time as rfc3339
+    from ..domain.times import format_time
     from ..timeparse import parse_ge_time  # imported late, like client_parser.duration: the CLI starts light
 
     try:
-        return rfc3339(parse_ge_time(value, now or clock()))
+        return format_time(parse_ge_time(value, now or clock()))
     except Invalid as error:
         raise argparse.ArgumentTypeError(error.extra.get("reason") or str(error)) from None
 
@@ -232,12 +232,12 @@ def _details(ar: dict) -> list:
     mail = ar.get("mail") or {}
     pairs = [("id", ar.get("id")), ("name", ar.get("name")), ("owner", ar.get("owner")),
              ("account", ar.get("account")), ("state", state_text(ar.get("state"))),
-             ("submitted", format_time(ar.get("submitted_at"))), ("start", format_time(ar.get("start"))),
-             ("end", format_time(ar.get("end"))), ("duration", hms(duration_of(ar))),
+             ("submitted", when(ar.get("submitted_at"))), ("start", when(ar.get("start"))),
+             ("end", when(ar.get("end"))), ("duration", hms(duration_of(ar))),
              ("systems", ar.get("systems")), ("hosts", ar.get("hosts")), ("requires", describe(ar.get("requires"))),
              ("pools", ar.get("pools")), ("count", ar.get("count")), ("acl", ar.get("acl")),
              ("mail", mail_text(mail)), ("mail to", mail.get("to")), ("error handling", ar.get("error_handling"))]
-    pairs += [("released", f"{gone.get('system')} at {format_time(gone.get('at'))}") for gone in ar.get("released") or []]
+    pairs += [("released", f"{gone.get('system')} at {when(gone.get('at'))}") for gone in ar.get("released") or []]
     pairs += [("error", reason) for reason in ar.get("error_reasons") or []]
     if "explain" in ar:
         pairs += [("explain", why) for why in ar.get("explain") or ["-"]]
@@ -258,15 +258,15 @@ AR = QrstatShape("ar_summary", "qrstat", [
     ("NAME", lambda a: a.get("name")),
     ("OWNER", lambda a: a.get("owner")),
     ("STATE", lambda a: a.get("state")),
-    ("START", lambda a: format_time(a.get("start"))),
-    ("END", lambda a: format_time(a.get("end"))),
+    ("START", lambda a: when(a.get("start"))),
+    ("END", lambda a: when(a.get("end"))),
     ("DURATION", lambda a: hms(duration_of(a))),
 ], _details)
 
 
 def _busy_text(busy: dict) -> str:
-    since = f" from {format_time(busy['from'])}" if busy.get("from") else ""
-    until = format_time(busy["until"]) if busy.get("until") else "further notice"
+    since = f" from {when(busy['from'])}" if busy.get("from") else ""
+    until = when(busy["until"]) if busy.get("until") else "further notice"
     return f"{busy.get('system')}{since} until {until}"
 
 
@@ -325,8 +325,8 @@ def qrstat_xml(ars: list[dict], detailed: bool) -> str:
         _text(summary, "name", ar.get("name") or "")
         _text(summary, "owner", ar.get("owner"))
         _text(summary, "state", ar.get("state"))
-        _text(summary, "start_time", ar.get("start") and format_time(ar["start"]))
-        _text(summary, "end_time", ar.get("end") and format_time(ar["end"]))
+        _text(summary, "start_time", ar.get("start") and rfc3339(ar["start"]))
+        _text(summary, "end_time", ar.get("end") and rfc3339(ar["end"]))
         _text(summary, "duration", hms(duration_of(ar)))
         if detailed:
             _details_xml(summary, ar)
@@ -335,7 +335,7 @@ def qrstat_xml(ars: list[dict], detailed: bool) -> str:
 
 
 def _details_xml(summary: ET.Element, ar: dict) -> None:
-    _text(summary, "submission_time", ar.get("submitted_at") and format_time(ar["submitted_at"]))
+    _text(summary, "submission_time", ar.get("submitted_at") and rfc3339(ar["submitted_at"]))
     _text(summary, "account", ar.get("account"))
     if ar.get("requires"):
         resources_list = ET.SubElement(summary, "resource_list")

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from .client_http import Api, ClientError, Terminated, new_request_id, segment
 from .client_status import ExitStatus
 from .client_views import CALENDAR, RESERVATION, SYSTEM, USER, Shape, end_time
+from .output import for_people, when
 
 
 @dataclass
@@ -195,7 +196,8 @@ def events(api: Api, args) -> Outcome:
             raise
         for event in answer["events"]:
             line = json.dumps(event) if args.format == "json" else (
-                f"{event['at']}  {event['cursor']:>6}  {event['event']:<22} {event['user']}  {event['message']}")
+                f"{when(event['at'])}  {event['cursor']:>6}  {event['event']:<22} {event['user']}  "
+                f"{for_people(event['message'])}")
             print(line, file=stream, flush=True)
         cursor = answer["cursor"]
         if not args.follow:

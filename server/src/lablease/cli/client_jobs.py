@@ -187,7 +187,7 @@ def change_line(recipe: dict, before: tuple | None) -> str:
 
 
 def now_text() -> str:
-    return times.format_time(datetime.now(timezone.utc))
+    return times.format_when(datetime.now(timezone.utc))
 
 
 def jobs(api: Api, args) -> Outcome:

@@ -15,7 +15,7 @@ from .client_http import Api, ClientError, Terminated, stopped
 from .client_jobs import now_text, seconds_text
 from .client_status import ExitStatus
 from .client_views import DISTRO, Shape
-from .output import format_time
+from .output import when
 
 INSTALLED = "running"  # an installation is done once its system booted what was installed
 INSTALL_ENDED = ("failed", "cancelled")
@@ -42,9 +42,9 @@ def _installation_details(i: dict) -> list:
     pairs = [("id", i.get("id")), ("system", i.get("system")), ("distro tree", tree_text(i.get("distro_tree"))),
              ("user", i.get("user")), ("reservation", i.get("reservation")), ("recipe", i.get("recipe")),
              ("status", i.get("status")), ("error", i.get("error")), ("ks meta", i.get("ks_meta")),
-             ("kernel options", i.get("kernel_options")), ("created", format_time(i.get("created_at"))),
-             ("started", format_time(i.get("started_at"))), ("installed", format_time(i.get("installed_at"))),
-             ("finished", format_time(i.get("finished_at")))]
+             ("kernel options", i.get("kernel_options")), ("created", when(i.get("created_at"))),
+             ("started", when(i.get("started_at"))), ("installed", when(i.get("installed_at"))),
+             ("finished", when(i.get("finished_at")))]
     if i.get(URL_KEY):
         pairs.append(("kickstart url", i[URL_KEY]))
     return pairs
@@ -58,8 +58,8 @@ INSTALLATION = Shape("installation", "installations", [
     ("USER", lambda i: i.get("user")),
     ("RECIPE", lambda i: i.get("recipe")),
     ("STATUS", lambda i: i.get("status")),
-    ("CREATED", lambda i: format_time(i.get("created_at"))),
-    ("FINISHED", lambda i: format_time(i.get("finished_at"))),
+    ("CREATED", lambda i: when(i.get("created_at"))),
+    ("FINISHED", lambda i: when(i.get("finished_at"))),
     ("ERROR", lambda i: i.get("error")),
 ], _installation_details)
 
@@ -68,19 +68,19 @@ COMMAND = Shape("command", "commands", [
     ("ACTION", lambda c: c.get("action")),
     ("STATUS", lambda c: c.get("status")),
     ("ATTEMPTS", lambda c: c.get("attempts")),
-    ("CREATED", lambda c: format_time(c.get("created_at"))),
-    ("FINISHED", lambda c: format_time(c.get("finished_at"))),
+    ("CREATED", lambda c: when(c.get("created_at"))),
+    ("FINISHED", lambda c: when(c.get("finished_at"))),
     ("ERROR", lambda c: c.get("error")),
 ], lambda c: [("id", c.get("id")), ("system", c.get("system")), ("action", c.get("action")),
               ("status", c.get("status")), ("attempts", c.get("attempts")), ("user", c.get("user")),
               ("installation", c.get("installation")), ("error", c.get("error")),
-              ("created", format_time(c.get("created_at"))), ("started", format_time(c.get("started_at"))),
-              ("finished", format_time(c.get("finished_at")))])
+              ("created", when(c.get("created_at"))), ("started", when(c.get("started_at"))),
+              ("finished", when(c.get("finished_at")))])
 
 # The listing is `distros`' table; one tree (what `distro add` prints) shows everything it boots.
 DISTRO_TREE = Shape(DISTRO.tag, DISTRO.plural, DISTRO.columns, lambda d: [(k.replace("_", " "), d.get(k)) for k in (
     "id", "name", "family", "variant", "arch", "tags", "labs", "url", "kernel", "initrd", "ks_meta",
-    "kernel_options")] + [("created", format_time(d.get("created_at")))])
+    "kernel_options")] + [("created", when(d.get("created_at")))])
 
 
 # --- following a status until it settles ---------------------------------------------------------

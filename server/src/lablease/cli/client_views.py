@@ -5,7 +5,7 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from . import output
-from .output import Column, format_time
+from .output import Column, when
 
 NO_LIMIT = "no limit"
 
@@ -29,7 +29,7 @@ class Shape:
 
 
 def end_time(value: str | None) -> str:
-    return format_time(value, none=NO_LIMIT)
+    return when(value, none=NO_LIMIT)
 
 
 def _held(system: dict, key: str):
@@ -52,10 +52,10 @@ def _health_details(health: dict) -> list:
     """The system's health (docs/health.md): its state since when, the last check's outcome, what is next."""
     if not health:
         return []
-    pairs = [("health", f"{health.get('state')} since {format_time(health.get('since'))}")]
+    pairs = [("health", f"{health.get('state')} since {when(health.get('since'))}")]
     for key, label in (("result", "last check"), ("passed_at", "last passed"), ("next_check", "next check")):
         if health.get(key):
-            pairs.append((label, format_time(health[key]) if key != "result" else health[key]))
+            pairs.append((label, when(health[key]) if key != "result" else health[key]))
     return pairs
 
 
@@ -79,7 +79,7 @@ def _inventory_details(inv: dict) -> list:
              ("disks", ", ".join(f"{d.get('model') or 'disk'} {d.get('size')} B" for d in inv.get("disks") or [])
               or None),
              ("devices", len(inv["devices"]) if inv.get("devices") else None),
-             ("last inventoried", format_time(inv["last_inventoried"]) if inv.get("last_inventoried") else None)]
+             ("last inventoried", when(inv["last_inventoried"]) if inv.get("last_inventoried") else None)]
     return [(name, value) for name, value in pairs if value is not None]
 
 
@@ -115,13 +115,13 @@ def reservation_end(r: dict) -> str:
 
 def _reservation_details(r: dict) -> list:
     pairs = [("id", r.get("id")), ("system", held_system(r)), ("user", r.get("user")),
-             ("state", r.get("state")), ("start", format_time(r.get("start"))), ("end", reservation_end(r))]
+             ("state", r.get("state")), ("start", when(r.get("start"))), ("end", reservation_end(r))]
     if r.get("purpose"):
         pairs.append(("purpose", r["purpose"]))
     if r.get("returned_at"):
-        pairs.append(("returned at", format_time(r["returned_at"])))
+        pairs.append(("returned at", when(r["returned_at"])))
     if r.get("heartbeat"):
-        pairs += [("heartbeat", output.format_human(r["heartbeat"])), ("due", format_time(r.get("due")))]
+        pairs += [("heartbeat", output.format_human(r["heartbeat"])), ("due", when(r.get("due")))]
     if r.get("return_loan"):
         pairs.append(("return loan", True))
     if r.get("request_id"):
@@ -135,19 +135,19 @@ RESERVATION = Shape("reservation", "reservations", [
     ("USER", lambda r: r.get("user")),
     ("KIND", lambda r: r.get("kind")),
     ("STATE", lambda r: r.get("state")),
-    ("START", lambda r: format_time(r.get("start"))),
+    ("START", lambda r: when(r.get("start"))),
     ("END", reservation_end),
 ], _reservation_details)
 
 
 def _loan_details(loan: dict) -> list:
     pairs = [("system", loan.get("system")), ("recipient", loan.get("recipient")), ("lender", loan.get("lender")),
-             ("start", format_time(loan.get("start"))), ("end", end_time(loan.get("end"))),
+             ("start", when(loan.get("start"))), ("end", end_time(loan.get("end"))),
              ("comment", loan.get("comment"))]
     if loan.get("purpose"):
         pairs.append(("purpose", loan["purpose"]))
     if loan.get("returned_at"):
-        pairs += [("returned at", format_time(loan["returned_at"])), ("why", loan.get("return_reason"))]
+        pairs += [("returned at", when(loan["returned_at"])), ("why", loan.get("return_reason"))]
     return pairs
 
 
@@ -251,7 +251,7 @@ RECIPE_ROWS: Sequence[Column] = [
 def _job_details(j: dict) -> list:
     return [("id", j.get("id")), ("owner", j.get("owner")), ("whiteboard", j.get("whiteboard")),
             ("status", j.get("status")), ("result", j.get("result")),
-            ("submitted", format_time(j.get("submitted_at"))), ("finished", format_time(j.get("finished_at")))]
+            ("submitted", when(j.get("submitted_at"))), ("finished", when(j.get("finished_at")))]
 
 
 def _job_human(j: dict) -> str:
@@ -268,14 +268,14 @@ JOB = Shape("job", "jobs", [
     ("RESULT", lambda j: j.get("result")),
     ("RECIPES", lambda j: len(job_recipes(j))),
     ("SYSTEMS", lambda j: [r["system"] for r in job_recipes(j) if r.get("system")]),
-    ("SUBMITTED", lambda j: format_time(j.get("submitted_at"))),
+    ("SUBMITTED", lambda j: when(j.get("submitted_at"))),
     ("WHITEBOARD", lambda j: j.get("whiteboard")),
 ], _job_details, _job_human)
 
 
 def busy_text(busy: dict) -> str:
     until = busy.get("until")
-    return f"{busy.get('system')} until {format_time(until) if until else 'further notice'}"
+    return f"{busy.get('system')} until {when(until) if until else 'further notice'}"
 
 
 def _why_details(why: dict) -> list:
@@ -292,8 +292,8 @@ def _recipe_details(r: dict) -> list:
     pairs = [("id", r.get("id")), ("job", r.get("job")), ("recipe set", r.get("recipe_set")),
              ("status", r.get("status")), ("result", r.get("result")), ("system", r.get("system")),
              ("whiteboard", r.get("whiteboard")), ("distro tree", r.get("distro_tree")),
-             ("started", format_time(r.get("started_at"))), ("finished", format_time(r.get("finished_at"))),
-             ("watchdog", format_time(r.get("watchdog"))), ("reservation", r.get("reservation")),
+             ("started", when(r.get("started_at"))), ("finished", when(r.get("finished_at"))),
+             ("watchdog", when(r.get("watchdog"))), ("reservation", r.get("reservation")),
              ("tasks", [t.get("name") for t in spec.get("tasks") or []])]
     if r.get("tasks"):
         pairs.append(("task results", [f"{t.get('name')} {t.get('result')}" for t in r["tasks"]]))
@@ -315,7 +315,7 @@ QUEUE = Shape("queued-recipe", "queue", [
     ("OWNER", lambda q: q.get("owner")),
     ("PRIORITY", lambda q: q.get("priority")),
     ("STATUS", lambda q: q.get("status")),
-    ("QUEUED", lambda q: format_time(q.get("queued_at"))),
+    ("QUEUED", lambda q: when(q.get("queued_at"))),
     ("#", lambda q: q.get("position")),
     ("REASON", lambda q: (q.get("reason") or {}).get("category")),
     ("WHY", lambda q: q.get("why")),

@@ -24,12 +24,25 @@ XML_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9._-]*$")
 Column = tuple[str, Callable[[dict], object]]
 
 
-def format_time(value: str | None, none: str = EMPTY) -> str:
-    """A time in an answer as lablease writes times (domain/times.py), whatever zone the server used;
-    text that is no time is shown as it is."""
+def when(value: str | None, none: str = EMPTY) -> str:
+    """A time in an answer as people read it (`2026-11-24 19:15 UTC`, domain/times.py: format_when), whatever
+    zone the server used; text that is no time is shown as it is. Machine output (--json, XML) keeps the
+    answer's RFC 3339."""
     if not value:
         return none
     from ..timeparse import parse_time  # imported late: the CLI starts light
+
+    try:
+        return times.format_when(parse_time(value, "time"))
+    except Invalid:
+        return value
+
+
+def rfc3339(value: str | None) -> str | None:
+    """A time in an answer as lablease writes times for machines (qrstat's XML)."""
+    if not value:
+        return value
+    from ..timeparse import parse_time
 
     try:
         return times.format_time(parse_time(value, "time"))
@@ -37,19 +50,21 @@ def format_time(value: str | None, none: str = EMPTY) -> str:
         return value
 
 
+for_people = times.for_people  # a message's RFC 3339 instants as people read them
 format_human = times.format_human  # a duration for people: 1h30m, 2d, 1w
 format_hms = times.format_hms  # Grid Engine's h:m:s (qrstat)
 
 
 def text(value) -> str:
-    """A cell: '-' for nothing, 'yes'/'no' for booleans, lists joined by commas."""
+    """A cell: '-' for nothing, 'yes'/'no' for booleans, lists joined by commas; a time in it as people
+    read times (a server's message, say, names RFC 3339 instants)."""
     if value is None or value == "" or value == []:
         return EMPTY
     if isinstance(value, bool):
         return "yes" if value else "no"
     if isinstance(value, (list, tuple)):
         return ", ".join(text(v) for v in value)
-    return str(value)
+    return times.for_people(str(value))
 
 
 def table(rows: Iterable[dict], columns: Sequence[Column]) -> str:

@@ -29,7 +29,7 @@ from ..store.db import Database
 from ..store.secrets import SecretBox, private_dir, site_key, use_secrets
 from ..store.wakeup import AlreadyRunning
 from ..services.handlers import unit_of_work
-from ..domain.times import format_time
+from ..domain.times import format_when
 from ..timeparse import parse_duration
 from .output import table, to_json
 from .server_data import add_commands as add_data_commands
@@ -251,7 +251,7 @@ def cmd_token_create(settings: Settings, args) -> None:
         secret = users.create_token(uow, now(), args.user, args.name, expires)
         uow.commit()
     print(secret)
-    until = f" until {format_time(expires)}" if expires else ""
+    until = f" until {format_when(expires)}" if expires else ""
     print(f"token {args.name!r} for {args.user} created{until}; it is shown only once", file=sys.stderr)
 
 

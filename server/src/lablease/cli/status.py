@@ -10,7 +10,7 @@ from datetime import datetime, timedelta
 import requests
 
 from ..config import Settings
-from ..domain.times import format_time
+from ..domain.times import format_when
 from ..services import due, monitoring
 from ..services.handlers import unit_of_work
 from ..store.db import Database
@@ -67,7 +67,7 @@ def queues(settings: Settings, now: datetime) -> list[str]:
     at, kind, ident = min(items)
     late = (now - at).total_seconds()
     when = f"overdue by {_seconds(late)}" if late > 0 else f"in {_seconds(-late)}"
-    return lines + [f"oldest due item: {kind} {ident} at {format_time(at)} ({when})"]
+    return lines + [f"oldest due item: {kind} {ident} at {format_when(at)} ({when})"]
 
 
 def report(settings: Settings, base_url: str, now: datetime) -> tuple[list[str], bool]:

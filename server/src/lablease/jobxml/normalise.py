@@ -14,6 +14,7 @@ from jsonschema.exceptions import best_match
 
 from ..domain.boot_text import check_options
 from ..domain.errors import Invalid, OutOfRange
+from ..domain.filter_trees import leaves
 from ..timeparse import DURATION_PATTERN, parse_duration
 from . import extensions, fields
 from .errors import PathError
@@ -324,7 +325,7 @@ def referenced_names(job: dict) -> dict:
         pools.update(recipe["autopick"]["pools"])
         if recipe["force"] is not None:
             systems.add(recipe["force"])
-        for leaf in _leaves(recipe["host_requires"]):
+        for leaf in leaves(recipe["host_requires"]):
             if leaf["field"] == "pool" and leaf["value"] != "":
                 pools.add(leaf["value"])
             elif leaf["field"] == "key_value":
@@ -337,16 +338,4 @@ def referenced_names(job: dict) -> dict:
 
 def filter_arches(tree: dict | None) -> set[str]:
     """The arches a normalised host filter names with = or != (a job's, or an advance reservation's)."""
-    return {leaf["value"] for leaf in _leaves(tree) if leaf["field"] == "arch" and leaf["op"] in ("=", "!=")}
-
-
-def _leaves(tree: dict | None):
-    stack = [tree] if tree is not None else []
-    while stack:
-        node = stack.pop()
-        if "field" in node:
-            yield node
-        else:
-            single = node.get("not", node.get(fields.DISK))
-            children = node.get("and", node.get("or", [single] if single is not None else []))
-            stack.extend(children)
+    return {leaf["value"] for leaf in leaves(tree) if leaf["field"] == "arch" and leaf["op"] in ("=", "!=")}

@@ -7,6 +7,7 @@ whichever form the job came in.
 """
 from __future__ import annotations
 
+from ..domain.filter_trees import leaves
 from . import extensions, fields
 
 _JOB = {
@@ -66,20 +67,10 @@ def _recipe_warnings(recipe: dict, path: str) -> list[dict]:
         found.append({"path": f"{path}/distro",
                       "message": "kept; lablease installs only distro trees it knows, so this recipe runs on its "
                                  "system as it is (use <distroRequires> to install)"})
-    unacted = sorted({leaf["field"] for leaf in _leaves(recipe.get("distro_requires"))} &
+    unacted = sorted({leaf["field"] for leaf in leaves(recipe.get("distro_requires"))} &
                      set(fields.UNACTED_DISTRO_FIELDS))
     for field in unacted:
         found.append({"path": f"{path}/distroRequires",
                       "message": f"<{fields.ELEMENT_FOR_FIELD[field][1]}> kept; every distro tree matches it "
                                  "(lablease installs every tree over its URL and has no virt trees)"})
     return found
-
-
-def _leaves(tree: dict | None):
-    stack = [tree] if tree is not None else []
-    while stack:
-        node = stack.pop()
-        if "field" in node:
-            yield node
-        else:
-            stack.extend(node.get("and", node.get("or", [node["not"]] if "not" in node else [])))

@@ -17,9 +17,10 @@ import re
 from dataclasses import dataclass, field
 from datetime import date
 
+from ..domain.filter_trees import DISK, leaves
+
 OPS = {"=": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le, ">": operator.gt,
        ">=": operator.ge}
-DISK = "disk"  # the node {"disk": tree}: one of the host's disks matches the whole tree
 _DATES = frozenset({"added", "last_inventoried"})
 _CPU = "cpu_"  # cpu_vendor -> host.cpu["vendor"] (cpu_count is the system's cpus)
 _DISK_FIELD = "disk_"  # disk_size -> disk["size"]
@@ -252,22 +253,6 @@ def is_live(tree: dict | None) -> bool:
 
 def matches(tree: dict | None, host: Host) -> bool:
     return verdict(tree, host)[0]
-
-
-def leaves(tree: dict | None):
-    """Every leaf of a tree (to check named pools and attribute keys exist)."""
-    if not tree:
-        return
-    for kind in ("and", "or"):
-        if kind in tree:
-            for child in tree[kind]:
-                yield from leaves(child)
-            return
-    for single in ("not", DISK):
-        if single in tree:
-            yield from leaves(tree[single])
-            return
-    yield tree
 
 
 def needs_hardware(tree: dict | None) -> bool:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 
-from ..domain.times import format_human, format_time
+from ..domain.times import for_people, format_human, format_time, format_when
 
 TEMPLATES = Path(__file__).parent / "templates"
 
@@ -21,8 +21,7 @@ def moment(value) -> datetime | None:
 
 def when(value) -> str:
     """`2026-11-24 14:00 UTC`: a time a person reads (the exact RFC 3339 time goes in a <time> element)."""
-    at = moment(value)
-    return at.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M UTC") if at else "—"
+    return format_when(moment(value)) or "—"
 
 
 def relative(value, now: datetime) -> str:
@@ -63,7 +62,11 @@ HAPPENED = {
 
 
 def happened(entry: dict) -> str:
-    """What a history entry says happened, in words."""
+    """What a history entry says happened, in words (its times as people read them)."""
+    return for_people(_happened(entry))
+
+
+def _happened(entry: dict) -> str:
     action, field, old, new = entry["action"], entry.get("field"), entry.get("old"), entry.get("new")
     if (action, field) in HAPPENED:
         return HAPPENED[action, field](old, new)
@@ -82,6 +85,6 @@ def environment() -> Environment:
     env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(default=True),
                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters.update(left=left, when=when, iso=lambda v: format_time(moment(v)) or "", human=format_human,
-                       happened=happened)
+                       happened=happened, people=for_people)
     env.globals.update(relative=relative)
     return env

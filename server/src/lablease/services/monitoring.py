@@ -89,6 +89,17 @@ def readiness(uow, now: datetime, timeout: timedelta) -> tuple[bool, dict]:
     return worker == "ok", {"database": "ok", "schema": "ok", "worker": worker}
 
 
+def lab_agents(uow, now: datetime, silence: timedelta) -> str:
+    """"ok", or the labs whose agent is silent (their commands wait): readiness then says `degraded`."""
+    from .labs import silent  # here: labs imports the command queue, which this module does not need
+
+    quiet = silent(uow.session, now, silence)
+    if not quiet:
+        return "ok"
+    return (f"degraded: no agent heard from within {int(silence.total_seconds())} s (agent_silence_limit) for "
+            f"lab(s) {', '.join(quiet)}; their power and netboot commands wait")
+
+
 def worker_name() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"[:200]
 

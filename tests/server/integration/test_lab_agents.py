@@ -19,7 +19,7 @@ from tests.support.live import BIN, LiveServer
 
 SCRIPT = """#!/bin/sh
 echo "$LABLEASE_FQDN $power_mode" >> "$(dirname "$0")/../started"
-if [ -e "$(dirname "$0")/hang" ]; then rm -f "$(dirname "$0")/hang"; sleep 120; fi
+if [ -e "$(dirname "$0")/hang" ]; then rm -f "$(dirname "$0")/hang"; echo $$ > "$(dirname "$0")/../hung"; exec sleep 120; fi
 echo "$LABLEASE_FQDN $power_mode" >> "$(dirname "$0")/../marker"
 """
 TREE = {"name": "Fedora-40", "arch": "x86_64", "url": "http://mirror.lab.test/f40/os/",
@@ -51,9 +51,17 @@ class Agent:
         return self
 
     def kill9(self) -> None:
-        """SIGKILL the agent and what it runs (its session), as a crash of its host or unit would."""
+        """SIGKILL the agent and what it runs, as a crash of its host or its unit's stop (systemd's control group)
+        would: a power script runs in a session of its own, so its pid is killed too."""
         os.killpg(self.process.pid, signal.SIGKILL)
         self.process.wait(10)
+        hung = self.home / "hung"
+        if hung.exists():
+            try:
+                os.kill(int(hung.read_text()), signal.SIGKILL)
+            except (ValueError, ProcessLookupError):
+                pass
+            hung.unlink()
 
     def lines(self, name: str) -> list[str]:
         path = self.home / name
@@ -155,7 +163,7 @@ def test_an_agent_killed_mid_command_gets_it_again_after_restart_and_completes_i
     (east.home / "scripts" / "hang").touch()
     before, reboots = len(east.lines("started")), east.lines("marker").count("e1.east.test reboot")
     command = power(server, "e1.east.test", "reboot")
-    until(lambda: len(east.lines("started")) > before, "the power script to start")
+    until(lambda: len(east.lines("started")) > before and (east.home / "hung").exists(), "the power script to hang")
     east.kill9()
     east.start()
     done = until(lambda: finished(server, command), "the command after the agent's restart", timeout=90)

@@ -20,6 +20,7 @@ from ..domain.paging import Page, PageRequest
 from ..store import paging
 from ..store.paging import Order
 from ..store.tables import Command, Lab, LabToken, System
+from ..store.uow import wake_worker
 from . import commands, installations
 from .users import check_name, hash_token
 
@@ -88,6 +89,8 @@ def take(uow, lab: Lab, now: datetime, limit: int) -> list[dict]:
     settings = uow.settings
     claimed = commands.claim(uow, now, limit, settings.command_timeout,
                              lambda session, inst: installations.boot_image(session, settings, inst), lab.name)
+    if claimed:
+        wake_worker(uow.session)  # its recovery step takes each back when its lease runs out: a new deadline
     return [_wire(c, settings.command_timeout) for c in claimed]
 
 

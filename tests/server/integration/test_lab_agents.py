@@ -7,6 +7,7 @@ would check: which lab's file has it.
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import time
@@ -16,6 +17,7 @@ import pytest
 import requests
 
 from tests.support.live import BIN, LiveServer
+from tests.support.postgres import free_port
 
 SCRIPT = """#!/bin/sh
 echo "$LABLEASE_FQDN $power_mode" >> "$(dirname "$0")/../started"
@@ -30,7 +32,7 @@ MACS = {"e1.east.test": "52:54:00:ee:00:01", "w1.west.test": "52:54:00:77:00:01"
 class Agent:
     """One lab's agent process, in a directory of its own (its TFTP root, scripts, token, markers)."""
 
-    def __init__(self, server: LiveServer, home: Path, lab: str):
+    def __init__(self, server: LiveServer, home: Path, lab: str, listen: str = ""):
         self.home, self.lab, self.process = home, lab, None
         (home / "scripts").mkdir(parents=True)
         script = home / "scripts" / "mark"
@@ -38,7 +40,8 @@ class Agent:
         script.chmod(0o755)
         self.env = {k: v for k, v in os.environ.items() if not k.startswith("LABLEASE_")}
         self.env.update(LABLEASE_DATA_DIR=str(home), LABLEASE_AGENT_SERVER_URL=server.url, LABLEASE_AGENT_LAB=lab,
-                        LABLEASE_TFTP_ROOT=str(home / "tftp"), LABLEASE_POWER_SCRIPTS_DIR=str(home / "scripts"))
+                        LABLEASE_TFTP_ROOT=str(home / "tftp"), LABLEASE_POWER_SCRIPTS_DIR=str(home / "scripts"),
+                        LABLEASE_AGENT_LISTEN=listen)
         token = server.admin_cli("lab", "token", lab)
         subprocess.run([str(BIN / "lablease-agent"), "save-token"], input=token, env=self.env, check=True, text=True,
                        capture_output=True)
@@ -80,8 +83,11 @@ def until(check, what: str, timeout: float = 60):
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
     root = tmp_path_factory.mktemp("agents")
-    server = LiveServer(root / "server", settings={"command_timeout": "3s", "command_retry_delay": "1s",
-                                                   "agent_silence_limit": "4s"}).start()
+    proxy = f"127.0.0.1:{free_port()}"  # east's installers reach the server through east's agent only
+    server = LiveServer(root / "server", settings={
+        "command_timeout": "3s", "command_retry_delay": "1s", "agent_silence_limit": "4s",
+        "labs": f'{{"east": {{"install_url": "http://{proxy}"}}}}'}).start()
+    server.proxy = proxy
     agents = {}
     try:
         for lab, fqdn in (("east", "e1.east.test"), ("west", "w1.west.test")):
@@ -91,7 +97,7 @@ def site(tmp_path_factory):
                 "power": {"driver": "command", "script": "mark", "password": f"{lab}-bmc-secret"},
                 "netboot": {"mac": MACS[fqdn]}}).status_code
             assert status == 201
-            agents[lab] = Agent(server, root / lab, lab).start()
+            agents[lab] = Agent(server, root / lab, lab, proxy if lab == "east" else "").start()
         yield server, agents
     finally:
         for agent in agents.values():
@@ -121,13 +127,37 @@ def test_each_labs_commands_run_on_its_own_agent(site):
     # Netboot files land in the lab's own TFTP root, written by its agent.
     assert server.admin.post("/distro-trees", json=TREE).status_code == 201
     assert server.admin.post("/reservations", json={"system": "e1.east.test", "duration": "1h"}).status_code == 201
-    assert server.admin.post("/systems/e1.east.test/provision", json={"distro_tree": "Fedora-40"}).status_code == 202
+    provision = server.admin.post("/systems/e1.east.test/provision", json={"distro_tree": "Fedora-40"})
+    assert provision.status_code == 202, provision.text
     ipxe = agents["east"].home / "tftp" / "ipxe" / "52-54-00-ee-00-01"
-    assert "images/pxeboot/vmlinuz" in until(lambda: ipxe.exists() and ipxe.read_text(), "east's netboot file")
+    kickstart_url = provision.json()["kickstart_url"]
+    assert kickstart_url.startswith(f"http://{server.proxy}/")
+    assert f"inst.ks={kickstart_url}" in until(lambda: ipxe.exists() and ipxe.read_text(), "east's netboot file")
     assert not (agents["west"].home / "tftp" / "ipxe").exists()
     labs = {lab["name"]: lab for lab in server.admin.get("/labs").json()}
     assert labs["east"]["agent"]["state"] == labs["west"]["agent"]["state"] == "online"
     assert labs["east"]["agent"]["version"]
+
+
+def test_the_agent_passes_on_its_installers_kickstart_and_callbacks_and_nothing_else(site):
+    server, agents = site
+    installation = server.admin.get("/systems/e1.east.test/installations").json()[0]
+    ipxe = (agents["east"].home / "tftp" / "ipxe" / "52-54-00-ee-00-01").read_text()
+    kickstart_url = re.search(r"inst\.ks=(\S+)", ipxe).group(1)  # what the installer is told to fetch
+    answer = requests.get(kickstart_url, timeout=30)
+    assert answer.status_code == 200 and "%packages" in answer.text, answer.text
+    token = kickstart_url.partition("?")[2]
+    started = requests.post(f"http://{server.proxy}/api/v1/installations/{installation['id']}/install_start?{token}",
+                            timeout=30)
+    assert started.status_code == 204, started.text
+    assert server.admin.get(f"/installations/{installation['id']}").json()["status"] == "installing"
+    forged = requests.post(f"http://{server.proxy}/api/v1/installations/{installation['id']}/install_done?token=x",
+                           timeout=30)
+    assert forged.status_code == 403
+    for path in ("/api/v1/systems", "/api/v1/agent/take", "/api/v1/openapi.json", "/"):
+        answer = requests.get(f"http://{server.proxy}{path}", timeout=30)
+        assert answer.status_code == 404 and "only installers" in answer.json()["detail"], path
+    assert requests.post(f"http://{server.proxy}/api/v1/agent/take", json={}, timeout=30).status_code == 404
 
 
 def test_forged_and_other_labs_tokens_are_refused(site):

@@ -6,16 +6,14 @@ would check: which lab's file has it.
 """
 from __future__ import annotations
 
-import os
 import re
-import signal
 import subprocess
 import time
-from pathlib import Path
 
 import pytest
 import requests
 
+from tests.support.agents import Agent
 from tests.support.live import BIN, LiveServer
 from tests.support.postgres import free_port
 
@@ -27,48 +25,6 @@ echo "$LABLEASE_FQDN $power_mode" >> "$(dirname "$0")/../marker"
 TREE = {"name": "Fedora-40", "arch": "x86_64", "url": "http://mirror.lab.test/f40/os/",
         "kernel": "images/pxeboot/vmlinuz", "initrd": "images/pxeboot/initrd.img"}
 MACS = {"e1.east.test": "52:54:00:ee:00:01", "w1.west.test": "52:54:00:77:00:01"}
-
-
-class Agent:
-    """One lab's agent process, in a directory of its own (its TFTP root, scripts, token, markers)."""
-
-    def __init__(self, server: LiveServer, home: Path, lab: str, listen: str = ""):
-        self.home, self.lab, self.process = home, lab, None
-        (home / "scripts").mkdir(parents=True)
-        script = home / "scripts" / "mark"
-        script.write_text(SCRIPT)
-        script.chmod(0o755)
-        self.env = {k: v for k, v in os.environ.items() if not k.startswith("LABLEASE_")}
-        self.env.update(LABLEASE_DATA_DIR=str(home), LABLEASE_AGENT_SERVER_URL=server.url, LABLEASE_AGENT_LAB=lab,
-                        LABLEASE_TFTP_ROOT=str(home / "tftp"), LABLEASE_POWER_SCRIPTS_DIR=str(home / "scripts"),
-                        LABLEASE_AGENT_LISTEN=listen)
-        token = server.admin_cli("lab", "token", lab)
-        subprocess.run([str(BIN / "lablease-agent"), "save-token"], input=token, env=self.env, check=True, text=True,
-                       capture_output=True)
-        self.token = token.strip()
-
-    def start(self) -> Agent:
-        with open(self.home / "agent.log", "ab") as log:
-            self.process = subprocess.Popen([str(BIN / "lablease-agent"), "run"], env=self.env, stdout=log,
-                                            stderr=subprocess.STDOUT, start_new_session=True)
-        return self
-
-    def kill9(self) -> None:
-        """SIGKILL the agent and what it runs, as a crash of its host or its unit's stop (systemd's control group)
-        would: a power script runs in a session of its own, so its pid is killed too."""
-        os.killpg(self.process.pid, signal.SIGKILL)
-        self.process.wait(10)
-        hung = self.home / "hung"
-        if hung.exists():
-            try:
-                os.kill(int(hung.read_text()), signal.SIGKILL)
-            except (ValueError, ProcessLookupError):
-                pass
-            hung.unlink()
-
-    def lines(self, name: str) -> list[str]:
-        path = self.home / name
-        return path.read_text().splitlines() if path.exists() else []
 
 
 def until(check, what: str, timeout: float = 60):
@@ -98,6 +54,7 @@ def site(tmp_path_factory):
                 "netboot": {"mac": MACS[fqdn]}}).status_code
             assert status == 201
             agents[lab] = Agent(server, root / lab, lab, proxy if lab == "east" else "").start()
+            agents[lab].add_script("mark", SCRIPT)
         yield server, agents
     finally:
         for agent in agents.values():
@@ -158,6 +115,7 @@ def test_the_agent_passes_on_its_installers_kickstart_and_callbacks_and_nothing_
         answer = requests.get(f"http://{server.proxy}{path}", timeout=30)
         assert answer.status_code == 404 and "only installers" in answer.json()["detail"], path
     assert requests.post(f"http://{server.proxy}/api/v1/agent/take", json={}, timeout=30).status_code == 404
+    assert token.removeprefix("token=") not in (agents["east"].home / "agent.log").read_text()  # never logged
 
 
 def test_forged_and_other_labs_tokens_are_refused(site):

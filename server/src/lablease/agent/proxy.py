@@ -61,6 +61,9 @@ def _handler(server):
                 self._answer(502, "text/plain", f"the lablease server cannot be reached: {error}\n".encode())
 
         def _answer(self, status: int, media: str, data: bytes) -> None:
+            # Never the query string: it holds the installation's secret token.
+            log.info("installer %s %s %s: %s", self.address_string(), self.command, self.path.partition("?")[0],
+                     status)
             self.send_response(status)
             if media:
                 self.send_header("Content-Type", media)
@@ -68,7 +71,7 @@ def _handler(server):
             self.end_headers()
             self.wfile.write(data)
 
-        def log_message(self, fmt, *args):  # the server's own logging, not stderr lines of http.server's
-            log.info("installer %s %s", self.address_string(), fmt % args)
+        def log_message(self, fmt, *args):  # _answer logs each request, without its token; http.server's stderr
+            pass                               # lines would print the query string
 
     return Handler

@@ -20,10 +20,12 @@ from ..domain.paging import Page, PageRequest
 from ..store import paging
 from ..store.paging import Order
 from ..store.tables import Command, Lab, LabToken, System
+from ..store.feed_signal import POLL as FEED_POLL
 from ..store.uow import wake_worker
 from . import commands, installations
 from .users import check_name, hash_token
 
+POLL = FEED_POLL  # seconds between a waiting take's probes, as the event feed's long poll (store/feed_signal.py)
 AGENT_TOKEN_PREFIX = "lla_"  # told apart from API tokens (llt_) at a glance, in a log or a leak report
 
 
@@ -100,7 +102,7 @@ def _wire(claimed: commands.Claimed, timeout: timedelta) -> dict:
     boot = claimed.boot
     return {"id": claimed.id, "attempt": claimed.attempt, "action": claimed.action, "fqdn": claimed.fqdn,
             "timeout": timeout.total_seconds(), "power": claimed.power if power else None,
-            "mac": None if power else claimed.mac, "loaders": list(claimed.loaders) if claimed.loaders else None,
+            "mac": claimed.mac, "loaders": list(claimed.loaders) if claimed.loaders else None,
             "boot": {"kernel_url": boot.kernel_url, "initrd_url": boot.initrd_url,
                      "kernel_options": boot.kernel_options} if boot is not None else None}
 

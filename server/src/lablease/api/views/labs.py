@@ -7,7 +7,6 @@ from datetime import timedelta
 from ...domain.labs import poll_wait
 from ...services import labs
 from ...services.handlers import unit_of_work
-from ...store.feed_signal import POLL
 from .context import Context
 
 
@@ -18,7 +17,7 @@ def take(ctx: Context) -> dict:
     Commands are claimed only at the start of a request, never after its wait: an agent that died while its
     long poll waited takes nothing (its lease would have held the command back). The claim is a short writing
     transaction of its own; while it waits the request holds no database connection and probes (reads only)
-    every POLL seconds, as the event feed's long poll does.
+    every labs.POLL seconds, as the event feed's long poll does.
     """
     header = ctx.headers.get("Authorization")
     lab = labs.agent_of(ctx.uow.session, header)  # refused before anything is claimed or waited for
@@ -32,7 +31,7 @@ def take(ctx: Context) -> dict:
         uow.commit()
     started = time.monotonic()
     while not taken and (left := wait - (time.monotonic() - started)) > 0:
-        time.sleep(min(POLL, left))
+        time.sleep(min(labs.POLL, left))
         with unit_of_work(ctx.uow.db, ctx.settings, write=False) as uow:
             labs.agent_of(uow.session, header)  # revoked meanwhile: refused now
             if labs.waiting(uow.session, name, ctx.now + timedelta(seconds=time.monotonic() - started)):

@@ -30,6 +30,7 @@ import pytest
 import requests
 import yaml
 
+from lablease.agent import parser as agent_parser
 from lablease.cli.server import parser
 from lablease.config import Settings
 from tests.support.live import LiveServer
@@ -112,6 +113,34 @@ def test_the_units_run_the_server_and_the_worker_apart():
     assert "lablease-server.service" in unit("lablease-worker.service")["Unit"]["After"].split()
     sysusers = (DEPLOY / "systemd" / "lablease.sysusers").read_text().split("\n")
     assert any(line.split()[:2] == ["u", "lablease"] for line in sysusers if line and not line.startswith("#"))
+
+
+def test_the_agent_unit_verifies_is_hardened_and_runs_the_agent(tmp_path):
+    """lablease-agent.service (docs/lab-agents.md): as the others, and its stop ends what it runs."""
+    text = (DEPLOY / "systemd" / "lablease-agent.service").read_text()
+    installed = tmp_path / "lablease-agent.service"
+    installed.write_text(text.replace("/opt/lablease/bin/lablease-agent", str(BIN / "lablease-agent")))
+    analyze = need("systemd-analyze")
+    result = run(analyze, "verify", str(installed))
+    assert result.returncode == 0 and result.stdout + result.stderr == "", result.stdout + result.stderr
+    result = run(analyze, "security", "--offline=yes", "--threshold=25", str(installed))
+    assert result.returncode == 0, result.stdout[-1500:]
+    service = unit("lablease-agent.service")["Service"]
+    words = shlex.split(service["ExecStart"])
+    assert words[0] == "/opt/lablease/bin/lablease-agent" and agent_parser().parse_args(words[1:]).command == "run"
+    assert (service["User"], service["KillMode"], service["ProtectSystem"]) == ("lablease-agent", "control-group",
+                                                                              "strict")
+
+
+def test_the_agent_compose_file_is_valid_and_runs_the_agent():
+    result = run(need("docker-compose"), "-f", str(DEPLOY / "compose.agent.yaml"), "config",
+                 env={"PATH": os.environ["PATH"], "LABLEASE_AGENT_SERVER_URL": "https://lablease.example.com",
+                      "LABLEASE_AGENT_LAB": "east"})
+    assert result.returncode == 0, result.stderr
+    agent = yaml.safe_load(result.stdout)["services"]["agent"]
+    assert agent["entrypoint"] == ["lablease-agent"] and agent_parser().parse_args(agent["command"]).command == "run"
+    settings = Settings(**{k.removeprefix("LABLEASE_").lower(): v for k, v in agent["environment"].items()})
+    assert (settings.agent_lab, settings.agent_listen) == ("east", "0.0.0.0:8043")
 
 
 # --- the OCI image --------------------------------------------------------------------------------

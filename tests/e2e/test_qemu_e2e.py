@@ -12,16 +12,20 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import time
 
 import pytest
 
+from tests.support.agents import Agent
 from tests.support.guest import build_guest, GuestFiles
 from tests.support.live import LiveServer
+from tests.support.postgres import free_port
 
 pytestmark = pytest.mark.timeout(400)
 
 LAB = "qemu"
+AGENT_LAB = "qemu-agent"  # a lab whose agent runs its VMs, writes their netboot files and proxies their installers
 
 
 @pytest.fixture(scope="module")
@@ -33,19 +37,20 @@ def guest():
     return build_guest()
 
 
-@pytest.fixture(scope="module")
-def lab(guest, tmp_path_factory):
-    """A real server (SQLite) whose lab `qemu` is reached by VMs at 10.0.2.2, with the guest as a distro tree."""
-    server = LiveServer(tmp_path_factory.mktemp("qemu-lab") / "data",
-                        settings={"install_timeout": "30s", "command_retry_delay": "1s"})
-    server.env["LABLEASE_LABS"] = json.dumps({LAB: {"install_url": f"http://10.0.2.2:{server.port}"}})
+def _server(guest, data_dir, install_timeout: str):
+    """A real server (SQLite) whose labs `qemu` and `qemu-agent` are reached by VMs at 10.0.2.2 (the agent's lab
+    through its agent's installer proxy), with the guest as a distro tree."""
+    server = LiveServer(data_dir, settings={"install_timeout": install_timeout, "command_retry_delay": "1s"})
+    server.proxy = f"127.0.0.1:{free_port()}"  # the agent's installer proxy, which VMs of AGENT_LAB are sent to
+    server.env["LABLEASE_LABS"] = json.dumps({LAB: {"install_url": f"http://10.0.2.2:{server.port}"},
+                                              AGENT_LAB: {"install_url": f"http://10.0.2.2:{server.proxy.split(':')[1]}"}})
     files = GuestFiles(guest)
     try:
         server.start()
         server.guest, server.files = guest, files
         for name, kernel in (("Guest-1", "vmlinuz"), ("Missing-1", "no-such-kernel")):
             tree = {"name": name, "family": "Guest1", "arch": "x86_64", "url": files.url(), "kernel": kernel,
-                    "initrd": "initramfs.gz", "kernel_options": "console=ttyS0", "labs": [LAB]}
+                    "initrd": "initramfs.gz", "kernel_options": "console=ttyS0", "labs": [LAB, AGENT_LAB]}
             response = server.admin.post("/distro-trees", json=tree)
             assert response.status_code == 201, response.text
         yield server
@@ -54,9 +59,22 @@ def lab(guest, tmp_path_factory):
         files.close()
 
 
-def add_vm(lab, fqdn: str, mac: str, condition: str = "manual") -> None:
-    images = lab.data_dir / "qemu-images"
-    boot, state = lab.guest.make_disks(lab.data_dir / "vm-disks" / fqdn)
+@pytest.fixture(scope="module")
+def lab(guest, tmp_path_factory):
+    yield from _server(guest, tmp_path_factory.mktemp("qemu-lab") / "data", "30s")
+
+
+@pytest.fixture
+def agent_lab(guest, tmp_path):
+    """Its own server: a watchdog as long as a slow machine's boot, the 30 s one being for the stall test."""
+    yield from _server(guest, tmp_path / "data", "5m")
+
+
+def add_vm(lab, fqdn: str, mac: str, condition: str = "manual", where: str = LAB, home=None) -> None:
+    """A VM of lab `where`, its disks in `home` (the data directory of what runs it: the server's, or an agent's)."""
+    home = home or lab.data_dir
+    images = home / "qemu-images"
+    boot, state = lab.guest.make_disks(home / "vm-disks" / fqdn)
     images.mkdir(exist_ok=True)
     names = []
     for disk in (boot, state):
@@ -64,7 +82,7 @@ def add_vm(lab, fqdn: str, mac: str, condition: str = "manual") -> None:
         shutil.move(disk, images / name)
         names.append(name)
     response = lab.admin.post("/systems", json={
-        "fqdn": fqdn, "arch": "x86_64", "lab": LAB, "condition": condition,
+        "fqdn": fqdn, "arch": "x86_64", "lab": where, "condition": condition,
         "power": {"driver": "qemu", "memory": 512, "disks": names}, "netboot": {"mac": mac}})
     assert response.status_code == 201, response.text
 
@@ -87,8 +105,8 @@ def wait_until_settled(api, fqdns, timeout=240.0) -> dict:
     return settled
 
 
-def console(lab, fqdn) -> str:
-    return (lab.data_dir / "qemu" / fqdn / "serial.log").read_text(errors="replace")
+def console(lab, fqdn, home=None) -> str:
+    return ((home or lab.data_dir) / "qemu" / fqdn / "serial.log").read_text(errors="replace")
 
 
 def usage(api, fqdn):
@@ -156,3 +174,36 @@ def test_a_broken_kickstart_fails_the_install_and_a_stalled_boot_is_aborted(lab)
     assert stalled["status"] == "failed" and "no progress from the installer for 30s" in stalled["error"], stalled
     assert stalled["started_at"] is None
     assert carol.get("/systems/q4.lab.test").json()["usage"] == "idle"
+
+
+def test_a_vm_of_an_agent_served_lab_installs_through_its_agent(agent_lab, tmp_path):
+    """The same two boots with the lab's agent doing the lab's part: it runs the VM (power), writes its netboot
+    files into its own TFTP root, and the VM fetches its kickstart and calls back through the agent only."""
+    lab = agent_lab
+    lab.admin_cli("lab", "add", AGENT_LAB)
+    agent = Agent(lab, tmp_path / "agent", AGENT_LAB, listen=lab.proxy).start()
+    try:
+        add_vm(lab, "q5.lab.test", "52:54:00:0e:00:05", where=AGENT_LAB, home=agent.home)
+        dave = lab.add_user("dave")
+        dave.post("/reservations", json={"system": "q5.lab.test", "duration": "1h"}).raise_for_status()
+        assert dave.post("/systems/q5.lab.test/provision", json={"distro_tree": "Guest-1"}).status_code == 202
+        settled = wait_until_settled(dave, ["q5.lab.test"])["q5.lab.test"]
+        log = console(lab, "q5.lab.test", agent.home)
+        assert settled["status"] == "running", (settled, log[-3000:], (agent.home / "agent.log").read_text()[-3000:])
+        assert (log.index("running %pre") < log.index("install finished; rebooting") < log.index("lablease.boot=disk")
+                < log.index("first boot: lablease-postinstall.service finished with exit status 0")), log
+        commands = [(c["action"], c["status"]) for c in reversed(dave.get("/systems/q5.lab.test/commands").json())]
+        assert commands[:3] == [("netboot_install", "completed"), ("reboot", "completed"),
+                                ("netboot_local", "completed")], commands
+        assert "sanboot" in (agent.home / "tftp" / "ipxe" / "52-54-00-0e-00-05").read_text()
+        assert not (lab.data_dir / "tftpboot" / "ipxe" / "52-54-00-0e-00-05").exists()
+        passed = (agent.home / "agent.log").read_text()
+        assert f"/api/v1/installations/{settled['id']}/kickstart" in passed
+        assert "install_done" in passed and "postinstall_done" in passed
+    finally:
+        agent.kill9()
+        for pid_file in agent.home.glob("qemu/*/pid"):
+            try:
+                os.killpg(int(pid_file.read_text().split()[0]), signal.SIGKILL)
+            except (ValueError, IndexError, ProcessLookupError, PermissionError):
+                pass

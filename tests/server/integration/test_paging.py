@@ -13,7 +13,8 @@ import pytest
 from lablease.api.openapi import openapi_path
 from lablease.api.routes import ROUTES
 from lablease.config import Settings
-from lablease.services import users
+from lablease.services import labs, users
+from lablease.services.handlers import unit_of_work
 from lablease.store.uow import UnitOfWork
 from tests.support.contract import check_answer
 
@@ -101,6 +102,13 @@ def _loan(lab, n):
     lab.admin.delete("/systems/l.lab.test/loan")
 
 
+def _add_lab(lab, name: str) -> None:
+    """Labs are added by `lablease-server lab add` (the use case it runs), not through the API."""
+    with unit_of_work(lab.db, lab.settings) as uow:
+        labs.add(uow, lab.clock(), name)
+        uow.commit()
+
+
 FQDNS = {"system activity": "a.lab.test", "loans": "l.lab.test", "installations": "p1.lab.test",
          "commands": "p1.lab.test"}
 KINDS = {
@@ -140,6 +148,7 @@ KINDS = {
                               lambda lab, n: lab.alice.post("/schedules/ip/reservations",
                                                             {"resource_id": f"r{n}", "duration": "1h"}),
                               prepare=lambda lab: lab.admin.put("/schedules/ip", {"default_duration": "2h"})),
+    "labs": Kind("/labs", "alice", lambda lab, n: _add_lab(lab, f"lab{n:02d}"), key=lambda r: r["name"]),
     "health checks": Kind("/health-checks", "alice",
                           lambda lab, n: lab.admin.post("/health-checks", {"name": f"h{n:02d}", "system": f"h{n:02d}.lab.test",
                                                                            "job": {"recipe_sets": [{"recipes": [{}]}]}}),

@@ -139,6 +139,12 @@ def families(data: dict):
                  data["outbox"]["backlog"])
     yield _gauge("lablease_outbox_oldest_seconds", "Age of the oldest message waiting to be delivered",
                  data["outbox"]["oldest_seconds"])
+    labs = data["labs"]
+    yield _gauge("lablease_lab_agent_last_seen_age_seconds", "Since each lab's agent last asked for work (labs "
+                 "whose agent never came are left out)", labels=["lab"],
+                 rows=[(lab, age) for lab, age in labs["agent_seen_age_seconds"].items() if age is not None])
+    yield _gauge("lablease_lab_commands", "A lab agent's commands queued or running, by lab", labels=["lab", "state"],
+                 rows=labs["commands"])
     if data["worker_heartbeat_age_seconds"] is not None:
         yield _gauge("lablease_worker_heartbeat_age_seconds", "Since the newest worker heartbeat",
                      data["worker_heartbeat_age_seconds"])

@@ -15,8 +15,8 @@ from werkzeug.routing import IntegerConverter, Map, Rule, UnicodeConverter
 from ..domain.limits import MAX_INT
 from . import schemas as s
 from ..services.installations import EVENTS
-from .views import (access, advance, batch, events, health, jobs, meta, provisioning, reservations, schedules,
-                    systems, timelines)
+from .views import (access, advance, batch, events, health, jobs, labs, meta, provisioning, reservations,
+                    schedules, systems, timelines)
 
 BASE = "/api/v1"
 EVENT = "<any(" + ", ".join(EVENTS) + "):event>"  # an installer callback's name
@@ -116,6 +116,7 @@ SYSTEM_FILTERS = {
     "free_until": ("time", "end of the free window (open-ended when omitted)"),
 }
 TOKEN = {"token": ("str", "the installation's secret token, from its kickstart")}
+AGENT_AUTH = {"Authorization": ("str", "Bearer <the lab's agent token> (lablease-server lab token NAME)")}
 # Every writing route takes it (added by _validating below; the unit of work rolls back instead of committing).
 VALIDATE_ONLY = {"validate_only": ("bool", "nothing is kept: the server does all it would (every check, the "
                                            "database's too) and answers what it would have made, then rolls back")}
@@ -423,6 +424,17 @@ ROUTES: list[Route] = [
     Route("POST", BASE + "/recipes/<int:id>/" + EVENT,
           provisioning.recipe_callback, "The same callback for the recipe's latest installation", "installer",
           query=TOKEN, status=204, auth=False, statuses=(403, 404, 409)),
+    # labs and their agents (docs/lab-agents.md)
+    Route("GET", BASE + "/labs", labs.listing, "The labs agents serve: each agent's version, when it was last "
+          "heard from (online, silent or never), and the lab's commands waiting and running", "labs",
+          response=s.list_of(s.LAB)),
+    Route("POST", BASE + "/agent/take", labs.take, "A lab agent takes its lab's runnable commands (authorised by "
+          "the lab's agent token, no user token), waiting up to `wait` seconds for one", "labs",
+          body=s.AGENT_TAKE, response=s.AGENT_TAKEN, auth=False, read_first=True,
+          headers=AGENT_AUTH),
+    Route("POST", BASE + "/agent/commands/<int:id>/report", labs.report, "A lab agent reports one attempt's "
+          "outcome (authorised by the lab's agent token); 409 when that attempt is no longer its own", "labs",
+          body=s.AGENT_REPORT, response=s.COMMAND, auth=False, statuses=(404, 409), headers=AGENT_AUTH),
     # generic schedules
     Route("GET", BASE + "/schedules", schedules.subjects, "Schedule subjects", "schedules",
           response=s.list_of(s.SUBJECT)),

@@ -279,8 +279,10 @@ CALENDAR = {"type": "object", "required": ["url"], "properties": {
                            "until one is made with POST"}}}
 HEALTH = {"type": "object", "properties": {"status": {"const": "ok"}}}
 READINESS = {"type": "object", "required": ["status", "checks"],
-             "properties": {"status": {"const": "ready"},
-                            "checks": {"type": "object", "description": "database, schema, worker: ok or why not",
+             "properties": {"status": {"enum": ["ready", "degraded"], "description": "degraded: a lab's agent "
+                                       "is silent (checks.labs names it); the rest works"},
+                            "checks": {"type": "object", "description": "database, schema, worker, labs: ok or "
+                                                                        "why not",
                                        "additionalProperties": {"type": "string"}}}}
 FEED_EVENT = {"type": "object", "required": ["cursor", "event", "at", "user", "message"],
               "description": "an event as its webhook's body tells it (its own fields by kind: reservation, system, "
@@ -556,6 +558,37 @@ COMMAND = {"type": "object", "properties": {
     "user": {"type": ["string", "null"]}, "installation": {"type": ["integer", "null"]},
     "error": {"type": ["string", "null"]}, "created_at": TIME, "started_at": NULLABLE_TIME,
     "finished_at": NULLABLE_TIME}}
+
+# The lab agent's side of the command queue (api/views/labs.py, docs/lab-agents.md)
+AGENT_TAKE = {"type": "object", "additionalProperties": False, "properties": {
+    "limit": {"type": "integer", "minimum": 1, "maximum": 64, "description": "at most this many commands (its free "
+                                                                             "slots)"},
+    "wait": {"type": "integer", "minimum": 0, "maximum": 300, "description": "seconds to wait for one (capped at "
+                                                                            "half of agent_silence_limit)"},
+    "version": {"type": "string", "maxLength": 64, "description": "the agent's lablease version"}}}
+AGENT_COMMAND = {"type": "object", "required": ["id", "attempt", "action", "fqdn"], "properties": {
+    "id": {"type": "integer"}, "attempt": {"type": "integer"},
+    "action": {"enum": ["on", "off", "reboot", "netboot_install", "netboot_local", "netboot_clear"]},
+    "fqdn": {"type": "string"}, "timeout": {"type": "number", "description": "seconds the attempt may take"},
+    "power": {"type": ["object", "null"], "description": "the system's power settings, credentials too: only "
+                                                       "with a power action"},
+    "mac": {"type": ["string", "null"]}, "loaders": {"type": ["array", "null"], "items": {"type": "string"}},
+    "boot": {"type": ["object", "null"], "properties": {"kernel_url": {"type": "string"},
+                                                        "initrd_url": {"type": "string"},
+                                                        "kernel_options": {"type": "string"}}}}}
+AGENT_TAKEN = {"type": "object", "required": ["lab", "commands"], "properties": {
+    "lab": {"type": "string"}, "commands": {"type": "array", "items": AGENT_COMMAND}}}
+AGENT_REPORT = {"type": "object", "required": ["attempt", "outcome"], "additionalProperties": False, "properties": {
+    "attempt": {"type": "integer", "minimum": 1, "description": "the attempt the command was taken as"},
+    "outcome": {"enum": ["completed", "failed"]},
+    "state": {"enum": ["on", "off", "unknown"], "description": "the power state read back after a power action"},
+    "error": {"type": "string", "maxLength": 4000, "description": "why the attempt failed"}}}
+LAB = {"type": "object", "required": ["name", "agent", "commands"], "properties": {
+    "name": {"type": "string"},
+    "agent": {"type": "object", "properties": {"version": {"type": ["string", "null"]}, "last_seen": NULLABLE_TIME,
+                                               "state": {"enum": ["online", "silent", "never"]}}},
+    "commands": {"type": "object", "properties": {"waiting": {"type": "integer"}, "running": {"type": "integer"},
+                                                  "oldest": NULLABLE_TIME}}}}
 
 AR_MAIL = {"type": "object", "properties": {
     "events": {"type": "string", "description": "Grid Engine -m: b (begin), e (end), a (error), or n (none)"},

@@ -233,6 +233,8 @@ def add_loan_commands(loan, common) -> None:
 
 
 def add_pool_commands(commands, common) -> None:
+    commands.add_parser("labs", help="the labs lab agents serve: agent state, waiting and running commands",
+                        parents=[common]).set_defaults(handler=sh.labs)
     commands.add_parser("pools", help="list pools and their systems", parents=[common]).set_defaults(
         handler=sh.pools)
     pool = commands.add_parser("pool", help="show, create and fill a pool", parents=[common])

@@ -4,7 +4,7 @@ from __future__ import annotations
 from .client_commands import Outcome, body, forced, in_cli_terms, system_path
 from .client_http import Api, ClientError, segment
 from .client_status import ExitStatus
-from .client_views import LOAN, POLICY, POOL, RULE
+from .client_views import LAB, LOAN, POLICY, POOL, RULE
 
 
 def loan_grant(api: Api, args) -> Outcome:
@@ -30,6 +30,11 @@ def loan_show(api: Api, args) -> Outcome:
 
 def pool_path(name: str, rest: str = "") -> str:
     return f"/pools/{segment(name)}{rest}"
+
+
+def labs(api: Api, args) -> Outcome:
+    """The labs agents serve: each agent's state and its lab's waiting and running commands."""
+    return Outcome(api.get_all("/labs"), LAB)
 
 
 def pools(api: Api, args) -> Outcome:

@@ -170,6 +170,17 @@ HEALTH_CHECK = Shape("health check", "health checks", [
               ("after recipes", h.get("after_recipes")), ("owner", h.get("owner"))])
 
 
+LAB = Shape("lab", "labs", [
+    ("NAME", lambda lab: lab.get("name")),
+    ("AGENT", lambda lab: lab["agent"].get("state")),
+    ("VERSION", lambda lab: lab["agent"].get("version")),
+    ("LAST SEEN", lambda lab: format_time(lab["agent"].get("last_seen"))),
+    ("WAITING", lambda lab: lab["commands"].get("waiting")),
+    ("RUNNING", lambda lab: lab["commands"].get("running")),
+    ("OLDEST", lambda lab: format_time(lab["commands"].get("oldest"))),
+], lambda lab: [("name", lab.get("name")), ("agent", lab["agent"].get("state"))])
+
+
 POOL = Shape("pool", "pools", [
     ("NAME", lambda p: p.get("name")),
     ("OWNER GROUP", lambda p: p.get("owner_group")),

@@ -19,7 +19,7 @@ from ..config.reference import effective
 from ..domain.errors import DomainError, Invalid
 from ..domain.permissions import Actor
 from ..observe import logs
-from ..services import systems, users
+from ..services import labs, systems, users
 from ..services.sealing import seal_all
 from ..store import migrate
 from ..store.backup import NotABackup, Refused
@@ -262,6 +262,30 @@ def cmd_token_revoke(settings: Settings, args) -> None:
     print(f"revoked {count} token(s) of {args.user}")
 
 
+def cmd_lab_add(settings: Settings, args) -> None:
+    with unit_of_work(_db(settings), settings) as uow:
+        labs.add(uow, now(), args.name)
+        uow.commit()
+    print(f"lab {args.name} added: its systems' power and netboot commands now wait for its agent "
+          f"(lablease-server lab token {args.name})")
+
+
+def cmd_lab_token(settings: Settings, args) -> None:
+    with unit_of_work(_db(settings), settings) as uow:
+        secret = labs.new_token(uow, now(), args.name)
+        uow.commit()
+    print(secret)
+    print(f"agent token for lab {args.name} created; it is shown only once (lablease-agent save-token)",
+          file=sys.stderr)
+
+
+def cmd_lab_revoke(settings: Settings, args) -> None:
+    with unit_of_work(_db(settings), settings) as uow:
+        count = labs.revoke(uow, now(), args.name)
+        uow.commit()
+    print(f"revoked {count} agent token(s) of lab {args.name}")
+
+
 def _attributes(pairs: list[tuple[str, str]]) -> dict:
     attributes: dict[str, list[str]] = {}
     for key, value in pairs or ():
@@ -439,6 +463,15 @@ def parser() -> argparse.ArgumentParser:
     tlist.add_argument("user")
     tlist.add_argument("--json", action="store_true", help="for machines")
     tlist.set_defaults(func=cmd_token_list)
+
+    lab = sub.add_parser("lab", help="labs served by an agent (docs/lab-agents.md)").add_subparsers(
+        dest="action", required=True)
+    for action, func, text in (("add", cmd_lab_add, "a lab whose commands its agent (lablease-agent) carries out"),
+                               ("token", cmd_lab_token, "print a new agent token for the lab"),
+                               ("revoke", cmd_lab_revoke, "revoke every agent token of the lab")):
+        lab_action = lab.add_parser(action, help=text)
+        lab_action.add_argument("name")
+        lab_action.set_defaults(func=func)
 
     system = sub.add_parser("system", help="systems").add_subparsers(dest="action", required=True)
     sadd = system.add_parser("add", help="add one system")

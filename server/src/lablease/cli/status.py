@@ -37,7 +37,9 @@ def probes(base_url: str) -> tuple[list[str], bool]:
     lines = [f"liveness:  {'ok' if status == 200 else body if status is None else f'HTTP {status}'}"
              f" ({base_url}/api/v1/health)"]
     status, body = _ask(base_url + "/api/v1/ready")
-    if status == 200:
+    if status == 200 and isinstance(body, dict) and body.get("status") == "degraded":  # a lab's agent is silent
+        lines.append(f"readiness: degraded: {body['checks'].get('labs')}")
+    elif status == 200:
         lines.append("readiness: ready")
     elif isinstance(body, dict):
         lines.append(f"readiness: {body.get('detail', body)}")

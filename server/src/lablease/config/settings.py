@@ -198,6 +198,21 @@ class Settings:
     command_workers: int = setting(4, (
         "commands (of different systems and power addresses) the worker runs at once"), unit="commands",
         minimum=1)
+    agent_silence_limit: timedelta = setting("2m", (
+        "a lab whose agent has not asked for work for this long is `degraded` (readiness, `GET /labs`); an "
+        "agent's long poll waits at most half of it ([lab agents](lab-agents.md))"))
+    agent_server_url: str = setting("", (
+        "`lablease-agent`: the server's URL it connects out to (`https://...`)"), check=checks.http_url)
+    agent_lab: str = setting("", "`lablease-agent`: the lab it serves (`lablease-server lab add NAME`)")
+    agent_token_file: str = setting("", (
+        "`lablease-agent`: the file holding its agent token (`lablease-agent save-token`; refused unless only "
+        "its own user may read it)"), empty="`data_dir/agent.token`")
+    agent_listen: str = setting("", (
+        "`lablease-agent`: `HOST:PORT` where it passes the lab's installers' kickstart and callback requests on "
+        "to the server (name it in the lab's `install_url`); nothing else of the API is reachable there"),
+        empty="no proxy", check=checks.optional_address)
+    agent_ca_file: str = setting("", "`lablease-agent`: CA certificates (PEM) the server's certificate is "
+                                     "checked against", empty="the system's CA certificates")
     web_session_lifetime: timedelta = setting("12h", (
         "a web sign-in lasts this long, then the person signs in again ([web](web.md#signing-in))"))
     web_trust_remote_user: bool = setting(False, (

@@ -20,7 +20,7 @@ from ..domain import commands as rules
 from ..domain.commands import UNFINISHED
 from ..domain.errors import Conflict, Forbidden, Invalid, NotFound
 from ..domain.permissions import Actor, Permission, decide
-from ..store.tables import Command, Installation, System
+from ..store.tables import Command, Installation, Lab, System
 from ..domain.events import InstallationCommandFailed, SystemChanged
 from ..store.uow import emit, wake_worker
 from ..domain.times import format_time
@@ -159,20 +159,39 @@ class Claimed:
     mac: str | None
     boot: object | None  # provision.netboot.BootImage for netboot_install
     loaders: tuple[str, ...] | None = None  # the system's netboot.loaders; None: every loader that can
+    attempt: int = 0  # which attempt this is: a lab agent's report names it (services/labs.py)
 
 
-def _runnable_query():
+def _agent_served():
+    """The command's system is in a lab an agent serves (store/lab_tables.py): the worker leaves it alone."""
+    return exists().where(System.id == Command.system_id, Lab.name == System.lab)
+
+
+def _of_lab():
+    """The command's system is in the lab bound as `lab` (the agent asking)."""
+    return exists().where(System.id == Command.system_id, System.lab == bindparam("lab"))
+
+
+def _runnable_query(served):
     earlier, running = aliased(Command), aliased(Command)
     blocked_by_system = exists().where(earlier.system_id == Command.system_id, earlier.id < Command.id,
                                        earlier.status.in_(UNFINISHED))
     blocked_by_address = exists().where(running.status == "running", running.power_key == Command.power_key)
-    return (select(Command).where(Command.status == "queued", Command.due_at <= bindparam("now"), ~blocked_by_system,
-                                  ~and_(Command.power_key.is_not(None), blocked_by_address))
+    return (select(Command).where(Command.status == "queued", Command.due_at <= bindparam("now"), served,
+                                  ~blocked_by_system, ~and_(Command.power_key.is_not(None), blocked_by_address))
             .order_by(Command.id).limit(1))
 
 
-# The first runnable command (`now` bound at execution): built once, as the worker asks at every pass.
-_RUNNABLE = _runnable_query()
+# The first runnable command (`now` bound at execution): built once, as the worker asks at every pass. The
+# worker's leaves out the labs agents serve; a lab agent's takes only its lab's (`lab` bound too). The rules
+# (order per system, one at a time per power address) are the same query for both.
+_RUNNABLE = _runnable_query(~_agent_served())
+_RUNNABLE_IN_LAB = _runnable_query(_of_lab())
+
+
+def runnable_in_lab(session, lab: str, now: datetime) -> bool:
+    """Whether the lab's agent could take a command now (read only: a waiting agent's probe)."""
+    return session.execute(_RUNNABLE_IN_LAB, {"now": now, "lab": lab}).first() is not None
 
 
 class Unrunnable(Exception):
@@ -183,18 +202,22 @@ class Unrunnable(Exception):
         self.command_id, self.error = command_id, error
 
 
-def claim_next(uow, now: datetime, timeout: timedelta, boot_image) -> Claimed | None:
+def claim_next(uow, now: datetime, timeout: timedelta, boot_image, lab: str | None = None) -> Claimed | None:
     """Mark the first runnable command running and return what is needed to run it (None: nothing to run).
 
     The worker claims each command in a transaction of its own. One that cannot be prepared raises
     Unrunnable naming it (this transaction is then rolled back); the worker fails it in another
     (fail_unrunnable), so it never stands in the way of the others. On PostgreSQL an advisory lock
     serialises claiming between workers, so the "nothing else running for this address" check cannot race.
+    `lab`: claim for that lab's agent (only its commands); None: for the worker (every lab no agent serves).
     """
     session = uow.session
     if uow.is_postgresql:
         session.execute(text("SELECT pg_advisory_xact_lock(4242001)"))
-    command = session.execute(_RUNNABLE, {"now": now}).unique().scalar_one_or_none()
+    if lab is None:
+        command = session.execute(_RUNNABLE, {"now": now}).unique().scalar_one_or_none()
+    else:
+        command = session.execute(_RUNNABLE_IN_LAB, {"now": now, "lab": lab}).unique().scalar_one_or_none()
     if command is None:
         return None
     ident = command.id
@@ -216,13 +239,13 @@ def _start(session, command: Command, now: datetime, timeout: timedelta, boot_im
     loaders = tuple(netboot["loaders"]) if netboot.get("loaders") else None
     session.flush()  # running now: the next claim sees its system and power address busy
     return Claimed(command.id, command.action, system.fqdn, system.lab, dict(system.power or {}),
-                   netboot.get("mac"), boot, loaders)
+                   netboot.get("mac"), boot, loaders, command.attempts)
 
 
-def claim(uow, now: datetime, limit: int, timeout: timedelta, boot_image) -> list[Claimed]:
+def claim(uow, now: datetime, limit: int, timeout: timedelta, boot_image, lab: str | None = None) -> list[Claimed]:
     """Up to `limit` commands claimed in this one transaction (claim_next, repeated)."""
     claimed = []
-    while len(claimed) < limit and (command := claim_next(uow, now, timeout, boot_image)) is not None:
+    while len(claimed) < limit and (command := claim_next(uow, now, timeout, boot_image, lab)) is not None:
         claimed.append(command)
     return claimed
 
@@ -312,10 +335,13 @@ def interrupted(uow, now: datetime, everything: bool = False) -> list[int]:
     """Commands left running by a worker that stopped (record_failure each: retried or failed).
 
     `everything`: at the start of the only worker (SQLite), every running
-    command was interrupted; otherwise only those whose lease ran out.
+    command it runs was interrupted (a lab agent's still runs: its lease tells);
+    otherwise only those whose lease ran out.
     """
     query = select(Command.id).where(Command.status == "running")
-    if not everything:
+    if everything:
+        query = query.where((Command.lease_until < now) | ~_agent_served())
+    else:
         query = query.where(Command.lease_until < now)
     return list(uow.session.execute(query.order_by(Command.id)).scalars())
 

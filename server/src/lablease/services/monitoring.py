@@ -18,7 +18,7 @@ from ..domain import commands as command_states
 from ..domain.recipes import FINISHED, STATES
 from ..store import migrate
 from ..store.provision_tables import Command
-from ..store.tables import Loan, Outbox, Recipe, Reservation, System
+from ..store.tables import Lab, Loan, Outbox, Recipe, Reservation, System
 from ..store.worker_tables import WorkerHeartbeat
 
 EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
@@ -64,7 +64,19 @@ def snapshot(uow, now: datetime) -> dict:
         "command_queue_oldest_seconds": _age(now, queued_commands[2] if queued_commands else None),
         "outbox": {"backlog": backlog, "oldest_seconds": _age(now, oldest_message)},
         "worker_heartbeat_age_seconds": _age(now, beat) if beat is not None else None,
+        "labs": _labs(session, now),
     }
+
+
+def _labs(session, now: datetime) -> dict:
+    """Per lab an agent serves: since when its agent is silent (None: never seen) and its unfinished commands."""
+    seen = {name: (_age(now, at) if at is not None else None)
+            for name, at in session.execute(select(Lab.name, Lab.agent_seen_at))}
+    commands = session.execute(select(System.lab, Command.status, func.count())
+                               .join(System, System.id == Command.system_id)
+                               .where(Command.status.in_(command_states.UNFINISHED), System.lab.in_(list(seen)))
+                               .group_by(System.lab, Command.status)).all() if seen else []
+    return {"agent_seen_age_seconds": seen, "commands": commands}
 
 
 def readiness(uow, now: datetime, timeout: timedelta) -> tuple[bool, dict]:
@@ -87,6 +99,17 @@ def readiness(uow, now: datetime, timeout: timedelta) -> tuple[bool, dict]:
         worker = (f"last worker heartbeat {int(_age(now, beat))} s ago "
                   f"(worker_heartbeat_timeout: {int(timeout.total_seconds())} s)")
     return worker == "ok", {"database": "ok", "schema": "ok", "worker": worker}
+
+
+def lab_agents(uow, now: datetime, silence: timedelta) -> str:
+    """"ok", or the labs whose agent is silent (their commands wait): readiness then says `degraded`."""
+    from .labs import silent  # here: labs imports the command queue, which this module does not need
+
+    quiet = silent(uow.session, now, silence)
+    if not quiet:
+        return "ok"
+    return (f"degraded: no agent heard from within {int(silence.total_seconds())} s (agent_silence_limit) for "
+            f"lab(s) {', '.join(quiet)}; their power and netboot commands wait")
 
 
 def worker_name() -> str:

@@ -525,6 +525,7 @@ from .waitline_tables import ReservationWait  # noqa: E402,F401
 from .health_tables import HealthCheck, SystemHealth  # noqa: E402,F401
 from .idempotency_tables import IdempotencyRecord  # noqa: E402,F401
 from .event_tables import FeedEvent  # noqa: E402,F401
+from .lab_tables import Lab, LabToken  # noqa: E402,F401
 
 
 def _never_reuse_ids(metadata: MetaData) -> None:

@@ -63,6 +63,26 @@ def carry_out(claimed: commands.Claimed, settings: Settings) -> str | None:
         raise ValueError(f"unknown command {claimed.action}")
 
 
+def attempt(claimed: commands.Claimed, settings: Settings) -> tuple[str | None, str | None]:
+    """One attempt at the command, never raising: (why it failed, with no secret in it; or None, and the power
+    state read back). The worker and a lab agent (agent/) both carry out commands through it."""
+    log.info("command %s: %s %s", claimed.id, claimed.action, claimed.fqdn)
+    error, state = None, None
+    try:
+        state = carry_out(claimed, settings)
+    except (PowerError, OSError, ValueError) as failure:
+        error = str(failure) or type(failure).__name__
+    except Exception as failure:  # a driver's bug must not lose the command
+        error = f"unexpected {type(failure).__name__}: {failure}"
+    driver = claimed.power.get("driver", "-") if claimed.action in commands.POWER_ACTIONS else "netboot"
+    metrics.instruments().commands.labels(driver=driver, action=claimed.action,
+                                          outcome="failed" if error else "completed").inc()
+    if error is not None:
+        error = scrub(error, [v for k, v in claimed.power.items() if k.lower() in SECRET_KEYS])
+        log.warning("command %s (%s %s) failed: %s", claimed.id, claimed.action, claimed.fqdn, error)
+    return error, state
+
+
 class CommandRunner:
     def __init__(self, settings: Settings, db: Database, clock: Callable[[], datetime]):
         self.settings, self.db, self.clock = settings, db, clock
@@ -137,20 +157,7 @@ class CommandRunner:
                 pause = min(pause * 2, 8.0)
 
     def execute(self, claimed: commands.Claimed) -> None:
-        log.info("command %s: %s %s", claimed.id, claimed.action, claimed.fqdn)
-        error, state = None, None
-        try:
-            state = carry_out(claimed, self.settings)
-        except (PowerError, OSError, ValueError) as failure:
-            error = str(failure) or type(failure).__name__
-        except Exception as failure:  # a driver's bug must not lose the command
-            error = f"unexpected {type(failure).__name__}: {failure}"
-        driver = claimed.power.get("driver", "-") if claimed.action in commands.POWER_ACTIONS else "netboot"
-        metrics.instruments().commands.labels(driver=driver, action=claimed.action,
-                                              outcome="failed" if error else "completed").inc()
-        if error is not None:
-            error = scrub(error, [v for k, v in claimed.power.items() if k.lower() in SECRET_KEYS])
-            log.warning("command %s (%s %s) failed: %s", claimed.id, claimed.action, claimed.fqdn, error)
+        error, state = attempt(claimed, self.settings)
         if error is None:
             self._record(claimed.id, lambda uow: commands.record_success(uow, claimed.id, self.clock(), state))
         else:

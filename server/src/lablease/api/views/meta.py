@@ -16,7 +16,9 @@ def ready(ctx: Context) -> dict:
     if not is_ready:
         reasons = "; ".join(f"{name}: {state}" for name, state in checks.items() if state != "ok")
         raise NotReady(f"not ready: {reasons}", checks=checks)
-    return {"status": "ready", "checks": checks}
+    # A lab whose agent is silent does not make the server unready (the rest of the site works): degraded.
+    checks["labs"] = monitoring.lab_agents(ctx.uow, ctx.now, ctx.settings.agent_silence_limit)
+    return {"status": "ready" if checks["labs"] == "ok" else "degraded", "checks": checks}
 
 
 def me(ctx: Context) -> dict:

@@ -1,0 +1,17 @@
+"""Lab agents: when a lab's agent counts as silent (the lab is then degraded; docs/lab-agents.md)."""
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+
+def agent_state(seen_at: datetime | None, now: datetime, silence: timedelta) -> str:
+    """`online`, `silent` (not heard from for longer than `silence`) or `never` (no agent has asked yet)."""
+    if seen_at is None:
+        return "never"
+    return "online" if now - seen_at <= silence else "silent"
+
+
+def poll_wait(asked: float, silence: timedelta) -> float:
+    """How long one long poll of an agent may wait: what it asked, within half the silence limit, so an
+    agent waiting for work is never taken for a silent one."""
+    return max(0.0, min(asked, silence.total_seconds() / 2))

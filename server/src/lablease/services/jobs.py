@@ -136,10 +136,10 @@ def _add_recipes(session, actor: Actor, now: datetime, row: Job, spec_sets: list
     the requirement classes looked up together, the distro trees read once. A set that could never start is
     refused (409) before anything is committed."""
     trees = distros.matcher(session)
-    set_ids = _insert_all(session, RecipeSet, row.id, [
+    set_ids = _insert_all(session, RecipeSet, [
         {"job_id": row.id, "priority": rules.priority_value(spec_set.get("priority", "Normal")),
          "ar_id": spec_set.get("ar"), "status": "queued", "queued_at": now, "multi": len(spec_set["recipes"]) > 1}
-        for spec_set in spec_sets])
+        for spec_set in spec_sets], RecipeSet.job_id == row.id)
     sets = {s.id: s for s in session.execute(select(RecipeSet).where(RecipeSet.job_id == row.id)).scalars()}
     hosts, guests = [], []
     for set_id, spec_set in zip(set_ids, spec_sets):
@@ -154,25 +154,26 @@ def _add_recipes(session, actor: Actor, now: datetime, row: Job, spec_sets: list
     for recipe, cls in zip(unbound, scheduling.requirement_classes(session, actor.id, [r["spec"] for r in unbound],
                                                                    now)):
         recipe["class_id"] = cls.id
-    host_ids = _insert_all(session, Recipe, row.id, hosts, Recipe.host_recipe_id.is_(None))
-    _insert_all(session, Recipe, row.id, [  # never queued on their own: placed with their host
+    in_job = Recipe.recipe_set_id.in_(set_ids)  # (recipe_set_id is indexed, job_id is not)
+    host_ids = _insert_all(session, Recipe, hosts, in_job, Recipe.host_recipe_id.is_(None))
+    _insert_all(session, Recipe, [  # never queued on their own: placed with their host
         {**recipe, "spec": guest, "class_id": None, "host_recipe_id": host_id,
          "distro_tree_id": trees(guest["distro_requires"])[0].id}
         for recipe, host_id, its_guests in zip(hosts, host_ids, guests) for guest in its_guests],
-        Recipe.host_recipe_id.is_not(None))
+        in_job, Recipe.host_recipe_id.is_not(None))
     for position, set_id in enumerate(set_ids, 1):
         scheduling.refuse_never_starting(session, sets[set_id], position)  # 409: nothing is written
         emit(session, RecipeSetQueued(set_id, now))
 
 
-def _insert_all(session, table, job_id: int, rows: list[dict], *where) -> list[int]:
-    """Insert the job's rows in one statement (executemany) and their ids in the same order: ids grow as rows
-    are inserted, and nobody else writes rows of a job that is not committed yet."""
+def _insert_all(session, table, rows: list[dict], *where) -> list[int]:
+    """Insert the job's rows in one statement (executemany) and the ids of the rows `where` finds (those rows:
+    the new job's) in the same order: ids grow as rows are inserted, and nobody else writes rows of a job that
+    is not committed yet."""
     if not rows:
         return []
     session.execute(insert(table), rows)
-    return list(session.execute(select(table.id).where(table.job_id == job_id, *where).order_by(table.id))
-                .scalars())
+    return list(session.execute(select(table.id).where(*where).order_by(table.id)).scalars())
 
 
 def _with_distro_arches(spec: dict, trees: list) -> dict:

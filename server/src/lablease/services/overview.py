@@ -279,8 +279,9 @@ def usable(session, actor: Actor, query):
                                 Loan.recipient_id == actor.id), "actor"),
                 (exists().where(Loan.system_id == System.id, Loan.returned_at.is_(None)), "other"), else_="none")
     applies = false() if actor.is_admin else _view_rule_applies(session.connection(), actor, Permission.RESERVE)
-    kinds = query.with_only_columns(owned.label("owned"), lent.label("lent"), applies.label("applies"),
-                                    System.condition.label("condition")).order_by(None).subquery()
+    kinds = query.with_only_columns(System.id.label("id"), owned.label("owned"), lent.label("lent"),
+                                    applies.label("applies"), System.condition.label("condition")
+                                    ).order_by(None).subquery()
     found = session.connection().execute(select(kinds.c.owned, kinds.c.lent, kinds.c.applies, kinds.c.condition)
                                          .distinct()).all()
     recipient = {"none": None, "actor": actor.id, "other": actor.id + 1}  # "other": anybody but the actor
@@ -289,6 +290,8 @@ def usable(session, actor: Actor, query):
                    owner_id=actor.id if mine else None, condition=condition,
                    rules=(Rule(Permission.RESERVE, actor.id),) if applied else (),
                    loan_recipient_id=recipient[lent_to]))]
-    return query.where(or_(false(), *(and_(owned if mine else ~owned, lent == lent_to,
-                                           applies if applied else ~applies, System.condition == condition)
-                                      for mine, lent_to, applied, condition in allowed)))
+    # The kinds' columns are computed once, in the subquery, and matched there: repeating their correlated
+    # EXISTS inside an OR of the outer WHERE took PostgreSQL 20 times as long as the scan itself.
+    return query.where(System.id.in_(select(kinds.c.id).where(or_(false(), *(
+        and_(kinds.c.owned == mine, kinds.c.lent == lent_to, kinds.c.applies == applied,
+             kinds.c.condition == condition) for mine, lent_to, applied, condition in allowed)))))

@@ -58,7 +58,13 @@ def test_power_actions_queue_commands(hub):
     alice.ok("system-power", "--action", "on", fqdn)
     alice.ok("system-power", "--clear-netboot", fqdn)  # the default action: reboot, as off then on
     assert commands_of(hub, fqdn) == ["on", "netboot_clear", "off", "on"]
-    assert "interrupt is not supported" in alice.fails("system-power", "--action", "interrupt", fqdn)
+    alice.ok("system-power", "--action", "interrupt", fqdn)  # an NMI: ipmitool's chassis power diag
+    assert commands_of(hub, fqdn)[-1] == "interrupt"
+    simulated = manual(hub, "pow2.bkr.test", power={"driver": "virtual"})
+    alice.ok("system-reserve", simulated)
+    assert ("pow2.bkr.test: power driver virtual cannot send an interrupt (NMI): only ipmitool, redfish, "
+            "libvirt and qemu can") in alice.fails("system-power", "--action", "interrupt", simulated)
+    assert commands_of(hub, simulated) == []
     # held by alice: the admin's power action needs --force
     assert "is in use by alice" in hub.bkr("admin").fails("system-power", "--action", "off", fqdn)
     hub.bkr("admin").ok("system-power", "--action", "off", "--force", fqdn)

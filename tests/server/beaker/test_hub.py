@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import xmlrpc.client
 
+import pytest
 import requests
 
 from tests.server.beaker.conftest import PASSWORD
@@ -125,3 +126,64 @@ def xmlrpc_fault(response) -> str:
     except xmlrpc.client.Fault as fault:
         return fault.faultString
     raise AssertionError(response.text)
+
+
+def test_rest_bodies_of_the_wrong_shape_are_a_422_naming_the_field(hub):
+    """Beaker's REST bodies are JSON objects whose fields have a type: a list, or a number where a name goes,
+    is the caller's mistake (422 saying which field, as /api/v1 answers a body its schema refuses), never a 500
+    from inside a method; nothing is written."""
+    session = login(hub)
+    hub.add_system("shape1.bkr.test", condition="manual")
+    url = hub.server.url + "/bkr"
+    for path, body, expected in (
+            ("/systems/shape1.bkr.test/commands", ["on"], "body: send a JSON object"),
+            ("/systems/shape1.bkr.test/loans", {"recipient": 5}, "recipient: must be text, not a number"),
+            ("/systems/shape1.bkr.test/commands", {"action": "on", "only_if_current_user_matches": "yes"},
+             "only_if_current_user_matches: must be true or false, not text"),
+            ("/pools/", {"name": "shape-pool", "owner": ["admin"]}, "owner: send a JSON object"),
+            ("/recipes/1/watchdog", {"kill_time": True}, "kill_time: must be a whole number or a number, not true "
+                                                         "or false")):
+        response = session.post(url + path, json=body, timeout=30)
+        assert (response.status_code, response.headers["Content-Type"]) == (422, "text/plain; charset=utf-8"), \
+            (path, response.text)
+        assert response.text == expected + "\n", path
+    assert hub.api().get("/systems/shape1.bkr.test/loan").status_code == 404
+    assert hub.api().get("/systems/shape1.bkr.test/commands").json() == []
+    assert hub.api().get("/pools/shape-pool").status_code == 404
+
+
+def test_a_database_outage_is_a_503_with_retry_after_on_rest_and_a_fault_on_xmlrpc(tmp_path):
+    """On PostgreSQL of its own (this test stops it): while the database is down, Beaker's REST paths answer
+    503 with Retry-After, one line, as the API does; XML-RPC answers a Fault saying so; once it is back the
+    same session works again."""
+    from tests.support.live import LiveServer
+    from tests.support.postgres import ThrowawayPostgres, find_bindir
+
+    if find_bindir() is None:
+        pytest.skip("PostgreSQL binaries not installed (run scripts/ensure-postgresql.sh)")
+    postgres = ThrowawayPostgres().start()
+    server = None
+    try:
+        server = LiveServer(tmp_path / "data", postgres.create_database("hub"), run_worker=False).start()
+        server.admin_cli("user", "passwd", "admin", stdin=PASSWORD + "\n")
+        session = requests.Session()
+        body = xmlrpc.client.dumps(("admin", PASSWORD, None), "auth.login_password", allow_none=True)
+        assert session.post(server.url + "/bkr/client/", data=body, headers={"Content-Type": "text/xml"},
+                            timeout=30).status_code == 200
+        assert session.get(server.url + "/bkr/users/+self", timeout=30).json()["user_name"] == "admin"
+        postgres.stop_server("fast")
+        try:
+            response = session.get(server.url + "/bkr/users/+self", timeout=30)
+            assert response.status_code == 503 and int(response.headers["Retry-After"]) > 0
+            assert response.text.startswith("Database unavailable: ") and response.text.count("\n") == 1
+            call = xmlrpc.client.dumps((), "auth.who_am_i", allow_none=True)
+            fault = xmlrpc_fault(session.post(server.url + "/bkr/client/", data=call,
+                                              headers={"Content-Type": "text/xml"}, timeout=30))
+            assert fault.startswith("Database unavailable: ")
+        finally:
+            postgres.start_server()
+        assert session.get(server.url + "/bkr/users/+self", timeout=30).json()["user_name"] == "admin"
+    finally:
+        if server is not None:
+            server.stop()
+        postgres.stop()

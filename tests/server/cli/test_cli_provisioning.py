@@ -123,6 +123,10 @@ def test_what_the_server_refuses_has_its_exit_status(cli, server, add_system, he
     one_line(cli("provision", bare, "ProvOS-1", user="bob"), ExitStatus.CONFLICT,
              f"{bare} has no power driver configured, so it cannot be provisioned")
     one_line(cli("power", bare, "on", user="bob"), ExitStatus.CONFLICT, f"{bare} has no power driver configured")
+    # an interrupt (NMI) needs a driver that can send one; the virtual machine's cannot
+    one_line(cli("power", fqdn, "interrupt", user="bob"), ExitStatus.CONFLICT,
+             f"{fqdn}: power driver virtual cannot send an interrupt (NMI): only ipmitool, redfish, libvirt and "
+             "qemu can")
 
 
 def test_wait_gives_up_after_the_timeout_with_9(cli, held):

@@ -144,6 +144,19 @@ def test_a_queued_power_command_reaches_the_redfish_bmc_and_records_the_state_it
     assert redfish_bmc.power_state(SYSTEMS["queued"]) == "Off"
 
 
+@pytest.mark.timeout(60)
+def test_redfish_interrupt_asks_the_bmc_for_an_nmi_and_says_what_it_answered(tmp_path, redfish_bmc):
+    """An interrupt is a Reset with ResetType Nmi. sushy-emulator's fake systems have no processor to
+    interrupt: it answers the Nmi 501 (its libvirt systems inject one); the refusal comes back naming the
+    request and the machine is left as it was."""
+    driver = redfish(tmp_path, redfish_bmc, "spare")
+    with pytest.raises(PowerError) as error:
+        driver.act("interrupt")
+    assert str(error.value) == (f"redfish POST /redfish/v1/Systems/{SYSTEMS['spare']}/Actions/ComputerSystem.Reset"
+                                " on s1.lab.test answered 501 NOT IMPLEMENTED: Power state Nmi is not supported")
+    assert redfish_bmc.power_state(SYSTEMS["spare"]) == "On"
+
+
 # --- ipmitool -------------------------------------------------------------------------------------------
 
 def ipmi_settings(bmc, **extra) -> dict:
@@ -162,6 +175,21 @@ def test_ipmitool_lanplus_on_cycle_off_and_status(tmp_path, ipmi_bmc):
     assert (ipmi_bmc.power, ipmi_bmc.history[start:]) == ("on", ["on", "off", "on"])
     assert act(driver, "off", "off") == "off"
     assert (ipmi_bmc.power, ipmi_bmc.history[start:]) == ("off", ["on", "off", "on", "off"])
+
+
+@pytest.mark.timeout(60)
+def test_ipmitool_interrupt_is_a_diagnostic_interrupt_that_ipmi_sim_refuses(tmp_path, ipmi_bmc):
+    """An interrupt is `chassis power diag` (a pulse of the diagnostic interrupt, an NMI). ipmi_sim implements
+    no diagnostic interrupt: it answers the request with "Invalid data field", which the command reports; the
+    chassis power is not touched."""
+    driver = driver_for(target(tmp_path, **ipmi_settings(ipmi_bmc)))
+    assert act(driver, "on", "on") == "on"
+    before = ipmi_bmc.history
+    with pytest.raises(PowerError) as error:
+        driver.act("interrupt")
+    assert str(error.value) == ("ipmitool exited with status 1: Set Chassis Power Control to Diag failed: "
+                                "Invalid data field in request")
+    assert (ipmi_bmc.power, ipmi_bmc.history) == ("on", before)
 
 
 def test_ipmitool_wrong_password_is_refused_by_the_bmc_and_never_shown(tmp_path, ipmi_bmc):
@@ -212,3 +240,22 @@ def test_a_command_the_bmc_accepts_but_the_machine_never_follows_fails(db, tmp_p
     assert (done["status"], done["error"]) == (
         "failed", "ipmitool on i3.lab.test: the machine still reads off, not on, 2 s after the action")
     assert ipmi_bmc.power == "off"
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+def test_an_interrupt_asked_through_the_api_reaches_the_ipmi_bmc(db, tmp_path, ipmi_bmc):
+    """POST /power {action: interrupt} queues it; the worker sends chassis power diag and records what
+    ipmi_sim answered (it has no diagnostic interrupt); the machine keeps its power."""
+    driver_for(target(tmp_path, **ipmi_settings(ipmi_bmc))).act("on")
+    with worker_lab(db, tmp_path, command_timeout="20s", command_max_attempts=1) as lab:
+        lab.system("i4.lab.test", power=ipmi_settings(ipmi_bmc))
+        status, command = lab.admin.post("/systems/i4.lab.test/power", {"action": "interrupt"})
+        assert status == 202 and command["action"] == "interrupt"
+        drain(lab)
+    _, done = lab.admin.get(f"/commands/{command['id']}")
+    assert (done["status"], done["error"]) == (
+        "failed", "ipmitool exited with status 1: Set Chassis Power Control to Diag failed: Invalid data field in "
+                  "request")
+    assert ipmi_bmc.power == "on"
+

@@ -155,12 +155,21 @@ def virsh(command):
     ("shut off", "off", ["domstate"]),
     ("running", "reboot", ["domstate", "reset"]),
     ("shut off", "reboot", ["domstate", "start"]),
+    ("running", "interrupt", ["inject-nmi"]),
 ])
 def test_virsh_commands(tmp_path, tools, state, action, commands):
     tools.install("virsh", "fake_virsh.py")
     tools.state.write_text(state)
     power(tmp_path, driver="libvirt", address="vm1").act(action)
     assert tools.argvs() == [virsh(command) for command in commands]
+
+
+def test_virsh_interrupt_of_a_domain_that_is_off_says_what_virsh_said(tmp_path, tools):
+    tools.install("virsh", "fake_virsh.py")
+    tools.state.write_text("shut off")
+    with pytest.raises(PowerError, match="domain is not running"):
+        power(tmp_path, driver="libvirt", address="vm1").act("interrupt")
+    assert tools.argvs() == [virsh("inject-nmi")]
 
 
 def test_virsh_status_and_uri(tmp_path, tools):

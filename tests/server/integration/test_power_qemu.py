@@ -136,6 +136,26 @@ def test_on_netboots_qemu_reboot_resets_it_in_place_and_off_leaves_nothing(lab):
 
 @needs_qemu
 @pytest.mark.timeout(60)
+def test_interrupt_injects_an_nmi_into_the_running_machine_and_is_refused_when_it_is_off(lab):
+    """QMP inject-nmi: QEMU takes it and the machine runs on (its firmware ignores an NMI; a kernel set to
+    panic on one would dump its core). A machine that is off has nothing to interrupt: a PowerError."""
+    tmp_path = lab
+    driver = qemu(tmp_path)
+    with pytest.raises(PowerError, match=f"QEMU machine {FQDN} is off: there is nothing to interrupt"):
+        driver.act("interrupt")
+    assert qemus_under(tmp_path) == []  # an interrupt never powers a machine on
+    driver.act("on")
+    pid = pid_of(tmp_path)
+    driver.act("interrupt")
+    assert driver.status() == "on" and pid_of(tmp_path) == pid
+    with Qmp(state(tmp_path) / "qmp.sock") as session:
+        assert session.execute("query-status")["status"] == "running"
+    driver.act("off")
+    assert gone(pid)
+
+
+@needs_qemu
+@pytest.mark.timeout(60)
 def test_on_twice_starts_one_qemu_and_reboot_when_off_powers_on(lab):
     tmp_path = lab
     driver = qemu(tmp_path, memory=256, cpus=2, nic="e1000")

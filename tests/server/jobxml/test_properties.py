@@ -120,3 +120,37 @@ def test_damaged_jobs_are_refused_cleanly_or_still_read(position, length, damage
         assert parse_job_xml(data)["recipe_sets"]
     except Invalid as error:
         assert error.field == "job" and error.extra["reason"]
+
+
+json_values = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
+                           lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner,
+                                                                                       max_size=3), max_leaves=6)
+
+
+def _places(node, path=()):
+    """Every (path) of a JSON document: where a value can be replaced."""
+    yield path
+    items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+    for key, child in items:
+        yield from _places(child, path + (key,))
+
+
+def _replaced(node, path, value):
+    if not path:
+        return value
+    copy = dict(node) if isinstance(node, dict) else list(node)
+    copy[path[0]] = _replaced(node[path[0]], path[1:], value)
+    return copy
+
+
+@SETTINGS
+@given(jobs, st.data())
+def test_the_compiled_job_check_never_takes_what_jsonschema_refuses(job, data):
+    """normalise checks a job with the compiled (Rust) validator first and takes it when that says valid: it must
+    agree with jsonschema on valid jobs, and never say valid where jsonschema finds an error (any value of a
+    job replaced by any JSON value, text with lone surrogates too)."""
+    from lablease.jobxml.normalise import _quickly_valid, _validator
+
+    assert _quickly_valid(job) and not list(_validator().iter_errors(job))
+    damaged = _replaced(job, data.draw(st.sampled_from(list(_places(job)))), data.draw(json_values))
+    assert not _quickly_valid(damaged) or not list(_validator().iter_errors(damaged))

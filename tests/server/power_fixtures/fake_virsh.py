@@ -30,5 +30,8 @@ elif command == "destroy":
     print(f"Domain '{domain}' destroyed\n")
 elif command == "reset":
     print(f"Domain '{domain}' was reset\n")
+elif command == "inject-nmi":
+    if current != "running":
+        sys.exit("error: Requested operation is not valid: domain is not running")
 else:
     sys.exit(f"error: unknown command: '{command}'")

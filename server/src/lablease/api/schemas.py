@@ -549,11 +549,12 @@ INSTALLATION = {"type": "object", "properties": {
     "installed_at": NULLABLE_TIME, "finished_at": NULLABLE_TIME,
     "kickstart_url": {"type": "string", "description": "only in the answer to provision: it carries the token"},
     "kickstart": {"type": "string", "description": "to its user, the system's owner and admins; token hidden"}}}
-POWER = {"type": "object", "required": ["action"], "properties": {"action": {"enum": ["on", "off", "reboot"]}},
+POWER = {"type": "object", "required": ["action"], "properties": {"action": {"enum": ["on", "off", "reboot",
+                                                                                  "interrupt"]}},
          "additionalProperties": False}
 COMMAND = {"type": "object", "properties": {
     "id": {"type": "integer"}, "system": {"type": "string"},
-    "action": {"enum": ["on", "off", "reboot", "netboot_install", "netboot_local", "netboot_clear"]},
+    "action": {"enum": ["on", "off", "reboot", "interrupt", "netboot_install", "netboot_local", "netboot_clear"]},
     "status": {"enum": ["queued", "running", "completed", "failed", "cancelled"]}, "attempts": {"type": "integer"},
     "user": {"type": ["string", "null"]}, "installation": {"type": ["integer", "null"]},
     "error": {"type": ["string", "null"]}, "created_at": TIME, "started_at": NULLABLE_TIME,

@@ -105,6 +105,7 @@ class BeakerHub:
             if route.writes and request.method != "DELETE" and request.mimetype not in JSON_TYPES:
                 raise Invalid("request", f"send the body as application/json, not {sent_as(request)}")
             body = parse_json(data) if data else None
+            route.check(body)
             call, value = self.run(request, route.function, route.auth, route.writes, (), args, body)
         except HTTPException as error:
             return text(error.code or 400, error.description or error.name)
@@ -112,7 +113,10 @@ class BeakerHub:
             try:
                 refused = as_refusal(error)
             except Exception:  # noqa: BLE001
-                return text(500 if outage(error) is None else 503, self.refusal(request, error))
+                found = outage(error)
+                if found is not None:  # the database, not this request: as the API, 503 and when to try again
+                    return text(503, self.refusal(request, error), {"Retry-After": str(found.retry_after)})
+                return text(500, self.refusal(request, error))
             status = next(code for kind, code in ERROR_STATUS.items() if isinstance(refused, kind))
             return text(status, refused.detail)
         if isinstance(value, Response):

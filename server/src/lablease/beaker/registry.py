@@ -12,7 +12,7 @@ from typing import Callable
 
 from werkzeug.routing import Map, Rule
 
-from ..domain.errors import DomainError
+from ..domain.errors import DomainError, Invalid
 
 
 class NotSupported(DomainError):
@@ -37,6 +37,36 @@ class Route:
     function: Callable
     auth: bool
     writes: bool
+    fields: dict  # the body's fields the function reads: name -> type(s), or the fields of an inner object
+
+    def check(self, body) -> None:
+        """Refuse (422, as the API refuses a body) a body that is not a JSON object, or a field the function reads
+        of another type (null is absent): a method never meets a list where it reads a field, nor a number where
+        it expects a name."""
+        _check_object(body, self.fields, "body")
+
+
+_KINDS = {str: "text", int: "a whole number", float: "a number", bool: "true or false"}
+
+
+def _check_object(body, fields: dict, where: str) -> None:
+    if body is None:
+        return
+    if not isinstance(body, dict):
+        raise Invalid(where, "send a JSON object")
+    for name, kind in fields.items():
+        value, path = body.get(name), f"{where}.{name}" if where != "body" else name
+        if isinstance(kind, dict):
+            _check_object(value, kind, path)
+            continue
+        kinds = kind if isinstance(kind, tuple) else (kind,)
+        if value is not None and (not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds)):
+            raise Invalid(path, f"must be {' or '.join(_KINDS[k] for k in kinds)}, not {json_name(value)}")
+
+
+def json_name(value) -> str:
+    return {bool: "true or false", int: "a number", float: "a number", str: "text", list: "a list",
+            dict: "an object"}.get(type(value), type(value).__name__)
 
 
 METHODS: dict[str, Method] = {}
@@ -53,11 +83,14 @@ def xmlrpc(name: str, *, auth: bool = True, writes: bool = False):
     return register
 
 
-def rest(method: str, path: str, *, auth: bool = True, writes: bool | None = None):
+def rest(method: str, path: str, *, auth: bool = True, writes: bool | None = None, fields: dict | None = None):
     """Register `function(call, **path_args)` for one of Beaker's REST paths (relative to /bkr); it returns
-    JSON-able data, a `werkzeug` Response, or None (204). Anything but GET writes unless told otherwise."""
+    JSON-able data, a `werkzeug` Response, or None (204). Anything but GET writes unless told otherwise.
+    `fields`: the JSON body's fields the function reads and their types (`{"fqdn": str}`; an inner object as
+    a dict of its own), checked before it runs (Route.check)."""
     def register(function: Callable) -> Callable:
-        ROUTES.append(Route(method, path, function, auth, method != "GET" if writes is None else writes))
+        ROUTES.append(Route(method, path, function, auth, method != "GET" if writes is None else writes,
+                            fields or {}))
         return function
     return register
 

@@ -22,7 +22,7 @@ CONDITIONS = ("automated", "manual", "broken", "removed")
 STATES = ("new", "queued", "assigned", "scheduled", "waiting", "installing", "running", "completed", "cancelled",
           "aborted")
 RESULTS = ("pass", "warn", "fail")
-POWER_ACTIONS = ("on", "off", "reboot")
+POWER_ACTIONS = ("on", "off", "reboot", "interrupt")  # interrupt: an NMI, where the power driver can send one
 DEFAULT_INTERVAL = 2.0  # seconds between polls of `job submit --wait` and `job watch`
 
 

@@ -1,4 +1,4 @@
-"""Power drivers: turn a lab system on, off, or reboot it.
+"""Power drivers: turn a lab system on, off, reboot it, or interrupt it (a non-maskable interrupt, NMI).
 
 Every driver, built-in or third-party, is a PowerDriver subclass registered
 under the "lablease.power" entry-point group (see registry.py); the `virtual`
@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-ACTIONS = ("on", "off", "reboot")
+ACTIONS = ("on", "off", "reboot", "interrupt")
 MASK = "***"
 SETTLE_STEP = 0.5  # seconds between readings while a BMC applies an action
 
@@ -42,8 +42,13 @@ def scrub(text: str, secrets) -> str:
     return text
 
 
+def cannot_interrupt(driver: str) -> str:
+    return f"power driver {driver} cannot send an interrupt (NMI): only ipmitool, redfish, libvirt and qemu can"
+
+
 class PowerDriver:
     name: str = ""
+    interrupts: bool = False  # can send a non-maskable interrupt (NMI); `interrupt` is refused for the others
     required: tuple[str, ...] = ()  # settings keys that must be present
     secrets: tuple[str, ...] = ("password",)  # settings keys whose values never reach a log
 
@@ -73,6 +78,10 @@ class PowerDriver:
 
     def reboot(self) -> None:
         raise NotImplementedError
+
+    def interrupt(self) -> None:
+        """A non-maskable interrupt (NMI): a kernel set to panic on one dumps its core (kdump) and reboots."""
+        raise PowerError(cannot_interrupt(self.name))
 
     def status(self) -> str:
         """"on", "off" or "unknown"; drivers that can ask raise PowerError when asking fails."""

@@ -15,6 +15,7 @@ STATE = re.compile(r"Chassis Power is (on|off)", re.IGNORECASE)
 
 class IpmitoolDriver(PowerDriver):
     name = "ipmitool"
+    interrupts = True
     required = ("address", "user")  # no password: an empty one (some BMCs have none)
 
     @classmethod
@@ -49,6 +50,9 @@ class IpmitoolDriver(PowerDriver):
     def reboot(self) -> None:
         # "power cycle" is refused by many BMCs when the chassis is off.
         self._chassis("cycle" if self.status() == "on" else "on")
+
+    def interrupt(self) -> None:
+        self._chassis("diag")  # "pulse a diagnostic interrupt (NMI) directly to the processor(s)"
 
     def status(self) -> str:
         output = self._chassis("status")

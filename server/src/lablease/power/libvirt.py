@@ -10,6 +10,7 @@ OFF_STATES = {"shut off", "crashed"}
 
 class LibvirtDriver(PowerDriver):
     name = "libvirt"
+    interrupts = True
     required = ("address",)
 
     def _virsh(self, command: str) -> str:
@@ -27,6 +28,9 @@ class LibvirtDriver(PowerDriver):
 
     def reboot(self) -> None:
         self._virsh("reset" if self.status() == "on" else "start")
+
+    def interrupt(self) -> None:
+        self._virsh("inject-nmi")
 
     def status(self) -> str:
         state = self._virsh("domstate").strip().lower()

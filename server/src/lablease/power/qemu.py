@@ -166,6 +166,7 @@ def _tail(path: Path) -> str:
 
 class QemuDriver(PowerDriver):
     name = "qemu"
+    interrupts = True
 
     @classmethod
     def check(cls, settings: dict) -> None:
@@ -331,6 +332,17 @@ class QemuDriver(PowerDriver):
                     if not self._exiting(pid):  # hung: pull the plug, as a BMC's power cycle would
                         self._kill(pid)
             self._start()
+
+    def interrupt(self) -> None:
+        with machines.locked(self.state_dir):
+            pid = self._pid()
+            if pid is None:
+                raise PowerError(f"QEMU machine {self.target.fqdn} is off: there is nothing to interrupt")
+            try:
+                with self._qmp() as qmp:
+                    qmp.execute("inject-nmi")
+            except QmpError as error:
+                raise PowerError(f"QEMU for {self.target.fqdn} (pid {pid}): {error}") from None
 
     def status(self) -> str:
         pid = self._pid()

@@ -5,13 +5,14 @@ import requests
 
 from . import PowerDriver, PowerError
 
-RESET = {"on": "On", "off": "ForceOff", "reboot": "ForceRestart"}
+RESET = {"on": "On", "off": "ForceOff", "reboot": "ForceRestart", "interrupt": "Nmi"}
 STATES = {"on": "on", "off": "off"}  # PoweringOn/PoweringOff are in between: unknown
 FALSE = {"false", "no", "0", "off"}
 
 
 class RedfishDriver(PowerDriver):
     name = "redfish"
+    interrupts = True
     required = ("user", "password")
 
     @classmethod
@@ -86,6 +87,9 @@ class RedfishDriver(PowerDriver):
 
     def reboot(self) -> None:
         self._reset("reboot")
+
+    def interrupt(self) -> None:
+        self._reset("interrupt")
 
     def status(self) -> str:
         with self._session() as session:

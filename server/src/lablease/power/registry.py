@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from importlib.metadata import entry_points
 
-from . import PowerDriver, PowerError, PowerTarget
+from . import PowerDriver, PowerError, PowerTarget, cannot_interrupt
 
 GROUP = "lablease.power"
 
@@ -49,6 +49,16 @@ def check_settings(settings: dict) -> None:
     except UnknownDriver as error:
         raise ValueError(str(error)) from None
     driver.check(settings)
+
+
+def refuses(settings: dict, action: str) -> str | None:
+    """Why the system's driver cannot do `action`, asked before it is queued (an interrupt, of a driver that
+    sends no NMI); None when it can, or when the driver is not installed (the command then fails saying so)."""
+    try:
+        driver = load(str(settings.get("driver")))
+    except UnknownDriver:
+        return None
+    return cannot_interrupt(driver.name) if action == "interrupt" and not driver.interrupts else None
 
 
 def driver_for(target: PowerTarget) -> PowerDriver:

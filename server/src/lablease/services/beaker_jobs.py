@@ -14,7 +14,8 @@ from ..domain import recipes as rules
 from ..domain.errors import Forbidden, Invalid, NotFound, Unauthenticated
 from ..domain.permissions import Actor
 from ..domain.variables import masked_ks_meta
-from ..jobxml import normalise_job, parse_job_xml_with_warnings, render_job_xml
+from ..jobxml import parse_job_xml_with_warnings, render_job_xml
+from ..jobxml.normalise import complete as complete_job
 from ..jobxml import results as results_xml
 from ..store.tables import DistroTree, Group, GroupMember, Job, Recipe, RecipeSet, Reservation, System, User
 from . import distros, jobs, lease, placement
@@ -119,10 +120,10 @@ def job_view(session, job: Job, now: datetime, settings=None) -> dict:
 
 
 def _masked(document: dict, settings) -> dict:
-    """The job as asked, complete (normalised once, here) and its secret ks_meta values masked as the API
-    shows them (domain/variables.py)."""
+    """The job as asked, complete (jobxml.normalise.complete: it was checked when submitted) and its secret
+    ks_meta values masked as the API shows them (domain/variables.py)."""
     patterns = getattr(settings, "secret_variables", ())
-    document = normalise_job(document)
+    document = complete_job(document)
 
     def recipe(spec: dict) -> dict:
         return {**spec, "ks_meta": masked_ks_meta(spec["ks_meta"], patterns) if spec.get("ks_meta") else "",

@@ -22,6 +22,7 @@ from ..domain.errors import Conflict, Forbidden, Invalid, NotFound
 from ..domain.permissions import Actor, Permission, decide
 from ..store.tables import Command, Installation, Lab, System
 from ..domain.events import InstallationCommandFailed, SystemChanged
+from ..power import registry as power_registry
 from ..store.uow import emit, wake_worker
 from ..domain.times import format_time
 from . import activity, due, notices, usage
@@ -30,8 +31,8 @@ from ..domain.paging import Page, PageRequest
 from ..store import paging
 from ..store.paging import Order
 
-POWER_ACTIONS = ("on", "off", "reboot")
-# What a completed action says about the power state.
+POWER_ACTIONS = ("on", "off", "reboot", "interrupt")  # power/__init__.py ACTIONS: what drivers do
+# What a completed action says about the power state (an interrupt leaves it as it was: it is read once).
 POWER_STATE_AFTER = {"on": "on", "reboot": "on", "off": "off"}
 LEASE_MARGIN = timedelta(seconds=15)  # beyond the command timeout, before a running command counts as abandoned
 
@@ -89,6 +90,9 @@ def request_power(uow, actor: Actor, now: datetime, fqdn: str, action: str, acti
             raise Conflict(f"{system.fqdn} is in use by {holder.user.name}: force the action to do it anyway")
     if action in POWER_ACTIONS and not has_power(system):
         raise Conflict(f"{system.fqdn} has no power driver configured")
+    refusal = power_registry.refuses(system.power, action) if action in POWER_ACTIONS else None
+    if refusal:
+        raise Conflict(f"{system.fqdn}: {refusal}")
     command = enqueue(session, system, action, now, actor.id)
     activity.record(session, actor, now, "system", system.fqdn, "power", "action", None, action)
     return as_dict(command)
@@ -258,9 +262,10 @@ def record_success(uow, command_id: int, now: datetime, state: str | None = None
         return  # recovered meanwhile as interrupted; the retry will tell
     _move(command, "completed")
     command.finished_at, command.error, command.lease_until = now, None, None
-    if command.action in POWER_STATE_AFTER:
-        known = state in ("on", "off")
-        command.system.power_state = state if known else POWER_STATE_AFTER[command.action]
+    if state in ("on", "off"):
+        command.system.power_state = state
+    elif command.action in POWER_STATE_AFTER:  # not read back: what the action leads to (an interrupt: unknown)
+        command.system.power_state = POWER_STATE_AFTER[command.action]
     wake_worker(session)  # the system's next command may run now
 
 

@@ -1,6 +1,8 @@
 """Distro trees (admins register them) and matching jobs' distroRequires against them."""
 from __future__ import annotations
 
+import json
+
 from datetime import datetime
 
 from sqlalchemy import select
@@ -140,6 +142,21 @@ def matching(session, tree: dict) -> list[DistroTree]:
     """Distro trees satisfying a distroRequires tree, newest first."""
     trees = session.execute(select(DistroTree).order_by(DistroTree.created_at.desc(), DistroTree.id.desc()))
     return [t for t in trees.scalars() if _tree_matches(tree, t)]
+
+
+def matcher(session):
+    """A function from distroRequires trees to their matching distro trees (as `matching`), reading the distro
+    trees once however many recipes ask: a job's recipes mostly ask the same."""
+    trees = list(session.execute(select(DistroTree).order_by(DistroTree.created_at.desc(), DistroTree.id.desc()))
+                 .scalars())
+    found: dict[str, list[DistroTree]] = {}
+
+    def match(tree: dict) -> list[DistroTree]:
+        key = json.dumps(tree, sort_keys=True)
+        if key not in found:
+            found[key] = [t for t in trees if _tree_matches(tree, t)]
+        return found[key]
+    return match
 
 
 def matching_trees(uow, tree: dict | None) -> list[dict]:

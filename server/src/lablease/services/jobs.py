@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from sqlalchemy import select
+from sqlalchemy import insert, select
 from sqlalchemy.orm import object_session, selectinload
 
 from ..domain import guests as guest_rules
@@ -121,38 +121,59 @@ def submit(uow, actor: Actor, now: datetime, job: dict, request_id: str | None =
               request_document=job if request_id else None, document=job, warnings=list(warnings or []))
     session.add(row)
     session.flush()
-    for position, spec_set in enumerate(job["recipe_sets"], 1):
-        priority = rules.priority_value(spec_set.get("priority", "Normal"))
-        recipe_set = RecipeSet(job_id=row.id, priority=priority, ar_id=spec_set.get("ar"), status="queued",
-                               queued_at=now, multi=len(spec_set["recipes"]) > 1)
-        session.add(recipe_set)
-        session.flush()
-        for spec in spec_set["recipes"]:
-            guest_specs = spec.get("guests", [])
-            spec = {key: value for key, value in spec.items() if key != "guests"}  # they are recipes of their own
-            trees = distros.matching(session, spec["distro_requires"]) if spec.get("distro_requires") else []
-            spec = _with_distro_arches(spec, trees)
-            bound = recipe_set.ar_id is not None  # an AR's work is placed on its systems, not from a class queue
-            recipe = Recipe(recipe_set_id=recipe_set.id, job_id=row.id, spec=spec, status="queued",
-                            priority=priority, queued_at=now,
-                            class_id=None if bound else scheduling.requirement_class(session, actor.id, spec, now).id)
-            if spec.get("distro_requires"):
-                recipe.distro_tree_id = trees[0].id
-            session.add(recipe)
-            session.flush()
-            for guest_spec in guest_specs:  # never queued on their own: placed with their host
-                session.add(Recipe(recipe_set_id=recipe_set.id, job_id=row.id, spec=guest_spec, status="queued",
-                                   priority=priority, queued_at=now, host_recipe_id=recipe.id,
-                                   distro_tree_id=distros.matching(session, guest_spec["distro_requires"])[0].id))
-        session.flush()
-        scheduling.refuse_never_starting(session, recipe_set, position)  # 409: nothing is written
-        emit(session, RecipeSetQueued(recipe_set.id, now))
+    _add_recipes(session, actor, now, row, job["recipe_sets"])
     activity.record(session, actor, now, "job", row.id, "submitted")
     session.flush()
     uow.dispatch()
     session.flush()
     session.expire_all()  # relationships loaded before the recipes existed are read again
     return show(uow, actor, now, row.id), True
+
+
+def _add_recipes(session, actor: Actor, now: datetime, row: Job, spec_sets: list[dict]) -> None:
+    """The job's recipe sets and recipes, written in a few statements whatever its size: one multi-row insert
+    per level (sets, recipes, guests; the ORM would insert a row at a time where it must read each id back),
+    the requirement classes looked up together, the distro trees read once. A set that could never start is
+    refused (409) before anything is committed."""
+    trees = distros.matcher(session)
+    set_ids = _insert_all(session, RecipeSet, [
+        {"job_id": row.id, "priority": rules.priority_value(spec_set.get("priority", "Normal")),
+         "ar_id": spec_set.get("ar"), "status": "queued", "queued_at": now, "multi": len(spec_set["recipes"]) > 1}
+        for spec_set in spec_sets], RecipeSet.job_id == row.id)
+    sets = {s.id: s for s in session.execute(select(RecipeSet).where(RecipeSet.job_id == row.id)).scalars()}
+    hosts, guests = [], []
+    for set_id, spec_set in zip(set_ids, spec_sets):
+        for spec in spec_set["recipes"]:
+            plain = {key: value for key, value in spec.items() if key != "guests"}  # guests are recipes of their own
+            found = trees(plain["distro_requires"]) if plain.get("distro_requires") else []
+            hosts.append({"recipe_set_id": set_id, "job_id": row.id, "spec": _with_distro_arches(plain, found),
+                          "status": "queued", "priority": sets[set_id].priority, "queued_at": now,
+                          "distro_tree_id": found[0].id if found else None, "class_id": None})
+            guests.append(spec.get("guests", []))
+    unbound = [recipe for recipe in hosts if sets[recipe["recipe_set_id"]].ar_id is None]  # an AR's go on its systems
+    for recipe, cls in zip(unbound, scheduling.requirement_classes(session, actor.id, [r["spec"] for r in unbound],
+                                                                   now)):
+        recipe["class_id"] = cls.id
+    in_job = Recipe.recipe_set_id.in_(set_ids)  # (recipe_set_id is indexed, job_id is not)
+    host_ids = _insert_all(session, Recipe, hosts, in_job, Recipe.host_recipe_id.is_(None))
+    _insert_all(session, Recipe, [  # never queued on their own: placed with their host
+        {**recipe, "spec": guest, "class_id": None, "host_recipe_id": host_id,
+         "distro_tree_id": trees(guest["distro_requires"])[0].id}
+        for recipe, host_id, its_guests in zip(hosts, host_ids, guests) for guest in its_guests],
+        in_job, Recipe.host_recipe_id.is_not(None))
+    for position, set_id in enumerate(set_ids, 1):
+        scheduling.refuse_never_starting(session, sets[set_id], position)  # 409: nothing is written
+        emit(session, RecipeSetQueued(set_id, now))
+
+
+def _insert_all(session, table, rows: list[dict], *where) -> list[int]:
+    """Insert the job's rows in one statement (executemany) and the ids of the rows `where` finds (those rows:
+    the new job's) in the same order: ids grow as rows are inserted, and nobody else writes rows of a job that
+    is not committed yet."""
+    if not rows:
+        return []
+    session.execute(insert(table), rows)
+    return list(session.execute(select(table.id).where(*where).order_by(table.id)).scalars())
 
 
 def _with_distro_arches(spec: dict, trees: list) -> dict:

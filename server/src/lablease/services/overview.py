@@ -16,8 +16,8 @@ from ..domain.actions import Holding, aborted_share, primary_action
 from ..domain.paging import PageRequest
 from ..domain.permissions import Actor, Permission, Rule, SystemAccess, decide, decide_schedule, may_use
 from ..scheduler.filters import matches
-from ..store.tables import (AccessRule, Pool, PoolAccessRule, PoolSystem, Recipe, Reservation, System, UsageChange,
-                            User)
+from ..store.tables import (AccessRule, Loan, Pool, PoolAccessRule, PoolSystem, Recipe, Reservation, System,
+                            UsageChange, User)
 from ..store import queries
 from . import activity
 from . import systems as system_service
@@ -122,20 +122,22 @@ def page_of(session, query, total: int, page: int, per_page: int) -> tuple[list[
     return rows, page, pages
 
 
-def _view_rule_applies(connection, actor: Actor):
-    """A column: does a view rule of the system (or of its policy pool, when it uses one) apply to the actor?
-    Rule.applies_to judges each distinct (user, group) of the view rules once; SQL matches rows against them."""
+def _view_rule_applies(connection, actor: Actor, permission: Permission = Permission.VIEW):
+    """A column: does a rule of the system (or of its policy pool, when it uses one) granting `permission` (view
+    unless told) apply to the actor? Rule.applies_to judges each distinct (user, group) of those rules once; SQL
+    matches rows against them."""
     def matching(table):
-        pairs = connection.execute(select(table.user_id, table.group_id).where(table.permission == "view")
+        pairs = connection.execute(select(table.user_id, table.group_id).where(table.permission == permission.value)
                                    .distinct()).all()
         chosen = [and_(table.user_id.is_(None) if user is None else table.user_id == user,
                        table.group_id.is_(None) if group is None else table.group_id == group)
-                  for user, group in pairs if Rule(Permission.VIEW, user, group).applies_to(actor)]
+                  for user, group in pairs if Rule(permission, user, group).applies_to(actor)]
         return or_(false(), *chosen)
 
-    own = exists().where(AccessRule.system_id == System.id, AccessRule.permission == "view", matching(AccessRule))
-    pooled = exists().where(PoolAccessRule.pool_id == System.policy_pool_id, PoolAccessRule.permission == "view",
-                            matching(PoolAccessRule))
+    own = exists().where(AccessRule.system_id == System.id, AccessRule.permission == permission.value,
+                         matching(AccessRule))
+    pooled = exists().where(PoolAccessRule.pool_id == System.policy_pool_id,
+                            PoolAccessRule.permission == permission.value, matching(PoolAccessRule))
     return case((System.policy_pool_id.is_not(None), pooled), else_=own)
 
 
@@ -242,29 +244,54 @@ def systems_for(uow, actor: Actor, now: datetime, which: str, filters: dict, sys
     system type and a hostRequires tree, narrowed to `which` (Beaker's system lists, bkr system-list):
     all (not removed), removed, available (Automated or Manual and the actor may use it: reserve it, or have the
     scheduler give it to their recipes), free (available and nobody holds it), mine (owned, held or borrowed by
-    the actor)."""
+    the actor). Decided in SQL over columns (no ORM object per system: 10,000 of them took seconds); "may use" is
+    domain.permissions.may_use, judged once per kind of system (`usable`). Only a hostRequires tree, which the
+    scheduler's filters judge on a whole system, loads the systems left."""
     session = uow.session
     query, _ = visible(session, actor, system_service.filtered(session, actor, now, filters), now)
-    systems = list(session.execute(query.options(selectinload(System.pools), selectinload(System.owner)))
-                   .unique().scalars())
-    ids = [system.id for system in systems]
-    loans, held = system_service.active_loans(session, ids), system_service.current_reservations(session, ids, now)
-    found = []
-    for system in systems:
-        loan, holder = loans.get(system.id), held.get(system.id)
-        if (which == "removed") != (system.condition == "removed"):
-            continue
-        if which in ("available", "free") and not (
-                system.condition in USABLE and may_use(actor, system_service.access_of(system, loan))):
-            continue
-        if which == "free" and holder is not None:
-            continue
-        if which == "mine" and actor.id not in (system.owner_id, holder.user_id if holder else None,
-                                                loan.recipient_id if loan else None):
-            continue
-        if system_type and system.system_type != system_type:
-            continue
-        if host_filter is not None and not matches(host_filter, queries.host(system, host_filter)):
-            continue
-        found.append(system.fqdn)
-    return sorted(found)
+    query = query.where((System.condition == "removed") if which == "removed" else (System.condition != "removed"))
+    if system_type:
+        query = query.where(System.system_type == system_type)
+    if which in ("available", "free"):
+        query = usable(session, actor, query.where(System.condition.in_(USABLE)))
+    if which == "free":
+        query = query.where(~held_now(now))
+    if which == "mine":
+        query = query.where(or_(System.owner_id == actor.id, exists().where(
+            Reservation.system_id == System.id, Reservation.returned_at.is_(None), Reservation.start_at <= now,
+            Reservation.user_id == actor.id), exists().where(
+            Loan.system_id == System.id, Loan.returned_at.is_(None), Loan.recipient_id == actor.id)))
+    if host_filter is None:
+        return list(session.connection().execute(
+            query.with_only_columns(System.fqdn).order_by(None).order_by(System.fqdn)).scalars())
+    systems = session.execute(query.order_by(None).order_by(System.fqdn).options(
+        selectinload(System.pools), selectinload(System.owner))).unique().scalars()
+    return [system.fqdn for system in systems if matches(host_filter, queries.host(system, host_filter))]
+
+
+def usable(session, actor: Actor, query):
+    """`query` narrowed to the systems the actor may use (domain.permissions.may_use), as `visible` narrows to
+    what they may view: one grouped scan finds the kinds of system there are (owned by the actor or not, lent to
+    nobody, to the actor or to another user, a reserve rule applies or not, its condition), may_use judges each
+    kind once, and SQL keeps the systems of the kinds it allows."""
+    owned = case((System.owner_id == actor.id, True), else_=False)
+    lent = case((exists().where(Loan.system_id == System.id, Loan.returned_at.is_(None),
+                                Loan.recipient_id == actor.id), "actor"),
+                (exists().where(Loan.system_id == System.id, Loan.returned_at.is_(None)), "other"), else_="none")
+    applies = false() if actor.is_admin else _view_rule_applies(session.connection(), actor, Permission.RESERVE)
+    kinds = query.with_only_columns(System.id.label("id"), owned.label("owned"), lent.label("lent"),
+                                    applies.label("applies"), System.condition.label("condition")
+                                    ).order_by(None).subquery()
+    found = session.connection().execute(select(kinds.c.owned, kinds.c.lent, kinds.c.applies, kinds.c.condition)
+                                         .distinct()).all()
+    recipient = {"none": None, "actor": actor.id, "other": actor.id + 1}  # "other": anybody but the actor
+    allowed = [(bool(mine), lent_to, bool(applied), condition) for mine, lent_to, applied, condition in found
+               if may_use(actor, SystemAccess(
+                   owner_id=actor.id if mine else None, condition=condition,
+                   rules=(Rule(Permission.RESERVE, actor.id),) if applied else (),
+                   loan_recipient_id=recipient[lent_to]))]
+    # The kinds' columns are computed once, in the subquery, and matched there: repeating their correlated
+    # EXISTS inside an OR of the outer WHERE took PostgreSQL 20 times as long as the scan itself.
+    return query.where(System.id.in_(select(kinds.c.id).where(or_(false(), *(
+        and_(kinds.c.owned == mine, kinds.c.lent == lent_to, kinds.c.applies == applied,
+             kinds.c.condition == condition) for mine, lent_to, applied, condition in allowed)))))

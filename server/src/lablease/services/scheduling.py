@@ -97,6 +97,18 @@ def requirement_class(session, owner_id: int, spec: dict, now: datetime) -> Requ
     return cls
 
 
+def requirement_classes(session, owner_id: int, specs: list[dict], now: datetime) -> list[RequirementClass]:
+    """Each spec's class (as `requirement_class`), those that exist found in one query: a job's recipes
+    mostly share a few classes, so a big job costs no lookup per recipe."""
+    keys = [class_key(owner_id, spec) for spec in specs]
+    found = {cls.key: cls for cls in session.execute(select(RequirementClass).where(
+        RequirementClass.key.in_(set(keys)))).scalars()} if keys else {}
+    for key, spec in zip(keys, specs):
+        if key not in found:
+            found[key] = requirement_class(session, owner_id, spec, now)
+    return [found[key] for key in keys]
+
+
 def compute_candidates(session, cls: RequirementClass, systems: list[System], only: System | None = None) -> None:
     """Store which systems the class could ever run on, ranked by its autopick preferences."""
     owner = actor_for(session, session.get(User, cls.owner_id))

@@ -43,6 +43,8 @@ def carry_out(claimed: commands.Claimed, settings: Settings) -> str | None:
         deadline = time.monotonic() + target.timeout  # the action and its taking effect, together
         driver.act(claimed.action)
         try:
+            if claimed.action not in commands.POWER_STATE_AFTER:  # an interrupt: the state as it is now
+                return driver.status()
             return driver.settle(commands.POWER_STATE_AFTER[claimed.action], deadline)
         except NotApplied:
             raise  # a failed attempt: the next one sends the action again

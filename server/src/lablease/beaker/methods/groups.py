@@ -55,6 +55,10 @@ def group_show(call: Call, name: str):
     return group_document(call, groups.show(call.uow, call.reader, name))
 
 
+# what group_create and group_modify read of a body
+GROUP = {"group_name": str, "description": str, "display_name": str, "ldap": bool, "root_password": str}
+
+
 def refuse_beaker_only(body: dict, name: str) -> None:
     if body.get("ldap"):
         raise NotSupported("LDAP groups are not supported: lablease's groups are its own")
@@ -65,7 +69,7 @@ def refuse_beaker_only(body: dict, name: str) -> None:
         raise NotSupported("a display name is not supported: a lablease group is known by its name")
 
 
-@rest("POST", "/groups")
+@rest("POST", "/groups", fields=GROUP)
 def group_create(call: Call):
     body = call.body or {}
     name = str(body.get("group_name") or "")
@@ -73,7 +77,7 @@ def group_create(call: Call):
     return group_document(call, groups.create(call.uow, call.user, call.now, name, body.get("description")))
 
 
-@rest("PATCH", "/groups/<name>")
+@rest("PATCH", "/groups/<name>", fields=GROUP)
 def group_modify(call: Call, name: str):
     body = call.body or {}
     if body.get("group_name") not in (None, name):
@@ -90,7 +94,7 @@ def user_named(call: Call) -> str:
     return str(name)
 
 
-@rest("POST", "/groups/<name>/members")
+@rest("POST", "/groups/<name>/members", fields={"user_name": str})
 def member_add(call: Call, name: str):
     groups.add_member(call.uow, call.user, call.now, name, user_named(call))
     return None
@@ -102,7 +106,7 @@ def member_remove(call: Call, name: str):
     return None
 
 
-@rest("POST", "/groups/<name>/owners")
+@rest("POST", "/groups/<name>/owners", fields={"user_name": str})
 def owner_grant(call: Call, name: str):
     groups.add_member(call.uow, call.user, call.now, name, user_named(call), owner=True)
     return None

@@ -40,18 +40,21 @@ def pool_policy(call: Call, name: str):
     return listed(call, policies.pool_policy(call.uow, name))
 
 
+RULE = {"permission": str, "user": str, "group": str, "everybody": bool}  # what rule_of reads
+
+
 def rule_of(body) -> dict:
     body = body or {}
     return {"permission": body.get("permission"), "user": body.get("user"), "group": body.get("group"),
             "everybody": bool(body.get("everybody"))}
 
 
-@rest("POST", "/systems/<fqdn>/access-policy/rules")
+@rest("POST", "/systems/<fqdn>/access-policy/rules", fields=RULE)
 def system_grant(call: Call, fqdn: str):
     return policies.add_system_rule(call.uow, call.user, call.now, fqdn, rule_of(call.body))
 
 
-@rest("POST", "/pools/<name>/access-policy/rules")
+@rest("POST", "/pools/<name>/access-policy/rules", fields=RULE)
 def pool_grant(call: Call, name: str):
     return policies.add_pool_rule(call.uow, call.user, call.now, name, rule_of(call.body))
 

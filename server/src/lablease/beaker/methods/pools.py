@@ -36,7 +36,7 @@ def pool_show(call: Call, name: str):
     return pool_document(pools.show(call.uow, name))
 
 
-@rest("POST", "/pools")
+@rest("POST", "/pools", fields={"name": str, "description": str, "owner": {"user_name": str, "group_name": str}})
 def pool_create(call: Call):
     body = call.body or {}
     owner = body.get("owner") or {}
@@ -47,7 +47,7 @@ def pool_create(call: Call):
     return pool_document(made)
 
 
-@rest("POST", "/pools/<name>/systems")
+@rest("POST", "/pools/<name>/systems", fields={"fqdn": str})
 def pool_add(call: Call, name: str):
     pools.add_system(call.uow, call.user, call.now, name, str((call.body or {}).get("fqdn") or ""))
     return None

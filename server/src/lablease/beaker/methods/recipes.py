@@ -35,16 +35,16 @@ def _extended(call: Call, taskspec: str) -> dict:
     return {"seconds": seconds or 0}
 
 
-@rest("POST", "/recipes/<int:recipe_id>/watchdog")
+@rest("POST", "/recipes/<int:recipe_id>/watchdog", fields={"kill_time": (int, float)})
 def extend_recipe(call: Call, recipe_id: int):
     return _extended(call, f"R:{recipe_id}")
 
 
-@rest("POST", "/recipes/by-taskspec/<taskspec>/watchdog")
+@rest("POST", "/recipes/by-taskspec/<taskspec>/watchdog", fields={"kill_time": (int, float)})
 def extend_by_taskspec(call: Call, taskspec: str):
     return _extended(call, taskspec)
 
 
-@rest("POST", "/recipes/by-fqdn/<fqdn>/watchdog")
+@rest("POST", "/recipes/by-fqdn/<fqdn>/watchdog", fields={"kill_time": (int, float)})
 def extend_by_fqdn(call: Call, fqdn: str):
     return _extended(call, beaker_jobs.running_on(call.uow, call.user, fqdn))

@@ -11,8 +11,8 @@ from ..registry import NotSupported, rest, xmlrpc
 
 # Beaker's names of lablease's system conditions
 CONDITIONS = {"automated": "Automated", "manual": "Manual", "broken": "Broken", "removed": "Removed"}
-# bkr system-power --action: reboot comes as off then on; interrupt (an NMI) has no driver of ours
-POWER = {"on": "on", "off": "off", "reboot": "reboot", "clear_netboot": "netboot_clear"}
+# bkr system-power --action: reboot comes as off then on; interrupt is an NMI (refused for a driver without)
+POWER = {"on": "on", "off": "off", "reboot": "reboot", "interrupt": "interrupt", "clear_netboot": "netboot_clear"}
 
 
 @xmlrpc("systems.reserve", writes=True)
@@ -35,7 +35,7 @@ def release_system(call: Call, fqdn):
     return None
 
 
-@rest("PATCH", "/systems/<fqdn>/reservations/+current")
+@rest("PATCH", "/systems/<fqdn>/reservations/+current", fields={"finish_time": str})
 def release(call: Call, fqdn: str):
     if (call.body or {}).get("finish_time") != "now":
         raise Invalid("finish_time", 'a current reservation is changed only to end it: {"finish_time": "now"}')
@@ -55,14 +55,13 @@ def status(call: Call, fqdn: str):
             if lent else None}
 
 
-@rest("POST", "/systems/<fqdn>/commands")
+@rest("POST", "/systems/<fqdn>/commands",
+      fields={"action": str, "only_if_current_user_matches": bool})
 def power(call: Call, fqdn: str):
     body = call.body or {}
     action = body.get("action")
-    if action == "interrupt":
-        raise NotSupported("interrupt is not supported: lablease's power drivers switch on, off and reboot")
     if action not in POWER:
-        raise Invalid("action", f"must be one of {', '.join([*POWER, 'interrupt'])}")
+        raise Invalid("action", f"must be one of {', '.join(POWER)}")
     return commands.request_power(call.uow, call.user, call.now, fqdn, POWER[action], tuple(POWER.values()),
                                   only_if_holder=bool(body.get("only_if_current_user_matches")))
 
@@ -88,7 +87,7 @@ def provision(call: Call, fqdn, distro_tree_id, ks_meta=None, kernel_options=Non
     return None
 
 
-@rest("POST", "/systems/<fqdn>/loans")
+@rest("POST", "/systems/<fqdn>/loans", fields={"recipient": str, "comment": str})
 def loan_grant(call: Call, fqdn: str):
     body = call.body or {}
     recipient = body.get("recipient") or call.user.name  # Beaker lends to the caller when nobody is named
@@ -96,7 +95,7 @@ def loan_grant(call: Call, fqdn: str):
     return loan_document(loan)
 
 
-@rest("PATCH", "/systems/<fqdn>/loans/+current")
+@rest("PATCH", "/systems/<fqdn>/loans/+current", fields={"finish": str})
 def loan_return(call: Call, fqdn: str):
     if (call.body or {}).get("finish") != "now":
         raise Invalid("finish", 'a current loan is changed only to end it: {"finish": "now"}')

@@ -68,7 +68,11 @@ demo: venv collection-link
 demo-qemu: venv collection-link qemu
 	$(BIN)/python scripts/demo_qemu.py
 
-test: venv postgresql qemu deploy-tools chromium bmc directory beaker-client mrack java test-server test-collection
+# The server suite and the collection's checks run side by side (two make jobs, each one's output printed
+# whole when it ends): much of the server suite waits on servers, VMs and playbooks, which leaves room on
+# two cores for the collection's lint and sanity runs.
+test: venv postgresql qemu deploy-tools chromium bmc directory beaker-client mrack java
+	$(MAKE) --no-print-directory -j2 --output-sync=recurse test-server test-collection
 
 # Tests run in parallel processes (pytest-xdist), a file's tests together so its module-scoped
 # servers start once; most of them wait on real servers, VMs and playbooks rather than compute.
@@ -87,8 +91,11 @@ unit: venv collection-link
 test-server: venv collection-link
 	$(BIN)/pytest $(PARALLEL) $(DURATIONS) tests/server tests/e2e --ignore=tests/e2e/ansible
 
-# molecule before lint: ansible-lint reads the copy molecule installs in ~/.ansible/collections.
-test-collection: venv sanity $(addprefix sanity-,$(CORE_BRANCHES)) units molecule lint playbooks certify
+# One step at a time, in this order (also under `make -j`): molecule before lint, as ansible-lint reads the
+# copy molecule installs in ~/.ansible/collections.
+COLLECTION_STEPS = sanity $(addprefix sanity-,$(CORE_BRANCHES)) units molecule lint playbooks certify
+test-collection: venv
+	$(MAKE) --no-print-directory -j1 $(COLLECTION_STEPS)
 
 # --- the Ansible collection lablease.lab (the repository root); see docs/ansible.md ---
 ANSIBLE_ENV := PATH=$(CURDIR)/$(BIN):$$PATH ANSIBLE_COLLECTIONS_PATH=$(CURDIR)/.collections ANSIBLE_CONFIG=$(CURDIR)/ansible.cfg

@@ -61,3 +61,11 @@ def test_distros_list_groups_trees_by_name(hub, trees):
         "RELEASED"]
     assert [d["distro_name"] for d in json.loads(anonymous(hub).ok("distros-list", "--format", "json",
                                                                    "--tag", "STABLE"))] == ["DistroB-2"]
+
+
+def test_labcontroller_list_names_the_labs_of_systems_and_agents(hub):
+    hub.add_system("lc1.lab.test", lab="lab-north")
+    hub.server.admin_cli("lab", "add", "lab-south")
+    listed = anonymous(hub).ok("labcontroller-list").split()
+    assert "lab-north" in listed and "lab-south" in listed
+    assert listed == sorted(set(listed))  # each lab once, by name

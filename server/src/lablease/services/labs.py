@@ -161,3 +161,11 @@ def silent(session, now: datetime, silence: timedelta) -> list[str]:
     """The labs whose agent is silent or never came (readiness: degraded, naming them)."""
     return [name for name, seen_at in session.execute(select(Lab.name, Lab.agent_seen_at).order_by(Lab.name))
             if agent_state(seen_at, now, silence) != "online"]
+
+
+def names(session, configured) -> list[str]:
+    """Every lab lablease knows, by name: those with an agent, those the settings configure (`labs:`), and those
+    its systems name (bkr labcontroller-list: Beaker's lab controllers are lablease's labs)."""
+    found = set(configured) | set(session.scalars(select(Lab.name)))
+    found |= {lab for lab in session.scalars(select(System.lab).distinct()) if lab}
+    return sorted(found)

@@ -221,3 +221,17 @@ def test_a_job_page_shows_its_sets_recipes_systems_results_and_reservesys_and_a_
     assert "Cancel job" not in done
     assert "100 %" in re.search(r"Recent recipes aborted</dt><dd>([^<]+)", alice.page("/systems/r1.lab.test")).group(0)
     assert f"job {second['id']}" in alice.page("/jobs")
+
+
+def test_the_labs_page_shows_each_agents_state_and_its_labs_commands(web, person):
+    from lablease.services import labs
+    with UnitOfWork(web.db) as uow:
+        labs.add(uow, START, "north")
+        labs.add(uow, START, "south")
+        labs.seen(uow.session, labs.find(uow.session, "north"), web.clock() - timedelta(seconds=20), "1.2.3")
+        uow.commit()
+    html = person("alice").page("/labs")
+    rows = dict(re.findall(r'<tr data-lab="(\w+)" data-state="(\w+)">', html))
+    assert rows == {"north": "online", "south": "never"}
+    assert "1.2.3" in html and "just now" in html
+    assert 'href="/labs"' in html  # in the navigation

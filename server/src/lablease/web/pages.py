@@ -12,7 +12,7 @@ from typing import Callable
 from werkzeug.routing import Map, Rule
 
 from ..api.routes import shared_map
-from .views import account, advance, calendar, jobs, pools, reservations, systems, utilisation
+from .views import account, advance, calendar, jobs, labs, pools, reservations, systems, utilisation
 
 
 @dataclass(frozen=True)
@@ -53,6 +53,7 @@ PAGES = [
     Page("GET", "/advance-reservations/<ident>", advance.show),
     Page("POST", "/advance-reservations/<ident>/modify", advance.modify),
     Page("POST", "/advance-reservations/<ident>/delete", advance.delete),
+    Page("GET", "/labs", labs.listing),
     Page("GET", "/utilisation", utilisation.show),
     Page("GET", "/utilisation.csv", utilisation.csv),
     Page("GET", "/calendar/<user>/<token>.ics", calendar.feed, auth=False),
@@ -88,6 +89,7 @@ EQUIVALENTS = {
                                                   "ar modify 4 -N renamed"),
     "POST /advance-reservations/<ident>/delete": ("DELETE " + API + "/advance-reservations/<ident>",
                                                   "ar delete 4 -f"),
+    "GET /labs": ("GET " + API + "/labs", "labs"),
     "GET /utilisation": ("GET " + API + "/reports/utilisation/series", None),
     "GET /utilisation.csv": ("GET " + API + "/reports/utilisation/series", None),
 }
@@ -101,6 +103,7 @@ NAV = [
     ("Queue", "/queue"),
     ("Jobs", "/jobs"),
     ("Advance reservations", "/advance-reservations"),
+    ("Labs", "/labs"),
     ("Utilisation", "/utilisation"),
 ]
 

@@ -161,6 +161,8 @@ def test_an_agent_killed_mid_command_gets_it_again_after_restart_and_completes_i
 
 def test_a_silent_agent_degrades_its_lab_while_the_other_goes_on(site):
     server, agents = site
+    until(lambda: {lab["name"]: lab for lab in server.admin.get("/labs").json()}["west"]["agent"]["state"] == "online",
+          "west's agent to have asked for work")  # so that its silence below is a change, also when run alone
     agents["west"].kill9()
     waiting = power(server, "w1.west.test", "on")
     east = power(server, "e1.east.test", "on")
@@ -171,7 +173,12 @@ def test_a_silent_agent_degrades_its_lab_while_the_other_goes_on(site):
     labs = {lab["name"]: lab for lab in server.admin.get("/labs").json()}
     assert labs["west"]["agent"]["state"] == "silent" and labs["east"]["agent"]["state"] == "online"
     assert labs["west"]["commands"]["waiting"] == 1
-    assert server.admin.get(f"/commands/{waiting}").json()["status"] == "queued"
+    held = server.admin.get(f"/commands/{waiting}").json()
+    assert held["status"] == "queued" and "waits for lab west's agent" in held["waiting_on"]
+    listed = {c["id"]: c for c in server.admin.get("/systems/w1.west.test/commands").json()}
+    assert listed[waiting]["waiting_on"] == held["waiting_on"]
+    assert server.admin.get(f"/commands/{east}").json()["waiting_on"] is None  # finished, and its agent is there
     agents["west"].start()
-    assert until(lambda: finished(server, waiting), "west's command once its agent is back")["status"] == "completed"
+    done = until(lambda: finished(server, waiting), "west's command once its agent is back")
+    assert done["status"] == "completed" and done["waiting_on"] is None
     assert agents["west"].lines("marker")[-1] == "w1.west.test on"

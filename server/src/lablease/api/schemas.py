@@ -558,7 +558,10 @@ COMMAND = {"type": "object", "properties": {
     "status": {"enum": ["queued", "running", "completed", "failed", "cancelled"]}, "attempts": {"type": "integer"},
     "user": {"type": ["string", "null"]}, "installation": {"type": ["integer", "null"]},
     "error": {"type": ["string", "null"]}, "created_at": TIME, "started_at": NULLABLE_TIME,
-    "finished_at": NULLABLE_TIME}}
+    "finished_at": NULLABLE_TIME,
+    "waiting_on": {"type": ["string", "null"], "description": "why an unfinished command of an agent-served lab "
+                                                              "does not run: its lab's agent is silent or never "
+                                                              "came (docs/lab-agents.md)"}}}
 
 # The lab agent's side of the command queue (api/views/labs.py, docs/lab-agents.md)
 AGENT_TAKE = {"type": "object", "additionalProperties": False, "properties": {

@@ -18,6 +18,7 @@ from sqlalchemy.orm import aliased
 
 from ..domain import commands as rules
 from ..domain.commands import UNFINISHED
+from ..domain.labs import agent_state, silent_agent_note
 from ..domain.errors import Conflict, Forbidden, Invalid, NotFound
 from ..domain.permissions import Actor, Permission, decide
 from ..store.tables import Command, Installation, Lab, System
@@ -98,19 +99,32 @@ def request_power(uow, actor: Actor, now: datetime, fqdn: str, action: str, acti
     return as_dict(command)
 
 
-def listing(uow, actor: Actor, fqdn: str, page: PageRequest) -> Page:
+def listing(uow, actor: Actor, fqdn: str, page: PageRequest, now: datetime, silence: timedelta) -> Page:
     system = find(uow.session, fqdn, actor)
     found = paging.fetch(uow, "commands", select(Command).where(Command.system_id == system.id),
                          [Order(Command.id, descending=True)], page)
-    return Page([as_dict(c) for c in found.items], found.next_after)
+    note = _agent_note(uow.session, system, now, silence)
+    return Page([_as_seen(c, note) for c in found.items], found.next_after)
 
 
-def get(uow, actor: Actor, command_id: int) -> dict:
+def get(uow, actor: Actor, command_id: int, now: datetime, silence: timedelta) -> dict:
     command = uow.session.get(Command, command_id)
     if command is None:
         raise NotFound(f"no command {command_id}")
     find(uow.session, command.system.fqdn, actor)  # 404 unless the caller may see the system
-    return as_dict(command)
+    return _as_seen(command, _agent_note(uow.session, command.system, now, silence))
+
+
+def _as_seen(command: Command, note: str | None) -> dict:
+    """A command as people read it: an unfinished one of a lab whose agent is away says so (`waiting_on`)."""
+    return {**as_dict(command), "waiting_on": note if command.status in UNFINISHED else None}
+
+
+def _agent_note(session, system: System, now: datetime, silence: timedelta) -> str | None:
+    lab = session.scalar(select(Lab).where(Lab.name == system.lab)) if system.lab else None
+    if lab is None:  # served by the worker
+        return None
+    return silent_agent_note(lab.name, agent_state(lab.agent_seen_at, now, silence), lab.agent_seen_at)
 
 
 def cancel(uow, actor: Actor, now: datetime, command_id: int) -> dict:

@@ -52,11 +52,12 @@ def power(ctx: Context) -> dict:
 
 
 def command_list(ctx: Context) -> Page:
-    return commands.listing(ctx.uow, ctx.actor, ctx.args["fqdn"], ctx.page)
+    return commands.listing(ctx.uow, ctx.actor, ctx.args["fqdn"], ctx.page, ctx.now,
+                            ctx.settings.agent_silence_limit)
 
 
 def command_show(ctx: Context) -> dict:
-    return commands.get(ctx.uow, ctx.actor, ctx.args["id"])
+    return commands.get(ctx.uow, ctx.actor, ctx.args["id"], ctx.now, ctx.settings.agent_silence_limit)
 
 
 def command_cancel(ctx: Context) -> dict:

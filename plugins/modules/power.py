@@ -137,6 +137,11 @@ command:
     finished_at:
       description: When it completed or failed.
       type: str
+    waiting_on:
+      description:
+        - Why a queued or running command does not run yet - its lab's agent is silent or never came.
+        - Null for a finished command, a lab the server's worker serves, or while the lab's agent is online.
+      type: str
 power_state:
   description:
     - The system's power state as the server knows it after the task - V(on), V(off) or V(unknown).

@@ -104,6 +104,12 @@ def test_the_agent_passes_on_its_installers_kickstart_and_callbacks_and_nothing_
     answer = requests.get(kickstart_url, timeout=30)
     assert answer.status_code == 200 and "%packages" in answer.text, answer.text
     token = kickstart_url.partition("?")[2]
+    # A lab agent's proxy is served only its own lab's installations, whatever installation token it passes on.
+    direct = f"{server.url}/api/v1/installations/{installation['id']}/kickstart?{token}"
+    for agent, status in (("west", 404), ("east", 200)):
+        answer = requests.get(direct, headers={"X-Lablease-Agent": agents[agent].token}, timeout=30)
+        assert answer.status_code == status, (agent, answer.text)
+    assert requests.get(direct, headers={"X-Lablease-Agent": "lla_forged"}, timeout=30).status_code == 401
     started = requests.post(f"http://{server.proxy}/api/v1/installations/{installation['id']}/install_start?{token}",
                             timeout=30)
     assert started.status_code == 204, started.text

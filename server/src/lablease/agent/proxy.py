@@ -15,6 +15,7 @@ import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from ..services.installations import EVENTS
+from ..services.labs import AGENT_HEADER
 
 log = logging.getLogger("lablease.agent.proxy")
 _EVENT = "|".join(EVENTS)
@@ -50,8 +51,10 @@ def _handler(server):
                 return self._answer(413, "text/plain", b"body too large\n")
             body = self.rfile.read(length) if length else None
             request = urllib.request.Request(server.url + path + (f"?{query}" if query else ""), data=body,
-                                             method=method, headers={"Content-Type": self.headers.get(
-                                                 "Content-Type") or "application/json"})
+                                             method=method, headers={
+                                                 "Content-Type": self.headers.get("Content-Type") or
+                                                 "application/json",
+                                                 AGENT_HEADER: server.token})  # only its own lab's installations
             try:
                 with urllib.request.urlopen(request, timeout=60, context=server.context) as answer:
                     self._answer(answer.status, answer.headers.get("Content-Type") or "", answer.read())

@@ -19,12 +19,14 @@ from ..domain.times import format_time
 from ..domain.paging import Page, PageRequest
 from ..store import paging
 from ..store.paging import Order
-from ..store.tables import Command, Lab, LabToken, System
+from ..store.tables import Command, Installation, Lab, LabToken, System
 from ..store.feed_signal import POLL as FEED_POLL
 from ..store.uow import wake_worker
 from . import commands, installations
 from .users import check_name, hash_token
 
+# A lab agent's installer proxy names itself by its agent token in this header (agent/proxy.py).
+AGENT_HEADER = "X-Lablease-Agent"
 POLL = FEED_POLL  # seconds between a waiting take's probes, as the event feed's long poll (store/feed_signal.py)
 AGENT_TOKEN_PREFIX = "lla_"  # told apart from API tokens (llt_) at a glance, in a log or a leak report
 
@@ -169,3 +171,17 @@ def names(session, configured) -> list[str]:
     found = set(configured) | set(session.scalars(select(Lab.name)))
     found |= {lab for lab in session.scalars(select(System.lab).distinct()) if lab}
     return sorted(found)
+
+
+def proxied_for(session, agent_token: str | None, installation_id: int) -> None:
+    """A kickstart or callback passed on by a lab agent's proxy (its token in AGENT_HEADER) reaches only its own
+    lab's installations: another lab's is 404, as if it did not exist, whatever installation token came with it.
+    Without the header (an installer talking to the server itself) nothing changes: the installation's token
+    authorises."""
+    if agent_token is None:
+        return
+    lab = agent_of(session, f"Bearer {agent_token}")
+    system_lab = session.scalar(select(System.lab).join(Installation, Installation.system_id == System.id)
+                                .where(Installation.id == installation_id))
+    if system_lab != lab.name:
+        raise NotFound(f"no installation {installation_id}")

@@ -3,7 +3,7 @@ from werkzeug.wrappers import Response
 
 from ...domain.errors import NotFound
 from ...domain.paging import Page
-from ...services import arches, commands, distros, installations, installer
+from ...services import arches, commands, distros, installations, installer, labs
 from .context import Context
 
 
@@ -67,11 +67,13 @@ def command_cancel(ctx: Context) -> dict:
 # The installer's side: authorised by the installation's token (?token=), not a user's.
 
 def kickstart(ctx: Context) -> Response:
+    labs.proxied_for(ctx.uow.session, ctx.headers.get(labs.AGENT_HEADER), ctx.args["id"])
     text = installer.kickstart(ctx.uow, ctx.args["id"], ctx.query.get("token"))
     return Response(text, mimetype="text/plain")
 
 
 def callback(ctx: Context) -> None:
+    labs.proxied_for(ctx.uow.session, ctx.headers.get(labs.AGENT_HEADER), ctx.args["id"])
     installer.callback(ctx.uow, ctx.now, ctx.args["id"], ctx.query.get("token"), ctx.args["event"])
 
 
@@ -80,4 +82,5 @@ def recipe_callback(ctx: Context) -> None:
     latest = installer.latest_for_recipe(ctx.uow.session, ctx.args["id"])
     if latest is None:
         raise NotFound(f"recipe {ctx.args['id']} has no installation")
+    labs.proxied_for(ctx.uow.session, ctx.headers.get(labs.AGENT_HEADER), latest)
     installer.callback(ctx.uow, ctx.now, latest, ctx.query.get("token"), ctx.args["event"])

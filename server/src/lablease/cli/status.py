@@ -10,11 +10,10 @@ from datetime import datetime, timedelta
 import requests
 
 from ..config import Settings
-from ..domain.times import format_when
+from ..domain.times import format_human, format_when
 from ..services import due, monitoring
 from ..services.handlers import unit_of_work
 from ..store.db import Database
-from ..timeparse import format_duration
 
 
 def _ask(url: str) -> tuple[int | None, dict | str]:
@@ -29,7 +28,8 @@ def _ask(url: str) -> tuple[int | None, dict | str]:
 
 
 def _seconds(value: float) -> str:
-    return format_duration(timedelta(seconds=int(value))) if value >= 1 else f"{value:.1f}s"
+    """A length as people read it everywhere (`1h59m58s`, `0.4s`); the API and --json keep ISO 8601."""
+    return format_human(int(value)) if value >= 1 else f"{value:.1f}s"
 
 
 def probes(base_url: str) -> tuple[list[str], bool]:

@@ -12,6 +12,7 @@ import time
 
 import pytest
 import requests
+from prometheus_client.parser import text_string_to_metric_families
 
 from tests.support.agents import Agent
 from tests.support.live import BIN, LiveServer
@@ -24,6 +25,7 @@ echo "$LABLEASE_FQDN $power_mode" >> "$(dirname "$0")/../marker"
 """
 TREE = {"name": "Fedora-40", "arch": "x86_64", "url": "http://mirror.lab.test/f40/os/",
         "kernel": "images/pxeboot/vmlinuz", "initrd": "images/pxeboot/initrd.img"}
+METRICS_TOKEN = "agents-scrape-token"
 MACS = {"e1.east.test": "52:54:00:ee:00:01", "w1.west.test": "52:54:00:77:00:01"}
 
 
@@ -40,10 +42,12 @@ def until(check, what: str, timeout: float = 60):
 def site(tmp_path_factory):
     root = tmp_path_factory.mktemp("agents")
     proxy = f"127.0.0.1:{free_port()}"  # east's installers reach the server through east's agent only
+    metrics = f"127.0.0.1:{free_port()}"
     server = LiveServer(root / "server", settings={
         "command_timeout": "3s", "command_retry_delay": "1s", "agent_silence_limit": "4s",
+        "metrics_token": METRICS_TOKEN, "metrics_listen": metrics,
         "labs": f'{{"east": {{"install_url": "http://{proxy}"}}}}'}).start()
-    server.proxy = proxy
+    server.proxy, server.metrics_url = proxy, f"http://{metrics}/metrics"
     agents = {}
     try:
         for lab, fqdn in (("east", "e1.east.test"), ("west", "w1.west.test")):
@@ -179,6 +183,17 @@ def test_a_silent_agent_degrades_its_lab_while_the_other_goes_on(site):
     labs = {lab["name"]: lab for lab in server.admin.get("/labs").json()}
     assert labs["west"]["agent"]["state"] == "silent" and labs["east"]["agent"]["state"] == "online"
     assert labs["west"]["commands"]["waiting"] == 1
+    # ... as `lablease labs` and /metrics say it too
+    shown = subprocess.run([str(BIN / "lablease"), "labs"], capture_output=True, text=True, timeout=60,
+                           env={"LABLEASE_URL": server.url, "LABLEASE_TOKEN": server.tokens["admin"]})
+    assert shown.returncode == 0, shown.stderr
+    rows = {line.split()[0]: line for line in shown.stdout.splitlines()[1:] if line.strip()}
+    assert "silent" in rows["west"] and "online" in rows["east"], shown.stdout
+    scraped = {(s.name, frozenset(s.labels.items())): s.value for family in text_string_to_metric_families(
+        requests.get(server.metrics_url, headers={"Authorization": f"Bearer {METRICS_TOKEN}"}, timeout=10).text)
+        for s in family.samples}
+    assert scraped[("lablease_lab_commands", frozenset({("lab", "west"), ("state", "queued")}))] == 1
+    assert scraped[("lablease_lab_agent_last_seen_age_seconds", frozenset({("lab", "west")}))] > 4
     held = server.admin.get(f"/commands/{waiting}").json()
     assert held["status"] == "queued" and "waits for lab west's agent" in held["waiting_on"]
     listed = {c["id"]: c for c in server.admin.get("/systems/w1.west.test/commands").json()}

@@ -174,10 +174,10 @@ LAB = Shape("lab", "labs", [
     ("NAME", lambda lab: lab.get("name")),
     ("AGENT", lambda lab: lab["agent"].get("state")),
     ("VERSION", lambda lab: lab["agent"].get("version")),
-    ("LAST SEEN", lambda lab: format_time(lab["agent"].get("last_seen"))),
+    ("LAST SEEN", lambda lab: when(lab["agent"].get("last_seen"))),
     ("WAITING", lambda lab: lab["commands"].get("waiting")),
     ("RUNNING", lambda lab: lab["commands"].get("running")),
-    ("OLDEST", lambda lab: format_time(lab["commands"].get("oldest"))),
+    ("OLDEST", lambda lab: when(lab["commands"].get("oldest"))),
 ], lambda lab: [("name", lab.get("name")), ("agent", lab["agent"].get("state"))])
 
 

@@ -162,6 +162,8 @@ def _add_recipes(session, actor: Actor, now: datetime, row: Job, spec_sets: list
         for recipe, host_id, its_guests in zip(hosts, host_ids, guests) for guest in its_guests],
         in_job, Recipe.host_recipe_id.is_not(None))
     for position, set_id in enumerate(set_ids, 1):
+        # The sets were loaded (their recipes with them, eagerly) before the recipes were inserted: read again.
+        session.expire(sets[set_id], ["recipes"])
         scheduling.refuse_never_starting(session, sets[set_id], position)  # 409: nothing is written
         emit(session, RecipeSetQueued(set_id, now))
 

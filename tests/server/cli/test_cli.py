@@ -7,7 +7,7 @@ import re
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
@@ -15,10 +15,21 @@ import requests
 
 from lablease.cli import client_commands
 from lablease.cli.client_status import ExitStatus
+from lablease.domain.times import format_when
 
 
 def parse_time(value: str) -> datetime:
     return datetime.fromisoformat(value)
+
+
+def people(value: str) -> str:
+    """An RFC 3339 time of the API (or --json) as the CLI's human output writes it (docs/cli.md)."""
+    return format_when(parse_time(value))
+
+
+def read_people(value: str) -> datetime:
+    """A time of the CLI's human output (`2026-11-24 19:15 UTC`), read back."""
+    return datetime.strptime(value, "%Y-%m-%d %H:%M UTC").replace(tzinfo=timezone.utc)
 
 
 def row_of(result, first: str) -> list[str]:
@@ -88,9 +99,8 @@ def test_reserve_prints_the_reservation(cli, add_system):
     fields = dict(line.split(":", 1) for line in result.lines)
     assert fields["system"].strip() == "res1.lab.test" and fields["state"].strip() == "active"
     assert int(fields["id"]) > 0
-    end = parse_time(fields["end"].strip())
-    assert fields["end"].strip().endswith("Z")
-    assert timedelta(hours=3, minutes=59) < end - datetime.now().astimezone() <= timedelta(hours=4)
+    end = read_people(fields["end"].strip())  # to the minute, as people read it
+    assert timedelta(hours=3, minutes=58) < end - datetime.now().astimezone() <= timedelta(hours=4)
 
 
 def test_conflict_exits_5_naming_the_holder(cli, add_system):
@@ -129,7 +139,7 @@ def test_extend_heartbeat_return_and_list(cli, add_system):
     extended = json.loads(cli.ok("extend", rid, "--by", "2h", "--json", user="bob").out)
     assert parse_time(extended["end"]) - parse_time(reservation["end"]) == timedelta(hours=2)
     beat = cli.ok("heartbeat", rid, user="bob")
-    assert beat.out.startswith(f"reservation {rid}: next heartbeat due by ") and beat.out.strip().endswith("Z")
+    assert beat.out.startswith(f"reservation {rid}: next heartbeat due by ") and beat.out.strip().endswith(" UTC")
     listed = cli.ok("reservations", "--active", "--system", "life1.lab.test", user="bob")
     assert listed.lines[0].split() == ["ID", "SYSTEM", "USER", "KIND", "STATE", "START", "END"]
     assert row_of(listed, rid)[1:5] == ["life1.lab.test", "bob", "manual", "active"]
@@ -145,7 +155,7 @@ def test_extend_to_an_end(cli, add_system):
     new_end = (parse_time(reservation["end"]) + timedelta(minutes=30)).isoformat()
     extended = cli.ok("extend", str(reservation["id"]), "--end", new_end)
     assert dict(line.split(":", 1) for line in extended.lines)["end"].strip() == \
-        (parse_time(reservation["end"]) + timedelta(minutes=30)).isoformat().replace("+00:00", "Z")
+        format_when(parse_time(reservation["end"]) + timedelta(minutes=30))
 
 
 def test_reservations_are_mine_unless_all_or_user(cli, add_system):
@@ -320,7 +330,7 @@ def test_reserve_wait_queues_and_block_stays_until_granted(cli, add_system, monk
     held = json.loads(cli.ok("reserve", "wait1.lab.test", "--duration", "1h", "--json", user="bob").out)
     queued = cli.ok("reserve", "wait1.lab.test", "--wait", "--duration", "1h", user="carol")
     line = queued.out.strip()
-    assert line.startswith("reservation ") and f"waits: position 1, estimated start {held['end']}" in line
+    assert line.startswith("reservation ") and f"waits: position 1, estimated start {people(held['end'])}" in line
     left = cli("reserve", "wait1.lab.test", "--block", "--timeout", "0.2", "--interval", "0.05", user="carol")
     assert left.code == ExitStatus.TIMED_OUT == 9 and "position 2" in left.err  # it stays in the line
     for reservation in json.loads(cli.ok("reservations", "--json", user="carol").out):

@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from lablease.cli.client_status import ExitStatus
+from lablease.domain.times import format_when
 from tests.server.cli.conftest import Cli
 from tests.server.cli.test_cli_jobs import job_xml
 from tests.support.live import LiveServer
@@ -448,7 +449,8 @@ def test_a_granted_wait_nobody_confirms_is_returned_within_its_take_by_or_heartb
         again = cli("reserve", fqdn, "--wait", "--duration", "1h", option, "10s", "--request-id", f"ci-{fqdn}",
                     "--block", "--json", user="alice")
         assert again.code == ExitStatus.LOST == 10, again
-        assert f"reservation {queued['id']} was granted {fqdn} at {granted}" in again.err
+        at = format_when(parse_time(granted, "t"))
+        assert f"reservation {queued['id']} was granted {fqdn} at {at}" in again.err
         assert json.loads(again.out)["id"] == queued["id"]
         beat = cli("heartbeat", str(queued["id"]), user="alice")
         assert beat.code == ExitStatus.LOST and "was already returned" in beat.err  # not 5: "taken"

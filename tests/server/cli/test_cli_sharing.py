@@ -7,6 +7,7 @@ from datetime import datetime, timedelta
 
 import pytest
 
+from lablease.domain.times import format_when
 from lablease.api.routes import ROUTES
 
 
@@ -27,6 +28,11 @@ def parse_time(value: str) -> datetime:
     return datetime.fromisoformat(value)
 
 
+def read_people(value: str) -> datetime:
+    """A time of the CLI's human output (`2026-11-24 19:15 UTC`), read back."""
+    return datetime.strptime(value, "%Y-%m-%d %H:%M UTC")
+
+
 # --- loans -----------------------------------------------------------------------------------
 
 @needs_loans
@@ -36,7 +42,7 @@ def test_loan_grant_show_extend_return(cli, add_system):
     fields = block(granted)
     assert (fields["system"], fields["recipient"], fields["lender"], fields["comment"]) == \
         ("loan1.lab.test", "bob", "admin", "firmware work")
-    assert parse_time(fields["end"]) - parse_time(fields["start"]) == timedelta(days=7)
+    assert read_people(fields["end"]) - read_people(fields["start"]) == timedelta(days=7)
     shown = json.loads(cli.ok("loan", "show", "loan1.lab.test", "--json", user="bob").out)
     assert (shown["recipient"], shown["returned_at"]) == ("bob", None)
     extended = json.loads(cli.ok("loan", "extend", "loan1.lab.test", "--by", "1d", "--json").out)
@@ -62,7 +68,8 @@ def test_lending_a_system_somebody_else_holds_needs_force(cli, add_system):
     held = json.loads(cli.ok("reserve", "loan9.lab.test", "--duration", "2h", "--json", user="carol").out)
     refused = cli("loan", "grant", "loan9.lab.test", "bob")
     assert refused.code == 5 and refused.err.count("\n") == 1, refused.err
-    assert f"is reserved by carol until {held['end']} (reservation {held['id']})" in refused.err
+    assert f"is reserved by carol until {format_when(parse_time(held['end']))} (reservation {held['id']})" in \
+        refused.err
     lent = json.loads(cli.ok("loan", "grant", "loan9.lab.test", "bob", "--force", "--json").out)
     assert lent["recipient"] == "bob"
     assert cli.server.admin.get(f"/reservations/{held['id']}").json()["state"] == "returned"

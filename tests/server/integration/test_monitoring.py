@@ -44,7 +44,8 @@ def test_readiness_waits_for_a_worker_heartbeat_and_turns_stale_without_one(lab)
     assert body["detail"] == "not ready: worker: no worker heartbeat seen"
     worker = Worker(lab.settings, lab.db, clock=lab.clock)
     worker.beat()
-    assert ready(lab) == (200, {"status": "ready", "checks": {"database": "ok", "schema": "ok", "worker": "ok"}})
+    assert ready(lab) == (200, {"status": "ready", "checks": {"database": "ok", "schema": "ok", "worker": "ok",
+                                                                "labs": "ok"}})
     lab.clock.advance(seconds=61)
     status, body = ready(lab)
     assert status == 503

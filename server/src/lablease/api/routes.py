@@ -430,11 +430,12 @@ ROUTES: list[Route] = [
           response=s.list_of(s.LAB)),
     Route("POST", BASE + "/agent/take", labs.take, "A lab agent takes its lab's runnable commands (authorised by "
           "the lab's agent token, no user token), waiting up to `wait` seconds for one", "labs",
-          body=s.AGENT_TAKE, response=s.AGENT_TAKEN, auth=False, read_first=True,
+          body=s.AGENT_TAKE, response=s.AGENT_TAKEN, auth=False, read_first=True, statuses=(401,),
           headers=AGENT_AUTH),
     Route("POST", BASE + "/agent/commands/<int:id>/report", labs.report, "A lab agent reports one attempt's "
           "outcome (authorised by the lab's agent token); 409 when that attempt is no longer its own", "labs",
-          body=s.AGENT_REPORT, response=s.COMMAND, auth=False, statuses=(404, 409), headers=AGENT_AUTH),
+          body=s.AGENT_REPORT, response=s.COMMAND, auth=False, statuses=(401, 404, 409),
+          headers=AGENT_AUTH),
     # generic schedules
     Route("GET", BASE + "/schedules", schedules.subjects, "Schedule subjects", "schedules",
           response=s.list_of(s.SUBJECT)),

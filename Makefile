@@ -7,6 +7,11 @@ STAMP := $(VENV)/.installed
 # older ansible-core branches whose sanity tests `make test` also runs (docs/ansible.md).
 TOOLS := $(VENV)/tools
 CORE_BRANCHES := 2.16 2.17 2.18
+# Bytecode is kept, in .cache/pycache rather than beside the sources: an environment with
+# PYTHONDONTWRITEBYTECODE (some container images set it) makes every Python process compile lablease
+# again, about a second of CPU each, and the suite starts thousands (servers, CLIs, playbooks).
+unexport PYTHONDONTWRITEBYTECODE
+export PYTHONPYCACHEPREFIX := $(CURDIR)/.cache/pycache
 
 .PHONY: venv demo demo-qemu test unit test-server test-collection postgresql qemu deploy-tools chromium directory beaker-client mrack java bench clean \
 	bmc collection-link shellcheck sanity units lint molecule playbooks \

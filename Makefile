@@ -13,7 +13,7 @@ CORE_BRANCHES := 2.16 2.17 2.18
 unexport PYTHONDONTWRITEBYTECODE
 export PYTHONPYCACHEPREFIX := $(CURDIR)/.cache/pycache
 
-.PHONY: venv demo demo-qemu test unit test-server test-collection postgresql qemu deploy-tools chromium directory beaker-client mrack java bench clean \
+.PHONY: venv demo demo-qemu test unit test-server api-fuzz test-collection postgresql qemu deploy-tools chromium directory beaker-client mrack java bench clean \
 	bmc collection-link shellcheck sanity units lint molecule playbooks \
 	certify certification-tools galaxy-importer collection-docs execution-environment changelog collection-readme
 
@@ -77,12 +77,14 @@ demo-qemu: venv collection-link qemu
 # whole when it ends): much of the server suite waits on servers, VMs and playbooks, which leaves room on
 # two cores for the collection's lint and sanity runs.
 test: venv postgresql qemu deploy-tools chromium bmc directory beaker-client mrack java
-	$(MAKE) --no-print-directory -j2 --output-sync=recurse test-server test-collection
+	$(MAKE) --no-print-directory -j3 --output-sync=recurse test-server api-fuzz test-collection
 
 # Tests run in parallel processes (pytest-xdist), a file's tests together so its module-scoped
-# servers start once; most of them wait on real servers, VMs and playbooks rather than compute.
-TEST_WORKERS ?= 2
+# servers start once; most of them wait on real servers, VMs and playbooks rather than compute (alone,
+# the server suite keeps two cores 60 % busy: a third process fills the waits).
+TEST_WORKERS ?= 3
 PARALLEL := -n $(TEST_WORKERS) --dist loadfile
+PLAYBOOK_WORKERS ?= 2
 # Every test run ends with its 20 slowest tests, so a test that grows slow is seen in CI.
 DURATIONS := --durations=20
 
@@ -92,9 +94,16 @@ DURATIONS := --durations=20
 unit: venv collection-link
 	PYTHONPATH=$(CURDIR)/.collections $(BIN)/pytest $(DURATIONS) tests/server/unit tests/server/jobxml tests/unit
 
-# The server suite and its end-to-end tests (the playbook tests run under `playbooks`).
+# The server suite and its end-to-end tests (the playbook tests run under `playbooks`, the API's fuzzing
+# under `api-fuzz`).
+FUZZ := tests/e2e/test_api_fuzz.py
 test-server: venv collection-link
-	$(BIN)/pytest $(PARALLEL) $(DURATIONS) tests/server tests/e2e --ignore=tests/e2e/ansible
+	$(BIN)/pytest $(PARALLEL) $(DURATIONS) tests/server tests/e2e --ignore=tests/e2e/ansible --ignore=$(FUZZ)
+
+# The API fuzzed from its own description (docs/api.md, "Fuzzing"), in a process of its own: schemathesis
+# builds every operation's boundary cases while collecting, which each process of a parallel run would repeat.
+api-fuzz: venv
+	$(BIN)/pytest $(DURATIONS) $(FUZZ)
 
 # One step at a time, in this order (also under `make -j`): molecule before lint, as ansible-lint reads the
 # copy molecule installs in ~/.ansible/collections.
@@ -192,7 +201,7 @@ molecule: venv collection-link
 # The real ansible-rulebook (scripts/requirements/ansible-rulebook.txt) runs tests/e2e/ansible/test_rulebook.py.
 playbooks: venv collection-link java $(TOOLS)/ansible-rulebook/.installed
 	$(ANSIBLE_ENV) ANSIBLE_RULEBOOK_VENV=$(CURDIR)/$(TOOLS)/ansible-rulebook \
-		$(BIN)/pytest $(PARALLEL) $(DURATIONS) tests/e2e/ansible -p no:cacheprovider
+		$(BIN)/pytest -n $(PLAYBOOK_WORKERS) --dist loadfile $(DURATIONS) tests/e2e/ansible -p no:cacheprovider
 
 bench: venv postgresql beaker-client
 	$(BIN)/python bench/reserve.py

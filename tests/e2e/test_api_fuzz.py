@@ -9,6 +9,7 @@ Hypothesis keeps no example database, so a run is the same everywhere (docs/api.
 """
 from __future__ import annotations
 
+import os
 import re
 
 import pytest
@@ -19,9 +20,19 @@ from schemathesis.specs.openapi.checks import positive_data_acceptance
 from lablease.api.openapi import build_spec
 from tests.support.live import LiveServer
 
-MAX_EXAMPLES = 12  # per operation and user, for the fuzzing phase (the coverage phase adds its own cases)
+# Random requests per operation and user in the fuzzing phase; LABLEASE_FUZZ_EXAMPLES=100 goes deeper by hand.
+MAX_EXAMPLES = int(os.environ.get("LABLEASE_FUZZ_EXAMPLES", "12"))
 
-CONFIG = schemathesis.Config.from_dict({
+
+def config(phase: str) -> schemathesis.Config:
+    """One phase of schemathesis' run: "coverage" (every boundary and every invalid form the schema defines,
+    with the description's examples) or "fuzzing" (MAX_EXAMPLES random requests, valid and invalid)."""
+    phases = {"examples": {"enabled": phase == "coverage"}, "coverage": {"enabled": phase == "coverage"},
+              "fuzzing": {"enabled": phase == "fuzzing"}, "stateful": {"enabled": False}}
+    return schemathesis.Config.from_dict({**SETTINGS, "phases": phases})
+
+
+SETTINGS = {
     "seed": 13,
     # The token is sent with every request (the user's or the admin's): the Authorization header is not
     # generated. Requests without one are test_openapi.py's (every route answers 401 as problem+json).
@@ -40,7 +51,7 @@ CONFIG = schemathesis.Config.from_dict({
         "use_after_free": {"enabled": False},
         "ensure_resource_availability": {"enabled": False},
     },
-})
+}
 
 # A request the description calls valid may still be refused (422) for what a JSON schema cannot say:
 # these reasons (the problem's `reason`) are the whole list. Any other 422 to a valid request means
@@ -143,7 +154,8 @@ def server(tmp_path_factory):
 # makes one test per operation at collection; test_the_served_description_is_the_one_fuzzed checks it is
 # the same as the live server's /api/v1/openapi.json.
 DESCRIPTION = build_spec()
-schema = schemathesis.openapi.from_dict(DESCRIPTION, config=CONFIG)
+coverage = schemathesis.openapi.from_dict(DESCRIPTION, config=config("coverage"))
+fuzzing = schemathesis.openapi.from_dict(DESCRIPTION, config=config("fuzzing"))
 
 
 def test_the_served_description_is_the_one_fuzzed(server):
@@ -151,9 +163,21 @@ def test_the_served_description_is_the_one_fuzzed(server):
     assert {**served, "servers": None} == {**DESCRIPTION, "servers": None}
 
 
+# The coverage phase's cases are the schema's, whoever sends them: as the admin they reach every operation's
+# deepest checks (a normal user's are mostly refused 403 before them). The random requests go as both.
+@pytest.mark.parametrize("user", ["admin"])  # (parametrized: each item is then named by its operation)
+@coverage.parametrize()
+def test_the_api_keeps_its_description_at_every_boundary(case, user, server):
+    call_and_validate(case, user, server)
+
+
 @pytest.mark.parametrize("user", ["alice", "admin"])  # a normal user, and an admin
-@schema.parametrize()
+@fuzzing.parametrize()
 def test_the_api_keeps_its_description(case, user, server):
+    call_and_validate(case, user, server)
+
+
+def call_and_validate(case, user: str, server) -> None:
     # A job's XML is a string to JSON Schema: its grammar (RELAX NG, docs/jobs.md) cannot be generated from
     # the description, so a "valid" XML job is random text; tests/server/jobxml try XML jobs, good and hostile.
     xml = case.media_type == "application/xml"

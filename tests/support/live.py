@@ -6,6 +6,7 @@
 """
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -20,6 +21,27 @@ from urllib3.util.retry import Retry
 from .postgres import free_port
 
 BIN = Path(sys.executable).parent
+
+class Stdin(str):
+    """The last item of a command of admin_cli_many: what the command reads on its standard input."""
+
+
+# admin_cli_many's process: [[[args...], stdin], ...] on stdin; [[status, stdout, stderr], ...] on stdout, to the first
+# command that fails.
+_MANY = """
+import contextlib, io, json, sys
+from lablease.cli.server import main
+results = []
+for args, stdin in json.load(sys.stdin):
+    out, err = io.StringIO(), io.StringIO()
+    sys.stdin = io.StringIO(stdin)
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(args)
+    results.append([code, out.getvalue(), err.getvalue()])
+    if code:
+        break
+json.dump(results, sys.__stdout__)
+"""
 
 
 class Api:
@@ -56,6 +78,12 @@ class Api:
         return self.request("DELETE", path, **kw)
 
 
+def _with_stdin(command: tuple[str, ...]) -> list:
+    if command and isinstance(command[-1], Stdin):
+        return [list(command[:-1]), str(command[-1])]
+    return [list(command), ""]
+
+
 class LiveServer:
     def __init__(self, data_dir: Path, database_url: str = "", settings: dict | None = None,
                  workers: int = 2, threads: int = 4, run_worker: bool = True, serve_args: tuple = (),
@@ -85,6 +113,28 @@ class LiveServer:
             raise RuntimeError(f"lablease-server {' '.join(args)} failed: {result.stderr}")
         return result.stdout
 
+    def admin_cli_many(self, *commands: tuple[str, ...]) -> list[str]:
+        """Several `lablease-server` commands, in order, in one process (each through the command line's own
+        main(), as if run alone): the stdout of each. A start of Python and lablease costs more CPU than most
+        commands, and fixtures run several; the first that fails raises, naming it."""
+        result = subprocess.run([sys.executable, "-c", _MANY], env=self.env, capture_output=True, text=True,
+                                timeout=120, input=json.dumps([_with_stdin(command) for command in commands]))
+        if result.returncode != 0:
+            raise RuntimeError(f"lablease-server commands failed: {result.stderr}")
+        outputs = []
+        for command, (code, out, err) in zip(commands, json.loads(result.stdout)):
+            if code != 0:
+                raise RuntimeError(f"lablease-server {' '.join(_with_stdin(command)[0])} failed: {err}")
+            outputs.append(out)
+        return outputs
+
+    def add_users(self, *names: str, then: tuple[tuple[str, ...], ...] = ()) -> list[Api]:
+        """Users (not administrators, in no group), then the commands of `then`, in one process."""
+        outputs = self.admin_cli_many(*(("user", "add", name) for name in names), *then)
+        for name, out in zip(names, outputs):
+            self.tokens[name] = out.strip()
+        return [self.api(name) for name in names]
+
     def add_user(self, name: str, admin: bool = False, *groups: str) -> Api:
         args = ["user", "add", name] + (["--admin"] if admin else []) + [a for g in groups for a in ("--group", g)]
         self.tokens[name] = self.admin_cli(*args).strip()
@@ -102,10 +152,11 @@ class LiveServer:
 
     def start(self, init: bool = True) -> LiveServer:
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        if init:
-            self.admin_cli("init")
+        if init:  # the administrator is made with the database (one process fewer per server)
+            made = self.admin_cli("init", *(() if "admin" in self.tokens else ("--admin", "admin")))
             if "admin" not in self.tokens:
-                self.admin = self.add_user("admin", admin=True)
+                self.tokens["admin"] = made.strip().splitlines()[-1]
+                self.admin = self.api("admin")
         self.launch()
         return self
 

@@ -20,12 +20,9 @@ def server(tmp_path_factory):
     """Users alice, bob, carol, dave; manual s1..s3 (loans, pools, policies) and automated a1..a3 (jobs)."""
     live = LiveServer(tmp_path_factory.mktemp("server") / "data", workers=1, threads=4).start()
     try:
-        for name in ("alice", "bob", "carol", "dave"):
-            setattr(live, name, live.add_user(name))
-        for fqdn in SYSTEMS:
-            live.admin_cli("system", "add", fqdn, "--arch", "x86_64")
-        for fqdn in AUTOMATED:
-            live.admin_cli("system", "add", fqdn, "--arch", "x86_64", "--condition", "automated")
+        live.alice, live.bob, live.carol, live.dave = live.add_users("alice", "bob", "carol", "dave", then=(
+            *(("system", "add", fqdn, "--arch", "x86_64") for fqdn in SYSTEMS),
+            *(("system", "add", fqdn, "--arch", "x86_64", "--condition", "automated") for fqdn in AUTOMATED)))
         warm_up(live)
         yield live
     finally:

@@ -34,8 +34,7 @@ def server(tmp_path_factory):
     live = LiveServer(tmp_path_factory.mktemp("server") / "data", workers=1, threads=4,
                       settings={"max_advance_reservations": LIMIT, "ar_duration_offset": "1m"}).start()
     try:
-        live.alice = live.add_user("alice")
-        live.bob = live.add_user("bob")
+        live.alice, live.bob = live.add_users("alice", "bob")
         ok(live.admin.post("/groups/arusers/members", json={"user": "alice"}))
         ok(live.admin.post("/groups", json={"name": "qe", "members": ["bob"]}))
         for pool in ("perf", "lab2"):

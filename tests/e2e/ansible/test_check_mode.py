@@ -26,11 +26,9 @@ def server(tmp_path_factory):
     live = LiveServer(tmp_path_factory.mktemp("server") / "data", workers=1, threads=4, run_worker=False,
                       settings={"max_reservation_duration": "7d"}).start()
     try:
-        for name in ("alice", "bob"):
-            setattr(live, name, live.add_user(name))
-        for fqdn in ("m1.lab.test", "m2.lab.test", "m3.lab.test"):
-            live.admin_cli("system", "add", fqdn, "--arch", "x86_64")
-        live.admin_cli("system", "add", "a1.lab.test", "--arch", "x86_64", "--condition", "automated")
+        live.alice, live.bob = live.add_users("alice", "bob", then=(
+            *(("system", "add", fqdn, "--arch", "x86_64") for fqdn in ("m1.lab.test", "m2.lab.test", "m3.lab.test")),
+            ("system", "add", "a1.lab.test", "--arch", "x86_64", "--condition", "automated")))
         live.admin.post("/systems", json={"fqdn": "p1.lab.test", "arch": "x86_64", "condition": "manual",
                                           "power": IPMI, "netboot": {"mac": "52:54:00:cc:00:01"},
                                           "release_action": "leave_on"}).raise_for_status()

@@ -23,10 +23,8 @@ def server(tmp_path_factory):
     """Users alice and bob; manual systems m1..m6 (and s1, which playbooks/ci_lease.yml leases)."""
     live = LiveServer(tmp_path_factory.mktemp("server") / "data", workers=1, threads=4).start()
     try:
-        live.alice = live.add_user("alice")
-        live.bob = live.add_user("bob")
-        for fqdn in SYSTEMS:
-            live.admin_cli("system", "add", fqdn, "--arch", "x86_64")
+        live.alice, live.bob = live.add_users("alice", "bob", then=tuple(
+            ("system", "add", fqdn, "--arch", "x86_64") for fqdn in SYSTEMS))
         warm_up(live)
         yield live
     finally:

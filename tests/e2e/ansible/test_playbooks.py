@@ -33,10 +33,8 @@ def server(tmp_path):
     """A real `lablease-server serve` (API and worker) with users alice and bob and three manual systems."""
     live = LiveServer(tmp_path / "data", workers=1, threads=4).start()
     try:
-        live.alice = live.add_user("alice")
-        live.bob = live.add_user("bob")
-        for fqdn in SYSTEMS:
-            live.admin_cli("system", "add", fqdn, "--arch", "x86_64")
+        live.alice, live.bob = live.add_users("alice", "bob", then=tuple(
+            ("system", "add", fqdn, "--arch", "x86_64") for fqdn in SYSTEMS))
         warm_up(live)
         yield live
     finally:

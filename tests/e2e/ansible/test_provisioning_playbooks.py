@@ -39,8 +39,7 @@ def server(tmp_path_factory):
     live = LiveServer(tmp_path_factory.mktemp("server") / "data", workers=1, threads=4,
                       settings={"install_timeout": "60s", "command_retry_delay": "1s"}).start()
     try:
-        live.alice = live.add_user("alice")
-        live.bob = live.add_user("bob")
+        live.alice, live.bob = live.add_users("alice", "bob")
         for fqdn, (mac, condition, power) in MACHINES.items():
             answer = live.admin.post("/systems", json={
                 "fqdn": fqdn, "arch": "x86_64", "condition": condition, "netboot": {"mac": mac},

@@ -13,8 +13,8 @@ from tests.support.live import LiveServer
 def server(tmp_path_factory):
     live = LiveServer(tmp_path_factory.mktemp("server") / "data", workers=1, threads=2).start()
     try:
-        live.alice = live.add_user("alice")
-        live.admin_cli("system", "add", "n1.lab.test", "--arch", "x86_64", "--condition", "automated")
+        live.alice, = live.add_users("alice", then=(
+            ("system", "add", "n1.lab.test", "--arch", "x86_64", "--condition", "automated"),))
         yield live
     finally:
         live.stop()

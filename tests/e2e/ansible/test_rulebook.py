@@ -30,8 +30,7 @@ def when(text):
 def server(tmp_path_factory):
     live = LiveServer(tmp_path_factory.mktemp("rulebook") / "data", workers=1, threads=4).start()
     try:
-        live.ci = live.add_user("ci")
-        live.admin_cli("system", "add", SYSTEM, "--arch", "x86_64")
+        live.ci, = live.add_users("ci", then=(("system", "add", SYSTEM, "--arch", "x86_64"),))
         warm_up(live)
         yield live
     finally:

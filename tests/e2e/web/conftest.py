@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from tests.support.live import LiveServer
+from tests.support.live import LiveServer, Stdin
 
 CHROMIUM = next((p for p in ("/usr/lib/chromium/chromium", "/usr/bin/chromium") if os.path.exists(p)), None)
 # Only loopback can be reached: a page that asks for anything else fails to resolve it (and the test sees it).
@@ -52,9 +52,7 @@ def site(tmp_path_factory):
     """One server for the module, with users alice (her password set with `lablease-server user passwd`) and bob."""
     server = LiveServer(tmp_path_factory.mktemp("web"), run_worker=False, workers=1,
                         settings={"web_trust_remote_user": "true"}).start()  # headers must still name nobody
-    server.add_user("alice")
-    server.admin_cli("user", "passwd", "alice", stdin=PASSWORD + "\n")
-    server.add_user("bob")
+    server.add_users("alice", "bob", then=(("user", "passwd", "alice", Stdin(PASSWORD + "\n")),))
     try:
         yield server
     finally:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.bkr import Bkr, require_bkr
-from tests.support.live import Api, LiveServer
+from tests.support.live import Api, LiveServer, Stdin
 
 PASSWORD = "a long enough password"
 
@@ -25,9 +25,10 @@ class Hub:
 
     def user(self, name: str, admin: bool = False, *groups: str) -> Api:
         """A lablease user with an API token and PASSWORD, who can use both the API and bkr."""
-        api = self.server.add_user(name, admin, *groups)
-        self.server.admin_cli("user", "passwd", name, stdin=PASSWORD + "\n")
-        return api
+        flags = (*(("--admin",) if admin else ()), *(a for group in groups for a in ("--group", group)))
+        self.server.tokens[name] = self.server.admin_cli_many(
+            ("user", "add", name, *flags), ("user", "passwd", name, Stdin(PASSWORD + "\n")))[0].strip()
+        return self.server.api(name)
 
     def api(self, name: str = "admin") -> Api:
         return self.server.api(name)

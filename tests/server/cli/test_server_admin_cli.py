@@ -163,3 +163,28 @@ def test_a_group_access_rules_or_a_pool_name_is_deleted_only_when_forced(admin, 
     assert admin("group", "add", "adm-free")[0] == 0
     assert admin("group", "delete", "adm-free")[:2] == (0, "group adm-free deleted\n")
     assert admin("pool", "delete", "adm-owned")[:2] == (0, "pool adm-owned deleted\n")
+
+
+def test_init_makes_the_first_administrator_once_and_refuses_a_bad_name_before_anything(tmp_path, monkeypatch,
+                                                                                      capsys):
+    """`init --admin NAME` (docs/cli.md): the token is the last line; run again, it makes no second token."""
+    for name in [name for name in os.environ if name.startswith("LABLEASE_")]:
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("LABLEASE_DATA_DIR", str(tmp_path / "bad"))
+    with pytest.raises(SystemExit) as usage:
+        main(["init", "--admin", "no spaces"])
+    assert usage.value.code == 2 and "argument --admin: 'no spaces' is not a valid name" in capsys.readouterr().err
+    assert not (tmp_path / "bad" / "lablease.db").exists()  # refused before the database was made
+
+    monkeypatch.setenv("LABLEASE_DATA_DIR", str(tmp_path / "site"))
+    assert main(["init", "--admin", "root"]) == 0
+    out, err = capsys.readouterr()
+    assert out.startswith("database created at revision ") and "user root created (admin)" in err
+    token = out.strip().splitlines()[-1]
+    assert main(["init", "--admin", "root"]) == 0
+    out, err = capsys.readouterr()
+    assert token not in out and "user root exists: no new token" in err
+    assert main(["user", "list"]) == 0
+    listed = capsys.readouterr().out.splitlines()
+    assert [line.split()[:4] for line in listed[1:]] == [["root", "yes", "active", "1"]]  # one admin, one token
+    assert main(["token", "list", "root"]) == 0 and token not in capsys.readouterr().out

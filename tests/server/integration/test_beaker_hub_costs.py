@@ -110,6 +110,8 @@ def test_uploading_a_job_costs_the_same_statements_whatever_its_recipes(lab):
         costs.append(_statements(lab, lambda per_set=per_set: spec.append(call("jobs.upload", _job(2, per_set)))))
         status, job = lab.alice.get(f"/jobs/{spec[0].split(':')[1]}")
         assert status == 200 and [len(rs["recipes"]) for rs in job["recipe_sets"]] == [per_set, per_set]
-    # Five times the recipes, no more statements (a per-recipe lookup or insert would add 16 here). The smaller
-    # job may cost a read or two more: which sets the scheduler reads again depends on what the session holds.
-    assert costs[1] <= costs[0], costs
+    # Five times the recipes, no more statements (a per-recipe lookup or insert would add 16 here) but for one
+    # thing: the scheduler gets each new set from the session's identity map, which holds it weakly, and reads
+    # it again (the set, then its recipes: 2) when the collector has taken it, so either job may cost up to
+    # 2 per set (4) more than the other, as the collector ran.
+    assert costs[1] <= costs[0] + 4, costs

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import itertools
 import json
+import shutil
 from datetime import datetime, timezone
+from pathlib import Path
 
 import pytest
 from sqlalchemy import Column, MetaData, Table, select, text
@@ -122,14 +124,70 @@ def empty_url(request, tmp_path):
 @pytest.fixture
 def site(empty_url, tmp_path, monkeypatch):
     """The environment `lablease-server` reads: this database and a data directory."""
-    monkeypatch.setenv("LABLEASE_DATABASE_URL", empty_url)
-    monkeypatch.setenv("LABLEASE_DATA_DIR", str(tmp_path / "data"))
-    monkeypatch.delenv("LABLEASE_CONFIG", raising=False)
-    settings = Settings(data_dir=str(tmp_path / "data"), database_url=empty_url)
-    db = Database(empty_url)
-    use_secrets(db, SecretBox(settings))
+    settings, db = _site(empty_url, tmp_path, monkeypatch)
     yield settings, db
     db.dispose()
+
+
+def _site(url: str, tmp_path, monkeypatch) -> tuple[Settings, Database]:
+    monkeypatch.setenv("LABLEASE_DATABASE_URL", url)
+    monkeypatch.setenv("LABLEASE_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.delenv("LABLEASE_CONFIG", raising=False)
+    settings = Settings(data_dir=str(tmp_path / "data"), database_url=url)
+    db = Database(url)
+    use_secrets(db, SecretBox(settings))
+    return settings, db
+
+
+# A database at each earlier revision is a copy of one made once per run, walking the chain a revision at a
+# time (a SQLite file; a PostgreSQL template database): each test then migrates only from its revision on.
+@pytest.fixture(scope="session")
+def sqlite_revisions(tmp_path_factory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("revisions")
+    db, copies = Database(f"sqlite:///{root / 'walk.db'}"), {}
+    try:
+        for revision in EARLIER:
+            migrate.upgrade(db, revision)
+            db.dispose()  # every connection closed: the file holds the whole database
+            copies[revision] = Path(shutil.copy(root / "walk.db", root / f"{revision}.db"))
+    finally:
+        db.dispose()
+    return copies
+
+
+@pytest.fixture(scope="session")
+def pg_revisions(postgres) -> dict[str, str]:
+    db, templates = Database(postgres.create_database("revisions_walk")), {}
+    try:
+        for revision in EARLIER:
+            migrate.upgrade(db, revision)
+            db.dispose()  # a template database may have no connection while it is copied
+            postgres.create_database(f"revision_{revision}", "revisions_walk")
+            templates[revision] = f"revision_{revision}"
+    finally:
+        db.dispose()
+    return templates
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def site_at(request, tmp_path, monkeypatch):
+    """site_at(revision): the environment of `site`, its database a copy of one at that revision."""
+    made = []
+
+    def make(revision: str) -> tuple[Settings, Database]:
+        if request.param == "sqlite":
+            path = tmp_path / "lablease.db"
+            shutil.copy(request.getfixturevalue("sqlite_revisions")[revision], path)
+            url = f"sqlite:///{path}"
+        else:
+            url = request.getfixturevalue("postgres").create_database(
+                f"up{next(_names)}", request.getfixturevalue("pg_revisions")[revision])
+        made.append(_site(url, tmp_path, monkeypatch))
+        return made[-1]
+
+    yield make
+    for _, db in made:
+        db.dispose()
 
 
 def test_the_chain_has_revisions_to_upgrade_from():
@@ -137,9 +195,9 @@ def test_the_chain_has_revisions_to_upgrade_from():
 
 
 @pytest.mark.parametrize("revision", EARLIER)
-def test_init_upgrades_a_database_of_each_earlier_revision_and_keeps_its_data(site, revision, capsys):
-    settings, db = site
-    migrate.upgrade(db, revision)
+def test_init_upgrades_a_database_of_each_earlier_revision_and_keeps_its_data(site_at, revision, capsys):
+    settings, db = site_at(revision)
+    assert migrate.current_revision(db) == revision
     rows = seeds_up_to(revision)
     with db.writer.begin() as connection:
         for name, row in rows:

@@ -26,7 +26,7 @@ from werkzeug.wrappers import Request, Response
 from ..api.errors import ERROR_STATUS, as_refusal
 from ..api.inputs import read_body
 from ..api.monitoring import ROUTE_KEY
-from ..domain.errors import DomainError, Invalid, Unauthenticated
+from ..domain.errors import Invalid, Unauthenticated
 from ..services import signin
 from ..services.handlers import unit_of_work
 from ..store.outage import outage

@@ -10,13 +10,12 @@ from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 
-import yaml
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
 from ..config import Settings, load, load_settings, specs, url_without_password
 from ..config.kinds import as_text
 from ..config.reference import effective
-from ..domain.errors import DomainError, Invalid
+from ..domain.errors import Conflict, DomainError, Invalid
 from ..domain.permissions import Actor
 from ..observe import logs
 from ..services import labs, systems, users
@@ -69,13 +68,30 @@ def cmd_init(settings: Settings, args) -> None:
         with unit_of_work(db, settings) as uow:
             users.ensure_arusers(uow.session, now())
             sealed = seal_all(uow.session)  # secrets stored in plain text by earlier versions are sealed now
+            secret = _first_admin(uow, args.admin)
             uow.commit()
     finally:
         db.dispose()
     if sealed:
         print(f"stored secrets sealed under the site key: {sealed} row(s)")
+    if secret:
+        print(secret)
+        print(f"user {args.admin} created (admin); the token above is shown only once", file=sys.stderr)
+    elif args.admin:
+        print(f"user {args.admin} exists: no new token (lablease-server token create {args.admin})", file=sys.stderr)
     for directory in (settings.tftp_root_for(None), settings.kickstart_path, settings.power_scripts_path):
         directory.mkdir(parents=True, exist_ok=True)
+
+
+def _first_admin(uow, name: str | None) -> str | None:
+    """`init --admin NAME` (Beaker's beaker-init --user): an administrator made with the database, so a new
+    site needs one command; on a database that has the user already, nothing changes and no token is made."""
+    if not name:
+        return None
+    try:
+        return users.add_user(uow, now(), name, is_admin=True)[1]
+    except Conflict:  # checked before anything is written: the user exists
+        return None
 
 
 def cmd_user_add(settings: Settings, args) -> None:
@@ -236,6 +252,14 @@ def setting_option(name: str):
             raise argparse.ArgumentTypeError(error.extra["reason"]) from None
 
     return read
+
+
+def user_name(text: str) -> str:
+    """A user's name, checked while parsing: a bad one is a usage error, before anything is made."""
+    try:
+        return users.check_name(text)
+    except Invalid as error:
+        raise argparse.ArgumentTypeError(error.extra["reason"]) from None
 
 
 def key_value(pair: str) -> tuple[str, str]:
@@ -406,7 +430,10 @@ def parser() -> argparse.ArgumentParser:
     top.add_argument("--config", help="YAML settings file (also LABLEASE_CONFIG)")
     top.add_argument("--debug", action="store_true", help="show tracebacks")
     sub = top.add_subparsers(dest="command", required=True)
-    sub.add_parser("init", help="create or migrate the database").set_defaults(func=cmd_init)
+    init = sub.add_parser("init", help="create or migrate the database")
+    init.add_argument("--admin", metavar="NAME", type=user_name, help="also create this administrator, unless the user exists, "
+                      "and print its API token (the last line of the output)")
+    init.set_defaults(func=cmd_init)
 
     user = sub.add_parser("user", help="users").add_subparsers(dest="action", required=True)
     add = user.add_parser("add", help="create a user and print a token")

@@ -5,7 +5,7 @@ balancer or an orchestrator sees); the queues are read from the database.
 """
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import datetime
 
 import requests
 

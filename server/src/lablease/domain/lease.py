@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from . import reservations as rules
-from .errors import Conflict, Invalid, ReservationEnded
+from .errors import Invalid, ReservationEnded
 from .notices import warn_at
 from .permissions import Actor, SystemAccess, may_manage_reservation
 from .times import format_time

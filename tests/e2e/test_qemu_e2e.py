@@ -59,15 +59,16 @@ def _server(guest, data_dir, install_timeout: str):
         files.close()
 
 
-@pytest.fixture(scope="module")
-def lab(guest, tmp_path_factory):
-    yield from _server(guest, tmp_path_factory.mktemp("qemu-lab") / "data", "30s")
+@pytest.fixture
+def lab(guest, tmp_path):
+    """A watchdog as long as a slow machine's boot: an emulated VM on two busy cores can take minutes to install."""
+    yield from _server(guest, tmp_path / "data", "5m")
 
 
 @pytest.fixture
-def agent_lab(guest, tmp_path):
-    """Its own server: a watchdog as long as a slow machine's boot, the 30 s one being for the stall test."""
-    yield from _server(guest, tmp_path / "data", "5m")
+def stalling_lab(guest, tmp_path):
+    """Its own server, whose 30 s watchdog the stall test waits out."""
+    yield from _server(guest, tmp_path / "data", "30s")
 
 
 def add_vm(lab, fqdn: str, mac: str, condition: str = "manual", where: str = LAB, home=None) -> None:
@@ -153,7 +154,8 @@ def test_a_reservation_and_a_recipe_each_install_a_real_vm_in_two_boots(lab):
     assert bob.patch(f"/recipes/{recipe['id']}", json={"status": "completed", "result": "pass"}).status_code == 200
 
 
-def test_a_broken_kickstart_fails_the_install_and_a_stalled_boot_is_aborted(lab):
+def test_a_broken_kickstart_fails_the_install_and_a_stalled_boot_is_aborted(stalling_lab):
+    lab = stalling_lab
     add_vm(lab, "q3.lab.test", "52:54:00:0e:00:03")
     add_vm(lab, "q4.lab.test", "52:54:00:0e:00:04")
     # q3's kickstart breaks in %post (a site snippet for that system only)
@@ -176,10 +178,9 @@ def test_a_broken_kickstart_fails_the_install_and_a_stalled_boot_is_aborted(lab)
     assert carol.get("/systems/q4.lab.test").json()["usage"] == "idle"
 
 
-def test_a_vm_of_an_agent_served_lab_installs_through_its_agent(agent_lab, tmp_path):
+def test_a_vm_of_an_agent_served_lab_installs_through_its_agent(lab, tmp_path):
     """The same two boots with the lab's agent doing the lab's part: it runs the VM (power), writes its netboot
     files into its own TFTP root, and the VM fetches its kickstart and calls back through the agent only."""
-    lab = agent_lab
     lab.admin_cli("lab", "add", AGENT_LAB)
     agent = Agent(lab, tmp_path / "agent", AGENT_LAB, listen=lab.proxy).start()
     try:

@@ -59,9 +59,15 @@ def _server(guest, data_dir, install_timeout: str):
         files.close()
 
 
-@pytest.fixture
-def lab(guest, tmp_path):
+@pytest.fixture(scope="module")
+def lab(guest, tmp_path_factory):
     """A watchdog as long as a slow machine's boot: an emulated VM on two busy cores can take minutes to install."""
+    yield from _server(guest, tmp_path_factory.mktemp("qemu-lab") / "data", "5m")
+
+
+@pytest.fixture
+def agent_lab(guest, tmp_path):
+    """Its own server, for the agent's lab."""
     yield from _server(guest, tmp_path / "data", "5m")
 
 
@@ -178,9 +184,10 @@ def test_a_broken_kickstart_fails_the_install_and_a_stalled_boot_is_aborted(stal
     assert carol.get("/systems/q4.lab.test").json()["usage"] == "idle"
 
 
-def test_a_vm_of_an_agent_served_lab_installs_through_its_agent(lab, tmp_path):
+def test_a_vm_of_an_agent_served_lab_installs_through_its_agent(agent_lab, tmp_path):
     """The same two boots with the lab's agent doing the lab's part: it runs the VM (power), writes its netboot
     files into its own TFTP root, and the VM fetches its kickstart and calls back through the agent only."""
+    lab = agent_lab
     lab.admin_cli("lab", "add", AGENT_LAB)
     agent = Agent(lab, tmp_path / "agent", AGENT_LAB, listen=lab.proxy).start()
     try:

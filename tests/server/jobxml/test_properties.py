@@ -1,10 +1,12 @@
 """Property-based: any valid job survives render -> parse unchanged; no input crashes the parser."""
+import re
 import string
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lablease.domain.errors import Invalid
+from lablease.domain.limits import SPACE
 from lablease.jobxml import normalise_job, parse_job_xml, render_job_xml
 from lablease.jobxml import fields
 
@@ -17,7 +19,9 @@ xml_text = st.text(
     st.characters(exclude_categories=("Cs", "Cc"), exclude_characters="\ufffe\uffff") | st.sampled_from("\t\n\r "),
     max_size=12,
 )
-names = xml_text.map(str.strip).filter(lambda text: text != "")
+# A name has no white space at its edges, as the schema reads it (limits.SPACE: U+FEFF is one, for instance).
+EDGE = "".join(char for char in map(chr, range(0x10000)) if re.fullmatch(f"[{SPACE}]", char))
+names = xml_text.map(lambda text: text.strip(EDGE)).filter(lambda text: text != "")
 # ks_meta is checked at submission (it must parse as key=value words, each on one line).
 ks_meta_text = st.lists(st.from_regex(r"!?[a-z_][a-z0-9_]{0,6}(=[A-Za-z0-9_.:/-]{0,8})?", fullmatch=True),
                         max_size=4).map(" ".join)

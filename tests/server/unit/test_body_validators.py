@@ -69,3 +69,16 @@ def test_a_refusal_is_worded_by_jsonschema():
         with pytest.raises(Invalid) as refused:
             check_body(body, schema)
         assert refused.value.field == field, refused.value
+
+
+@pytest.mark.parametrize("space", ["\ufeff", "\x85", "\u3000", "\t"])
+def test_both_validators_read_white_space_alike(space):
+    """`\\s` means one set to jsonschema (Python's isspace) and another to the compiled validator (ECMAScript's):
+    the schemas spell white space out (limits.SPACE), so a task named with it at an edge, or a package with it
+    inside, is refused by both, and the job is refused rather than taken by one and refused by the other."""
+    from lablease.jobxml.normalise import _compiled, _validator as job_validator
+
+    job = {"recipe_sets": [{"recipes": [{"tasks": [{"name": f"{space}/distribution/check"}]}]}]}
+    assert not _compiled().is_valid(job) and not job_validator().is_valid(job)
+    job["recipe_sets"][0]["recipes"][0]["tasks"][0]["name"] = "/distribution/check"
+    assert _compiled().is_valid(job) and job_validator().is_valid(job)

@@ -10,7 +10,7 @@ from ..domain.waitline import NOT_WITH_WAIT, WAIT_ONLY
 from ..domain.inventory import INVENTORY_SCHEMA
 from ..domain.systems import ARCH_PATTERN, FQDN_MAX, FQDN_PATTERN
 from ..services.users import NAME_PATTERN
-from ..domain.limits import MAX_INT
+from ..domain.limits import MAX_INT, SPACE
 from ..domain.paging import DEFAULT_LIMIT, MAX_LIMIT
 from ..domain.windows import MAX_SECONDS  # the longest duration (about 68 years): stored as seconds
 from ..timeparse import DURATION_PATTERN
@@ -598,10 +598,9 @@ AR_MAIL = {"type": "object", "properties": {
     "events": {"type": "string", "description": "Grid Engine -m: b (begin), e (end), a (error), or n (none)"},
     "to": {"type": "array", "items": {"type": "string", "format": "email"}, "description": "-M addresses"}},
     "additionalProperties": False}
-# One ACL entry (domain/advance.check_acl): a name without @, comma or white space, as Python's isspace()
-# sees it (spelt out: JSON Schema's \s is ECMAScript's, which differs), after an optional @.
-ACL_ENTRY_PATTERN = (r"^@?[^@,\t\n\x0b\x0c\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f"
-                     r"\u3000]+$")
+# One ACL entry (domain/advance.check_acl): a name without @, comma or white space (limits.SPACE), after an
+# optional @.
+ACL_ENTRY_PATTERN = rf"^@?[^@,{SPACE}]+$"
 AR_CREATE = {
     "type": "object",
     "allOf": [rule("give an end (qrsub -e) or a duration (qrsub -d): a start alone makes no window",

@@ -9,6 +9,7 @@ vocabulary lives in one place.
 from __future__ import annotations
 
 from ..domain import limits
+from ..domain.limits import SPACE
 from ..domain.windows import MAX_SECONDS
 from ..timeparse import DURATION_PATTERN
 from . import fields
@@ -18,15 +19,17 @@ XML_SAFE = r"^[^\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]*$"
 MAX_INT = 2**63 - 1
 
 TEXT = {"type": "string", "pattern": XML_SAFE}
-NAME = {"type": "string", "minLength": 1, "pattern": XML_SAFE, "not": {"type": "string", "pattern": r"^\s|\s$"}}
+NAME = {"type": "string", "minLength": 1, "pattern": XML_SAFE,
+        "not": {"type": "string", "pattern": rf"^[{SPACE}]|[{SPACE}]$"}}
 DURATION = {"type": ["integer", "string"], "minimum": 1, "maximum": MAX_SECONDS, "pattern": DURATION_PATTERN}
 FLAG = {"type": "boolean"}
 # A mail address as a mail server takes it: local@domain, no white space, brackets or separators.
-MAIL_PATTERN = r"^[^@\s<>(),;:\"\[\]\\\x00-\x1f\x7f-\x9f]+@[^@\s<>(),;:\"\[\]\\\x00-\x1f\x7f-\x9f]+$"
+_MAIL_PART = rf"[^@{SPACE}<>(),;:\"\[\]\\\x00-\x1f\x7f-\x9f]+"
+MAIL_PATTERN = rf"^{_MAIL_PART}@{_MAIL_PART}$"
 MAIL = {"type": "string", "pattern": MAIL_PATTERN, "maxLength": 254}
-URL_PATTERN = r"^[A-Za-z][A-Za-z0-9+.-]*://[^\s\x00-\x1f\x7f-\x9f]+$"
+URL_PATTERN = rf"^[A-Za-z][A-Za-z0-9+.-]*://[^{SPACE}\x00-\x1f\x7f-\x9f]+$"
 URL = {**NAME, "pattern": URL_PATTERN}
-WORD_PATTERN = r"^[^\s\x00-\x1f\x7f-\x9f]+$"
+WORD_PATTERN = rf"^[^{SPACE}\x00-\x1f\x7f-\x9f]+$"
 PACKAGE = {**NAME, "pattern": WORD_PATTERN}
 # Written inside bootloader --append="...": no double quote.
 POST_OPTIONS_PATTERN = XML_SAFE.replace("[^", '[^"', 1)

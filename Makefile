@@ -13,17 +13,25 @@ CORE_BRANCHES := 2.16 2.17 2.18
 unexport PYTHONDONTWRITEBYTECODE
 export PYTHONPYCACHEPREFIX := $(CURDIR)/.cache/pycache
 
-.PHONY: venv demo demo-qemu test unit test-server api-fuzz test-collection postgresql qemu deploy-tools chromium directory beaker-client mrack java bench clean \
+.PHONY: venv build-deps demo demo-qemu test unit test-server api-fuzz test-collection postgresql qemu deploy-tools chromium directory beaker-client mrack java bench clean \
 	bmc collection-link shellcheck sanity units lint molecule playbooks \
 	certify certification-tools galaxy-importer collection-docs execution-environment changelog collection-readme
 
 venv: $(STAMP)
 
-$(STAMP): server/pyproject.toml requirements-dev.txt
+# Installs go through uv (scripts/requirements/uv.txt), which fetches in parallel and links from its cache: a
+# fresh .venv and the tool venvs below take seconds where pip took minutes. The server's gssapi builds
+# against Debian's libkrb5-dev (build-deps).
+UV := $(BIN)/uv
+$(STAMP): server/pyproject.toml requirements-dev.txt scripts/requirements/uv.txt | build-deps
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e 'server[test]' -r requirements-dev.txt
+	$(BIN)/pip install -q -r scripts/requirements/uv.txt
+	$(UV) pip install -q --python $(BIN)/python -e 'server[test]' -r requirements-dev.txt
 	touch $(STAMP)
+
+# What the Python packages built from source need (gssapi: libkrb5-dev and a compiler; Debian packages).
+build-deps:
+	scripts/ensure-build-deps.sh
 
 postgresql:
 	scripts/ensure-postgresql.sh
@@ -56,10 +64,6 @@ directory:
 # (docs/beaker.md); its gssapi dependency builds against Debian's libkrb5-dev.
 beaker-client: $(TOOLS)/beaker-client/.installed
 
-$(TOOLS)/beaker-client/.installed: | beaker-client-build-deps
-.PHONY: beaker-client-build-deps
-beaker-client-build-deps:
-	scripts/ensure-beaker-client.sh
 
 # Java 17 for ansible-rulebook's rule engine (the rulebook test, under `playbooks`); Debian's openjdk-17-jre-headless.
 java:
@@ -142,25 +146,23 @@ sanity: venv shellcheck
 # A tool venv per scripts/requirements/NAME.txt, rebuilt when that file changes (kept: make would delete it as an
 # intermediate file of a pattern rule).
 .PRECIOUS: $(TOOLS)/%/.installed
-$(TOOLS)/%/.installed: scripts/requirements/%.txt
+$(TOOLS)/%/.installed: scripts/requirements/%.txt | venv
 	rm -rf $(TOOLS)/$*
-	$(PYTHON) -m venv $(TOOLS)/$*
-	$(TOOLS)/$*/bin/pip install -q --upgrade pip
-	$(TOOLS)/$*/bin/pip install -q -r $<
+	$(UV) venv -q --seed --python $(PYTHON) $(TOOLS)/$*
+	$(UV) pip install -q --python $(TOOLS)/$*/bin/python -r $<
 	touch $@
 
 # mrack's Beaker provider (tests/server/beaker): its own requirements pull testcloud and libvirt-python, a C build
 # against libvirt, for providers the tests never load; so this venv gets what the Beaker provider imports
 # (mrack.txt) and mrack itself without its requirements (mrack-no-deps.txt). beaker-client's gssapi needs
-# Debian's libkrb5-dev (scripts/ensure-beaker-client.sh).
+# Debian's libkrb5-dev (scripts/ensure-build-deps.sh).
 mrack: $(TOOLS)/mrack/.installed
 
-$(TOOLS)/mrack/.installed: scripts/requirements/mrack.txt scripts/requirements/mrack-no-deps.txt | beaker-client-build-deps
+$(TOOLS)/mrack/.installed: scripts/requirements/mrack.txt scripts/requirements/mrack-no-deps.txt | venv
 	rm -rf $(TOOLS)/mrack
-	$(PYTHON) -m venv $(TOOLS)/mrack
-	$(TOOLS)/mrack/bin/pip install -q --upgrade pip
-	$(TOOLS)/mrack/bin/pip install -q -r scripts/requirements/mrack.txt
-	$(TOOLS)/mrack/bin/pip install -q --no-deps -r scripts/requirements/mrack-no-deps.txt
+	$(UV) venv -q --seed --python $(PYTHON) $(TOOLS)/mrack
+	$(UV) pip install -q --python $(TOOLS)/mrack/bin/python -r scripts/requirements/mrack.txt
+	$(UV) pip install -q --python $(TOOLS)/mrack/bin/python --no-deps -r scripts/requirements/mrack-no-deps.txt
 	touch $@
 
 sanity-%: venv shellcheck $(TOOLS)/ansible-core-%/.installed

@@ -203,11 +203,47 @@ def _import_each_alone(modules: list[str], outside: list[str]) -> dict[str, str]
     return json.loads(result.stdout)
 
 
+def _with_packages(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """The graph with what importing a module also runs first: its packages' __init__, and those of what it
+    imports."""
+    def packages(name: str) -> set[str]:
+        parts = name.split(".")
+        return {".".join(parts[:n]) for n in range(1, len(parts))} & graph.keys()
+
+    return {module: (targets | packages(module) | {p for t in targets for p in packages(t)}) - {module}
+            for module, targets in graph.items()}
+
+
+def _on_a_cycle(graph: dict[str, set[str]]) -> list[str]:
+    """The modules that can reach themselves through the graph."""
+    def reached(start: str) -> set[str]:
+        seen, stack = set(), list(graph[start])
+        while stack:
+            if (name := stack.pop()) not in seen:
+                seen.add(name)
+                stack.extend(graph[name])
+        return seen
+
+    return sorted(module for module in graph if module in reached(module))
+
+
 def test_every_module_imports_on_its_own():
-    """Each module imported first, with no lablease module loaded before it (an import cycle shows here)."""
+    """Each module on an import cycle imported first, with no lablease module loaded before it (a cycle that
+    only works in one order shows here). A module on no cycle needs no such run: what it imports is loaded
+    whole before its body goes on, so it imports alone whenever each module it imports does, and those on a
+    cycle are each tried here (a quarter of the modules, a quarter of the time of importing every one)."""
     modules = ["lablease"] + _modules(lablease)
     assert len(modules) > 100
-    assert _import_each_alone(modules, _outside(modules)) == {}
+    on_a_cycle = _on_a_cycle(_with_packages(_import_graph([lablease])))
+    assert {"lablease.store.tables", "lablease.api.app", "lablease.config"} <= set(on_a_cycle)
+    assert _import_each_alone(on_a_cycle, _outside(modules)) == {}
+
+
+def test_the_modules_on_import_cycles_are_found():
+    """A package whose __init__ imports one of its modules is on a cycle with it."""
+    graph = _with_packages({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": set(), "f": {"f.g"}, "f.g": set(),
+                            "h": set(), "h.i": set()})
+    assert _on_a_cycle(graph) == ["a", "b", "c", "f", "f.g"]
 
 
 def test_a_module_that_cannot_be_imported_on_its_own_is_named(tmp_path, monkeypatch):

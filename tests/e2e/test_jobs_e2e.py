@@ -20,9 +20,8 @@ def recipes(job):
 
 
 def test_a_two_host_job_runs_queues_and_keeps_a_failed_system(live_server):
-    for name in ("a.lab.test", "b.lab.test"):
-        live_server.admin_cli("system", "add", name, "--arch", "x86_64", "--condition", "automated")
-    alice, bob = live_server.add_user("alice"), live_server.add_user("bob")
+    alice, bob = live_server.add_users("alice", "bob", then=tuple(
+        ("system", "add", name, "--arch", "x86_64", "--condition", "automated") for name in ("a.lab.test", "b.lab.test")))
     first = submit(alice, JOB)
     assert first.status_code == 201, first.text
     one, two = recipes(first.json())

@@ -47,7 +47,7 @@ def scrape(server) -> dict:
 def api_processes(server) -> list[int]:
     """gunicorn's request workers: the arbiter's children but the background worker."""
     children = Path(f"/proc/{server.process.pid}/task/{server.process.pid}/children").read_text().split()
-    return [int(pid) for pid in children if b"--parent" not in Path(f"/proc/{pid}/cmdline").read_bytes()]
+    return [int(pid) for pid in children if Path(f"/proc/{pid}/comm").read_text().strip() != "lablease-worker"]
 
 
 def test_metrics_answer_only_on_the_metrics_listener_and_with_the_token(server):

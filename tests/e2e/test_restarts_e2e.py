@@ -39,9 +39,9 @@ def children(pid: int) -> set[int]:
     return found
 
 
-def command_line(pid: int) -> str:
+def process_name(pid: int) -> str:
     try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+        return Path(f"/proc/{pid}/comm").read_text().strip()
     except FileNotFoundError:
         return ""
 
@@ -49,7 +49,7 @@ def command_line(pid: int) -> str:
 def processes(server) -> tuple[set[int], int | None]:
     """(the request workers' pids, the background worker's pid) under the serving process."""
     kids = children(server.process.pid)
-    worker = [pid for pid in kids if " worker --parent " in command_line(pid)]
+    worker = [pid for pid in kids if process_name(pid) == "lablease-worker"]
     return kids - set(worker), (worker[0] if worker else None)
 
 

@@ -42,10 +42,12 @@ def server(tmp_path, database_url, mailbox):
 
 def set_up(server):
     """Through the API, with no worker running: work of every kind, some of it to be poisoned."""
-    admin, alice = server.admin, server.add_user("alice")
+    # Two kinds of systems: m1-m6 for the holds, a1, a2 and b1 for the recipes (one command-line process).
+    systems = [(f"m{n}", "manual") for n in range(1, 7)] + [(fqdn, "automated") for fqdn in ("a1", "a2", "b1")]
+    admin, (alice,) = server.admin, server.add_users("alice", then=tuple(
+        ("system", "add", f"{fqdn}.lab.test", "--arch", "x86_64", "--condition", condition)
+        for fqdn, condition in systems))
     assert alice.patch("/me", json={"email": "alice@lab.test"}).status_code == 200
-    for n in range(1, 7):
-        server.admin_cli("system", "add", f"m{n}.lab.test", "--arch", "x86_64", "--condition", "manual")
     add_virtual(server, "p1.lab.test", "52:54:00:e2:f0:01")
     add_virtual(server, "q1.lab.test", "52:54:00:e2:f0:02")
     assert admin.post("/distro-trees", json=TREE).status_code == 201
@@ -65,8 +67,6 @@ def set_up(server):
         assert response.status_code == 201, response.text
         items[name] = response.json()["id"]
     # Recipes: two running (past their runtime limit, once planted), two waiting for a tree (to vanish).
-    for fqdn in ("a1", "a2", "b1"):
-        server.admin_cli("system", "add", f"{fqdn}.lab.test", "--arch", "x86_64", "--condition", "automated")
     admin.post("/reservations", json={"system": "b1.lab.test", "duration": "8h"})  # the tree's recipes wait
     on = {fqdn: {"field": "hostname", "op": "=", "value": f"{fqdn}.lab.test"} for fqdn in ("a1", "a2", "b1")}
     wants = {"field": "distro_name", "op": "=", "value": "Fedora-40"}

@@ -50,8 +50,8 @@ def site(tmp_path_factory):
     server.proxy, server.metrics_url = proxy, f"http://{metrics}/metrics"
     agents = {}
     try:
+        server.admin_cli_many(("lab", "add", "east"), ("lab", "add", "west"))
         for lab, fqdn in (("east", "e1.east.test"), ("west", "w1.west.test")):
-            server.admin_cli("lab", "add", lab)
             status = server.admin.post("/systems", json={
                 "fqdn": fqdn, "arch": "x86_64", "lab": lab, "condition": "manual",
                 "power": {"driver": "command", "script": "mark", "password": f"{lab}-bmc-secret"},

@@ -34,7 +34,7 @@ flock 9
 [ ! -d "$tree/tests/output/.tmp/delegation" ] || mv "$tree/tests/output/.tmp/delegation" "$keep"
 rm -rf "$work/ansible_collections" "$work"/lablease-lab-*.tar.gz
 
-"$bin/python" "$root/scripts/ansible_test_offline.py"
+"$bin/python" "$root/scripts/ansible_test_offline.py" "$root/.venv/bin/uv"
 "$bin/ansible-galaxy" collection build --force --output-path "$work" "$root" >/dev/null
 mkdir -p "$tree"
 tar -xzf "$work"/lablease-lab-*.tar.gz -C "$tree"

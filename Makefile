@@ -23,6 +23,8 @@ venv: $(STAMP)
 # fresh .venv and the tool venvs below take seconds where pip took minutes. The server's gssapi builds
 # against Debian's libkrb5-dev (build-deps).
 UV := $(BIN)/uv
+# The system's certificate store (where a site's own CA is added), as pip's requests reads it.
+export UV_NATIVE_TLS := 1
 $(STAMP): server/pyproject.toml requirements-dev.txt scripts/requirements/uv.txt | build-deps
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q -r scripts/requirements/uv.txt

@@ -31,7 +31,8 @@ def main():
     args = [a for a in sys.argv[1:] if a not in DROP]
     if os.access(UV, os.X_OK):  # the packages asked for (pip==X, ...), without pip's own options
         packages = [a for a in args if not a.startswith("-")]
-        subprocess.check_call([UV, "pip", "install", "-q", "--python", sys.executable] + packages)
+        # ansible-test runs this without SSL_CERT_FILE: the system's certificates, as pip's own would be
+        subprocess.check_call([UV, "pip", "install", "-q", "--native-tls", "--python", sys.executable] + packages)
         return
     subprocess.check_call([sys.executable, "-m", "ensurepip", "--default-pip"], stdout=subprocess.DEVNULL)
     subprocess.check_call([sys.executable, "-m", "pip", "install", "--disable-pip-version-check", "-q"] + args)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from hypothesis import given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from lablease.domain.errors import Invalid
 from lablease.domain.times import format_human, format_time
@@ -74,7 +74,8 @@ def _collection_says(text):
 
 # Beyond the table: texts the grammar describes, and near misses typed from the same characters.
 @given(st.from_regex(DURATION_PATTERN, fullmatch=True) | st.text(alphabet="0123456789 .:,PTWDHMSYpthmsdwyo", max_size=12))
-@settings(max_examples=500, derandomize=True, database=None)
+# Generation's speed health check is timed: on two busy cores it failed a run that generated the same examples.
+@settings(max_examples=500, derandomize=True, database=None, suppress_health_check=[HealthCheck.too_slow])
 def test_the_collection_and_the_server_agree_on_any_text(text):
     assert _collection_says(text) == _server_says(text), repr(text)
 

@@ -160,28 +160,35 @@ def test_a_reservation_and_a_recipe_each_install_a_real_vm_in_two_boots(lab):
     assert bob.patch(f"/recipes/{recipe['id']}", json={"status": "completed", "result": "pass"}).status_code == 200
 
 
-def test_a_broken_kickstart_fails_the_install_and_a_stalled_boot_is_aborted(stalling_lab):
-    lab = stalling_lab
+def test_a_broken_kickstart_fails_the_install(lab):
+    """On the 5-minute watchdog: an emulated VM on busy cores can take more than 30 s to reach its %pre."""
     add_vm(lab, "q3.lab.test", "52:54:00:0e:00:03")
-    add_vm(lab, "q4.lab.test", "52:54:00:0e:00:04")
     # q3's kickstart breaks in %post (a site snippet for that system only)
     snippet = lab.data_dir / "kickstarts" / "snippets" / "per_system" / "post_install" / "q3.lab.test"
     snippet.parent.mkdir(parents=True, exist_ok=True)
     snippet.write_text("echo 'this post-install step fails'\nexit 3\n")
     carol = lab.add_user("carol")
-    for fqdn, tree in (("q3.lab.test", "Guest-1"), ("q4.lab.test", "Missing-1")):
-        carol.post("/reservations", json={"system": fqdn, "duration": "1h"}).raise_for_status()
-        response = carol.post(f"/systems/{fqdn}/provision", json={"distro_tree": tree})
-        assert response.status_code == 202, response.text
-    settled = wait_until_settled(carol, ["q3.lab.test", "q4.lab.test"])
-    broken, stalled = settled["q3.lab.test"], settled["q4.lab.test"]
+    carol.post("/reservations", json={"system": "q3.lab.test", "duration": "1h"}).raise_for_status()
+    response = carol.post("/systems/q3.lab.test/provision", json={"distro_tree": "Guest-1"})
+    assert response.status_code == 202, response.text
+    broken = wait_until_settled(carol, ["q3.lab.test"])["q3.lab.test"]
     assert broken["status"] == "failed" and "install_fail" in broken["error"], broken
     assert broken["installed_at"] is None
     assert "this post-install step fails" in console(lab, "q3.lab.test")
+
+
+def test_a_stalled_boot_is_aborted_by_the_watchdog(stalling_lab):
+    lab = stalling_lab
+    add_vm(lab, "q4.lab.test", "52:54:00:0e:00:04")
+    dave = lab.add_user("dave")
+    dave.post("/reservations", json={"system": "q4.lab.test", "duration": "1h"}).raise_for_status()
+    response = dave.post("/systems/q4.lab.test/provision", json={"distro_tree": "Missing-1"})
+    assert response.status_code == 202, response.text
+    stalled = wait_until_settled(dave, ["q4.lab.test"])["q4.lab.test"]
     # q4's iPXE could not fetch its kernel, fell through to the disk, and nobody called back: the watchdog
     assert stalled["status"] == "failed" and "no progress from the installer for 30s" in stalled["error"], stalled
     assert stalled["started_at"] is None
-    assert carol.get("/systems/q4.lab.test").json()["usage"] == "idle"
+    assert dave.get("/systems/q4.lab.test").json()["usage"] == "idle"
 
 
 def test_a_vm_of_an_agent_served_lab_installs_through_its_agent(agent_lab, tmp_path):

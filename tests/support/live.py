@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import atexit
+import functools
 import json
 import os
 import shutil
@@ -47,21 +48,17 @@ json.dump(results, sys.__stdout__)
 """
 
 
-_MIGRATED: list[Path] = []
-
-
+@functools.cache
 def migrated_sqlite() -> Path:
     """A SQLite database `lablease-server init` made (no user in it), once per test process: a server's init
     on a copy finds its schema up to date and skips the migrations (about 1.5 s of CPU a server). Its own
     init still makes the administrator, the site key and the directories."""
-    if not _MIGRATED:
-        where = Path(tempfile.mkdtemp(prefix="lablease-migrated-"))
-        atexit.register(shutil.rmtree, where, True)
-        env = {key: value for key, value in os.environ.items() if not key.startswith("LABLEASE_")}
-        subprocess.run([str(BIN / "lablease-server"), "init"], env={**env, "LABLEASE_DATA_DIR": str(where)},
-                       check=True, capture_output=True, timeout=120)
-        _MIGRATED.append(where / "lablease.db")
-    return _MIGRATED[0]
+    where = Path(tempfile.mkdtemp(prefix="lablease-migrated-"))
+    atexit.register(shutil.rmtree, where, True)
+    env = {key: value for key, value in os.environ.items() if not key.startswith("LABLEASE_")}
+    subprocess.run([str(BIN / "lablease-server"), "init"], env={**env, "LABLEASE_DATA_DIR": str(where)},
+                   check=True, capture_output=True, timeout=120)
+    return where / "lablease.db"
 
 
 class Api:

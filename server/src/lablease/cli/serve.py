@@ -182,7 +182,7 @@ class LabLeaseServer(BaseApplication):
         self._stop_worker()
 
     def _stop_worker(self) -> None:
-        if self.worker is not None and self.worker.poll() is None:
+        if self.worker is not None and self.worker.running:
             self.worker.send_signal(signal.SIGTERM)
             if not self.worker.wait(10):
                 self.worker.send_signal(signal.SIGKILL)
@@ -208,23 +208,23 @@ class Forked:
         self.pid = pid
         self.ended = False
 
-    def poll(self) -> int | None:
-        """None while the process runs."""
+    @property
+    def running(self) -> bool:
         if not self.ended:
             try:
                 self.ended = os.waitpid(self.pid, os.WNOHANG)[0] == self.pid
             except ChildProcessError:
                 self.ended = True
-        return 0 if self.ended else None
+        return not self.ended
 
     def send_signal(self, number: int) -> None:
-        if self.poll() is None:
+        if self.running:
             os.kill(self.pid, number)
 
     def wait(self, timeout: float) -> bool:
         """Whether it ended within timeout seconds."""
         deadline = time.monotonic() + timeout
-        while self.poll() is None and time.monotonic() < deadline:
+        while self.running and time.monotonic() < deadline:
             time.sleep(0.05)
         return self.ended
 

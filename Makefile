@@ -25,6 +25,8 @@ venv: $(STAMP)
 UV := $(BIN)/uv
 # The system's certificate store (where a site's own CA is added), as pip's requests reads it.
 export UV_NATIVE_TLS := 1
+# Extensions built from source (gssapi) compile in parallel (scripts/requirements/build_ext.cfg).
+export DIST_EXTRA_CONFIG := $(CURDIR)/scripts/requirements/build_ext.cfg
 $(STAMP): server/pyproject.toml requirements-dev.txt scripts/requirements/uv.txt | build-deps
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q -r scripts/requirements/uv.txt
@@ -89,9 +91,11 @@ test: venv postgresql qemu deploy-tools chromium bmc directory beaker-client mra
 
 # Tests run in parallel processes (pytest-xdist), a file's tests together so its module-scoped
 # servers start once; most of them wait on real servers, VMs and playbooks rather than compute (alone,
-# the server suite keeps two cores 60 % busy: a third process fills the waits).
+# the server suite keeps two cores 60 % busy: a third process fills the waits). Files go out in the order
+# given (xdist would otherwise send the files of most tests first): the end-to-end files, few tests of
+# minutes each, start first, and the many short files fill the end instead of a VM test running on alone.
 TEST_WORKERS ?= 3
-PARALLEL := -n $(TEST_WORKERS) --dist loadfile
+PARALLEL := -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 PLAYBOOK_WORKERS ?= 2
 # Every test run ends with its 20 slowest tests, so a test that grows slow is seen in CI.
 DURATIONS := --durations=20
@@ -106,7 +110,7 @@ unit: venv collection-link
 # under `api-fuzz`).
 FUZZ := tests/e2e/test_api_fuzz.py
 test-server: venv collection-link
-	$(BIN)/pytest $(PARALLEL) $(DURATIONS) tests/server tests/e2e --ignore=tests/e2e/ansible --ignore=$(FUZZ)
+	$(BIN)/pytest $(PARALLEL) $(DURATIONS) tests/e2e tests/server --ignore=tests/e2e/ansible --ignore=$(FUZZ)
 
 # The API fuzzed from its own description (docs/api.md, "Fuzzing"), in a process of its own: schemathesis
 # builds every operation's boundary cases while collecting, which each process of a parallel run would repeat.
@@ -210,7 +214,7 @@ molecule: venv collection-link
 # The real ansible-rulebook (scripts/requirements/ansible-rulebook.txt) runs tests/e2e/ansible/test_rulebook.py.
 playbooks: venv collection-link java $(TOOLS)/ansible-rulebook/.installed
 	$(ANSIBLE_ENV) ANSIBLE_RULEBOOK_VENV=$(CURDIR)/$(TOOLS)/ansible-rulebook \
-		$(BIN)/pytest -n $(PLAYBOOK_WORKERS) --dist loadfile $(DURATIONS) tests/e2e/ansible -p no:cacheprovider
+		$(BIN)/pytest -n $(PLAYBOOK_WORKERS) --dist loadfile --no-loadscope-reorder $(DURATIONS) tests/e2e/ansible -p no:cacheprovider
 
 bench: venv postgresql beaker-client
 	$(BIN)/python bench/reserve.py

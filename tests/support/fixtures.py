@@ -24,14 +24,20 @@ logging.getLogger("mail.log").setLevel(logging.WARNING)
 
 
 @pytest.fixture(autouse=True)
-def _root_logging_restored():
-    """A test that runs `lablease-server` in-process points the root logger at that test's captured
-    stderr (observe/logs.configure); put pytest's handlers back so later log lines (the SMTP receiver's
-    thread, for one) are not written to a closed stream."""
+def root_logging_restored():
+    """A test that runs `lablease-server` in-process points the root logger at that test's captured stderr
+    (observe/logs.configure: a handler with lablease's redacting filter, which also takes the traceback off
+    each record it writes). Take that handler off again: left behind, it writes later tests' log lines to a
+    closed stream and hides their tracebacks from caplog. pytest adds and removes its own handlers itself.
+    (Named without a leading underscore: the conftests' `import *` would not bring it in.)"""
+    from lablease.observe.logs import Redacting
+
     root = logging.getLogger()
-    handlers, level = list(root.handlers), root.level
+    level = root.level
     yield
-    root.handlers[:] = handlers
+    for handler in list(root.handlers):
+        if any(isinstance(kept, Redacting) for kept in handler.filters):
+            root.removeHandler(handler)
     root.setLevel(level)
 
 

@@ -5,6 +5,8 @@ available follows domain.permissions.may_use for every kind of system (lent, own
 import xml.etree.ElementTree as ET
 import xmlrpc.client
 
+import pytest
+
 from lablease.services import signin
 from lablease.store.uow import UnitOfWork
 
@@ -115,3 +117,74 @@ def test_uploading_a_job_costs_the_same_statements_whatever_its_recipes(lab):
     # it again (the set, then its recipes: 2) when the collector has taken it, so either job may cost up to
     # 2 per set (4) more than the other, as the collector ran.
     assert costs[1] <= costs[0] + 4, costs
+
+
+# sqlite_stat1 as ANALYZE writes it for a lab with 100,000 finished one-recipe jobs and a few waiting
+# (bench/beaker.py): status has two common values, so its index looks like half the table per value.
+_BIG_HISTORY = {
+    ("recipes", None): "100000", ("recipes", "ix_recipes_status"): "100000 50000",
+    ("recipes", "ix_recipes_recipe_set_id"): "100000 1", ("recipes", "ix_recipes_job_id"): "100000 1",
+    ("recipes", "ix_recipes_system_id"): "100000 10", ("recipes", "ix_recipes_watchdog_at"): "100000 100000",
+    ("recipes", "ix_recipes_class_queue"): "100000 50000 50000 50000 1 1",
+    ("recipes", "ix_recipes_host_recipe_id"): "10 1", ("recipes", "ix_recipes_assigned"): "1 1",
+    ("recipes", "ix_recipes_holding"): "10 1", ("recipe_sets", None): "100000",
+    ("recipe_sets", "ix_recipe_sets_job_id"): "100000 1", ("jobs", None): "100000",
+}
+
+
+def _recipe_reads(lab, call) -> list[tuple[str, tuple]]:
+    """The SELECTs reading the recipes table that call() runs, with their parameters."""
+    from sqlalchemy import event
+
+    seen = []
+
+    def record(conn, cursor, statement, parameters, context, executemany):
+        if statement.lstrip().upper().startswith("SELECT") and " recipes" in statement:
+            seen.append((statement, tuple(parameters)))
+    for engine in {lab.db.writer, lab.db.reader}:
+        event.listen(engine, "before_cursor_execute", record)
+    try:
+        call()
+    finally:
+        for engine in {lab.db.writer, lab.db.reader}:
+            event.remove(engine, "before_cursor_execute", record)
+    return seen
+
+
+def _plans(lab, reads) -> list[str]:
+    """SQLite's plan of each read, one line of its steps each."""
+    with lab.db.writer.connect() as conn:
+        return [" / ".join(row[3] for row in conn.exec_driver_sql(f"EXPLAIN QUERY PLAN {statement}", params))
+                for statement, params in reads]
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)  # PostgreSQL plans from statistics of its own
+def test_a_jobs_recipes_are_found_through_an_index_with_or_without_statistics(lab):
+    """Submitting a job, reading it back and Beaker's results XML of it never scan the recipes table, which
+    holds the lab's whole history: not on a new SQLite database (no statistics: `host_recipe_id IS NULL`, every
+    host recipe, must not look selective through the guests' index), nor once ANALYZE has run on a big
+    history (the status index looks like half the table per value: the sets holding systems, a handful,
+    must still come from an index)."""
+    for n in range(3):  # held: the sets wait in the queue, as in a busy lab
+        lab.system(f"a{n}.lab.test", condition="automated")
+        assert lab.admin.post("/reservations", {"system": f"a{n}.lab.test"})[0] == 201
+    call = signed_in(lab)
+    document, taskspec = _job(2, 2), []
+    for statistics in ("none", "a big history"):
+        if statistics != "none":
+            with lab.db.writer.begin() as conn:
+                conn.exec_driver_sql("ANALYZE")
+                conn.exec_driver_sql("DELETE FROM sqlite_stat1")
+                for (table, index), stat in _BIG_HISTORY.items():
+                    conn.exec_driver_sql("INSERT INTO sqlite_stat1 VALUES (?, ?, ?)", (table, index, stat))
+                conn.exec_driver_sql("ANALYZE sqlite_schema")  # the planner reads the statistics again
+        reads = _recipe_reads(lab, lambda: taskspec.append(call("jobs.upload", document)))
+        reads += _recipe_reads(lab, lambda: call("taskactions.to_xml", taskspec[-1]))
+        reads += _recipe_reads(lab, lambda: lab.alice.get(f"/jobs/{taskspec[-1].split(':')[1]}"))
+        assert len(reads) >= 5, reads  # the job's recipes, its sets', the guests, the holding sets
+        plans = _plans(lab, reads)
+        scans = [(plan, statement) for plan, (statement, _) in zip(plans, reads)
+                 if any(step == "SCAN recipes" or ("host_recipe_id IS NULL" in statement and
+                                                   "ix_recipes_host_recipe_id" in step)
+                        for step in plan.split(" / "))]
+        assert not scans, (statistics, scans)

@@ -52,8 +52,9 @@ _MAPS: dict[str, Map] = {}
 _MAPS_LOCK = threading.Lock()
 
 
-def shared_map(name: str, rules: Callable[[], list[Rule]]) -> Map:
-    """The process's one Map called `name`, built on first use from `rules()`.
+def shared_map(name: str, rules: Callable[[], list[Rule]], **options) -> Map:
+    """The process's one Map called `name`, built on first use from `rules()` (`options`: Map's, with
+    `strict_slashes=False` and CONVERTERS unless given).
 
     A Map holds no per-request state, so every application in a process shares it. Building it
     once also keeps werkzeug's rule compiler (ast.parse) off other threads: CPython 3.11.7 keeps
@@ -62,7 +63,9 @@ def shared_map(name: str, rules: Callable[[], list[Rule]]) -> Map:
     """
     with _MAPS_LOCK:
         if name not in _MAPS:
-            _MAPS[name] = Map(rules(), strict_slashes=False, converters=CONVERTERS)
+            built = Map(rules(), **{"strict_slashes": False, "converters": CONVERTERS, **options})
+            built.update()  # its matcher compiled now, not by the first request
+            _MAPS[name] = built
         return _MAPS[name]
 
 

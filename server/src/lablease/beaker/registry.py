@@ -12,6 +12,7 @@ from typing import Callable
 
 from werkzeug.routing import Map, Rule
 
+from ..api.routes import shared_map
 from ..domain.errors import DomainError, Invalid
 
 
@@ -112,5 +113,5 @@ def load() -> None:
 
 def url_map() -> Map:
     load()
-    return Map([Rule(route.path, endpoint=index, methods=[route.method])
-                for index, route in enumerate(ROUTES)], strict_slashes=False, merge_slashes=False)
+    return shared_map("bkr", lambda: [Rule(route.path, endpoint=index, methods=[route.method])
+                                      for index, route in enumerate(ROUTES)], merge_slashes=False, converters=None)

@@ -32,7 +32,7 @@ from ..domain.times import format_when
 from ..timeparse import parse_duration
 from .output import table, to_json
 from .server_data import add_commands as add_data_commands
-from .server_import import ImportRefused, import_file
+from .import_refused import ImportRefused
 
 # Administration from the server's own command line acts with full rights.
 SERVER = Actor(id=0, name="lablease-server", is_admin=True)
@@ -332,6 +332,8 @@ def cmd_system_add(settings: Settings, args) -> None:
 
 
 def cmd_system_import(settings: Settings, args) -> None:
+    from .server_import import import_file  # (the API's input checks: loaded by the commands that need them)
+
     with open(args.file, encoding="utf-8") as handle:
         text = handle.read()
     with unit_of_work(_db(settings), settings) as uow:

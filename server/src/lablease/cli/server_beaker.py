@@ -16,7 +16,7 @@ from ..api.schemas import SYSTEM_IMPORT
 from ..domain import beaker_csv as rules
 from ..domain.errors import Invalid
 from ..services import beaker_csv
-from .server_import import ImportRefused
+from .import_refused import ImportRefused
 
 _MISSING = object()  # csv.DictReader's value for a column the row lacks, and key for extra fields
 

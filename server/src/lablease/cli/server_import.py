@@ -19,6 +19,7 @@ from ..api.schemas import SYSTEM_IMPORT
 from ..domain.errors import Invalid
 from ..domain.times import format_time
 from ..services import systems
+from .import_refused import ImportRefused
 
 
 class ImportLoader(yaml.SafeLoader):
@@ -36,10 +37,6 @@ ImportLoader.add_implicit_resolver(
     "tag:yaml.org,2002:float",
     re.compile(r"^[-+]?(?:(?:[0-9]+\.[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?|[0-9]+[eE][-+]?[0-9]+)$|^[-+]?\.(?:inf|Inf|INF)$|^\.(?:nan|NaN|NAN)$"),
     list("-+0123456789."))
-
-
-class ImportRefused(Exception):
-    """The file, or some of its systems, refused: one line each; nothing was imported."""
 
 
 @dataclass(frozen=True)

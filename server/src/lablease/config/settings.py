@@ -119,6 +119,11 @@ class Settings:
         "how long an API process trusts a token it verified before reading it again; changes made on this host "
         "(revoked tokens, disabled users, group memberships) apply at once, those made by a server on another "
         "host within this time ([access](access.md#tokens))"), empty="every request reads its token")
+    password_cache_seconds: timedelta | None = setting("10m", (
+        "how long a process remembers a password that passed its argon2id check (as a keyed hash, with the stored "
+        "hash it passed against), so that the same person signing in again, as `bkr` does for every command, "
+        "skips the check; a wrong password always pays it, and a changed password or a disabled user applies "
+        "at once ([access](access.md#passwords))"), empty="every sign-in checks the password")
     idempotency_keep: timedelta = setting("24h", (
         "how long the answer to a writing request sent with an `Idempotency-Key` is kept: the same request sent "
         "again with its key within this time gets that answer instead of making a second object; the worker "

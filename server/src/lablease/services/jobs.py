@@ -15,7 +15,7 @@ from ..domain import retries
 from ..domain.reservations import due_at
 from ..domain.variables import masked_ks_meta
 from ..jobxml import referenced_names
-from ..store import calendar
+from ..store import calendar, queries
 from ..store.tables import (Booking, Group, GroupMember, Job, Pool, Recipe, RecipeSet,
                             Reservation, System)
 from ..domain.events import DistroTreeRemoved, RecipeAborted, RecipeFinished, RecipeSetQueued, RecipeSystemTaken
@@ -69,7 +69,7 @@ def _check_references(session, job: dict) -> None:
     for pool in sorted(named["pools"] - known_pools):
         raise Invalid("pool", f"no pool named {pool}")
     arches.check_named(session, named["arches"], "host_requires")  # not a silent match-none either
-    known_keys = {key for attrs in session.execute(select(System.attributes)).scalars() for key in (attrs or {})}
+    known_keys = queries.attribute_keys_in_use(session, named["attribute_keys"])
     for key in sorted(named["attribute_keys"] - known_keys):
         raise Invalid("host_requires", f"no system has an attribute named {key}")
     for fqdn in sorted(named["systems"]):
@@ -154,17 +154,21 @@ def _add_recipes(session, actor: Actor, now: datetime, row: Job, spec_sets: list
     for recipe, cls in zip(unbound, scheduling.requirement_classes(session, actor.id, [r["spec"] for r in unbound],
                                                                    now)):
         recipe["class_id"] = cls.id
-    in_job = Recipe.recipe_set_id.in_(set_ids)  # (recipe_set_id is indexed, job_id is not)
+    in_job = Recipe.job_id == row.id
     host_ids = _insert_all(session, Recipe, hosts, in_job, Recipe.host_recipe_id.is_(None))
     _insert_all(session, Recipe, [  # never queued on their own: placed with their host
         {**recipe, "spec": guest, "class_id": None, "host_recipe_id": host_id,
          "distro_tree_id": trees(guest["distro_requires"])[0].id}
         for recipe, host_id, its_guests in zip(hosts, host_ids, guests) for guest in its_guests],
         in_job, Recipe.host_recipe_id.is_not(None))
+    checked = set()  # sets alike (the same classes, as many recipes) could start alike: checked once
     for position, set_id in enumerate(set_ids, 1):
         # The sets were loaded (their recipes with them, eagerly) before the recipes were inserted: read again.
         session.expire(sets[set_id], ["recipes"])
-        scheduling.refuse_never_starting(session, sets[set_id], position)  # 409: nothing is written
+        alike = tuple(sorted(recipe.class_id or 0 for recipe in sets[set_id].recipes))
+        if alike not in checked:
+            scheduling.refuse_never_starting(session, sets[set_id], position)  # 409: nothing is written
+            checked.add(alike)
         emit(session, RecipeSetQueued(set_id, now))
 
 

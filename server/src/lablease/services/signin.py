@@ -21,9 +21,11 @@ from ..domain.signin import check_new_password
 from ..store.tables import Token, User, WebLogin
 from . import activity, directory
 from .users import actor_for, authenticate, create_token, find_user, hash_token, is_name
+from .verified_passwords import VerifiedPasswords
 
 SESSION_TOKEN = "web session"
 _HASHER = PasswordHasher()  # argon2id with the library's current defaults (RFC 9106's second recommendation)
+_VERIFIED = VerifiedPasswords()  # this process's (services/verified_passwords.py)
 
 
 @functools.cache
@@ -63,10 +65,14 @@ def check_password(session, name: str, password: str, now: datetime | None = Non
     settings = _settings(session)
     if stored is None and directory.configured(settings):
         return _directory_sign_in(session, settings, name, password, now or datetime.now(timezone.utc))
-    try:
-        _HASHER.verify(stored or dummy_hash(), password)
-    except (VerificationError, InvalidHashError):
-        stored = None
+    lifetime = settings.password_cache_seconds if settings is not None else None
+    if stored is None or not _VERIFIED.knows(user.id, stored, password, lifetime):
+        try:
+            _HASHER.verify(stored or dummy_hash(), password)
+        except (VerificationError, InvalidHashError):
+            stored = None
+        if stored is not None:
+            _VERIFIED.remember(user.id, stored, password, lifetime)
     if user is None or stored is None or user.disabled:
         raise Unauthenticated("unknown user name or wrong password")
     if _HASHER.check_needs_rehash(stored):  # the library's defaults grew: upgrade on the next success

@@ -2,7 +2,7 @@
 so use cases need not import each other for it."""
 from __future__ import annotations
 
-from sqlalchemy import and_, bindparam, exists, false, literal_column, or_, select, true
+from sqlalchemy import and_, bindparam, exists, false, func, literal_column, or_, select, true
 from sqlalchemy.orm.attributes import set_committed_value
 
 from ..domain import advance as advance_rules
@@ -85,3 +85,18 @@ def load_guests(session, recipe_set: RecipeSet) -> RecipeSet:
         for recipe in unloaded:
             set_committed_value(recipe, "guests", found[recipe.id])
     return recipe_set
+
+
+def attribute_keys_in_use(session, keys: set[str]) -> set[str]:
+    """Those of `keys` that some system's attributes name: one query per key, the database reading the JSON
+    (reading every system's attributes into Python had cost a 10,000-system lab ~0.3 s per job submitted)."""
+    found = set()
+    for key in keys:
+        if session.get_bind().dialect.name == "postgresql":
+            named = System.attributes.op("?")(key)  # jsonb: has this top-level key
+        else:
+            each = func.json_each(System.attributes).table_valued("key")
+            named = exists(select(each.c.key).where(each.c.key == key))
+        if session.execute(select(System.id).where(named).limit(1)).first():
+            found.add(key)
+    return found

@@ -28,8 +28,8 @@ def upload(uow, actor: Actor, now: datetime, document: str | bytes) -> str:
     lablease has no task library, so there is no missing task to ignore (ignore_missing_tasks changes nothing)."""
     data = document.encode("utf-8") if isinstance(document, str) else document
     job, warnings = parse_job_xml_with_warnings(data)
-    created, _ = jobs.submit(uow, actor, now, job, None, warnings)
-    return f"J:{created['id']}"
+    job_id, _ = jobs.queue_job(uow, actor, now, job, None, warnings)
+    return f"J:{job_id}"
 
 
 # --- reading a job's run -----------------------------------------------------------------------------------

@@ -99,7 +99,17 @@ def _unfinished_by_request(session, actor: Actor, request_id: str | None) -> Job
 
 def submit(uow, actor: Actor, now: datetime, job: dict, request_id: str | None = None,
            warnings: list | None = None) -> tuple[dict, bool]:
-    """Create the job, compute each recipe's candidate systems, and try to place every set now.
+    """Create the job, compute each recipe's candidate systems, and try to place every set now (queue_job);
+    the job as `show` answers it, and whether it was created."""
+    job_id, created = queue_job(uow, actor, now, job, request_id, warnings)
+    uow.session.expire_all()  # relationships loaded before the recipes existed are read again
+    return show(uow, actor, now, job_id), created
+
+
+def queue_job(uow, actor: Actor, now: datetime, job: dict, request_id: str | None = None,
+              warnings: list | None = None) -> tuple[int, bool]:
+    """Create the job, compute each recipe's candidate systems, and try to place every set now: its id, and
+    whether it was created (Beaker's jobs.upload answers only `J:id`, so it never builds the job's view).
 
     With a request_id naming one of the caller's unfinished jobs, that job is
     returned instead (created False): a retried or re-run submission does not
@@ -111,7 +121,7 @@ def submit(uow, actor: Actor, now: datetime, job: dict, request_id: str | None =
         if previous.request_document is not None:  # (jobs from before it was kept are not compared)
             retries.refuse_changed_retry(request_id, f"job {previous.id}",
                                          retries.document_differences(previous.request_document, job))
-        return job_dict(previous), False
+        return previous.id, False
     _check_reservesys(job, uow.settings)
     _check_own_kickstarts(job, uow.settings)
     _check_references(session, job)
@@ -126,8 +136,7 @@ def submit(uow, actor: Actor, now: datetime, job: dict, request_id: str | None =
     session.flush()
     uow.dispatch()
     session.flush()
-    session.expire_all()  # relationships loaded before the recipes existed are read again
-    return show(uow, actor, now, row.id), True
+    return row.id, True
 
 
 def _add_recipes(session, actor: Actor, now: datetime, row: Job, spec_sets: list[dict]) -> None:
@@ -161,10 +170,12 @@ def _add_recipes(session, actor: Actor, now: datetime, row: Job, spec_sets: list
          "distro_tree_id": trees(guest["distro_requires"])[0].id}
         for recipe, host_id, its_guests in zip(hosts, host_ids, guests) for guest in its_guests],
         in_job, Recipe.host_recipe_id.is_not(None))
+    # The sets were loaded (their recipes with them, eagerly) before the recipes were inserted: read again,
+    # all in one go (each set's on its own had cost a statement per set).
+    session.execute(select(RecipeSet).where(RecipeSet.id.in_(set_ids))
+                    .execution_options(populate_existing=True)).unique().scalars().all()
     checked = set()  # sets alike (the same classes, as many recipes) could start alike: checked once
     for position, set_id in enumerate(set_ids, 1):
-        # The sets were loaded (their recipes with them, eagerly) before the recipes were inserted: read again.
-        session.expire(sets[set_id], ["recipes"])
         alike = tuple(sorted(recipe.class_id or 0 for recipe in sets[set_id].recipes))
         if alike not in checked:
             scheduling.refuse_never_starting(session, sets[set_id], position)  # 409: nothing is written

@@ -379,7 +379,10 @@ def on_new_set(uow, set_id: int, now: datetime) -> None:
     if recipe_set is None or recipe_set.status not in WAITING or recipe_set.ar_id is not None:
         return  # work bound to an advance reservation is placed by services/advance.py
     if not try_start(session, recipe_set, now):
-        settle_holding(session, now)
+        first = head(session)
+        # The new set is the only change: unless it is the head now, the head is the one before it, which
+        # already holds what is free (only the release step is left; a job of 10 sets planned the head 10 times).
+        settle_holding(session, now, -1 if first is None or first.id == set_id else first.id, first)
 
 
 def on_system_freed(uow, system_id: int, now: datetime) -> None:

@@ -145,7 +145,7 @@ class System(Base):
     memory_mb: Mapped[int | None] = mapped_column(Integer)
     lab: Mapped[str | None] = mapped_column(String(64))
     attributes: Mapped[dict] = mapped_column(Json, default=dict)
-    condition: Mapped[str] = mapped_column(String(16))
+    condition: Mapped[str] = mapped_column(String(16), index=True)  # the scheduler's: only Automated ones (0032)
     usage: Mapped[str] = mapped_column(String(16), default="idle")
     owner_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))
     power: Mapped[dict] = mapped_column(SecretJson, default=dict)  # credentials sealed (store/secrets.py)

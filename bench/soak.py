@@ -10,7 +10,7 @@ worker) per database (PostgreSQL: a throwaway server from tests/support/postgres
   heartbeat  CI jobs, each holding a reservation with a 90 s heartbeat, renewed every 30 s (500 at --scale 1)
   harness    jobs submitted (one recipe, no distro: it runs at once on a free automated system) and
              finished through the API (PATCH /recipes/ID completed), as tests/e2e/test_jobs_e2e.py does
-  advance    advance reservations made 10 s ahead for 20 s, started and ended by the worker, then the next
+  advance    advance reservations made 30 s ahead for 20 s, started and ended by the worker, then the next
   reader     lists (systems, reservations, queue) and the web pages of systems and reservations
   webhooks   every person's notices (their expired reservations) go to a receiver on loopback
 
@@ -185,11 +185,12 @@ class Soak:
             session.delete(self.api(f"/reservations/{held}"), timeout=30)
 
     def expiring(self, n: int) -> None:
-        """A reservation ending 3 s from now on the person's own system; the worker returns it."""
+        """A reservation for 3 s on the person's own system; the worker returns it. (A duration, not an end the
+        client computes: on a loaded machine a request can take longer than 3 s to be read, and an end that has
+        passed by then is rightly refused.)"""
         session, fqdn = self.people[self.npeople + n], f"p{self.npeople + n}.soak.test"
         self.paced(5.0, lambda: self.stats.timed("reserve", lambda: session.post(
-            self.api("/reservations"), json={"system": fqdn, "end": rfc3339(
-                datetime.now(timezone.utc).replace(microsecond=0) + timedelta(seconds=3))}, timeout=30)))
+            self.api("/reservations"), json={"system": fqdn, "duration": "3s"}, timeout=30)))
 
     def heartbeats(self) -> None:
         """self.jobs reservations with a heartbeat, each renewed every HEARTBEAT_EVERY seconds, spread evenly."""
@@ -233,9 +234,10 @@ class Soak:
         self.paced(1.0 * HARNESS, step)
 
     def advance(self, n: int) -> None:
-        """An advance reservation 10 s ahead for 20 s on its own system: the worker starts and ends it."""
+        """An advance reservation 30 s ahead for 20 s on its own system: the worker starts and ends it. (Its start
+        leaves room for a slow request: a start that has passed when the request is read is refused.)"""
         def step():
-            start = datetime.now(timezone.utc).replace(microsecond=0) + timedelta(seconds=10)
+            start = datetime.now(timezone.utc).replace(microsecond=0) + timedelta(seconds=30)
             self.stats.timed("advance create", lambda: self.admin.post(self.api("/advance-reservations"), json={
                 "hosts": [f"ar{n}.soak.test"], "start": rfc3339(start), "duration": "20s"}, timeout=30),
                 expect=(201,))

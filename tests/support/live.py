@@ -7,14 +7,17 @@
 from __future__ import annotations
 
 import atexit
+import contextlib
 import functools
-import json
+import io
+import logging
 import os
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -30,22 +33,36 @@ class Stdin(str):
     """The last item of a command of admin_cli_many: what the command reads on its standard input."""
 
 
-# admin_cli_many's process: [[[args...], stdin], ...] on stdin; [[status, stdout, stderr], ...] on stdout, to the first
-# command that fails.
-_MANY = """
-import contextlib, io, json, sys
-from lablease.cli.server import main
-results = []
-for args, stdin in json.load(sys.stdin):
+def run_cli(args, env: dict, stdin: str = "") -> tuple[int, str, str]:
+    """`lablease-server ARGS` through the command line's own main(), in this process, with `env`'s LABLEASE_*
+    settings: (status, stdout, stderr). A start of Python and lablease costs ~1.7 s of CPU, more than most
+    commands, and the suite's servers and fixtures run a few hundred of them; the tests of the command line as
+    an administrator types it (its exit statuses, its one-line errors) run the installed `lablease-server`.
+    Off the main thread (servers started side by side, as the soak does), in a process of its own: standard
+    output is the process's, and another thread's lines would land in the command's."""
+    if threading.current_thread() is not threading.main_thread():
+        done = subprocess.run([str(BIN / "lablease-server"), *args], env=env, capture_output=True, text=True,
+                              timeout=120, input=stdin)
+        return done.returncode, done.stdout, done.stderr
+    from lablease.cli.server import main
+
+    root = logging.getLogger()
+    handlers, level, stdin_was = list(root.handlers), root.level, sys.stdin
     out, err = io.StringIO(), io.StringIO()
-    sys.stdin = io.StringIO(stdin)
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main(args)
-    results.append([code, out.getvalue(), err.getvalue()])
-    if code:
-        break
-json.dump(results, sys.__stdout__)
-"""
+    sys.stdin = io.StringIO(stdin or "")
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = main(list(args), environ=env)
+            except SystemExit as end:  # argparse's usage errors, a refused password prompt
+                if isinstance(end.code, str):
+                    print(end.code, file=sys.stderr)
+                code = end.code if isinstance(end.code, int) else (0 if end.code is None else 1)
+    finally:  # main() gives the root logger one handler of its own, writing to `err`: put back the caller's
+        sys.stdin = stdin_was
+        root.handlers[:] = handlers
+        root.setLevel(level)
+    return code, out.getvalue(), err.getvalue()
 
 
 @functools.cache
@@ -56,8 +73,9 @@ def migrated_sqlite() -> Path:
     where = Path(tempfile.mkdtemp(prefix="lablease-migrated-"))
     atexit.register(shutil.rmtree, where, True)
     env = {key: value for key, value in os.environ.items() if not key.startswith("LABLEASE_")}
-    subprocess.run([str(BIN / "lablease-server"), "init"], env={**env, "LABLEASE_DATA_DIR": str(where)},
-                   check=True, capture_output=True, timeout=120)
+    code, _, err = run_cli(["init"], {**env, "LABLEASE_DATA_DIR": str(where)})
+    if code:
+        raise RuntimeError(f"lablease-server init failed: {err}")
     return where / "lablease.db"
 
 
@@ -123,26 +141,19 @@ class LiveServer:
         self._apis: list[Api] = []
 
     def admin_cli(self, *args: str, stdin: str | None = None) -> str:
-        """Run `lablease-server ARGS` against this server's database; returns stdout."""
-        result = subprocess.run([str(BIN / "lablease-server"), *args], env=self.env, capture_output=True,
-                                text=True, timeout=60, input=stdin)
-        if result.returncode != 0:
-            raise RuntimeError(f"lablease-server {' '.join(args)} failed: {result.stderr}")
-        return result.stdout
+        """Run `lablease-server ARGS` against this server's database (in this process: run_cli); returns stdout."""
+        code, out, err = run_cli(args, self.env, stdin or "")
+        if code != 0:
+            raise RuntimeError(f"lablease-server {' '.join(args)} failed: {err}")
+        return out
 
     def admin_cli_many(self, *commands: tuple[str, ...]) -> list[str]:
-        """Several `lablease-server` commands, in order, in one process (each through the command line's own
-        main(), as if run alone): the stdout of each. A start of Python and lablease costs more CPU than most
-        commands, and fixtures run several; the first that fails raises, naming it."""
-        result = subprocess.run([sys.executable, "-c", _MANY], env=self.env, capture_output=True, text=True,
-                                timeout=120, input=json.dumps([_with_stdin(command) for command in commands]))
-        if result.returncode != 0:
-            raise RuntimeError(f"lablease-server commands failed: {result.stderr}")
+        """Several `lablease-server` commands, in order (each as admin_cli): the stdout of each; the first that
+        fails raises, naming it. A command's last item may be a Stdin: what it reads on its standard input."""
         outputs = []
-        for command, (code, out, err) in zip(commands, json.loads(result.stdout)):
-            if code != 0:
-                raise RuntimeError(f"lablease-server {' '.join(_with_stdin(command)[0])} failed: {err}")
-            outputs.append(out)
+        for command in commands:
+            args, stdin = _with_stdin(command)
+            outputs.append(self.admin_cli(*args, stdin=stdin))
         return outputs
 
     def add_users(self, *names: str, then: tuple[tuple[str, ...], ...] = ()) -> list[Api]:

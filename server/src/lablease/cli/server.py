@@ -42,8 +42,14 @@ def now() -> datetime:
     return datetime.now(timezone.utc)
 
 
+# The databases a command opened, closed when main() returns: a command run in-process (lablease-server's
+# main() called by a program, as the test suite does) leaves no connection or pool behind it.
+_OPENED: list[Database] = []
+
+
 def _db(settings: Settings, need_schema: bool = True) -> Database:
     db = Database(settings.database)
+    _OPENED.append(db)
     use_secrets(db, SecretBox(settings))
     try:
         migrate.check_known(db)  # a newer lablease's schema is refused by every command, with what to do
@@ -383,7 +389,7 @@ def cmd_serve(settings: Settings, args) -> None:
 
 def cmd_config_show(settings: Settings, args) -> None:
     """The effective settings and where each came from, secrets masked (docs/configuration.md)."""
-    loaded = load(args.config)  # as main() did, keeping where each value came from
+    loaded = load(args.config, args.environ)  # as main() did, keeping where each value came from
     rows = effective(loaded)
     if args.json:
         shown = {row["setting"]: {"value": row["value"], "source": row["source"]} for row in rows}
@@ -594,7 +600,7 @@ class Unusable(Exception):
 def configured(args) -> Settings:
     """The settings, checked whole (config/checks.py), and the database they name answering."""
     try:
-        settings = load_settings(args.config)
+        settings = load_settings(args.config, args.environ)
     except Invalid as error:
         raise Unusable(error.detail) from None
     logs.configure(settings.log_format, settings.log_level)
@@ -620,8 +626,10 @@ def reachable(settings: Settings) -> None:
         raise Unusable(f"cannot use the database {where}: {error.strerror or error}: {error.filename}") from None
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, environ=None) -> int:
+    """The command line; `environ` (the process's environment by default) holds the LABLEASE_* settings."""
     args = parser().parse_args(argv)
+    args.environ = environ
     logs.configure()
     try:
         code = args.func(configured(args), args)
@@ -638,6 +646,9 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as error:  # a bug: still one line (its first), the traceback with --debug
         return _fail(args, f"internal error: {type(error).__name__}: {reason(error)}; run again with --debug to "
                            "see where", REFUSED)
+    finally:
+        while _OPENED:
+            _OPENED.pop().dispose()
     return code or 0
 
 

@@ -3,12 +3,20 @@ import subprocess
 
 import pytest
 
-from tests.support.live import BIN
+from tests.support.live import BIN, run_cli
 
 USAGE = 2
 
 
 def run(server, *args: str) -> subprocess.CompletedProcess:
+    """`lablease-server ARGS` against the server's database, through the command line's main() in this process
+    (tests/support/live.py run_cli): its exit status, standard output and error."""
+    code, out, err = run_cli(args, server.env)
+    return subprocess.CompletedProcess(["lablease-server", *args], code, out, err)
+
+
+def run_installed(server, *args: str) -> subprocess.CompletedProcess:
+    """The installed `lablease-server` script, in a process of its own: the status the shell sees."""
     return subprocess.run([str(BIN / "lablease-server"), *args], env=server.env, capture_output=True, text=True,
                           timeout=60)
 
@@ -27,7 +35,7 @@ def run(server, *args: str) -> subprocess.CompletedProcess:
      "argument --attr: 'gpu' is not KEY=VALUE"),
 ])
 def test_bad_options_are_usage_errors(server, args, message):
-    result = run(server, *args)
+    result = run_installed(server, *args)
     assert result.returncode == USAGE, result
     assert result.stderr.splitlines()[-1].endswith(message)
     assert "Traceback" not in result.stderr

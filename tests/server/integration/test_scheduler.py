@@ -113,6 +113,38 @@ def test_a_large_set_is_not_starved_by_a_stream_of_small_ones(sched):
     assert all(s.recipe(rid)["status"] == "queued" for rid in small_waiting)
 
 
+def test_a_later_set_of_a_higher_priority_becomes_the_head_within_its_own_job(sched):
+    """A job's sets are placed in one go (the head of the queue found once): a later set that comes first in
+    scheduling order is still the head, and holds what is free; the earlier head gives back what it held."""
+    lab, s = sched
+    automated(lab, "a.lab.test", "b.lab.test", "c.lab.test")
+    lab.user("carol")
+    running = s.recipes(s.submit("alice", job([recipe(), recipe()])))  # on two of the three
+    earlier = s.recipes(s.submit("carol", job([recipe(), recipe(), recipe()])))  # the head: holds the third
+    assert sorted(r["status"] for r in earlier) == ["assigned", "queued", "queued"]
+    lab.clock.advance(minutes=1)
+    body = job([recipe(), recipe(), recipe()], [recipe(), recipe(), recipe()], [recipe(), recipe(), recipe()])
+    body["recipe_sets"][1]["priority"] = "High"
+    normal, high, last = ([r["id"] for r in rs["recipes"]] for rs in s.submit("bob", body)["recipe_sets"])
+    assert sorted(s.recipe(rid)["status"] for rid in high) == ["assigned", "queued", "queued"]
+    assert [s.recipe(rid)["status"] for rid in normal + last] == ["queued"] * 6
+    assert [s.recipe(r["id"])["status"] for r in earlier] == ["queued"] * 3  # gave back: not the head now
+    for r in running:
+        s.finish(r["id"])
+    assert [s.recipe(rid)["status"] for rid in high] == ["running"] * 3
+    assert [s.recipe(r["id"])["status"] for r in earlier] == ["queued"] * 3
+
+
+def test_a_jobs_alike_sets_start_on_different_systems_and_the_rest_wait(sched):
+    """The sets of one job are placed in one go: what one set took is not free for the next."""
+    lab, s = sched
+    automated(lab, "a.lab.test", "b.lab.test")
+    submitted = s.submit("alice", job([recipe()], [recipe()], [recipe()]))
+    recipes = s.recipes(submitted)
+    assert [r["status"] for r in recipes] == ["running", "running", "queued"]
+    assert {r["system"] for r in recipes[:2]} == {"a.lab.test", "b.lab.test"}
+
+
 def test_priority_then_age(sched):
     lab, s = sched
     automated(lab, "a.lab.test")

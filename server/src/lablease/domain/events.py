@@ -49,9 +49,10 @@ class SystemChanged(Event):
 
 @dataclass(frozen=True)
 class RecipeSetQueued(Event):
-    """A new recipe set waits for systems."""
+    """Recipe sets wait for systems: a new job's, in the job's order (one event: the scheduler finds the head of
+    the queue once for them all), or sets a passed health check may let start now."""
     name: ClassVar[str] = "recipe_set_new"
-    recipe_set_id: int
+    recipe_set_ids: tuple[int, ...]
     now: datetime
 
 

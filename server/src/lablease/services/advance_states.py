@@ -135,9 +135,11 @@ def on_system_freed(uow, event: SystemFreed) -> None:
         place_bound(uow.session, ar, event.now)
 
 
-def on_new_set(uow, event: RecipeSetQueued) -> None:
-    recipe_set = uow.session.get(RecipeSet, event.recipe_set_id)
-    if recipe_set is not None and recipe_set.ar_id is not None:
-        ar = uow.session.get(AdvanceReservation, recipe_set.ar_id)
+def on_new_sets(uow, event: RecipeSetQueued) -> None:
+    """Sets bound to an advance reservation start on its systems: each reservation placed once (place_bound
+    takes all its queued sets, in its own order)."""
+    sets = (uow.session.get(RecipeSet, set_id) for set_id in event.recipe_set_ids)
+    for ar_id in dict.fromkeys(s.ar_id for s in sets if s is not None and s.ar_id is not None):
+        ar = uow.session.get(AdvanceReservation, ar_id)
         if ar is not None:
             place_bound(uow.session, ar, event.now)

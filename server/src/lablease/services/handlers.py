@@ -25,8 +25,8 @@ def _timed(handler):
 
 
 @_timed
-def place_new_set(uow, event: ev.RecipeSetQueued) -> None:
-    scheduling.on_new_set(uow, event.recipe_set_id, event.now)
+def place_new_sets(uow, event: ev.RecipeSetQueued) -> None:
+    scheduling.on_new_sets(uow, event.recipe_set_ids, event.now)
 
 
 @_timed  # every system_freed counts, the ones nothing could take too (their cost is the check)
@@ -45,7 +45,7 @@ def offer_changed_system(uow, event: ev.SystemChanged) -> None:
 
 
 HANDLERS: dict[type, tuple] = {
-    ev.RecipeSetQueued: (place_new_set, advance_states.on_new_set),
+    ev.RecipeSetQueued: (place_new_sets, advance_states.on_new_sets),
     ev.SystemFreed: (offer_freed_system,),
     ev.SystemChanged: (offer_changed_system, advance_states.on_system_changed),
     ev.DistroTreeRemoved: (jobs.on_distro_tree_removed,),

@@ -160,10 +160,10 @@ def _retry_waiting(session, system: System, now: datetime) -> None:
     sets = session.execute(select(Recipe.recipe_set_id).join(
         ClassCandidate, ClassCandidate.class_id == Recipe.class_id).where(
         ClassCandidate.system_id == system.id, Recipe.status == "queued").distinct()).scalars()
-    for set_id in list(sets):
-        recipe_set = session.get(RecipeSet, set_id)
-        if any((r.spec or {}).get("healthy_within") for r in recipe_set.recipes):
-            emit(session, RecipeSetQueued(set_id, now))
+    gated = [set_id for set_id in list(sets)
+             if any((r.spec or {}).get("healthy_within") for r in session.get(RecipeSet, set_id).recipes)]
+    if gated:
+        emit(session, RecipeSetQueued(tuple(gated), now))
     uow = session.info.get("uow")
     if uow is None:
         return

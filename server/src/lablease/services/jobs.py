@@ -180,7 +180,7 @@ def _add_recipes(session, actor: Actor, now: datetime, row: Job, spec_sets: list
         if alike not in checked:
             scheduling.refuse_never_starting(session, sets[set_id], position)  # 409: nothing is written
             checked.add(alike)
-        emit(session, RecipeSetQueued(set_id, now))
+    emit(session, RecipeSetQueued(tuple(set_ids), now))
 
 
 def _insert_all(session, table, rows: list[dict], *where) -> list[int]:

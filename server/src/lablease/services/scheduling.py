@@ -3,7 +3,7 @@
 Events (domain/events.py) are emitted inside a transaction and handled before it
 commits (UnitOfWork.dispatch, through services/handlers.py), so a freed system
 is offered at once:
-- RecipeSetQueued: try to start the set on free systems (on_new_set);
+- RecipeSetQueued: try to start the sets on free systems (on_new_sets);
 - SystemFreed: offer the system to the set holding part of its systems, then
   to queued sets by priority then age — found through the recipe_candidates
   index, never by scanning the queue (on_system_freed);
@@ -207,7 +207,8 @@ def loan_check(session, owner, needs: list[Need]):
 _CHUNK = 1000  # ids per IN list (SQLite limits a statement's parameters)
 
 
-def _needs(session, recipe_set: RecipeSet, now: datetime, only: int | None = None, head: bool = False) -> list[Need]:
+def _needs(session, recipe_set: RecipeSet, now: datetime, only: int | None = None, head: bool = False,
+           memo: dict | None = None) -> list[Need]:
     """What each waiting recipe could take now: free candidates, and the systems its set holds.
 
     Held systems belong to the set, not to one recipe: each placement may deal
@@ -223,6 +224,9 @@ def _needs(session, recipe_set: RecipeSet, now: datetime, only: int | None = Non
     the candidate scans of its classes are saved at every event. A head
     holding nothing may have just become the head (its candidates changed, a
     set before it went): it looks at every free candidate.
+
+    `memo`: free candidates already read, by class and run window (free_candidates), while nothing was booked
+    or freed since (on_new_sets shares one between the sets of a job).
     """
     needs = []
     held = list(held_by(recipe_set))
@@ -234,7 +238,7 @@ def _needs(session, recipe_set: RecipeSet, now: datetime, only: int | None = Non
         for class_id, system_id in session.execute(select(ClassCandidate.class_id, ClassCandidate.system_id).where(
                 ClassCandidate.class_id.in_({r.class_id for r in waiting}), ClassCandidate.system_id.in_(held))):
             usable.setdefault(class_id, set()).add(system_id)
-    memo: dict = {}
+    memo = {} if memo is None else memo
     for recipe in waiting:
         # the systems the set holds passed this check when it took them (their holder is now the set)
         ordered = _live_suited(session, recipe, free_candidates(session, recipe, now, narrow, memo), now)
@@ -247,11 +251,12 @@ def _needs(session, recipe_set: RecipeSet, now: datetime, only: int | None = Non
 
 # --- the events ---------------------------------------------------------------------------
 
-def try_start(session, recipe_set: RecipeSet, now: datetime, freed: int | None = None, head: bool = False) -> bool:
+def try_start(session, recipe_set: RecipeSet, now: datetime, freed: int | None = None, head: bool = False,
+              memo: dict | None = None) -> bool:
     """Start the set if every recipe gets a free system. `freed`: only that system is new (`head`: the set is
     the head of the queue, see _needs); the head that cannot start holds what it can use of the same needs
     (read once for both)."""
-    needs, is_free = _plan(session, recipe_set, now, freed, head)
+    needs, is_free = _plan(session, recipe_set, now, freed, head, memo)
     plan = place(needs, is_free)
     if plan is not None:
         start(session, recipe_set, plan, now)
@@ -261,9 +266,9 @@ def try_start(session, recipe_set: RecipeSet, now: datetime, freed: int | None =
     return False
 
 
-def _plan(session, recipe_set: RecipeSet, now: datetime, freed: int | None, head: bool):
+def _plan(session, recipe_set: RecipeSet, now: datetime, freed: int | None, head: bool, memo: dict | None = None):
     """What the set's recipes could take now, and the planner's free check for it."""
-    needs = _needs(session, recipe_set, now, freed, head)
+    needs = _needs(session, recipe_set, now, freed, head, memo)
     return needs, loan_check(session, actor_for(session, recipe_set.job.owner), needs)
 
 
@@ -373,16 +378,33 @@ def _hold_what_is_free(session, recipe_set: RecipeSet, now: datetime) -> None:
     _hold(session, recipe_set, *_plan(session, recipe_set, now, None, False), now)
 
 
-def on_new_set(uow, set_id: int, now: datetime) -> None:
+def on_new_sets(uow, set_ids: tuple[int, ...], now: datetime) -> None:
+    """Each set, in order, starts on free systems if it can. The head of the queue is found once, at the first
+    set that cannot start: every set of the batch is in the queue by then, so it stays the head until it starts
+    itself. As if each set had come alone: when the head is another set, only the release step is left (it
+    already holds what is free); when the head is this set, it holds what is free. A job of 10 sets had looked
+    for the head 10 times. The free candidates read for one set serve the next (a job's sets mostly ask alike)
+    until something is booked or freed: a set started, a head's holding settled, a health check asked for."""
     session = uow.session
-    recipe_set = session.get(RecipeSet, set_id)
-    if recipe_set is None or recipe_set.status not in WAITING or recipe_set.ar_id is not None:
-        return  # work bound to an advance reservation is placed by services/advance.py
-    if not try_start(session, recipe_set, now):
-        first = head(session)
-        # The new set is the only change: unless it is the head now, the head is the one before it, which
-        # already holds what is free (only the release step is left; a job of 10 sets planned the head 10 times).
-        settle_holding(session, now, -1 if first is None or first.id == set_id else first.id, first)
+    first: RecipeSet | None = None
+    found, memo = False, {}
+    for set_id in set_ids:
+        recipe_set = session.get(RecipeSet, set_id)
+        if recipe_set is None or recipe_set.status not in WAITING or recipe_set.ar_id is not None:
+            continue  # work bound to an advance reservation is placed by services/advance_states.py
+        started = try_start(session, recipe_set, now, memo=memo)
+        if started or any((r.spec or {}).get("healthy_within") for r in recipe_set.recipes):
+            memo = {}  # systems were booked (a start, or a health check the gate asked for)
+        if started:
+            found = found and (first is None or first.id != set_id)  # the head started: look for the next
+            continue
+        if not found:
+            first, found = head(session), True
+            settle_holding(session, now, -1 if first is None or first.id == set_id else first.id, first)
+            memo = {}
+        elif first is not None and first.id == set_id:
+            settle_holding(session, now, -1, first)
+            memo = {}
 
 
 def on_system_freed(uow, system_id: int, now: datetime) -> None:

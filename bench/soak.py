@@ -6,7 +6,8 @@ A real `lablease-server serve` (gunicorn's default gevent worker class, 2 reques
 worker) per database (PostgreSQL: a throwaway server from tests/support/postgres.py), under, all at once:
 
   people     reserve a system of their own, extend it, return it (one step a second each)
-  expiring   short reservations left to run out: the worker returns them; lateness = returned_at - end
+  expiring   short reservations left to run out: the worker returns them, then the next is made;
+             lateness = returned_at - end
   heartbeat  CI jobs, each holding a reservation with a 90 s heartbeat, renewed every 30 s (500 at --scale 1)
   harness    jobs submitted (one recipe, no distro: it runs at once on a free automated system) and
              finished through the API (PATCH /recipes/ID completed), as tests/e2e/test_jobs_e2e.py does
@@ -75,11 +76,15 @@ class Stats:
             problem = None if answer.status_code in expect else f"{op}: {answer.status_code} {answer.text[:200]}"
         with self.lock:
             self.latencies[op].append(time.monotonic() - started)
-            if problem:
-                self.errors[op] += 1
-                if len(self.error_samples) < 20:
-                    self.error_samples.append(problem)
+        if problem:
+            self.error(op, problem)
         return None if problem else answer
+
+    def error(self, op: str, problem: str) -> None:
+        with self.lock:
+            self.errors[op] += 1
+            if len(self.error_samples) < 20:
+                self.error_samples.append(problem)
 
     def take(self) -> tuple[dict, collections.Counter]:
         with self.lock:
@@ -185,12 +190,32 @@ class Soak:
             session.delete(self.api(f"/reservations/{held}"), timeout=30)
 
     def expiring(self, n: int) -> None:
-        """A reservation for 3 s on the person's own system; the worker returns it. (A duration, not an end the
-        client computes: on a loaded machine a request can take longer than 3 s to be read, and an end that has
-        passed by then is rightly refused.)"""
+        """A reservation for 3 s on the person's own system, left to run out: the worker returns it. The next is
+        asked for once it has been returned (a duration, not an end the client computes, and no new request
+        while the last one is held: on a loaded machine a request can wait seconds before the server reads
+        it, and the server rightly refuses an end that has passed, or a system still held)."""
         session, fqdn = self.people[self.npeople + n], f"p{self.npeople + n}.soak.test"
-        self.paced(5.0, lambda: self.stats.timed("reserve", lambda: session.post(
-            self.api("/reservations"), json={"system": fqdn, "duration": "3s"}, timeout=30)))
+
+        def step():
+            answer = self.stats.timed("reserve", lambda: session.post(
+                self.api("/reservations"), json={"system": fqdn, "duration": "3s"}, timeout=30))
+            if answer is not None:
+                self.returned(session, answer.json()["id"])
+
+        self.paced(5.0, step)
+
+    def returned(self, session: requests.Session, ident: int, within: float = 60.0) -> None:
+        """Wait for the worker to return a reservation left to run out (an error when it has not, `within`
+        seconds after it was made)."""
+        deadline = time.monotonic() + within
+        while not self.done.is_set():
+            answer = session.get(self.api(f"/reservations/{ident}"), timeout=30)
+            if answer.ok and answer.json().get("returned_at"):
+                return
+            if time.monotonic() > deadline:
+                self.stats.error("expiry", f"expiry: reservation {ident} not returned {within:.0f} s after it was made")
+                return
+            self.done.wait(0.5)
 
     def heartbeats(self) -> None:
         """self.jobs reservations with a heartbeat, each renewed every HEARTBEAT_EVERY seconds, spread evenly."""

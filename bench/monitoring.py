@@ -33,8 +33,8 @@ from lablease.services import monitoring  # noqa: E402
 from lablease.services.handlers import unit_of_work  # noqa: E402
 from lablease.store import migrate  # noqa: E402
 from lablease.store.db import Database  # noqa: E402
-from lablease.store.tables import (Job, Outbox, Recipe, RecipeSet, Reservation, Resource, System,  # noqa: E402
-                                   User, WorkerHeartbeat)
+from lablease.store.tables import Job, Outbox, Recipe, RecipeSet, Reservation, Resource, System, User
+from lablease.store.worker_tables import WorkerHeartbeat
 from tests.support.postgres import ThrowawayPostgres  # noqa: E402
 
 NOW = datetime(2026, 11, 24, 12, 0, tzinfo=timezone.utc)

@@ -27,6 +27,11 @@ def test_a_message_reads_its_times_as_people_do():
         "s1.lab.test is reserved by alice from 2026-11-22 04:08 UTC until 2026-11-22 08:08 UTC")
     assert output.for_people("reservation 1 until 2026-11-22 04:08 UTC") == "reservation 1 until 2026-11-22 04:08 UTC"
     assert output.for_people("build 2026-13-40T10:00:00Z, id 2026-11-22") == "build 2026-13-40T10:00:00Z, id 2026-11-22"
+    # An instant before a colon is one too (client_waiting.ended's "... since <returned_at>: ...").
+    assert output.for_people("expired since 2026-11-27T17:41:18Z: the system is no longer yours") == (
+        "expired since 2026-11-27 17:41 UTC: the system is no longer yours")
+    # But not the start of a longer time of day (an offset with seconds is not an instant it rewrites).
+    assert output.for_people("at 2026-11-27T17:41+02:00:30") == "at 2026-11-27T17:41+02:00:30"
 
 
 def test_table_aligns_columns_and_marks_empty_cells():

@@ -10,6 +10,7 @@ from datetime import datetime, timedelta, timezone
 
 from sqlalchemy import select
 
+from lablease.domain.reserve import ReserveRequest
 from lablease.domain.errors import BookingConflict
 from lablease.domain.permissions import Actor
 from lablease.domain.reservations import ReservationPolicy
@@ -33,7 +34,8 @@ def test_storm_never_double_books(lab):
         barrier.wait()
         try:
             with UnitOfWork(lab.db) as uow:
-                reserve.reserve(uow, alice, now, policy, "s1.lab.test", start=window.start, end=window.end)
+                asked = ReserveRequest("s1.lab.test", start=window.start, end=window.end)
+                reserve.reserve(uow, alice, now, policy, asked)
                 uow.commit()
             outcomes.append(("ok", window))
         except BookingConflict as conflict:

@@ -8,7 +8,8 @@ from sqlalchemy import event, select
 
 from lablease.config import Settings
 from lablease.services.handlers import unit_of_work
-from lablease.store.tables import Activity, Outbox, WorkerFailure
+from lablease.store.tables import Activity, Outbox
+from lablease.store.worker_tables import WorkerFailure
 from lablease.worker.loop import run_due
 from tests.support.poison import poison_updates
 

@@ -12,7 +12,8 @@ from sqlalchemy.orm import Session
 from lablease.config import Settings
 from lablease.domain.idempotency import body_hash
 from lablease.services import users
-from lablease.store.tables import IdempotencyRecord, User
+from lablease.store.tables import User
+from lablease.store.idempotency_tables import IdempotencyRecord
 from lablease.store.uow import UnitOfWork
 from lablease.worker.loop import Worker
 

@@ -14,7 +14,8 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from sqlalchemy import select
 
 from lablease.store.db import Database
-from lablease.store.tables import AdvanceReservation, ArSystem, Booking, Recipe, Reservation
+from lablease.store.tables import Booking, Recipe, Reservation
+from lablease.store.advance_tables import AdvanceReservation, ArSystem
 from lablease.store.uow import UnitOfWork
 from lablease.worker.loop import run_due
 

@@ -5,6 +5,7 @@ from datetime import timedelta
 
 import pytest
 
+from lablease.domain.reserve import ReserveRequest
 from lablease.domain.errors import Conflict
 from lablease.domain.permissions import Actor
 from lablease.domain.reservations import ReservationPolicy
@@ -56,7 +57,7 @@ def test_concurrent_reserves_never_both_pass_the_floor(lab):
             barrier.wait()
             try:
                 with UnitOfWork(lab.db, read_first=True) as uow:  # as the API opens it
-                    made, _ = reserve.reserve(uow, alice, START, ReservationPolicy(), fqdn)
+                    made, _ = reserve.reserve(uow, alice, START, ReservationPolicy(), ReserveRequest(fqdn))
                     uow.commit()
                 outcomes.append(made["id"])
             except Conflict as refused:

@@ -7,7 +7,8 @@ from lablease.domain.paging import PageRequest
 from lablease.config import Settings
 from lablease.services import activity
 from lablease.services.installations import boot_image
-from lablease.store.tables import Installation, Outbox
+from lablease.store.tables import Outbox
+from lablease.store.provision_tables import Installation
 from lablease.store.uow import UnitOfWork
 from lablease.worker.loop import run_due
 

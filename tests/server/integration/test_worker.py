@@ -4,6 +4,7 @@ from datetime import timedelta
 
 from sqlalchemy import func, select
 
+from lablease.domain.reserve import ReserveRequest
 from lablease.services import reservations, reserve
 from lablease.store.tables import Activity
 from lablease.store.uow import UnitOfWork
@@ -98,7 +99,7 @@ def test_running_worker_is_woken_by_a_new_reservation(lab):
             from lablease.domain.permissions import Actor
             actor = Actor(2, "alice")
             r, _ = reserve.reserve(uow, actor, datetime.now(timezone.utc), lab.settings.reservation_policy,
-                                   "s1.lab.test", duration=timedelta(seconds=2))
+                                   ReserveRequest("s1.lab.test", duration=timedelta(seconds=2)))
             uow.commit()
         deadline = time.monotonic() + 8
         while time.monotonic() < deadline:

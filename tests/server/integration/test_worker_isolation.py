@@ -9,7 +9,7 @@ import pytest
 from sqlalchemy import select, text
 
 from lablease.services.handlers import unit_of_work
-from lablease.store.tables import WorkerFailure
+from lablease.store.worker_tables import WorkerFailure
 from lablease.worker.loop import Worker, run_due
 from tests.support.poison import poison_updates
 

@@ -22,8 +22,6 @@ from .permissions import Actor, SystemAccess, may_manage_reservation
 from .times import format_time
 from .windows import Window
 
-BUSY_USAGE = ("waiting", "installing", "running")  # a return must set the system idle again (cascade)
-
 
 @dataclass(frozen=True)
 class Lease:
@@ -51,7 +49,7 @@ class Lease:
     booking_end: datetime | None = None
     next_start: datetime | None = None  # the first other booking of the system starting at or after ours
     loan_end: datetime | None = None  # the end of the holder's loan of the system (None: no loan, or no end)
-    system_busy: bool = False  # usage busy, a power driver, a netboot MAC or an installation of this reservation
+    system_busy: bool = False  # its end touches the system (domain/returns.touches_system)
     purpose: str | None = None  # what the holder said it is for (shown in the answer)
     waited: bool = False  # it came through the waiting line: its grant's take_by and wait state take the full path
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from .errors import Invalid
+from .returns import EXPIRY_REASONS
 from .times import START_TOLERANCE, format_human, format_time
 from .windows import Window, bounded_instant, utc
 
@@ -147,7 +148,7 @@ def due_at(end: datetime | None, heartbeat: timedelta | None, last_heartbeat: da
 def state(start: datetime, returned_at: datetime | None, return_reason: str | None, now: datetime) -> str:
     """active, upcoming (starts later), returned (by a person) or expired (by the worker)."""
     if returned_at is not None:
-        return "expired" if return_reason in ("expired", "heartbeat_missed", "not_taken") else "returned"
+        return "expired" if return_reason in EXPIRY_REASONS else "returned"
     return "upcoming" if start > now else "active"
 
 

@@ -100,6 +100,29 @@ class ReserveFacts:
 
 
 @dataclass(frozen=True)
+class ReserveRequest:
+    """A reserve as the caller put it (POST /reservations, a page's Reserve, Beaker's system-reserve), parsed:
+    what services/reserve.reserve takes. None: not given."""
+
+    system: str
+    start: datetime | None = None
+    end: datetime | None = None
+    duration: timedelta | str | None = None  # "unlimited" where the caller may ask for no end
+    return_loan: bool = False
+    heartbeat: timedelta | None = None
+    request_id: str | None = None
+    advance_reservation: int | None = None
+    purpose: str | None = None
+    force: bool = False  # take an idle system from a pool's floor (docs/access.md)
+    healthy_within: timedelta | None = None  # a passed health check this recent (docs/health.md)
+
+    def asked(self, purpose: str | None) -> Asked:
+        """What the decision compares with an earlier request, with the purpose as the site's rule left it."""
+        return Asked(retries.ReserveAsked(self.system, self.start, self.end, self.duration, self.return_loan,
+                                          self.heartbeat, self.advance_reservation), self.request_id, purpose)
+
+
+@dataclass(frozen=True)
 class Asked:
     """The request: what retries.ReserveAsked compares, and its request_id."""
 

@@ -40,8 +40,9 @@ def format_when(moment: datetime | None) -> str | None:
     return moment.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
 
 
-# An RFC 3339 instant inside a text (what format_time writes, or another zone, minutes or fractions).
-_INSTANT = re.compile(r"\b(\d{4}-\d{2}-\d{2})[T ](\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?)(Z|[+-]\d{2}:\d{2})(?![\w:])")
+# An RFC 3339 instant inside a text (what format_time writes, or another zone, minutes or fractions). What
+# follows it may be a colon ("since 2026-11-27T17:41:18Z: the system..."), not more digits of a time.
+_INSTANT = re.compile(r"\b(\d{4}-\d{2}-\d{2})[T ](\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?)(Z|[+-]\d{2}:\d{2})(?!\w|:\d)")
 
 
 def for_people(text: str | None) -> str | None:

@@ -11,6 +11,7 @@ away or leaves its lab puts the AR in E until it is satisfied again.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from sqlalchemy import func, select
@@ -25,8 +26,8 @@ from ..domain.windows import Window
 from ..jobxml.normalise import filter_arches, normalise_host_filter
 from ..scheduler.filters import LIVE_FIELDS, is_live, verdict
 from ..store import calendar
-from ..store.tables import (AdvanceReservation, ArSystem, Booking, Group, GroupMember, Pool, RecipeSet,
-                            Reservation, Resource, System, User)
+from ..store.tables import Booking, Group, GroupMember, Pool, RecipeSet, Reservation, Resource, System, User
+from ..store.advance_tables import AdvanceReservation, ArSystem
 from ..store.uow import emit, wake_worker
 from ..domain.times import format_time
 from ..timeparse import parse_duration, parse_time
@@ -113,17 +114,31 @@ def _explain(ar: AdvanceReservation) -> list[str]:
 
 # --- creating (qrsub) -----------------------------------------------------------------------------
 
-def create(uow, actor: Actor, now: datetime, data: dict) -> tuple[dict, int]:
-    session, settings = uow.session, uow.settings
-    _may_create(session, actor)
-    _within_limit(session, settings)
+@dataclass(frozen=True)
+class AdvanceRequest:
+    """A request for an advance reservation (qrsub, POST /advance-reservations, the page's form), parsed and
+    checked as far as it can be without reading the database (`parse_request`)."""
+
+    start: datetime
+    end: datetime
+    acl: list[str]
+    requires: object  # the normalised host filter (jobxml/normalise.py), None for any system
+    hosts: list[str]
+    pools: list[str]
+    count: int
+    name: str | None = None
+    account: str | None = None
+    mail_events: str = ""
+    mail_to: tuple[str, ...] = ()
+    error_handling: str = "soft"
+    validate_only: bool = False  # qrsub -w v: made in full (every check), then not kept (store/uow.py)
+
+
+def parse_request(data: dict, owner: str, now: datetime) -> AdvanceRequest:
+    """The body (API), the form's fields (web) or qrsub's options, checked; `owner` is on the ACL by default."""
     start, end = rules.resolve_window(now, _time(data, "start"), _time(data, "end"), _duration(data))
-    acl = rules.check_acl(data.get("acl") or [actor.name])
-    members = acl_actors(session, acl)
     mail = data.get("mail") or {}
-    events = rules.check_mail_events(mail.get("events", ""))
-    handling = rules.check_error_handling(data.get("error_handling", "soft"))
-    hosts, pools = data.get("hosts") or [], data.get("pools") or []
+    hosts = data.get("hosts") or []
     tree = normalise_host_filter(data.get("requires"), "requires")
     if is_live(tree):  # the systems are chosen now for a later window: who holds or borrows them then is unknown
         raise Invalid("requires", f"{' and '.join(sorted(LIVE_FIELDS))} cannot choose an advance reservation's "
@@ -131,19 +146,33 @@ def create(uow, actor: Actor, now: datetime, data: dict) -> tuple[dict, int]:
     count = len(hosts) if hosts else int(data.get("count") or 1)
     if count < 1:
         raise Invalid("count", "must be at least 1")
+    return AdvanceRequest(
+        start, end, rules.check_acl(data.get("acl") or [owner]), tree, hosts, data.get("pools") or [], count,
+        name=data.get("name"), account=data.get("account"),
+        mail_events=rules.check_mail_events(mail.get("events", "")), mail_to=tuple(mail.get("to") or ()),
+        error_handling=rules.check_error_handling(data.get("error_handling", "soft")),
+        validate_only=bool(data.get("validate_only")))
+
+
+def create(uow, actor: Actor, now: datetime, asked: AdvanceRequest) -> tuple[dict, int]:
+    session, settings = uow.session, uow.settings
+    _may_create(session, actor)
+    _within_limit(session, settings)
+    start, end, tree, hosts, pools, count = (asked.start, asked.end, asked.requires, asked.hosts, asked.pools,
+                                             asked.count)
+    members = acl_actors(session, asked.acl)
     _check_pools(session, pools)
     arches.check_named(session, filter_arches(tree), "requires")
     chosen, reasons = choose_systems(session, Window(start, end), hosts, tree, pools, count, members)
     if len(chosen) < count:
         raise Conflict(_refusal(count, chosen, reasons), reasons=reasons)
-    asked = bool(data.get("validate_only"))  # qrsub -w v: made in full (every check), then not kept (store/uow.py)
-    if asked:
+    if asked.validate_only:
         uow.validate_only = True
     ar = AdvanceReservation(
-        name=data.get("name"), owner_id=actor.id, account=data.get("account"), start_at=start, end_at=end,
-        state=rules.state_by_time(start, end, now), error_handling=handling, mail_events=events,
-        mail_to=list(mail.get("to") or []), acl=acl, requirements=tree, pools=pools, hosts=hosts, count=count,
-        error_reasons=[], submitted_at=now, changed_at=now)
+        name=asked.name, owner_id=actor.id, account=asked.account, start_at=start, end_at=end,
+        state=rules.state_by_time(start, end, now), error_handling=asked.error_handling,
+        mail_events=asked.mail_events, mail_to=list(asked.mail_to), acl=asked.acl, requirements=tree, pools=pools,
+        hosts=hosts, count=count, error_reasons=[], submitted_at=now, changed_at=now)
     session.add(ar)
     session.flush()
     _book(session, ar, chosen, now)
@@ -154,7 +183,7 @@ def create(uow, actor: Actor, now: datetime, data: dict) -> tuple[dict, int]:
     publish(session, settings, ar, now, "created", f"advance reservation {ar.id} was granted: "
              f"{', '.join(s.system.fqdn for s in ar.systems)} from {format_time(start)} to {format_time(end)}")
     wake_worker(session)
-    if asked:
+    if asked.validate_only:
         return {"grantable": True, "systems": [s.fqdn for s in chosen]}, 200
     return as_dict(ar), 201
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from ..domain import advance as rules
-from ..store.tables import AdvanceReservation
+from ..store.advance_tables import AdvanceReservation
 from . import notices
 
 

@@ -11,7 +11,8 @@ from ..domain import advance as rules
 from ..domain.errors import Conflict
 from ..domain.permissions import Actor
 from ..store import calendar
-from ..store.tables import AdvanceReservation, ArSystem, Booking, RecipeSet
+from ..store.tables import Booking, RecipeSet
+from ..store.advance_tables import AdvanceReservation, ArSystem
 from ..domain.events import AdvanceReservationEnded, RecipeSetQueued, SystemChanged, SystemFreed
 from ..store.uow import emit
 from . import activity, advance, due

@@ -15,7 +15,8 @@ from ..domain.permissions import Actor
 from ..domain.windows import Window
 from ..scheduler.filters import is_live, possible, verdict
 from ..store import calendar
-from ..store.tables import AdvanceReservation, ArSystem, RecipeSet, Resource, System
+from ..store.tables import RecipeSet, Resource, System
+from ..store.advance_tables import AdvanceReservation, ArSystem
 from ..scheduler.planner import Need, place
 from ..store.queries import host
 from ..store.uow import settings_of

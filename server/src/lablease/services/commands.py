@@ -21,7 +21,9 @@ from ..domain.commands import UNFINISHED
 from ..domain.labs import agent_state, silent_agent_note
 from ..domain.errors import Conflict, Forbidden, Invalid, NotFound
 from ..domain.permissions import Actor, Permission, decide
-from ..store.tables import Command, Installation, Lab, System
+from ..store.tables import System
+from ..store.lab_tables import Lab
+from ..store.provision_tables import Command, Installation
 from ..domain.events import InstallationCommandFailed, SystemChanged
 from ..power import registry as power_registry
 from ..store.uow import emit, wake_worker

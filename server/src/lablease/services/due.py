@@ -17,7 +17,7 @@ from typing import Callable
 
 from sqlalchemy import exists, select
 
-from ..store.tables import WorkerFailure
+from ..store.worker_tables import WorkerFailure
 from . import activity
 
 

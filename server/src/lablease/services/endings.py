@@ -23,18 +23,7 @@ from . import activity, notices
 from .systems import access_of
 from .users import actor_for
 from ..domain.times import format_time
-
-WHY = {
-    "ar_ended": "the advance reservation it was made in ended",
-    "expired": "its end was reached",
-    "heartbeat_missed": "no heartbeat arrived in time",
-    "lent_away": "the system was lent to another user",
-    "loan_ended": "the loan that gave you access ended",
-    "not_taken": "it was not confirmed (heartbeat or change) within its take_by time",
-    "removed": "the system was removed",
-    "returned": "returned by hand",
-    "returned_with_reservation": "returned together with your reservation (return_loan)",
-}
+from ..domain.returns import WHY
 
 
 def close_reservation(session, reservation: Reservation, now: datetime, reason: str, actor: Actor | None,

@@ -25,13 +25,15 @@ from datetime import datetime
 
 from sqlalchemy import exists, insert, or_, select, update
 
-from ..store.tables import Activity, ArSystem, Booking, Installation, Reservation, System, User
+from ..store.tables import Activity, Booking, Reservation, System, User
+from ..store.advance_tables import ArSystem
+from ..store.provision_tables import Installation
 from ..domain.events import SystemFreed
+from ..domain.returns import OPEN_INSTALLATION, WHY, expiry_reason, touches_system
 from ..store.uow import emit
 from ..store.waitline_tables import ReservationWait
-from . import activity, commands, due, notices
-from .endings import WHY
-from .installations import UNFINISHED
+from . import activity, due, notices
+from .installations import at_end
 from .reservations import EXPIRY
 
 
@@ -47,16 +49,17 @@ def return_plain(uow, ids: list[int], now: datetime) -> list[tuple[int, datetime
                Reservation.ar_id.is_(None), Reservation.return_loan.is_(False), Reservation.start_at <= now,
                Booking.start_at < now,
                ~exists().where(Installation.reservation_id == Reservation.id,
-                               Installation.status.in_((*UNFINISHED, "running"))),
+                               Installation.status.in_(OPEN_INSTALLATION)),
                ~exists().where(ReservationWait.reservation_id == Reservation.id))  # take_by: one by one
         .with_for_update(skip_locked=True, of=Reservation))}
     systems = {s.id: s for s in session.execute(select(
-        System.id, System.fqdn, System.condition, System.usage, System.netboot, System.power, System.release_action)
+        System.id, System.fqdn, System.condition, System.usage, System.netboot, System.power, System.release_action,
+        System.reprovision_distro_tree_id)
         .where(System.id.in_({row.system_id for row in rows.values()})))}
     plain = [rows[i] for i in ids if i in rows and _quiet(systems[rows[i].system_id])]
     if not plain:
         return []
-    reasons = {row.id: _reason(row) for row in plain}
+    reasons = {row.id: expiry_reason(row.end_at, row.due_at) for row in plain}
     write = session.connection().execute  # Core statements: no ORM objects are built or flushed
     for reason in set(reasons.values()):
         chosen = [row.id for row in plain if reasons[row.id] == reason]
@@ -93,15 +96,6 @@ def _offer(uow, freed: list, now: datetime) -> None:
         emit(uow.session, SystemFreed(system.id, now))
 
 
-def _reason(row) -> str:
-    """As reservations._expire: the end passed, or the heartbeat deadline came first."""
-    missed = row.end_at is None or row.due_at < row.end_at
-    return "heartbeat_missed" if missed else "expired"
-
-
 def _quiet(system) -> bool:
-    """Nothing to do to the system when its reservation ends (installations.on_reservation_closed): its
-    usage stays, there is no netboot entry to clear and no release action to run."""
-    return (system.usage not in ("waiting", "installing", "running") and not (system.netboot or {}).get("mac")
-            and not (commands.has_power(system) and system.condition not in ("broken", "removed")
-                     and system.release_action in ("power_off", "reprovision")))
+    """Nothing to do to the system when its reservation ends (no installation of it: the query saw to that)."""
+    return not touches_system(at_end(system), False)

@@ -17,7 +17,8 @@ from sqlalchemy import select
 
 from ..domain import guests as rules
 from ..domain.permissions import Permission
-from ..store.tables import AccessRule, Installation, Recipe, Resource, System
+from ..store.tables import AccessRule, Recipe, Resource, System
+from ..store.provision_tables import Installation
 from ..store.uow import settings_of
 from . import activity, distros, installations, usage
 

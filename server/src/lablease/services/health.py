@@ -23,7 +23,9 @@ from ..domain.errors import Conflict, Forbidden
 from ..domain.events import RecipeFinished, RecipeSetQueued, SystemChanged
 from ..domain.permissions import Actor, decide_schedule
 from ..domain.times import format_time
-from ..store.tables import Activity, ClassCandidate, HealthCheck, Installation, Recipe, RecipeSet, System, SystemHealth
+from ..store.tables import Activity, ClassCandidate, Recipe, RecipeSet, System
+from ..store.health_tables import HealthCheck, SystemHealth
+from ..store.provision_tables import Installation
 from ..store.uow import emit
 from ..store.waitline_tables import ReservationWait
 from . import activity, due, notices, usage, waitline

@@ -9,7 +9,8 @@ from ..domain import health as rules
 from ..domain.errors import Conflict, Forbidden, Invalid, NotFound
 from ..domain.permissions import Actor
 from ..domain.times import format_time
-from ..store.tables import HealthCheck, Pool, System
+from ..store.tables import Pool, System
+from ..store.health_tables import HealthCheck
 from ..domain.paging import Page, PageRequest
 from ..store import paging
 from ..store.paging import Order

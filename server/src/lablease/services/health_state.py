@@ -14,7 +14,8 @@ from sqlalchemy import or_, select
 from ..domain import health as rules
 from ..domain.errors import Conflict, Invalid
 from ..domain.times import format_human, format_time
-from ..store.tables import ClassCandidate, HealthCheck, Recipe, System, SystemHealth
+from ..store.tables import ClassCandidate, Recipe, System
+from ..store.health_tables import HealthCheck, SystemHealth
 from ..store.uow import wake_worker
 from . import activity
 

@@ -6,7 +6,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import delete, select
 
 from ..domain.idempotency import Asked
-from ..store.tables import IdempotencyRecord
+from ..store.idempotency_tables import IdempotencyRecord
 
 
 def find(session, user_id: int, key: str) -> IdempotencyRecord | None:

@@ -32,10 +32,12 @@ from ..domain.times import format_human
 from ..domain.variables import masked_ks_meta, masked_text, secret_values
 from ..domain.boot_text import check_options, merge_kernel_options, merge_ks_meta
 from ..domain.guests import guest_mac
+from ..domain.returns import UNFINISHED_INSTALLATION, SystemAtEnd, release, resets_usage
 from ..provision.kickstart import KickstartError, KickstartRenderer
 from ..provision.netboot import BootImage
 from ..store.secrets import site_key
-from ..store.tables import DistroTree, Installation, Recipe, Reservation, System
+from ..store.tables import DistroTree, Recipe, Reservation, System
+from ..store.provision_tables import Installation
 from ..domain.events import InstallationCommandFailed, RecipeAborted, ReservationClosed
 from ..store.uow import emit, wake_worker
 from ..domain.times import format_time
@@ -46,7 +48,6 @@ from ..store import paging
 from ..store.paging import Order
 
 EVENTS = ("install_start", "install_done", "postinstall_done", "install_fail")
-UNFINISHED = ("queued", "installing", "installed")
 # running: the system runs it now; completed: it did, until its reservation ended or it was replaced.
 TOKEN_MARK = "@@installation-token@@"  # stands for the token in the stored kickstart
 
@@ -360,7 +361,7 @@ def recipe_of(session, installation: Installation) -> Recipe | None:
 
 def _unfinished(session, system: System) -> list[Installation]:
     return list(session.execute(select(Installation).where(
-        Installation.system_id == system.id, Installation.status.in_(UNFINISHED))).unique().scalars())
+        Installation.system_id == system.id, Installation.status.in_(UNFINISHED_INSTALLATION))).unique().scalars())
 
 
 def _in_use(session, system: System) -> list[Installation]:
@@ -384,7 +385,7 @@ def fail(session, settings, installation: Installation, now: datetime, why: str)
     recipe = recipe_of(session, installation)
     if recipe is not None and recipe.status not in ("completed", "cancelled", "aborted"):
         _abort_recipe(session, settings, recipe, now, f"installation {installation.id} failed: {why}")
-    elif installation.system.usage in ("waiting", "installing", "running"):
+    elif resets_usage(installation.system.usage):
         usage.set_usage(session, installation.system, "idle", now)
     health_state.install_failed(session, installation.system, now)
     if installation.user is not None:
@@ -409,7 +410,7 @@ def _abort_stalled(uow, installation: Installation, now: datetime) -> None:
 
 
 STALLED = due.Step("installation_watchdog", "failed stalled installation", Installation,
-                   Installation.watchdog_at, Installation.status.in_(UNFINISHED), _abort_stalled)
+                   Installation.watchdog_at, Installation.status.in_(UNFINISHED_INSTALLATION), _abort_stalled)
 
 
 def on_command_failed(uow, event: InstallationCommandFailed) -> None:
@@ -420,7 +421,7 @@ def on_command_failed(uow, event: InstallationCommandFailed) -> None:
         fail_current(session, session.get(System, event.system_id), event.now, event.why, uow.settings)
         return
     installation = session.get(Installation, event.installation_id)
-    if installation is not None and installation.status in UNFINISHED:
+    if installation is not None and installation.status in UNFINISHED_INSTALLATION:
         fail(session, uow.settings, installation, event.now, event.why)
 
 
@@ -437,19 +438,25 @@ def on_reservation_closed(uow, event: ReservationClosed) -> None:
             installation.status = "completed"
     if reason == "released" or reservation.start_at > now or settings is None:
         return  # held while its recipe set waited, or never begun: nothing was done to the system
-    if system.usage in ("waiting", "installing", "running"):
+    at = at_end(system)  # each step as domain/returns.touches_system counts it
+    if resets_usage(at.usage):
         usage.set_usage(session, system, "idle", now)
-    if (system.netboot or {}).get("mac"):
+    if at.netboot_mac:
         commands.enqueue(session, system, "netboot_clear", now)
     release_action(session, settings, system, now)
 
 
+def at_end(system) -> SystemAtEnd:
+    """What its reservation's end looks at (domain/returns.py), of a System or a row with its columns."""
+    return SystemAtEnd(system.usage, system.condition, system.release_action, commands.has_power(system),
+                       bool((system.netboot or {}).get("mac")), system.reprovision_distro_tree_id is not None)
+
+
 def release_action(session, settings, system: System, now: datetime) -> None:
-    if not commands.has_power(system) or system.condition in ("broken", "removed"):
-        return
-    if system.release_action == "power_off":
+    action = release(at_end(system))
+    if action == "off":
         commands.enqueue(session, system, "off", now)
-    elif system.release_action == "reprovision" and system.reprovision_distro_tree_id is not None:
+    elif action == "reprovision":
         tree = session.get(DistroTree, system.reprovision_distro_tree_id)
         try:
             start(session, settings, system, tree, now, user_id=None, reservation_id=None)

@@ -7,10 +7,10 @@ from datetime import datetime
 from sqlalchemy import select
 
 from ..domain.errors import Conflict, Forbidden
-from ..store.tables import Installation
+from ..store.provision_tables import Installation
 from ..store.uow import wake_worker
 from . import activity, commands, installations, placement, usage
-from .installations import UNFINISHED
+from ..domain.returns import UNFINISHED_INSTALLATION
 
 # Once the installation is over (the installed system runs, or it ended) its token opens nothing: a leaked
 # kickstart or boot line cannot fetch the rendered kickstart again nor replay a callback (docs/provisioning.md).
@@ -22,7 +22,7 @@ TRANSITIONS = {
     "install_start": (("queued",), "installing"),
     "install_done": (("queued", "installing"), "installed"),
     "postinstall_done": (("installed",), "running"),
-    "install_fail": (UNFINISHED, "failed"),
+    "install_fail": (UNFINISHED_INSTALLATION, "failed"),
 }
 
 

@@ -19,7 +19,9 @@ from ..domain.times import format_time
 from ..domain.paging import Page, PageRequest
 from ..store import paging
 from ..store.paging import Order
-from ..store.tables import Command, Installation, Lab, LabToken, System
+from ..store.tables import System
+from ..store.lab_tables import Lab, LabToken
+from ..store.provision_tables import Command, Installation
 from ..store.feed_signal import POLL as FEED_POLL
 from ..store.uow import wake_worker
 from . import commands, installations

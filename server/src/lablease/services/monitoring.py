@@ -18,7 +18,8 @@ from ..domain import commands as command_states
 from ..domain.recipes import FINISHED, STATES
 from ..store import migrate
 from ..store.provision_tables import Command
-from ..store.tables import Lab, Loan, Outbox, Recipe, Reservation, System
+from ..store.tables import Loan, Outbox, Recipe, Reservation, System
+from ..store.lab_tables import Lab
 from ..store.worker_tables import WorkerHeartbeat
 
 EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)

@@ -9,6 +9,7 @@ from sqlalchemy.orm import object_session
 from ..domain import reservations as rules
 from ..domain import holds as rules_holds
 from ..domain.lease import refuse_returned
+from ..domain.returns import expiry_reason
 from ..domain.errors import Conflict, Forbidden, Invalid, NotFound
 from ..domain.notices import warn_at
 from ..domain.permissions import Actor, SiteAction, decide_site, may_manage_reservation, may_see_reservation
@@ -187,8 +188,7 @@ def return_reservation(uow, actor: Actor, now: datetime, reservation_id: int) ->
 
 def _expire(uow, reservation: Reservation, now: datetime) -> None:
     """Its end or heartbeat deadline has passed: return it."""
-    missed = reservation.end_at is None or reservation.due_at < reservation.end_at
-    reason = "not_taken" if waitline.not_taken(reservation, now) else "heartbeat_missed" if missed else "expired"
+    reason = expiry_reason(reservation.end_at, reservation.due_at, waitline.not_taken(reservation, now))
     endings.close_reservation(uow.session, reservation, now, reason, None, uow.settings)
 
 

@@ -25,33 +25,29 @@ from ..store.tables import System
 from . import health_state, holds
 
 
-def reserve(uow, actor: Actor, now: datetime, policy: ReservationPolicy, system: str,
-            start: datetime | None = None, end: datetime | None = None, duration=None,
-            return_loan: bool = False, heartbeat: timedelta | None = None, request_id: str | None = None,
-            advance_reservation: int | None = None, purpose: str | None = None, force: bool = False,
-            healthy_within: timedelta | None = None) -> tuple[dict, bool]:
+def reserve(uow, actor: Actor, now: datetime, policy: ReservationPolicy,
+            request: decide.ReserveRequest) -> tuple[dict, bool]:
     """Book the system for the caller; returns (reservation, created).
 
     A request_id seen before returns that same reservation (created False),
     so a client may retry a reserve whose answer it never got; a different
     request with that id is refused (409 naming what differs).
     """
-    asked = decide.Asked(retries.ReserveAsked(system, start, end, duration, return_loan, heartbeat,
-                                              advance_reservation), request_id,
-                         holds.purpose_of(uow.settings, purpose))
+    asked = request.asked(holds.purpose_of(uow.settings, request.purpose))
     facts = read_facts(uow.session.connection(), actor, asked)
     planned = _done(decide.plan(facts, asked, policy, now, _warn(uow.settings)), now)
     if not isinstance(planned, decide.Planned):
         return planned, False
-    if healthy_within is not None:  # rare: a health check's recency (services/health.py)
-        health_state.require_recent(uow.session, uow.session.get(System, planned.system.id), healthy_within, now)
+    if request.healthy_within is not None:  # rare: a health check's recency (services/health.py)
+        health_state.require_recent(uow.session, uow.session.get(System, planned.system.id), request.healthy_within,
+                                    now)
     uow.start_writing()  # from here to the commit: the calendar's lock
     conn = uow.session.connection()
     if uow.is_postgresql:
         rows.lock_resource(conn, planned.resource_id)
-    _keep_holds(uow, actor, planned, advance_reservation, now, force)
+    _keep_holds(uow, actor, planned, request.advance_reservation, now, request.force)
     latest = rows.latest_before(conn, planned.resource_id, planned.window.end)
-    raced = rows.previous(conn, actor.id, request_id)  # a retry that raced its first attempt
+    raced = rows.previous(conn, actor.id, request.request_id)  # a retry that raced its first attempt
     outcome = _decided(conn, planned, facts, asked, now, latest, raced)
     if not isinstance(outcome, decide.ReserveWrite):
         return _done(outcome, now), False

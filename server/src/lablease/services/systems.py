@@ -29,8 +29,8 @@ from ..store.paging import Order
 from ..power import registry as power_registry
 from ..provision.netboot import LOADERS, normalise_mac
 from ..store.secrets import SECRET_KEYS
-from ..store.tables import (AccessRule, DistroTree, Installation, Loan, Pool, Reservation, Resource, System, User,
-                            netboot_mac_key)
+from ..store.tables import AccessRule, DistroTree, Loan, Pool, Reservation, Resource, System, User, netboot_mac_key
+from ..store.provision_tables import Installation
 from ..domain.times import format_time
 from . import activity, arches, health_state, usage
 from .inventory import check_inventory, inventory_of

@@ -19,8 +19,9 @@ from ..domain.paging import Page, PageRequest
 from ..store import paging
 from ..store.paging import Order
 from ..scheduler.filters import Host, is_live, needs_hardware, possible, verdict, wanted_words
-from ..store.tables import (AccessRule, AdvanceReservation, Booking, ClassCandidate, Loan, Pool, PoolAccessRule,
-                            PoolSystem, Recipe, RecipeSet, Reservation, System, User)
+from ..store.tables import (AccessRule, Booking, ClassCandidate, Loan, Pool, PoolAccessRule, PoolSystem, Recipe,
+                            RecipeSet, Reservation, System, User)
+from ..store.advance_tables import AdvanceReservation
 from . import health_state, placement
 from . import systems as system_service
 from .users import actor_for

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from sqlalchemy import JSON, bindparam, delete, exists, func, insert, select, type_coerce, update
 
-from ..domain.lease import BUSY_USAGE, Change, Lease
+from ..domain.lease import Change, Lease
+from ..domain.returns import OPEN_INSTALLATION, SystemAtEnd, touches_system
 from .provision_tables import Installation
 from .tables import Activity, Booking, Loan, Reservation, Resource, System, User
 from .waitline_tables import ReservationWait
@@ -17,7 +18,6 @@ _r, _s, _u, _b = Reservation.__table__, System.__table__, User.__table__, Bookin
 _next = Booking.__table__.alias("next_booking")
 _loan = Loan.__table__
 _install = Installation.__table__
-_INSTALL_OPEN = ("queued", "installing", "installed", "running")  # what on_reservation_closed cancels or completes
 
 _COLUMNS = (_r.c.id, _r.c.user_id, _u.c.name, _r.c.system_id, _s.c.fqdn, _s.c.owner_id, _r.c.kind, _r.c.start_at,
             _r.c.end_at, _r.c.returned_at, _r.c.return_reason, _r.c.return_loan, _r.c.heartbeat_seconds,
@@ -33,11 +33,11 @@ _NEXT_START = select(func.min(_next.c.start_at)).where(
 _LOAN_END = select(_loan.c.end_at).where(
     _loan.c.system_id == _r.c.system_id, _loan.c.recipient_id == _r.c.user_id,
     _loan.c.returned_at.is_(None)).limit(1).scalar_subquery()
-# What makes a return touch the system itself (installations.on_reservation_closed): read as flags. The
-# settings are read as plain JSON: the driver's name and the MAC are never sealed.
-_BUSY = (_s.c.usage.in_(BUSY_USAGE), type_coerce(_s.c.power, JSON)["driver"].as_string(),
-         type_coerce(_s.c.netboot, JSON)["mac"].as_string(),
-         exists().where(_install.c.reservation_id == _r.c.id, _install.c.status.in_(_INSTALL_OPEN)))
+# What a return's touching the system depends on (domain/returns.touches_system decides). The settings are
+# read as plain JSON: the driver's name and the MAC are never sealed.
+_AT_END = (_s.c.usage, _s.c.condition, _s.c.release_action, type_coerce(_s.c.power, JSON)["driver"].as_string(),
+           type_coerce(_s.c.netboot, JSON)["mac"].as_string(), _s.c.reprovision_distro_tree_id,
+           exists().where(_install.c.reservation_id == _r.c.id, _install.c.status.in_(OPEN_INSTALLATION)))
 
 # Read last by every statement: the purpose (for the answer) and whether it came through the waiting line.
 _TAIL = (_r.c.purpose, exists().where(ReservationWait.__table__.c.reservation_id == _r.c.id))
@@ -51,7 +51,7 @@ EXTEND = (select(*_COLUMNS, _NEXT_START, _LOAN_END, *_TAIL)
 HEARTBEAT = select(*_COLUMNS, *_TAIL).select_from(_FROM).where(_r.c.id == _ID).with_for_update(of=_r)
 # A heartbeat reads without a lock and writes with beat_if_unchanged (below).
 HEARTBEAT_PEEK = select(*_COLUMNS, *_TAIL).select_from(_FROM).where(_r.c.id == _ID)
-RETURN = select(*_COLUMNS, *_BUSY, *_TAIL).select_from(_FROM).where(_r.c.id == _ID).with_for_update(of=_r)
+RETURN = select(*_COLUMNS, *_AT_END, *_TAIL).select_from(_FROM).where(_r.c.id == _ID).with_for_update(of=_r)
 
 
 def read(session, statement, reservation_id: int) -> Lease | None:
@@ -64,7 +64,9 @@ def read(session, statement, reservation_id: int) -> Lease | None:
     if statement is EXTEND:
         return Lease(*lease, next_start=row[20], loan_end=row[21], **tail)
     if statement is RETURN:
-        return Lease(*lease, system_busy=bool(row[20] or row[21] or row[22] or row[23]), **tail)
+        usage, condition, action, driver, mac, tree, installing = row[20:27]
+        system = SystemAtEnd(usage, condition, action, bool(driver), bool(mac), tree is not None)
+        return Lease(*lease, system_busy=touches_system(system, bool(installing)), **tail)
     return Lease(*lease, **tail)
 
 

@@ -8,7 +8,8 @@ from sqlalchemy.orm.attributes import set_committed_value
 from ..domain import advance as advance_rules
 from ..domain.times import format_time
 from ..scheduler.filters import Host, needs_hardware
-from .tables import AdvanceReservation, ArSystem, ClassCandidate, Pool, PoolSystem, Recipe, RecipeSet, System
+from .tables import ClassCandidate, Pool, PoolSystem, Recipe, RecipeSet, System
+from .advance_tables import AdvanceReservation, ArSystem
 from .waitline_tables import ReservationWait
 
 # What a freed system may be wanted by: an advance reservation that holds it and is running or in error (it

@@ -13,7 +13,6 @@ from sqlalchemy import (
     ForeignKey,
     Index,
     Integer,
-    MetaData,
     String,
     Text,
     JSON,
@@ -524,33 +523,3 @@ class UsageChange(Base):
     old: Mapped[str | None] = mapped_column(String(16))
     new: Mapped[str] = mapped_column(String(16))
     __table_args__ = (Index("ix_usage_history_system_at", "system_id", "at"),)
-
-
-from .advance_tables import AdvanceReservation, ArSystem  # noqa: E402,F401 - one metadata, split for size
-from .provision_tables import Command, Installation  # noqa: E402,F401
-from .worker_tables import WorkerFailure, WorkerHeartbeat  # noqa: E402,F401
-from .report_tables import UtilisationHour  # noqa: E402,F401
-from .waitline_tables import ReservationWait  # noqa: E402,F401
-from .health_tables import HealthCheck, SystemHealth  # noqa: E402,F401
-from .idempotency_tables import IdempotencyRecord  # noqa: E402,F401
-from .event_tables import FeedEvent  # noqa: E402,F401
-from .lab_tables import Lab, LabToken  # noqa: E402,F401
-
-
-def _never_reuse_ids(metadata: MetaData) -> None:
-    """Every table with its own integer id is AUTOINCREMENT on SQLite.
-
-    Without it SQLite gives the id of the last row deleted to the next one
-    inserted, and what still names the old id (an installation naming its
-    distro tree, an activity entry, a client's saved id) then names the new
-    row. PostgreSQL's sequences never go back. Set here, once for all tables,
-    so a table added later cannot forget it; migration 0008 rebuilt the
-    tables that existed before.
-    """
-    for table in metadata.tables.values():
-        key = list(table.primary_key.columns)
-        if len(key) == 1 and isinstance(key[0].type, Integer) and not key[0].foreign_keys:
-            table.dialect_kwargs["sqlite_autoincrement"] = True
-
-
-_never_reuse_ids(Base.metadata)

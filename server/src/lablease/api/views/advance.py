@@ -5,7 +5,7 @@ from .context import Context, Reply
 
 
 def create(ctx: Context) -> Reply:
-    body, status = advance.create(ctx.uow, ctx.actor, ctx.now, ctx.body)
+    body, status = advance.create(ctx.uow, ctx.actor, ctx.now, advance.parse_request(ctx.body, ctx.actor.name, ctx.now))
     return Reply(body, status)
 
 

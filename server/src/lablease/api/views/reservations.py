@@ -4,6 +4,7 @@ from ..inputs import duration_field, time_field
 from ...domain.paging import Page
 from .context import Context, Reply
 from ...domain.errors import Invalid
+from ...domain.reserve import ReserveRequest
 from ...domain.waitline import check_fields
 
 
@@ -12,15 +13,14 @@ def create(ctx: Context) -> Reply:
     check_fields(body, bool(body.get("wait")))
     if body.get("wait"):
         return _wait(ctx, body)
-    reservation, created = reserve.reserve(
-        ctx.uow, ctx.actor, ctx.now, ctx.settings.reservation_policy, body["system"],
-        start=time_field(body, "start"), end=time_field(body, "end"),
+    asked = ReserveRequest(
+        body["system"], start=time_field(body, "start"), end=time_field(body, "end"),
         duration=duration_field(body, "duration", allow_unlimited=True),
         return_loan=body.get("return_loan", False), heartbeat=duration_field(body, "heartbeat"),
         request_id=body.get("request_id"), advance_reservation=body.get("advance_reservation"),
         purpose=body.get("purpose"), force=bool(ctx.query.get("force")),
-        healthy_within=duration_field(body, "healthy_within"),
-    )
+        healthy_within=duration_field(body, "healthy_within"))
+    reservation, created = reserve.reserve(ctx.uow, ctx.actor, ctx.now, ctx.settings.reservation_policy, asked)
     return Reply(reservation, 201 if created else 200)
 
 

@@ -5,6 +5,7 @@ Each goes through the use case /api/v1 uses for the same action, so the same rul
 from __future__ import annotations
 
 from ...domain.errors import Conflict, Invalid
+from ...domain.reserve import ReserveRequest
 from ...services import commands, installations, lease, loans, reserve, systems
 from ..call import Call
 from ..registry import NotSupported, rest, xmlrpc
@@ -18,7 +19,7 @@ POWER = {"on": "on", "off": "off", "reboot": "reboot", "interrupt": "interrupt",
 @xmlrpc("systems.reserve", writes=True)
 def reserve_system(call: Call, fqdn):
     """A manual reservation for the site's default duration (Beaker's lasts until released)."""
-    reserve.reserve(call.uow, call.user, call.now, call.settings.reservation_policy, str(fqdn))
+    reserve.reserve(call.uow, call.user, call.now, call.settings.reservation_policy, ReserveRequest(str(fqdn)))
     return None
 
 

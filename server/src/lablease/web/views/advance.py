@@ -49,10 +49,11 @@ def _request(values) -> dict:
 def create(ctx: PageContext) -> Redirect:
     data = _request(ctx.form)
     if ctx.form.get("validate_only"):
-        answer, _ = advance.create(ctx.uow, ctx.actor, ctx.now, data | {"validate_only": True})
+        asked = advance.parse_request(data | {"validate_only": True}, ctx.actor.name, ctx.now)
+        answer, _ = advance.create(ctx.uow, ctx.actor, ctx.now, asked)
         return Redirect(ctx.form.get("back") or "/advance-reservations",
                         f"It could be granted now, on {', '.join(answer['systems'])}; nothing was made.")
-    made, _ = advance.create(ctx.uow, ctx.actor, ctx.now, data)
+    made, _ = advance.create(ctx.uow, ctx.actor, ctx.now, advance.parse_request(data, ctx.actor.name, ctx.now))
     return Redirect(f"/advance-reservations/{made['id']}", f"Advance reservation {made['id']} is granted.")
 
 

@@ -2,6 +2,7 @@
 from ...domain.actions import EXTEND_STEPS
 from ...domain.signin import safe_next
 from ...domain.paging import MAX_LIMIT, PageRequest
+from ...domain.reserve import ReserveRequest
 from ...services import lease, loans, reservations, reserve, signin
 from ..context import PageContext, Redirect
 from ..render import when
@@ -18,8 +19,8 @@ def mine(ctx: PageContext):
 
 
 def take(ctx: PageContext) -> Redirect:
-    made, _ = reserve.reserve(ctx.uow, ctx.actor, ctx.now, ctx.settings.reservation_policy,
-                              forms.text(ctx.form, "system") or "", duration=forms.duration(ctx.form, "duration"))
+    asked = ReserveRequest(forms.text(ctx.form, "system") or "", duration=forms.duration(ctx.form, "duration"))
+    made, _ = reserve.reserve(ctx.uow, ctx.actor, ctx.now, ctx.settings.reservation_policy, asked)
     return Redirect("/reservations", forms.holding(made))
 
 

@@ -2,6 +2,7 @@
 from urllib.parse import quote, urlencode
 
 from ...domain.actions import EXTEND_STEPS
+from ...domain.reserve import ReserveRequest
 from ...services import loans, overview, reserve
 from ..context import PageContext, Redirect
 from ..render import when
@@ -32,8 +33,9 @@ def page_of(fqdn: str) -> str:
 
 
 def take(ctx: PageContext) -> Redirect:
-    made, _ = reserve.reserve(ctx.uow, ctx.actor, ctx.now, ctx.settings.reservation_policy, ctx.args["fqdn"],
-                              duration=forms.duration(ctx.form, "duration"), purpose=ctx.form.get("purpose"))
+    asked = ReserveRequest(ctx.args["fqdn"], duration=forms.duration(ctx.form, "duration"),
+                           purpose=ctx.form.get("purpose"))
+    made, _ = reserve.reserve(ctx.uow, ctx.actor, ctx.now, ctx.settings.reservation_policy, asked)
     return Redirect(page_of(made["system"]), forms.holding(made))
 
 

@@ -151,9 +151,10 @@ def test_an_event_of_a_rolled_back_step_is_never_written(lab):
         alice = uow.session.query(User).filter_by(name="alice").one()
         with pytest.raises(RuntimeError):
             with uow.step():
-                notices.queue(uow.session, lab.settings, alice, START, "loan.returned", "rolled-back", "s", "undone", {})
+                undone = notices.Notice(alice, "loan.returned", "rolled-back", "s", "undone", {})
+                notices.queue(uow.session, lab.settings, undone, START)
                 raise RuntimeError("this step fails")
-        notices.queue(uow.session, lab.settings, alice, START, "loan.returned", "kept", "s", "kept", {})
+        notices.queue(uow.session, lab.settings, notices.Notice(alice, "loan.returned", "kept", "s", "kept", {}), START)
         uow.commit()
     _, answer = lab.alice.get("/events")
     assert [e["message"] for e in answer["events"]] == ["kept"]

@@ -123,8 +123,8 @@ def test_concurrent_waits_are_never_granted_past_the_floor(lab):
     def attempt(fqdn):
         barrier.wait()
         with UnitOfWork(lab.db, read_first=True) as uow:  # as the API opens it
-            made, _ = wait_requests.enqueue(uow, alice, START, ReservationPolicy(), {"system": fqdn},
-                                            timedelta(hours=1), None, None)
+            asked = wait_requests.WaitRequest(fqdn, duration=timedelta(hours=1))
+            made, _ = wait_requests.enqueue(uow, alice, START, ReservationPolicy(), asked)
             uow.commit()
             outcomes.append(made.system_id is not None)
 

@@ -10,6 +10,19 @@ from .times import format_time
 from .windows import bounded_instant
 
 
+@dataclass(frozen=True)
+class LoanRequest:
+    """A loan as asked for (POST /systems/{fqdn}/loan, a page's Borrow, Beaker's loan-grant), parsed."""
+
+    fqdn: str
+    recipient: str
+    duration: timedelta | None = None
+    limited: bool = False  # without a duration: the site's default loan length, not unlimited
+    comment: str | None = None
+    force: bool = False  # return the reservations in the way; take a pool below its floor (admins)
+    purpose: str | None = None
+
+
 def may_lend(actor: Actor, recipient_id: int, system: SystemAccess) -> Decision:
     """Owner, admins and loan_any lend to anyone; loan_self lends only to oneself."""
     if system.condition == "removed":

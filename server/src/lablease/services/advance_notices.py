@@ -14,6 +14,6 @@ def publish(session, settings, ar: AdvanceReservation, now: datetime, event: str
     mail = bool(mail_kind) and rules.wants_mail(ar.mail_events, mail_kind)
     data = {"advance_reservation": ar.id, "name": ar.name, "state": ar.state, **(extra or {})}
     key = f"{ar.id}:{event}:{ar.state}:{now.isoformat()}"
-    notices.queue(session, settings, ar.owner, now, f"ar.{event}", key,
-                  f"[lablease] advance reservation {ar.id}: {event.replace('_', ' ')}", text, data,
-                  channels=None if mail else ("webhook",), extra_mail=(ar.mail_to or []) if mail else ())
+    notices.queue(session, settings, notices.Notice(
+        ar.owner, f"ar.{event}", key, f"[lablease] advance reservation {ar.id}: {event.replace('_', ' ')}", text, data,
+        channels=None if mail else ("webhook",), extra_mail=tuple(ar.mail_to or ()) if mail else ()), now)

@@ -149,11 +149,12 @@ def _broken(session, system: System, reason: str, now: datetime, settings) -> No
         activity.record(session, None, now, "system", system.fqdn, "broken", "condition", old, "broken")
         emit(session, SystemChanged(system.id, now))
     if system.owner is not None:
-        notices.queue(session, settings, system.owner, now, "system.health_failed", f"{system.id}:{format_time(now)}",
-                      f"[lablease] {system.fqdn}: health check failed, now {system.condition}",
-                      f"The health check of {system.fqdn}, which you own, failed: {reason}. "
-                      f"The system is {system.condition}.",
-                      {"system": system.fqdn, "condition": system.condition, "reason": reason})
+        notices.queue(session, settings, notices.Notice(
+            system.owner, "system.health_failed", f"{system.id}:{format_time(now)}",
+            f"[lablease] {system.fqdn}: health check failed, now {system.condition}",
+            f"The health check of {system.fqdn}, which you own, failed: {reason}. "
+            f"The system is {system.condition}.",
+            {"system": system.fqdn, "condition": system.condition, "reason": reason}), now)
 
 
 def _retry_waiting(session, system: System, now: datetime) -> None:

@@ -20,6 +20,7 @@ import hashlib
 import hmac
 import re
 import secrets
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
@@ -152,9 +153,9 @@ def provision(uow, actor: Actor, now: datetime, fqdn: str, data: dict) -> dict:
     own = {key: data[key] for key in ("kickstart", "kernel_options_post") if data.get(key)}
     if "kickstart" in own:
         _may_bring_kickstart(settings, actor.is_admin, actor.id, system)
-    installation = start(session, settings, system, tree, now, user_id=actor.id, reservation_id=reservation.id,
-                         ks_meta=data.get("ks_meta", ""), kernel_options=data.get("kernel_options", ""),
-                         own=own or None)
+    installation = start(session, settings, system, Install(
+        tree, actor.id, reservation.id, ks_meta=data.get("ks_meta", ""), kernel_options=data.get("kernel_options", ""),
+        own=own or None), now)
     usage.set_usage(session, system, "waiting", now)
     activity.record(session, actor, now, "system", system.fqdn, "provision", "installation", None,
                     f"{installation.id}: {tree.name} {tree.arch}")
@@ -195,12 +196,24 @@ def _check_installable(system: System) -> None:
         raise Conflict(f"{system.fqdn} has no netboot MAC address, so it cannot be provisioned")
 
 
-def start(session, settings, system: System, tree: DistroTree, now: datetime, *, user_id: int | None,
-          reservation_id: int | None, recipe: Recipe | None = None, ks_meta: str = "",
-          kernel_options: str = "", own: dict | None = None) -> Installation:
+@dataclass(frozen=True)
+class Install:
+    """What to install and for whom: a holder's provision request, a recipe's distro, a reprovision release."""
+
+    tree: DistroTree
+    user_id: int | None  # who is told of a failure (None: the server's own, as a release action's)
+    reservation_id: int | None
+    recipe: Recipe | None = None
+    ks_meta: str = ""
+    kernel_options: str = ""
+    own: dict | None = None  # a reserved system's holder's kickstart template and kernel_options_post
+
+
+def start(session, settings, system: System, what: Install, now: datetime) -> Installation:
     """Create the installation, render and store its kickstart, and queue netboot + reboot (a guest recipe's
-    virtual machine has neither: its host's harness boots it with the kickstart URL, services/guests.py).
-    `own`: a reserved system's holder's kickstart template and kernel_options_post, as a recipe has them."""
+    virtual machine has neither: its host's harness boots it with the kickstart URL, services/guests.py)."""
+    tree, user_id, recipe, ks_meta, kernel_options = (what.tree, what.user_id, what.recipe, what.ks_meta,
+                                                      what.kernel_options)
     if not system.guest:
         _check_installable(system)
     netboot = system.netboot or {}
@@ -214,7 +227,7 @@ def start(session, settings, system: System, tree: DistroTree, now: datetime, *,
     for previous in _in_use(session, system):
         previous.status = "completed"  # the system will run something else
     installation = Installation(
-        system_id=system.id, user_id=user_id, reservation_id=reservation_id,
+        system_id=system.id, user_id=user_id, reservation_id=what.reservation_id,
         recipe_id=recipe.id if recipe else None, distro_tree_id=tree.id,
         distro={**_snapshot(tree), "boot_options": options},
         ks_meta=ks_meta or "", kernel_options=kernel_options or "", kickstart="", nonce=secrets.token_hex(16),
@@ -224,7 +237,7 @@ def start(session, settings, system: System, tree: DistroTree, now: datetime, *,
     session.refresh(installation, ["system", "user"])
     token = token_for(settings, installation)
     try:
-        rendered = _renderer(settings).render(_context(settings, system, installation, recipe, meta, token, own))
+        rendered = _renderer(settings).render(_context(settings, system, installation, recipe, meta, token, what.own))
     except KickstartError as error:
         raise Invalid("kickstart", str(error)) from None
     installation.kickstart = rendered.replace(token, TOKEN_MARK)
@@ -261,9 +274,9 @@ def for_recipe(session, settings, recipe: Recipe, system: System, now: datetime)
     try:
         _check_own_kickstart(settings, recipe, system)
         tree = _recipe_tree(session, recipe, system)
-        start(session, settings, system, tree, now, user_id=recipe.recipe_set.job.owner_id,
-              reservation_id=recipe.reservation_id, recipe=recipe, ks_meta=recipe.spec.get("ks_meta", ""),
-              kernel_options=recipe.spec.get("kernel_options", ""))
+        start(session, settings, system, Install(
+            tree, recipe.recipe_set.job.owner_id, recipe.reservation_id, recipe, recipe.spec.get("ks_meta", ""),
+            recipe.spec.get("kernel_options", "")), now)
     except (Conflict, Invalid) as error:
         _abort_recipe(session, settings, recipe, now, f"cannot provision {system.fqdn}: {error}")
 
@@ -459,7 +472,7 @@ def release_action(session, settings, system: System, now: datetime) -> None:
     elif action == "reprovision":
         tree = session.get(DistroTree, system.reprovision_distro_tree_id)
         try:
-            start(session, settings, system, tree, now, user_id=None, reservation_id=None)
+            start(session, settings, system, Install(tree, None, None), now)
         except (Conflict, Invalid) as error:
             activity.record(session, None, now, "system", system.fqdn, "reprovision_failed", "reason", None,
                             str(error))

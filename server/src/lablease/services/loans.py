@@ -92,14 +92,12 @@ def on_system_removed(uow, event: SystemRemoved) -> None:
         endings.close_loan(session, loan, event.now, "removed", event.actor, uow.settings)
 
 
-def grant(uow, actor: Actor, now: datetime, fqdn: str, recipient: str, duration: timedelta | None = None,
-          limited: bool = False, comment: str | None = None, force: bool = False,
-          purpose: str | None = None) -> dict:
+def grant(uow, actor: Actor, now: datetime, asked: rules.LoanRequest) -> dict:
     """Lend the system; refused while another user holds a reservation on it, unless forced
     (then those reservations are returned and their holders told), and when it would take the last
     idle Automated systems of a pool with a floor (admins may force that)."""
-    session = uow.session
-    system = system_service.find(session, fqdn, actor)
+    session, recipient, force = uow.session, asked.recipient, asked.force
+    system = system_service.find(session, asked.fqdn, actor)
     guests.refuse(system, "lent")
     user = session.execute(select(User).where(User.name == recipient)).scalar_one_or_none()
     if user is None:
@@ -109,14 +107,15 @@ def grant(uow, actor: Actor, now: datetime, fqdn: str, recipient: str, duration:
     if current is not None:
         until = format_time(current.end_at) or "further notice"
         raise Conflict(f"{system.fqdn} is already lent to {current.recipient.name} until {until}")
-    purpose = holds.purpose_of(uow.settings, purpose)  # HOOK (purpose)
+    purpose = holds.purpose_of(uow.settings, asked.purpose)  # HOOK (purpose)
     blocking = rules.in_the_way(user.id, now, _held(session, system))
     if not force:
         rules.refuse_lending_over(system.fqdn, user.name, blocking)
     holds.keep_floor(session, actor, system, now, force)  # HOOK (floor)
     default = uow.settings.default_loan_duration if uow.settings else timedelta(days=7)
     loan = Loan(system_id=system.id, recipient_id=user.id, lender_id=actor.id or None, start_at=now,
-                end_at=rules.plan_loan_end(now, duration, limited, default), comment=comment, purpose=purpose,
+                end_at=rules.plan_loan_end(now, asked.duration, asked.limited, default), comment=asked.comment,
+                purpose=purpose,
                 created_at=now)
     loan.warn_at = _warn_at(uow.settings, loan)
     session.add(loan)

@@ -44,15 +44,6 @@ def _group_webhooks(session, user_ids) -> dict[int, list[int]]:
     return found
 
 
-def queue(session, settings: Settings | None, user: User, now: datetime, event: str, key: str,
-          subject: str, text: str, data: dict, channels: tuple[str, ...] | None = None,
-          extra_mail: tuple | list = ()) -> int:
-    """Queue one notice to every destination of user (only `channels` when given, plus mail to
-    `extra_mail` addresses); returns how many were new."""
-    return queue_many(session, settings, [Notice(user, event, key, subject, text, data, channels, tuple(extra_mail))],
-                      now)
-
-
 @dataclass(frozen=True)
 class Notice:
     """One notice to a user, before it is fanned out to the user's destinations."""
@@ -65,6 +56,12 @@ class Notice:
     data: dict
     channels: tuple[str, ...] | None = None
     extra_mail: tuple = ()
+
+
+def queue(session, settings: Settings | None, notice: Notice, now: datetime) -> int:
+    """Queue one notice to every destination of its user (only its `channels` when given, plus mail to its
+    `extra_mail` addresses); returns how many were new."""
+    return queue_many(session, settings, [notice], now)
 
 
 def queue_many(session, settings: Settings | None, found: list[Notice], now: datetime) -> int:
@@ -108,9 +105,10 @@ def reservation_ending(session, settings, reservation, now: datetime) -> None:
     end = format_time(reservation.end_at)
     text = (f"Your reservation {reservation.id} of {reservation.system.fqdn} ends at {end}. "
             f"Extend it with: lablease extend {reservation.id} --by 4h")
-    queue(session, settings, reservation.user, now, "reservation.ending", f"{reservation.id}:{end}",
-          f"[lablease] {reservation.system.fqdn}: your reservation ends at {end}", text,
-          {"reservation": reservation.id, "system": reservation.system.fqdn, "end": end})
+    queue(session, settings, Notice(
+        reservation.user, "reservation.ending", f"{reservation.id}:{end}",
+        f"[lablease] {reservation.system.fqdn}: your reservation ends at {end}", text,
+        {"reservation": reservation.id, "system": reservation.system.fqdn, "end": end}), now)
 
 
 def reservation_returned(session, settings, reservation, now: datetime, why: str) -> None:
@@ -128,14 +126,16 @@ def returned_notice(reservation_id: int, fqdn: str, user: User, why: str) -> Not
 def loan_ending(session, settings, loan, fqdn: str, now: datetime) -> None:
     end = format_time(loan.end_at)
     text = f"Your loan of {fqdn} ends at {end}. Ask someone with loan_any on it to extend it."
-    queue(session, settings, loan.recipient, now, "loan.ending", f"{loan.id}:{end}",
-          f"[lablease] {fqdn}: your loan ends at {end}", text, {"loan": loan.id, "system": fqdn, "end": end})
+    queue(session, settings, Notice(
+        loan.recipient, "loan.ending", f"{loan.id}:{end}", f"[lablease] {fqdn}: your loan ends at {end}", text,
+        {"loan": loan.id, "system": fqdn, "end": end}), now)
 
 
 def loan_returned(session, settings, loan, fqdn: str, now: datetime, why: str) -> None:
     text = f"Your loan of {fqdn} was returned: {why}."
-    queue(session, settings, loan.recipient, now, "loan.returned", str(loan.id),
-          f"[lablease] {fqdn}: your loan was returned", text, {"loan": loan.id, "system": fqdn, "reason": why})
+    queue(session, settings, Notice(
+        loan.recipient, "loan.returned", str(loan.id), f"[lablease] {fqdn}: your loan was returned", text,
+        {"loan": loan.id, "system": fqdn, "reason": why}), now)
 
 
 def job_finished(session, settings, job, now: datetime) -> None:
@@ -144,9 +144,9 @@ def job_finished(session, settings, job, now: datetime) -> None:
     systems = sorted({r.system.fqdn for rs in job.recipe_sets for r in rs.recipes if r.system is not None})
     text = (f"Job {job.id} ({job.whiteboard or 'no whiteboard'}) finished: {job.status}, result {job.result}. "
             f"Systems: {', '.join(systems) or 'none'}. See it with: lablease job show {job.id}")
-    queue(session, settings, job.owner, now, "job.finished", str(job.id),
-          f"[lablease] job {job.id} {job.status}: {job.result}", text,
-          {"job": job.id, "status": job.status, "result": job.result, "cc": list(cc)}, extra_mail=cc)
+    queue(session, settings, Notice(
+        job.owner, "job.finished", str(job.id), f"[lablease] job {job.id} {job.status}: {job.result}", text,
+        {"job": job.id, "status": job.status, "result": job.result, "cc": list(cc)}, extra_mail=tuple(cc)), now)
 
 
 def recipe_reserved(session, settings, recipe, reservation, fqdn: str, now: datetime) -> None:
@@ -154,20 +154,22 @@ def recipe_reserved(session, settings, recipe, reservation, fqdn: str, now: date
     end, job_id = format_time(reservation.end_at), recipe.recipe_set.job_id
     text = (f"Recipe {recipe.id} of job {job_id} finished {recipe.status} ({recipe.result}); {fqdn} is kept for you "
             f"until {end} as reservation {reservation.id}. Return it with: lablease return {reservation.id}")
-    queue(session, settings, reservation.user, now, "recipe.reserved", str(recipe.id),
-          f"[lablease] {fqdn}: reserved for you after recipe {recipe.id}", text,
-          {"recipe": recipe.id, "job": job_id, "reservation": reservation.id, "system": fqdn, "end": end,
-           "status": recipe.status, "result": recipe.result})
+    queue(session, settings, Notice(
+        reservation.user, "recipe.reserved", str(recipe.id),
+        f"[lablease] {fqdn}: reserved for you after recipe {recipe.id}", text,
+        {"recipe": recipe.id, "job": job_id, "reservation": reservation.id, "system": fqdn, "end": end,
+         "status": recipe.status, "result": recipe.result}), now)
 
 
 def installation_failed(session, settings, user, fqdn: str, installation_id: int, why: str, now: datetime) -> None:
     text = f"Installation {installation_id} on {fqdn} failed: {why}."
-    queue(session, settings, user, now, "installation.failed", str(installation_id),
-          f"[lablease] {fqdn}: installation {installation_id} failed", text,
-          {"installation": installation_id, "system": fqdn, "reason": why})
+    queue(session, settings, Notice(
+        user, "installation.failed", str(installation_id), f"[lablease] {fqdn}: installation {installation_id} failed",
+        text, {"installation": installation_id, "system": fqdn, "reason": why}), now)
 
 
 def command_failed(session, settings, user, fqdn: str, command_id: int, why: str, now: datetime) -> None:
     text = f"A command on {fqdn}, which you hold, failed for good: {why}."
-    queue(session, settings, user, now, "command.failed", str(command_id),
-          f"[lablease] {fqdn}: {why.split(':')[0]}", text, {"command": command_id, "system": fqdn, "reason": why})
+    queue(session, settings, Notice(
+        user, "command.failed", str(command_id), f"[lablease] {fqdn}: {why.split(':')[0]}", text,
+        {"command": command_id, "system": fqdn, "reason": why}), now)

@@ -7,6 +7,7 @@ the line: this module depends on both, neither depends on it.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from sqlalchemy import and_, exists, func, or_, select
@@ -26,40 +27,67 @@ from .scheduling import requirement_class
 from .waitline import WAITING, try_grant
 
 
-def enqueue(uow, actor: Actor, now: datetime, policy: reservation_rules.ReservationPolicy, body: dict,
-            duration, heartbeat: timedelta | None, take_by: timedelta | None, healthy_within: timedelta | None = None,
-            force: bool = False) -> tuple[Reservation, bool]:
-    """Queue a waiting reservation (granted at once when a system it may use is free); (reservation, created).
+@dataclass(frozen=True)
+class WaitRequest:
+    """A reservation that waits in the line (POST /reservations with `wait`), parsed: what `enqueue` takes."""
 
-    healthy_within: granted only a system with a passing health check that recent (health_state.gate_wait);
-    force: an admin's wait may take a pool below its automation floor (holds.floor_allows)."""
+    system: str | None = None  # one named system, or
+    requires: dict | None = None  # a host filter (normalised: jobxml/normalise.py) and/or
+    pools: tuple[str, ...] = ()  # pools, any system of which will do
+    duration: timedelta | str | None = None  # "unlimited" where the policy allows no end
+    heartbeat: timedelta | None = None
+    take_by: timedelta | None = None
+    healthy_within: timedelta | None = None  # only a system with a passing health check that recent
+    priority: int = 0
+    return_loan: bool = False
+    request_id: str | None = None
+    purpose: str | None = None
+    force: bool = False  # an admin's wait may take a pool below its automation floor (holds.floor_allows)
+
+
+def parse_request(body: dict, duration, heartbeat: timedelta | None, take_by: timedelta | None,
+                  healthy_within: timedelta | None = None, force: bool = False) -> WaitRequest:
+    """The body's fields (its durations parsed by the caller), checked as far as they can be without reading."""
+    requires = normalise_host_filter(body.get("requires"), "requires")
+    if is_live(requires):  # the candidates are chosen once; who holds a system changes all the time
+        raise Invalid("requires", f"{' and '.join(sorted(LIVE_FIELDS))} cannot choose what a reservation waits for")
+    return WaitRequest(body.get("system"), requires, tuple(body.get("pools") or ()), duration, heartbeat, take_by,
+                       healthy_within, rules.priority(body.get("priority")), bool(body.get("return_loan", False)),
+                       body.get("request_id"), body.get("purpose"), bool(force))
+
+
+def enqueue(uow, actor: Actor, now: datetime, policy: reservation_rules.ReservationPolicy,
+            request: WaitRequest) -> tuple[Reservation, bool]:
+    """Queue a waiting reservation (granted at once when a system it may use is free); (reservation, created)."""
     session = uow.session
-    asked = _asked(body, duration, heartbeat, take_by, healthy_within)
-    if body.get("request_id") and (previous := _by_request_id(session, actor, body["request_id"])) is not None:
-        return _retried(session, previous, body["request_id"], asked), False  # what its first attempt queued
-    wanted = _wanted(session, actor, body)
-    purpose = holds.purpose_of(uow.settings, body.get("purpose"))
+    duration, heartbeat, request_id = request.duration, request.heartbeat, request.request_id
+    asked = _asked(request)
+    if request_id and (previous := _by_request_id(session, actor, request_id)) is not None:
+        return _retried(session, previous, request_id, asked), False  # what its first attempt queued
+    wanted = _wanted(session, actor, request)
+    purpose = holds.purpose_of(uow.settings, request.purpose)
     window = reservation_rules.plan_window(now, policy, duration=duration)  # the site's default and maximum
     length = window.end - window.start if window.end is not None else None
-    take_by = rules.check_take_by(take_by, length)
+    take_by = rules.check_take_by(request.take_by, length)
     if heartbeat is not None:
         heartbeat = reservation_rules.heartbeat_interval(heartbeat)
     uow.start_writing()  # SQLite: the write lock from here (as a reserve takes it), so queueing is serialised
-    if body.get("request_id") and (previous := _by_request_id(session, actor, body["request_id"])) is not None:
-        return _retried(session, previous, body["request_id"], asked), False  # a retry that raced its first attempt
+    if request_id and (previous := _by_request_id(session, actor, request_id)) is not None:
+        return _retried(session, previous, request_id, asked), False  # a retry that raced its first attempt
     cls = requirement_class(session, actor.id, {"host_requires": wanted.tree, "force": wanted.force, "reserve": True},
                             now)
     _refuse_never_granted(session, actor, cls.id)
     reservation = Reservation(system_id=None, user_id=actor.id, kind="manual", start_at=now, end_at=None,
-                              return_loan=body.get("return_loan", False),
+                              return_loan=request.return_loan,
                               heartbeat_seconds=int(heartbeat.total_seconds()) if heartbeat else None,
-                              request_id=body.get("request_id"), created_at=now, purpose=purpose)
+                              request_id=request_id, created_at=now, purpose=purpose)
     session.add(reservation)
     session.flush()
     wait = ReservationWait(reservation_id=reservation.id, class_id=cls.id,
-                           priority=rules.priority(body.get("priority")), queued_at=now, duration_seconds=_seconds(length), take_by_seconds=_seconds(take_by),
-                           status=WAITING, reservation=reservation,
-                           healthy_within_seconds=_seconds(healthy_within), force=bool(force and actor.is_admin))
+                           priority=request.priority, queued_at=now, duration_seconds=_seconds(length),
+                           take_by_seconds=_seconds(take_by), status=WAITING, reservation=reservation,
+                           healthy_within_seconds=_seconds(request.healthy_within),
+                           force=request.force and actor.is_admin)
     session.add(wait)
     session.flush()
     reservation.user = session.get(User, actor.id)
@@ -89,13 +117,13 @@ def _refuse_never_granted(session, actor: Actor, class_id: int) -> None:
     raise rules.never_granted({condition: n for condition, n in counts if condition != "removed"})
 
 
-def _asked(body: dict, duration, heartbeat, take_by, healthy_within) -> retries.WaitAsked:
+def _asked(request: WaitRequest) -> retries.WaitAsked:
     """What this request asks, as a retry is compared (domain/retries.py `wait_differences`)."""
-    requires = normalise_host_filter(body.get("requires"), "requires")
-    wanted = rules.wanted(body.get("system"), requires, body.get("pools") or [])
+    wanted = rules.wanted(request.system, request.requires, list(request.pools))
+    duration = request.duration
     length = None if duration in (None, reservation_rules.UNLIMITED) else duration
-    return retries.WaitAsked(wanted.force, wanted.tree, length, heartbeat, take_by, healthy_within,
-                             rules.priority(body.get("priority")), bool(body.get("return_loan")),
+    return retries.WaitAsked(wanted.force, wanted.tree, length, request.heartbeat, request.take_by,
+                             request.healthy_within, request.priority, request.return_loan,
                              length_given=duration is not None)
 
 
@@ -127,17 +155,14 @@ def _seconds(value: timedelta | None) -> int | None:
     return int(value.total_seconds()) if value is not None else None
 
 
-def _wanted(session, actor: Actor, body: dict) -> rules.Wanted:
+def _wanted(session, actor: Actor, request: WaitRequest) -> rules.Wanted:
     """What it waits for, checked now: a named system the caller may reserve, or a filter/pools that exist."""
-    requires = normalise_host_filter(body.get("requires"), "requires")
-    if is_live(requires):  # the candidates are chosen once; who holds a system changes all the time
-        raise Invalid("requires", f"{' and '.join(sorted(LIVE_FIELDS))} cannot choose what a reservation waits for")
-    pools = body.get("pools") or []
+    pools = list(request.pools)
     known = set(session.execute(select(Pool.name)).scalars())
     for name in pools:
         if name not in known:
             raise Invalid("pools", f"no pool named {name}")
-    wanted = rules.wanted(body.get("system"), requires, pools)
+    wanted = rules.wanted(request.system, request.requires, pools)
     if wanted.force is not None:
         target = system_service.find(session, wanted.force, actor)
         guests.refuse(target, "reserved")

@@ -106,10 +106,10 @@ def _tell_started(session, settings, reservation: Reservation, wait: Reservation
     confirm = (f" Confirm it by {format_time(now + timedelta(seconds=wait.take_by_seconds))} "
                f"(lablease heartbeat {reservation.id}) or it is returned.") if wait.take_by_seconds else ""
     text = f"Your reservation {reservation.id} of {fqdn} started; it ends at {end or 'no set time'}.{confirm}"
-    notices.queue(session, settings, reservation.user, now, "reservation.started", str(reservation.id),
-                  f"[lablease] your reservation of {fqdn} started", text,
-                  {"reservation": reservation.id, "system": fqdn, "start": format_time(reservation.start_at),
-                   "end": end})
+    notices.queue(session, settings, notices.Notice(
+        reservation.user, "reservation.started", str(reservation.id), f"[lablease] your reservation of {fqdn} started",
+        text, {"reservation": reservation.id, "system": fqdn, "start": format_time(reservation.start_at), "end": end}),
+        now)
 
 
 def due_at(reservation: Reservation) -> datetime | None:

@@ -1,5 +1,6 @@
 """/systems/{fqdn}/loan, /groups, /pools, access policies, /me settings."""
 from ...services import groups, loans, policies, pools
+from ...domain.loans import LoanRequest
 from ...domain.paging import Page
 from ..inputs import duration_field, time_field
 from .context import Context, Reply
@@ -7,9 +8,9 @@ from .context import Context, Reply
 
 def loan_grant(ctx: Context) -> dict:
     body = ctx.body
-    return loans.grant(ctx.uow, ctx.actor, ctx.now, ctx.args["fqdn"], body["recipient"],
-                       duration_field(body, "duration"), body.get("limited", False), body.get("comment"),
-                       force=ctx.force, purpose=body.get("purpose"))
+    asked = LoanRequest(ctx.args["fqdn"], body["recipient"], duration_field(body, "duration"),
+                        body.get("limited", False), body.get("comment"), ctx.force, body.get("purpose"))
+    return loans.grant(ctx.uow, ctx.actor, ctx.now, asked)
 
 
 def loan_show(ctx: Context) -> dict:

@@ -26,11 +26,11 @@ def create(ctx: Context) -> Reply:
 
 def _wait(ctx: Context, body: dict) -> Reply:
     """Reserve, waiting in the queue when nothing it may get is free (docs/scheduler.md, "People in the queue")."""
-    reservation, created = wait_requests.enqueue(
-        ctx.uow, ctx.actor, ctx.now, ctx.settings.reservation_policy, body,
-        duration=duration_field(body, "duration", allow_unlimited=True), heartbeat=duration_field(body, "heartbeat"),
-        take_by=duration_field(body, "take_by"), healthy_within=duration_field(body, "healthy_within"),
+    asked = wait_requests.parse_request(
+        body, duration=duration_field(body, "duration", allow_unlimited=True),
+        heartbeat=duration_field(body, "heartbeat"), take_by=duration_field(body, "take_by"), healthy_within=duration_field(body, "healthy_within"),
         force=bool(ctx.query.get("force")))
+    reservation, created = wait_requests.enqueue(ctx.uow, ctx.actor, ctx.now, ctx.settings.reservation_policy, asked)
     answer = reservations.as_dict(reservation, ctx.now)
     if not created:
         return Reply(answer, 200)

@@ -5,6 +5,7 @@ Each goes through the use case /api/v1 uses for the same action, so the same rul
 from __future__ import annotations
 
 from ...domain.errors import Conflict, Invalid
+from ...domain.loans import LoanRequest
 from ...domain.reserve import ReserveRequest
 from ...services import commands, installations, lease, loans, reserve, systems
 from ..call import Call
@@ -92,7 +93,7 @@ def provision(call: Call, fqdn, distro_tree_id, ks_meta=None, kernel_options=Non
 def loan_grant(call: Call, fqdn: str):
     body = call.body or {}
     recipient = body.get("recipient") or call.user.name  # Beaker lends to the caller when nobody is named
-    loan = loans.grant(call.uow, call.user, call.now, fqdn, recipient, comment=body.get("comment"))
+    loan = loans.grant(call.uow, call.user, call.now, LoanRequest(fqdn, recipient, comment=body.get("comment")))
     return loan_document(loan)
 
 

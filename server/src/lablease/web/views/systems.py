@@ -2,6 +2,7 @@
 from urllib.parse import quote, urlencode
 
 from ...domain.actions import EXTEND_STEPS
+from ...domain.loans import LoanRequest
 from ...domain.reserve import ReserveRequest
 from ...services import loans, overview, reserve
 from ..context import PageContext, Redirect
@@ -40,8 +41,8 @@ def take(ctx: PageContext) -> Redirect:
 
 
 def borrow(ctx: PageContext) -> Redirect:
-    loan = loans.grant(ctx.uow, ctx.actor, ctx.now, ctx.args["fqdn"], ctx.actor.name, limited=True,
-                       purpose=ctx.form.get("purpose"))
+    asked = LoanRequest(ctx.args["fqdn"], ctx.actor.name, limited=True, purpose=ctx.form.get("purpose"))
+    loan = loans.grant(ctx.uow, ctx.actor, ctx.now, asked)
     return Redirect(page_of(loan["system"]), f"{loan['system']} is lent to you until {when(loan['end'])}.")
 
 

@@ -10,7 +10,9 @@ __metaclass__ = type
 class ModuleDocFragment(object):
 
     # Every module's connection options (plugins/module_utils/client.py: API_ARGUMENT_SPEC), author,
-    # requirements and shared notes.
+    # requirements, shared notes, and the attributes every module has: what check_mode and diff_mode mean, and the
+    # action group (meta/runtime.yml) all modules are in. A module adds its own check_mode and diff_mode support with
+    # a variant of the attributes fragment (attributes.py: resource or info_module).
     DOCUMENTATION = r"""
 options:
   url:
@@ -42,6 +44,16 @@ options:
       - Only idempotent calls are retried (reads, returns, and reservations made with a O(lablease.lab.reservation#module:request_id)).
     type: int
     default: 3
+attributes:
+  check_mode:
+    description: Can run in C(check_mode) and return changed status prediction without modifying target.
+  diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in C(check_mode)), when in diff mode.
+  action_group:
+    description: Use C(group/lablease.lab.api) in C(module_defaults) to set the connection options.
+    support: full
+    membership:
+      - lablease.lab.api
 author:
   - lablease developers (@lablease)
 requirements:

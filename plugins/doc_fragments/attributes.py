@@ -9,24 +9,15 @@ __metaclass__ = type
 
 class ModuleDocFragment(object):
 
-    # Every module: what the attributes mean, and the action group (meta/runtime.yml) all modules are in.
-    # A module then says its own check_mode and diff_mode support (or takes a variant below), adding
-    # `details` where it does something particular.
+    # What the attributes mean and the action group are in lablease.lab.api now, which every module extends; this
+    # fragment's variants below say a module's check_mode and diff_mode support, and the module adds `details` where
+    # it does something particular. The plain fragment is kept, empty, so that a list naming it (as 1.0.0's modules
+    # did) still resolves.
     DOCUMENTATION = r"""
 options: {}
-attributes:
-  check_mode:
-    description: Can run in C(check_mode) and return changed status prediction without modifying target.
-  diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in C(check_mode)), when in diff mode.
-  action_group:
-    description: Use C(group/lablease.lab.api) in C(module_defaults) to set the connection options.
-    support: full
-    membership:
-      - lablease.lab.api
 """
 
-    # A module that changes things, with full check and diff mode; use together with the standard fragment.
+    # A module that changes things, with full check and diff mode; use together with lablease.lab.api.
     # A module overrides `details` where its check or diff mode says more (what it predicts, what the diff shows).
     RESOURCE = r"""
 options: {}
@@ -42,7 +33,7 @@ attributes:
       - Shows the fields the module manages before and after.
 """
 
-    # A module that only reads (*_info); use together with the standard fragment.
+    # A module that only reads (*_info); use together with lablease.lab.api.
     INFO_MODULE = r"""
 options: {}
 attributes:

@@ -274,6 +274,11 @@ class Client:
                 return None
             raise
 
+    def get_listed(self, path):
+        """[the object], or [] when there is none (404): what an *_info module lists when asked for one by id."""
+        found = self.get_or_none(path)
+        return [found] if found else []
+
     def me(self):
         if self._me is None:
             self._me = self.get("/me")

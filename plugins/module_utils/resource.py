@@ -13,14 +13,18 @@ does those steps once; a module subclasses it and says only what is particular t
 
 - ``key``: the name of the object in the result (``group``, ``pool``, ...);
 - ``validate()``: checks of the options, before any call to the server;
-- ``read()``: the object, or None when it does not exist;
+- ``read()``: the object, or None when it does not exist; by default the object the name option names in
+  ``collection`` (``/groups``), whose path is then ``self.path``;
 - ``plan(current)``: what to change, falsy when nothing (``current`` None: a new object);
 - ``predict(current, plan)``: the object as it would be after the change;
 - ``create(plan)``, ``update(current, plan)``: write; return the object after, or None to read it back;
-  several writes go as one ``self.client.batch()`` (all or none);
-- ``delete(current)``; ``shown(obj)``: what the diff compares.
+  several writes go as one ``self.client.batch()`` (all or none); by default ``update`` PATCHes ``self.path``;
+- ``delete(current)``: by default DELETE ``self.path`` (``?force=true`` with the force option);
+- ``shown(obj)``: what the diff compares; by default the object's ``shown_keys`` (``fields``), the lists among
+  them named in ``sorted_keys`` sorted.
 
 ``extra`` holds further result keys (``added``, ``cancelled``, ...) a module returns in every answer.
+A module's ``main()`` is ``TheResource.main(argument_spec, **constraints)`` (module.py: ``lablease_module``).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -28,16 +32,25 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.lablease.lab.plugins.module_utils.client import LableaseError, module_client
+from ansible_collections.lablease.lab.plugins.module_utils.module import fail, lablease_module
 
 
-def fail(module, error, **result):
-    """Fail the module with a LableaseError's message, HTTP status and problem document."""
-    module.fail_json(msg=error.message, status=error.status, problem=error.problem, **result)
+def fields(obj, keys, sorted_keys=()):
+    """What a diff shows of an object: its keys (None where it has not one), the lists named in sorted_keys sorted;
+    {} for no object."""
+    if not obj:
+        return {}
+    view = dict((key, obj.get(key)) for key in keys)
+    for key in sorted_keys:
+        view[key] = sorted(view[key] or [])
+    return view
 
 
 class Resource(object):
     key = "object"
     absent_state = "absent"  # the O(state) that removes the object; None: the object always exists
+    collection = None  # where the objects the name option names are (/groups), for the default read()
+    shown_keys = sorted_keys = ()  # what the default shown() compares
 
     def __init__(self, module):
         self.module = module
@@ -47,12 +60,18 @@ class Resource(object):
         self.validate()
         self.client = module_client(module)
 
+    @classmethod
+    def main(cls, argument_spec, **constraints):
+        """A module's main(): its AnsibleModule (the connection options and argument_spec), then run()."""
+        cls(lablease_module(argument_spec, **constraints)).run()
+
     # -- what a module says --------------------------------------------------------------------
     def validate(self):
         pass
 
     def read(self):
-        raise NotImplementedError
+        self.path = "%s/%s" % (self.collection, self.client.quote(self.params["name"]))
+        return self.client.get_or_none(self.path)
 
     def plan(self, current):
         raise NotImplementedError
@@ -64,14 +83,13 @@ class Resource(object):
         raise NotImplementedError
 
     def update(self, current, plan):
-        raise NotImplementedError
+        return self.client.request("PATCH", self.path, plan)[1]
 
     def delete(self, current):
-        raise NotImplementedError
+        self.client.delete_or_none(self.path, {"force": True} if self.params.get("force") else None)
 
-    @staticmethod
-    def shown(obj):
-        return obj
+    def shown(self, obj):
+        return fields(obj, self.shown_keys, self.sorted_keys)
 
     # -- the engine ----------------------------------------------------------------------------
     def run(self):

@@ -19,18 +19,12 @@ description:
   - Needs the C(edit_policy) permission on the system (its owner and administrators have it).
 extends_documentation_fragment:
   - lablease.lab.api
-  - lablease.lab.attributes
   - lablease.lab.attributes.resource
+  - lablease.lab.options.system
 attributes:
   diff_mode:
     details: Shows the rules and C(use_pool_policy) before and after.
 options:
-  system:
-    description:
-      - Fully qualified name of the system.
-    type: str
-    required: true
-    aliases: [fqdn]
   rules:
     description:
       - The rules to add, remove, or have exactly (O(state)).
@@ -146,8 +140,7 @@ removed:
   elements: dict
 """
 
-from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.lablease.lab.plugins.module_utils.client import api_argument_spec
+from ansible_collections.lablease.lab.plugins.module_utils.module import options
 from ansible_collections.lablease.lab.plugins.module_utils.resource import Resource
 
 
@@ -244,24 +237,18 @@ class AccessPolicy(Resource):
 
 
 def main():
-    module = AnsibleModule(
-        argument_spec=api_argument_spec(
-            system=dict(type="str", required=True, aliases=["fqdn"]),
-            rules=dict(type="list", elements="dict", options=dict(
-                permission=dict(type="str", required=True, choices=[
-                    "view", "reserve", "loan_self", "loan_any", "control_system", "edit_system", "edit_policy"]),
-                user=dict(type="str"),
-                group=dict(type="str"),
-                everybody=dict(type="bool", default=False),
-            )),
-            state=dict(type="str", default="present", choices=["present", "absent", "exact"]),
-            use_pool_policy=dict(type="str"),
-            force=dict(type="bool", default=False),
-        ),
-        required_if=[("state", "exact", ("rules",))],
-        supports_check_mode=True,
-    )
-    AccessPolicy(module).run()
+    AccessPolicy.main(options(
+        "system", "force",
+        rules=dict(type="list", elements="dict", options=dict(
+            permission=dict(type="str", required=True, choices=[
+                "view", "reserve", "loan_self", "loan_any", "control_system", "edit_system", "edit_policy"]),
+            user=dict(type="str"),
+            group=dict(type="str"),
+            everybody=dict(type="bool", default=False),
+        )),
+        state=dict(type="str", default="present", choices=["present", "absent", "exact"]),
+        use_pool_policy=dict(type="str"),
+    ), required_if=[("state", "exact", ("rules",))])
 
 
 if __name__ == "__main__":

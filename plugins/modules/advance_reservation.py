@@ -34,7 +34,6 @@ description:
     server limits how many may be active at once (C(max_advance_reservations); 0 turns them off).
 extends_documentation_fragment:
   - lablease.lab.api
-  - lablease.lab.attributes
   - lablease.lab.attributes.resource
 attributes:
   check_mode:
@@ -288,12 +287,9 @@ deleted:
 import json
 from datetime import timedelta
 
-from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.lablease.lab.plugins.module_utils.client import (
-    LableaseError,
-    api_argument_spec,
-    module_client,
-)
+from ansible_collections.lablease.lab.plugins.module_utils.client import LableaseError
+from ansible_collections.lablease.lab.plugins.module_utils.module import lablease_module, options, run
+from ansible_collections.lablease.lab.plugins.module_utils.resource import fields
 from ansible_collections.lablease.lab.plugins.module_utils.times import (
     format_time,
     parse_duration,
@@ -310,9 +306,7 @@ SETS = ("systems", "hosts", "pools", "acl")
 def shown(ar):
     if not ar:
         return {}
-    view = dict((k, ar.get(k)) for k in SHOWN)
-    for key in SETS:
-        view[key] = sorted(view[key] or [])
+    view = fields(ar, SHOWN, SETS)
     mail = ar.get("mail") or {}
     view["mail"] = {"events": mail.get("events") or "", "to": sorted(mail.get("to") or [])}
     return view
@@ -593,38 +587,32 @@ def absent(module, client, wanted, found):
     module.exit_json(changed=True, advance_reservation=None, deleted=deleted, diff={"before": before, "after": {}})
 
 
+def book(module, client, wanted):
+    """The caller's active ARs named so made what state asks: one, changed where it differs, or none."""
+    found = find(client, wanted.name)
+    if module.params["state"] == "absent":
+        absent(module, client, wanted, found)
+    present(module, client, wanted, found)
+
+
 def main():
-    module = AnsibleModule(
-        argument_spec=api_argument_spec(
-            name=dict(type="str", required=True),
-            state=dict(type="str", default="present", choices=["present", "absent"]),
-            start=dict(type="str"),
-            end=dict(type="str"),
-            duration=dict(type="str"),
-            hosts=dict(type="list", elements="str"),
-            requires=dict(type="dict"),
-            pools=dict(type="list", elements="str"),
-            count=dict(type="int"),
-            acl=dict(type="list", elements="str"),
-            mail_events=dict(type="str"),
-            mail_to=dict(type="list", elements="str"),
-            error_handling=dict(type="str", choices=["hard", "soft"]),
-            account=dict(type="str"),
-            force=dict(type="bool", default=False),
-            release=dict(type="list", elements="str"),
-        ),
-        mutually_exclusive=[("hosts", "requires")],
-        supports_check_mode=True,
-    )
-    wanted = Wanted(module)
-    client = module_client(module)
-    try:
-        found = find(client, wanted.name)
-        if module.params["state"] == "absent":
-            absent(module, client, wanted, found)
-        present(module, client, wanted, found)
-    except LableaseError as error:
-        module.fail_json(msg=error.message, status=error.status, problem=error.problem)
+    module = lablease_module(options(
+        "name", "state", "force",
+        start=dict(type="str"),
+        end=dict(type="str"),
+        duration=dict(type="str"),
+        hosts=dict(type="list", elements="str"),
+        requires=dict(type="dict"),
+        pools=dict(type="list", elements="str"),
+        count=dict(type="int"),
+        acl=dict(type="list", elements="str"),
+        mail_events=dict(type="str"),
+        mail_to=dict(type="list", elements="str"),
+        error_handling=dict(type="str", choices=["hard", "soft"]),
+        account=dict(type="str"),
+        release=dict(type="list", elements="str"),
+    ), mutually_exclusive=[("hosts", "requires")])
+    run(module, book, Wanted(module))
 
 
 if __name__ == "__main__":

@@ -17,7 +17,6 @@ description:
     like Grid Engine's C(qrstat).
 extends_documentation_fragment:
   - lablease.lab.api
-  - lablease.lab.attributes
   - lablease.lab.attributes.info_module
 options:
   id:
@@ -95,45 +94,35 @@ advance_reservations:
       error_reasons: []
 """
 
-from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.lablease.lab.plugins.module_utils.client import (
-    LableaseError,
-    api_argument_spec,
-    module_client,
-)
+from ansible_collections.lablease.lab.plugins.module_utils.module import lablease_module, run_info
+
+
+def find(module, client):
+    """The ARs the options ask for: the one by id, or the user's, by name and state."""
+    params = module.params
+    if params["id"] is not None:
+        return client.get_listed("/advance-reservations/%d" % params["id"])
+    user = (params["user"] or "").strip()
+    if user in ("", "me"):
+        user = None  # the server's default: the caller's own
+    elif user == "all":
+        user = "*"
+    ars = client.get_all("/advance-reservations", {"user": user})
+    if params["name"] is not None:
+        ars = [ar for ar in ars if ar.get("name") == params["name"].strip()]
+    if params["state"]:
+        ars = [ar for ar in ars if ar.get("state") in params["state"]]
+    return ars
 
 
 def main():
-    module = AnsibleModule(
-        argument_spec=api_argument_spec(
-            id=dict(type="int"),
-            name=dict(type="str"),
-            user=dict(type="str"),
-            state=dict(type="list", elements="str", choices=["w", "r", "x", "d", "E"]),
-        ),
-        mutually_exclusive=[("id", "name")],
-        supports_check_mode=True,
-    )
-    client = module_client(module)
-    params = module.params
-    try:
-        if params["id"] is not None:
-            found = client.get_or_none("/advance-reservations/%d" % params["id"])
-            ars = [found] if found else []
-        else:
-            user = (params["user"] or "").strip()
-            if user in ("", "me"):
-                user = None  # the server's default: the caller's own
-            elif user == "all":
-                user = "*"
-            ars = client.get_all("/advance-reservations", {"user": user})
-            if params["name"] is not None:
-                ars = [ar for ar in ars if ar.get("name") == params["name"].strip()]
-            if params["state"]:
-                ars = [ar for ar in ars if ar.get("state") in params["state"]]
-    except LableaseError as error:
-        module.fail_json(msg=error.message, status=error.status)
-    module.exit_json(changed=False, advance_reservations=ars)
+    module = lablease_module(dict(
+        id=dict(type="int"),
+        name=dict(type="str"),
+        user=dict(type="str"),
+        state=dict(type="list", elements="str", choices=["w", "r", "x", "d", "E"]),
+    ), mutually_exclusive=[("id", "name")])
+    run_info(module, "advance_reservations", find)
 
 
 if __name__ == "__main__":

@@ -22,7 +22,6 @@ description:
   - Only administrators may add, change or remove distro trees.
 extends_documentation_fragment:
   - lablease.lab.api
-  - lablease.lab.attributes
   - lablease.lab.attributes.resource
 attributes:
   diff_mode:
@@ -183,23 +182,13 @@ distro_tree:
       type: str
 """
 
-from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.lablease.lab.plugins.module_utils.client import api_argument_spec
+from ansible_collections.lablease.lab.plugins.module_utils.module import options
 from ansible_collections.lablease.lab.plugins.module_utils.resource import Resource
 
 TEXTS = ("family", "url", "kernel", "initrd", "ks_meta", "kernel_options")
 LISTS = ("tags", "labs")
 SHOWN = ("name", "arch", "variant") + TEXTS + LISTS
 OPTION = {"url": "tree_url"}  # the tree's field -> the module's option (url is the server's)
-
-
-def shown(tree):
-    if not tree:
-        return {}
-    view = dict((k, tree.get(k)) for k in SHOWN)
-    for key in LISTS:
-        view[key] = sorted(view[key] or [])
-    return view
 
 
 def differs(key, current, wanted):
@@ -210,6 +199,7 @@ def differs(key, current, wanted):
 
 class DistroTree(Resource):
     key = "distro_tree"
+    shown_keys, sorted_keys = SHOWN, LISTS
 
     def validate(self):
         params = self.params
@@ -222,7 +212,10 @@ class DistroTree(Resource):
         """The tree with exactly this name, arch and variant (None: the tree without a variant), or None."""
         found = [t for t in self.client.get_all("/distro-trees", {"name": self.name, "arch": self.arch, "variant": self.variant})
                  if t.get("name") == self.name and t.get("arch") == self.arch and (t.get("variant") or None) == self.variant]
-        return found[0] if found else None
+        if not found:
+            return None
+        self.path = "/distro-trees/%d" % found[0]["id"]  # what update() and delete() change
+        return found[0]
 
     def plan(self, current):
         params = self.params
@@ -249,34 +242,21 @@ class DistroTree(Resource):
     def create(self, plan):
         return self.client.request("POST", "/distro-trees", plan)[1]
 
-    def update(self, current, plan):
-        return self.client.request("PATCH", "/distro-trees/%d" % current["id"], plan)[1]
-
-    def delete(self, current):
-        self.client.delete_or_none("/distro-trees/%d" % current["id"])
-
-    shown = staticmethod(shown)
-
 
 def main():
-    module = AnsibleModule(
-        argument_spec=api_argument_spec(
-            name=dict(type="str", required=True),
-            arch=dict(type="str", required=True),
-            variant=dict(type="str"),
-            state=dict(type="str", default="present", choices=["present", "absent"]),
-            family=dict(type="str"),
-            tree_url=dict(type="str"),
-            kernel=dict(type="str"),
-            initrd=dict(type="str"),
-            ks_meta=dict(type="str"),
-            kernel_options=dict(type="str"),
-            tags=dict(type="list", elements="str"),
-            labs=dict(type="list", elements="str"),
-        ),
-        supports_check_mode=True,
-    )
-    DistroTree(module).run()
+    DistroTree.main(options(
+        "name", "state",
+        arch=dict(type="str", required=True),
+        variant=dict(type="str"),
+        family=dict(type="str"),
+        tree_url=dict(type="str"),
+        kernel=dict(type="str"),
+        initrd=dict(type="str"),
+        ks_meta=dict(type="str"),
+        kernel_options=dict(type="str"),
+        tags=dict(type="list", elements="str"),
+        labs=dict(type="list", elements="str"),
+    ))
 
 
 if __name__ == "__main__":

@@ -18,7 +18,6 @@ description:
   - Only the options given are compared and changed.
 extends_documentation_fragment:
   - lablease.lab.api
-  - lablease.lab.attributes
   - lablease.lab.attributes.resource
 attributes:
   diff_mode:
@@ -138,16 +137,9 @@ group:
       type: str
 """
 
-from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.lablease.lab.plugins.module_utils.client import api_argument_spec, list_plan
+from ansible_collections.lablease.lab.plugins.module_utils.client import list_plan
+from ansible_collections.lablease.lab.plugins.module_utils.module import list_mode, options
 from ansible_collections.lablease.lab.plugins.module_utils.resource import Resource
-
-
-def shown(group):
-    if not group:
-        return {}
-    return {"description": group.get("description"), "members": sorted(group.get("members") or []),
-            "owners": sorted(group.get("owners") or []), "webhook_url": group.get("webhook_url")}
 
 
 def membership_plan(current, params, me):
@@ -181,10 +173,9 @@ def membership_plan(current, params, me):
 
 class Group(Resource):
     key = "group"
-
-    def read(self):
-        self.path = "/groups/%s" % self.client.quote(self.params["name"])
-        return self.client.get_or_none(self.path)
+    collection = "/groups"
+    shown_keys = ("description", "members", "owners", "webhook_url")
+    sorted_keys = ("members", "owners")
 
     def plan(self, current):
         params = self.params
@@ -217,7 +208,7 @@ class Group(Resource):
         body = {"name": self.params["name"]}
         if fields.get("description") is not None:
             body["description"] = fields.pop("description")
-        return self.update(None, dict(plan, fields=fields), self.client.batch().add("POST", "/groups", body))
+        return self.update(None, dict(plan, fields=fields), self.client.batch().add("POST", self.collection, body))
 
     def update(self, current, plan, batch=None):
         """The group's changes and its members' as one batch: an unknown user changes nothing."""
@@ -233,29 +224,18 @@ class Group(Resource):
         batch.send()
         return None
 
-    def delete(self, current):
-        self.client.delete_or_none(self.path, {"force": True} if self.params["force"] else None)
-
-    shown = staticmethod(shown)
-
 
 def main():
-    module = AnsibleModule(
-        argument_spec=api_argument_spec(
-            name=dict(type="str", required=True),
-            state=dict(type="str", default="present", choices=["present", "absent"]),
-            description=dict(type="str"),
-            members=dict(type="list", elements="str"),
-            owners=dict(type="list", elements="str"),
-            members_mode=dict(type="str", default="exact", choices=["exact", "add", "remove"]),
-            webhook_url=dict(type="str"),
-            webhook_secret=dict(type="str", no_log=True),
-            update_secret=dict(type="str", default="on_create", choices=["always", "on_create"], no_log=False),
-            force=dict(type="bool", default=False),
-        ),
-        supports_check_mode=True,
-    )
-    Group(module).run()
+    Group.main(options(
+        "name", "state", "force",
+        description=dict(type="str"),
+        members=dict(type="list", elements="str"),
+        owners=dict(type="list", elements="str"),
+        members_mode=list_mode(),
+        webhook_url=dict(type="str"),
+        webhook_secret=dict(type="str", no_log=True),
+        update_secret=dict(type="str", default="on_create", choices=["always", "on_create"], no_log=False),
+    ))
 
 
 if __name__ == "__main__":

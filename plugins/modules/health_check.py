@@ -19,7 +19,6 @@ description:
   - Only the options given are compared and changed. Only administrators define health checks.
 extends_documentation_fragment:
   - lablease.lab.api
-  - lablease.lab.attributes
   - lablease.lab.attributes.resource
 attributes:
   diff_mode:
@@ -139,22 +138,17 @@ health_check:
       type: str
 """
 
-from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.lablease.lab.plugins.module_utils.client import api_argument_spec
+from ansible_collections.lablease.lab.plugins.module_utils.module import options
 from ansible_collections.lablease.lab.plugins.module_utils.resource import Resource
 from ansible_collections.lablease.lab.plugins.module_utils.times import parse_duration
 
 SCOPES = ("system", "pool", "arch")
 
 
-def shown(check):
-    if not check:
-        return {}
-    return dict((key, check.get(key)) for key in SCOPES + ("every", "after_recipes", "source"))
-
-
 class HealthCheck(Resource):
     key = "health_check"
+    collection = "/health-checks"
+    shown_keys = SCOPES + ("every", "after_recipes", "source")
 
     def validate(self):
         every = self.params["every"]
@@ -164,10 +158,6 @@ class HealthCheck(Resource):
             self.module.fail_json(msg=str(error))
         if self.params["after_recipes"] is not None and self.params["after_recipes"] < 1:
             self.module.fail_json(msg="after_recipes: must be at least 1")
-
-    def read(self):
-        self.path = "/health-checks/%s" % self.client.quote(self.params["name"])
-        return self.client.get_or_none(self.path)
 
     def plan(self, current):
         params = self.params
@@ -203,35 +193,24 @@ class HealthCheck(Resource):
         return predicted
 
     def create(self, plan):
-        self.client.request("POST", "/health-checks", dict(plan, name=self.params["name"]))
+        self.client.request("POST", self.collection, dict(plan, name=self.params["name"]))
         return None  # read back
 
     def update(self, current, plan):
         self.client.request("PATCH", self.path, plan)
-        return None
-
-    def delete(self, current):
-        self.client.delete_or_none(self.path)
-
-    shown = staticmethod(shown)
+        return None  # read back
 
 
 def main():
-    module = AnsibleModule(
-        argument_spec=api_argument_spec(
-            name=dict(type="str", required=True),
-            state=dict(type="str", default="present", choices=["present", "absent"]),
-            system=dict(type="str"),
-            pool=dict(type="str"),
-            arch=dict(type="str"),
-            job=dict(type="raw"),
-            every=dict(type="str"),
-            after_recipes=dict(type="int"),
-        ),
-        mutually_exclusive=[("system", "pool", "arch")],
-        supports_check_mode=True,
-    )
-    HealthCheck(module).run()
+    HealthCheck.main(options(
+        "name", "state",
+        system=dict(type="str"),
+        pool=dict(type="str"),
+        arch=dict(type="str"),
+        job=dict(type="raw"),
+        every=dict(type="str"),
+        after_recipes=dict(type="int"),
+    ), mutually_exclusive=[("system", "pool", "arch")])
 
 
 if __name__ == "__main__":

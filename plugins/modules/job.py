@@ -24,7 +24,6 @@ description:
   - See the server's C(docs/jobs.md) for the job XML and the JSON form.
 extends_documentation_fragment:
   - lablease.lab.api
-  - lablease.lab.attributes
 attributes:
   check_mode:
     support: full
@@ -186,15 +185,9 @@ import hashlib
 import json
 import os
 
-from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_bytes
-from ansible_collections.lablease.lab.plugins.module_utils.client import (
-    LableaseError,
-    api_argument_spec,
-    module_client,
-    wait_until,
-)
-from ansible_collections.lablease.lab.plugins.module_utils.resource import fail
+from ansible_collections.lablease.lab.plugins.module_utils.client import LableaseError, wait_until
+from ansible_collections.lablease.lab.plugins.module_utils.module import lablease_module, options, run
 
 FINISHED = ("completed", "cancelled", "aborted")
 BAD = ("cancelled", "aborted")
@@ -310,10 +303,28 @@ def submit(module, client, body, xml):
     return job, status == 201
 
 
+def run_job(module, client, body, xml):
+    """Cancel the job (state=absent), or submit it (or take job_id's) and, with wait, wait until it runs."""
+    params = module.params
+    if params["state"] == "absent":
+        cancel(module, client)
+    if params["job_id"] is not None:
+        job, changed = client.get("/jobs/%d" % params["job_id"]), False
+    else:
+        job, changed = submit(module, client, body, xml)
+    recipes = recipes_of(job)
+    if params["wait"] and not module.check_mode:
+        try:
+            job, recipes = wait_for(module, client, job, changed)
+        except LableaseError as error:
+            module.fail_json(msg=error.message, status=error.status, changed=changed, job_id=job["id"], job=job)
+    answer(module, changed, job, recipes)
+
+
 def main():
-    module = AnsibleModule(
-        argument_spec=api_argument_spec(
-            state=dict(type="str", default="present", choices=["present", "absent"]),
+    module = lablease_module(
+        options(
+            "state",
             job_id=dict(type="int", aliases=["id"]),
             request_id=dict(type="str"),
             xml_file=dict(type="path"),
@@ -329,27 +340,10 @@ def main():
                             ("xml_file", "xml", "group")],
         required_if=[("state", "present", ("xml_file", "xml", "recipe_sets", "job_id"), True),
                      ("state", "absent", ("job_id",))],
-        supports_check_mode=True,
     )
     params = module.params
     body, xml = job_document(module) if params["state"] == "present" and params["job_id"] is None else (None, None)
-    client = module_client(module)
-    try:
-        if params["state"] == "absent":
-            cancel(module, client)
-        if params["job_id"] is not None:
-            job, changed = client.get("/jobs/%d" % params["job_id"]), False
-        else:
-            job, changed = submit(module, client, body, xml)
-        recipes = recipes_of(job)
-        if params["wait"] and not module.check_mode:
-            try:
-                job, recipes = wait_for(module, client, job, changed)
-            except LableaseError as error:
-                module.fail_json(msg=error.message, status=error.status, changed=changed, job_id=job["id"], job=job)
-        answer(module, changed, job, recipes)
-    except LableaseError as error:
-        fail(module, error)
+    run(module, run_job, body, xml)
 
 
 if __name__ == "__main__":

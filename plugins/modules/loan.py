@@ -19,18 +19,12 @@ description:
     lending to oneself needs C(loan_self).
 extends_documentation_fragment:
   - lablease.lab.api
-  - lablease.lab.attributes
   - lablease.lab.attributes.resource
+  - lablease.lab.options.system
 attributes:
   diff_mode:
     details: Shows the loan's recipient, end and comment before and after.
 options:
-  system:
-    description:
-      - Fully qualified name of the system.
-    type: str
-    required: true
-    aliases: [fqdn]
   state:
     description:
       - V(present) lends the system to O(recipient) unless it already is (then the loan is kept, and extended
@@ -167,8 +161,7 @@ returned:
 
 from datetime import timedelta
 
-from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.lablease.lab.plugins.module_utils.client import api_argument_spec
+from ansible_collections.lablease.lab.plugins.module_utils.module import options
 from ansible_collections.lablease.lab.plugins.module_utils.times import (
     format_time,
     parse_duration,
@@ -176,12 +169,6 @@ from ansible_collections.lablease.lab.plugins.module_utils.times import (
     utcnow,
 )
 from ansible_collections.lablease.lab.plugins.module_utils.resource import Resource
-
-
-def shown(loan):
-    if not loan:
-        return {}
-    return dict((k, loan.get(k)) for k in ("system", "recipient", "end", "comment", "purpose"))
 
 
 def wanted_end(params, loan, now):
@@ -196,6 +183,7 @@ def wanted_end(params, loan, now):
 
 class Loan(Resource):
     key = "loan"
+    shown_keys = ("system", "recipient", "end", "comment", "purpose")
 
     def validate(self):
         self.extra = {"returned": None}
@@ -281,30 +269,18 @@ class Loan(Resource):
             batch.add("PATCH", self.path, {"end": format_time(self.target)})
         return batch.send()[-1]
 
-    def update(self, current, plan):
-        return self.client.request("PATCH", self.path, plan)[1]
-
-    shown = staticmethod(shown)
-
 
 def main():
-    module = AnsibleModule(
-        argument_spec=api_argument_spec(
-            system=dict(type="str", required=True, aliases=["fqdn"]),
-            state=dict(type="str", default="present", choices=["present", "absent"]),
-            recipient=dict(type="str"),
-            duration=dict(type="str"),
-            limited=dict(type="bool", default=False),
-            end=dict(type="str"),
-            extend_by=dict(type="str"),
-            comment=dict(type="str"),
-            purpose=dict(type="str"),
-            force=dict(type="bool", default=False),
-        ),
-        mutually_exclusive=[("duration", "end", "limited"), ("extend_by", "end"), ("extend_by", "duration")],
-        supports_check_mode=True,
-    )
-    Loan(module).run()
+    Loan.main(options(
+        "system", "state", "force",
+        recipient=dict(type="str"),
+        duration=dict(type="str"),
+        limited=dict(type="bool", default=False),
+        end=dict(type="str"),
+        extend_by=dict(type="str"),
+        comment=dict(type="str"),
+        purpose=dict(type="str"),
+    ), mutually_exclusive=[("duration", "end", "limited"), ("extend_by", "end"), ("extend_by", "duration")])
 
 
 if __name__ == "__main__":

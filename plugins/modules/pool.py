@@ -20,7 +20,6 @@ description:
     members of the owning group add and remove its systems.
 extends_documentation_fragment:
   - lablease.lab.api
-  - lablease.lab.attributes
   - lablease.lab.attributes.resource
 attributes:
   diff_mode:
@@ -139,8 +138,8 @@ pool:
       sample: [s1.lab.test, s2.lab.test]
 """
 
-from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.lablease.lab.plugins.module_utils.client import api_argument_spec, list_plan
+from ansible_collections.lablease.lab.plugins.module_utils.client import list_plan
+from ansible_collections.lablease.lab.plugins.module_utils.module import list_mode, options
 from ansible_collections.lablease.lab.plugins.module_utils.resource import Resource
 
 
@@ -153,10 +152,7 @@ def shown(pool):
 
 class Pool(Resource):
     key = "pool"
-
-    def read(self):
-        self.path = "/pools/%s" % self.client.quote(self.params["name"])
-        return self.client.get_or_none(self.path)
+    collection = "/pools"
 
     def plan(self, current):
         params = self.params
@@ -180,7 +176,7 @@ class Pool(Resource):
         return predicted
 
     def create(self, plan):
-        batch = self.client.batch().add("POST", "/pools", dict(plan.get("fields", {}), name=self.params["name"]))
+        batch = self.client.batch().add("POST", self.collection, dict(plan.get("fields", {}), name=self.params["name"]))
         return self.members(batch, plan)
 
     def update(self, current, plan):
@@ -199,27 +195,18 @@ class Pool(Resource):
         batch.send()
         return None  # read back
 
-    def delete(self, current):
-        self.client.delete_or_none(self.path, {"force": True} if self.params["force"] else None)
-
     shown = staticmethod(shown)
 
 
 def main():
-    module = AnsibleModule(
-        argument_spec=api_argument_spec(
-            name=dict(type="str", required=True),
-            state=dict(type="str", default="present", choices=["present", "absent"]),
-            description=dict(type="str"),
-            owner_group=dict(type="str"),
-            automation_floor=dict(type="int"),
-            systems=dict(type="list", elements="str"),
-            systems_mode=dict(type="str", default="exact", choices=["exact", "add", "remove"]),
-            force=dict(type="bool", default=False),
-        ),
-        supports_check_mode=True,
-    )
-    Pool(module).run()
+    Pool.main(options(
+        "name", "state", "force",
+        description=dict(type="str"),
+        owner_group=dict(type="str"),
+        automation_floor=dict(type="int"),
+        systems=dict(type="list", elements="str"),
+        systems_mode=list_mode(),
+    ))
 
 
 if __name__ == "__main__":

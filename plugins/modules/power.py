@@ -21,8 +21,8 @@ description:
     queues a command (changed).
 extends_documentation_fragment:
   - lablease.lab.api
-  - lablease.lab.attributes
   - lablease.lab.attributes.resource
+  - lablease.lab.options.system
 attributes:
   check_mode:
     details: No command is queued. The server is asked whether it would queue one (V(validate_only)), so the task
@@ -30,12 +30,6 @@ attributes:
   diff_mode:
     details: Shows the system's known power state before and after.
 options:
-  system:
-    description:
-      - Fully qualified name of the system.
-    type: str
-    required: true
-    aliases: [fqdn]
   state:
     description:
       - V(on) or V(off) - the power state wanted; V(reboot) - power-cycle the system.
@@ -151,12 +145,13 @@ power_state:
   sample: "on"
 """
 
-from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.lablease.lab.plugins.module_utils.client import (
-    LableaseError,
-    api_argument_spec,
-    module_client,
-    wait_until,
+from ansible_collections.lablease.lab.plugins.module_utils.client import LableaseError, wait_until
+from ansible_collections.lablease.lab.plugins.module_utils.module import (
+    check_waits,
+    lablease_module,
+    options,
+    run,
+    wait_options,
 )
 
 ENDED = ("completed", "failed")
@@ -185,47 +180,39 @@ def wait_for(module, client, command):
     return current
 
 
-def main():
-    module = AnsibleModule(
-        argument_spec=api_argument_spec(
-            system=dict(type="str", required=True, aliases=["fqdn"]),
-            state=dict(type="str", required=True, choices=["on", "off", "reboot"]),
-            force=dict(type="bool", default=False),
-            wait=dict(type="bool", default=True),
-            wait_timeout=dict(type="int", default=300),
-            poll_interval=dict(type="int", default=2, aliases=["wait_sleep"]),
-        ),
-        supports_check_mode=True,
-    )
+def switch(module, client):
+    """Queue the power command unless the known power state already is the one asked for; with wait, wait for it."""
     params = module.params
-    for key in ("wait_timeout", "poll_interval"):
-        if params[key] < 0:
-            module.fail_json(msg="%s: must be 0 or more, not %d" % (key, params[key]))
-    client = module_client(module)
-    fqdn = params["system"].strip().lower()
-    path = "/systems/%s" % client.quote(fqdn)
-    try:
-        known = client.get(path).get("power_state") or "unknown"
-        wanted = "off" if params["state"] == "off" else "on"
-        if params["state"] != "reboot" and known == params["state"] and not params["force"]:
-            module.exit_json(changed=False, command=None, power_state=known,
-                             diff={"before": {"power_state": known}, "after": {"power_state": known}})
-        diff = {"before": {"power_state": known}, "after": {"power_state": wanted}}
-        # check mode: the server only validates it (no driver, not allowed ... fail the task as they would)
-        command = client.request("POST", path + "/power", {"action": params["state"]})[1]
-        if module.check_mode:
-            module.exit_json(changed=True, command=None, power_state=wanted, diff=diff)
-        power_state = known
-        if params["wait"]:
-            try:
-                command = wait_for(module, client, command)
-                power_state = client.get(path).get("power_state") or "unknown"
-            except LableaseError as error:
-                module.fail_json(msg=error.message, status=error.status, changed=True, command=command, power_state=None)
-        diff["after"] = {"power_state": power_state if params["wait"] else wanted}
-        module.exit_json(changed=True, command=command, power_state=power_state, diff=diff)
-    except LableaseError as error:
-        module.fail_json(msg=error.message, status=error.status, problem=error.problem)
+    path = "/systems/%s" % client.quote(params["system"].strip().lower())
+    known = client.get(path).get("power_state") or "unknown"
+    wanted = "off" if params["state"] == "off" else "on"
+    if params["state"] != "reboot" and known == params["state"] and not params["force"]:
+        module.exit_json(changed=False, command=None, power_state=known,
+                         diff={"before": {"power_state": known}, "after": {"power_state": known}})
+    diff = {"before": {"power_state": known}, "after": {"power_state": wanted}}
+    # check mode: the server only validates it (no driver, not allowed ... fail the task as they would)
+    command = client.request("POST", path + "/power", {"action": params["state"]})[1]
+    if module.check_mode:
+        module.exit_json(changed=True, command=None, power_state=wanted, diff=diff)
+    power_state = known
+    if params["wait"]:
+        try:
+            command = wait_for(module, client, command)
+            power_state = client.get(path).get("power_state") or "unknown"
+        except LableaseError as error:
+            module.fail_json(msg=error.message, status=error.status, changed=True, command=command, power_state=None)
+    diff["after"] = {"power_state": power_state if params["wait"] else wanted}
+    module.exit_json(changed=True, command=command, power_state=power_state, diff=diff)
+
+
+def main():
+    module = lablease_module(options(
+        "system", "force",
+        state=dict(type="str", required=True, choices=["on", "off", "reboot"]),
+        **wait_options(timeout=300, interval=2)
+    ))
+    check_waits(module)
+    run(module, switch)
 
 
 if __name__ == "__main__":

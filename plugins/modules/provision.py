@@ -25,7 +25,6 @@ description:
     A new reservation of the system always installs again.
 extends_documentation_fragment:
   - lablease.lab.api
-  - lablease.lab.attributes
   - lablease.lab.attributes.resource
 attributes:
   check_mode:
@@ -190,14 +189,14 @@ installation:
       type: str
 """
 
-from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.lablease.lab.plugins.module_utils.client import (
-    LableaseError,
-    api_argument_spec,
-    module_client,
-    wait_until,
+from ansible_collections.lablease.lab.plugins.module_utils.client import LableaseError, wait_until
+from ansible_collections.lablease.lab.plugins.module_utils.module import (
+    check_waits,
+    lablease_module,
+    options,
+    run,
+    wait_options,
 )
-from ansible_collections.lablease.lab.plugins.module_utils.resource import fail
 
 BAD = ("failed", "cancelled")
 READY = "running"
@@ -344,44 +343,38 @@ def start(module, client, fqdn):
     return installation
 
 
+def provision(module, client):
+    """Keep the current reservation's matching installation (waiting for it with wait), or start one."""
+    params = module.params
+    fqdn = params["system"].strip().lower()
+    system = client.get("/systems/%s" % client.quote(fqdn))
+    latest = latest_of(client, system)
+    before = shown(latest)
+    found = None if params["force"] else kept(client, system, latest, params)
+    if found is not None:
+        if params["wait"] and not module.check_mode and found.get("status") != READY:
+            found = wait_for(module, client, found, False)
+        module.exit_json(changed=False, installation=documented(found), diff={"before": before, "after": before})
+    after = start(module, client, fqdn)
+    module.exit_json(changed=True, installation=documented(after), diff={"before": before, "after": shown(after)})
+
+
 def main():
-    module = AnsibleModule(
-        argument_spec=api_argument_spec(
-            system=dict(type="str", required=True, aliases=["fqdn"]),
-            distro=dict(type="str", required=True),
-            arch=dict(type="str"),
-            variant=dict(type="str"),
-            ks_meta=dict(type="str", default=""),
-            kernel_options=dict(type="str", default=""),
-            force=dict(type="bool", default=False),
-            wait=dict(type="bool", default=True),
-            wait_timeout=dict(type="int", default=3600),
-            poll_interval=dict(type="int", default=5, aliases=["wait_sleep"]),
-        ),
-        supports_check_mode=True,
-    )
+    module = lablease_module(options(
+        "system", "force",
+        distro=dict(type="str", required=True),
+        arch=dict(type="str"),
+        variant=dict(type="str"),
+        ks_meta=dict(type="str", default=""),
+        kernel_options=dict(type="str", default=""),
+        **wait_options(timeout=3600, interval=5)
+    ))
     params = module.params
     params["distro"] = params["distro"].strip()
     if not params["distro"]:
         module.fail_json(msg="distro: give the name of a distro tree")
-    for key in ("wait_timeout", "poll_interval"):
-        if params[key] < 0:
-            module.fail_json(msg="%s: must be 0 or more, not %d" % (key, params[key]))
-    client = module_client(module)
-    fqdn = params["system"].strip().lower()
-    try:
-        system = client.get("/systems/%s" % client.quote(fqdn))
-        latest = latest_of(client, system)
-        before = shown(latest)
-        found = None if params["force"] else kept(client, system, latest, params)
-        if found is not None:
-            if params["wait"] and not module.check_mode and found.get("status") != READY:
-                found = wait_for(module, client, found, False)
-            module.exit_json(changed=False, installation=documented(found), diff={"before": before, "after": before})
-        after = start(module, client, fqdn)
-        module.exit_json(changed=True, installation=documented(after), diff={"before": before, "after": shown(after)})
-    except LableaseError as error:
-        fail(module, error)
+    check_waits(module)
+    run(module, provision)
 
 
 if __name__ == "__main__":

@@ -20,7 +20,6 @@ description:
     again, and finishing a recipe that has already finished changes nothing.
 extends_documentation_fragment:
   - lablease.lab.api
-  - lablease.lab.attributes
   - lablease.lab.attributes.resource
 attributes:
   diff_mode:
@@ -171,8 +170,7 @@ recipe:
       type: str
 """
 
-from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.lablease.lab.plugins.module_utils.client import api_argument_spec
+from ansible_collections.lablease.lab.plugins.module_utils.module import options
 from ansible_collections.lablease.lab.plugins.module_utils.resource import Resource
 
 FINISHED = ("completed", "cancelled", "aborted")
@@ -193,7 +191,8 @@ class Recipe(Resource):
     absent_state = None  # a recipe is not created nor deleted here: only reported on and finished
 
     def read(self):
-        return self.client.get("/recipes/%d" % self.params["recipe_id"])
+        self.path = "/recipes/%d" % self.params["recipe_id"]
+        return self.client.get(self.path)
 
     def plan(self, current):
         params = self.params
@@ -227,28 +226,20 @@ class Recipe(Resource):
             predicted["status"] = plan["status"]
         return predicted
 
-    def update(self, current, plan):
-        return self.client.request("PATCH", "/recipes/%d" % self.params["recipe_id"], plan)[1]
-
     shown = staticmethod(shown)
 
 
 def main():
-    module = AnsibleModule(
-        argument_spec=api_argument_spec(
-            recipe_id=dict(type="int", required=True, aliases=["id"]),
-            tasks=dict(type="list", elements="dict", options=dict(
-                name=dict(type="str", required=True),
-                result=dict(type="str", required=True, choices=["pass", "warn", "fail"]),
-                comment=dict(type="str"),
-            )),
-            status=dict(type="str", choices=["completed", "aborted"]),
-            result=dict(type="str", choices=["pass", "warn", "fail"]),
-        ),
-        required_by={"result": "status"},
-        supports_check_mode=True,
-    )
-    Recipe(module).run()
+    Recipe.main(options(
+        recipe_id=dict(type="int", required=True, aliases=["id"]),
+        tasks=dict(type="list", elements="dict", options=dict(
+            name=dict(type="str", required=True),
+            result=dict(type="str", required=True, choices=["pass", "warn", "fail"]),
+            comment=dict(type="str"),
+        )),
+        status=dict(type="str", choices=["completed", "aborted"]),
+        result=dict(type="str", choices=["pass", "warn", "fail"]),
+    ), required_by={"result": "status"})
 
 
 if __name__ == "__main__":

@@ -27,7 +27,6 @@ description:
     O(wait_timeout) seconds. Its O(duration) counts from the grant.
 extends_documentation_fragment:
   - lablease.lab.api
-  - lablease.lab.attributes
   - lablease.lab.attributes.resource
 attributes:
   check_mode:
@@ -284,12 +283,8 @@ import hashlib
 import time
 from datetime import timedelta
 
-from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.lablease.lab.plugins.module_utils.client import (
-    LableaseError,
-    api_argument_spec,
-    module_client,
-)
+from ansible_collections.lablease.lab.plugins.module_utils.client import LableaseError
+from ansible_collections.lablease.lab.plugins.module_utils.module import lablease_module, options, run
 from ansible_collections.lablease.lab.plugins.module_utils.times import (
     format_time,
     parse_duration,
@@ -529,39 +524,35 @@ class Reservations:
         return dict((k, reservation.get(k)) for k in keys if k in reservation)
 
 
-def main():
-    module = AnsibleModule(
-        argument_spec=api_argument_spec(
-            system=dict(type="str", required=True, aliases=["fqdn", "name"]),
-            state=dict(type="str", default="present", choices=["present", "absent"]),
-            duration=dict(type="str"),
-            start=dict(type="str"),
-            end=dict(type="str"),
-            return_loan=dict(type="bool", default=False),
-            heartbeat=dict(type="str"),
-            keepalive=dict(type="bool", default=False),
-            id=dict(type="int"),
-            request_id=dict(type="str"),
-            purpose=dict(type="str"),
-            force=dict(type="bool", default=False),
-            healthy_within=dict(type="str"),
-            wait=dict(type="bool", default=False),
-            wait_timeout=dict(type="int", default=3600),
-            take_by=dict(type="str"),
-        ),
-        mutually_exclusive=[("duration", "end")],
-        supports_check_mode=True,
-    )
-    client = module_client(module)
+def lease(module, client):
+    """Hold a reservation of the system (state=present), or return the caller's (state=absent)."""
     job = Reservations(module, client)
     job.check_input()
-    try:
-        if module.params["state"] == "present":
-            job.present()
-        else:
-            job.absent()
-    except LableaseError as error:
-        module.fail_json(msg=error.message, status=error.status, problem=error.problem)
+    if module.params["state"] == "present":
+        job.present()
+    else:
+        job.absent()
+
+
+def main():
+    module = lablease_module(options(
+        "state", "force",
+        system=dict(type="str", required=True, aliases=["fqdn", "name"]),
+        duration=dict(type="str"),
+        start=dict(type="str"),
+        end=dict(type="str"),
+        return_loan=dict(type="bool", default=False),
+        heartbeat=dict(type="str"),
+        keepalive=dict(type="bool", default=False),
+        id=dict(type="int"),
+        request_id=dict(type="str"),
+        purpose=dict(type="str"),
+        healthy_within=dict(type="str"),
+        wait=dict(type="bool", default=False),
+        wait_timeout=dict(type="int", default=3600),
+        take_by=dict(type="str"),
+    ), mutually_exclusive=[("duration", "end")])
+    run(module, lease)
 
 
 if __name__ == "__main__":

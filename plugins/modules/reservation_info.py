@@ -16,7 +16,6 @@ description:
   - Lists reservations on a lablease server - the caller's, a system's, or one by id - newest first.
 extends_documentation_fragment:
   - lablease.lab.api
-  - lablease.lab.attributes
   - lablease.lab.attributes.info_module
 options:
   id:
@@ -82,41 +81,30 @@ reservations:
       seconds_left: 14395
 """
 
-from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.lablease.lab.plugins.module_utils.client import (
-    LableaseError,
-    api_argument_spec,
-    module_client,
-)
+from ansible_collections.lablease.lab.plugins.module_utils.module import lablease_module, run_info
+
+
+def find(module, client):
+    """The reservations the options ask for: the one by id, or by system, user and whether returned."""
+    params = module.params
+    if params["id"] is not None:
+        return client.get_listed("/reservations/%d" % params["id"])
+    user = params["user"]
+    if user is None:
+        user = None if params["system"] else "me"
+    elif user == "all":
+        user = None
+    return client.get_all("/reservations", {"system": params["system"], "user": user, "active": params["active"]})
 
 
 def main():
-    module = AnsibleModule(
-        argument_spec=api_argument_spec(
-            id=dict(type="int"),
-            system=dict(type="str", aliases=["fqdn"]),
-            user=dict(type="str"),
-            active=dict(type="bool", default=True),
-        ),
-        supports_check_mode=True,
-    )
-    client = module_client(module)
-    params = module.params
-    try:
-        if params["id"] is not None:
-            found = client.get_or_none("/reservations/%d" % params["id"])
-            reservations = [found] if found else []
-        else:
-            user = params["user"]
-            if user is None:
-                user = None if params["system"] else "me"
-            elif user == "all":
-                user = None
-            query = {"system": params["system"], "user": user, "active": params["active"]}
-            reservations = client.get_all("/reservations", query)
-    except LableaseError as error:
-        module.fail_json(msg=error.message, status=error.status)
-    module.exit_json(changed=False, reservations=reservations)
+    module = lablease_module(dict(
+        id=dict(type="int"),
+        system=dict(type="str", aliases=["fqdn"]),
+        user=dict(type="str"),
+        active=dict(type="bool", default=True),
+    ))
+    run_info(module, "reservations", find)
 
 
 if __name__ == "__main__":

@@ -21,7 +21,6 @@ description:
     With O(state=absent), the caller's current and future bookings of the resource are cancelled.
 extends_documentation_fragment:
   - lablease.lab.api
-  - lablease.lab.attributes
   - lablease.lab.attributes.resource
 attributes:
   check_mode:
@@ -149,8 +148,7 @@ cancelled:
 
 from datetime import timedelta
 
-from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.lablease.lab.plugins.module_utils.client import api_argument_spec
+from ansible_collections.lablease.lab.plugins.module_utils.module import options
 from ansible_collections.lablease.lab.plugins.module_utils.times import (
     format_time,
     parse_duration,
@@ -247,22 +245,17 @@ class Booking(Resource):
 
 
 def main():
-    module = AnsibleModule(
-        argument_spec=api_argument_spec(
-            subject=dict(type="str", required=True),
-            resource_id=dict(type="str", required=True, aliases=["resource"]),
-            state=dict(type="str", default="present", choices=["present", "absent"]),
-            start=dict(type="str"),
-            end=dict(type="str"),
-            duration=dict(type="str"),
-            quantity=dict(type="int", default=1),
-            slice=dict(type="str"),
-            resource_spec=dict(type="dict"),
-        ),
-        mutually_exclusive=[("duration", "end")],
-        supports_check_mode=True,
-    )
-    Booking(module).run()
+    Booking.main(options(
+        "state",
+        subject=dict(type="str", required=True),
+        resource_id=dict(type="str", required=True, aliases=["resource"]),
+        start=dict(type="str"),
+        end=dict(type="str"),
+        duration=dict(type="str"),
+        quantity=dict(type="int", default=1),
+        slice=dict(type="str"),
+        resource_spec=dict(type="dict"),
+    ), mutually_exclusive=[("duration", "end")])
 
 
 if __name__ == "__main__":

@@ -18,7 +18,6 @@ description:
   - Adding systems needs an administrator's token; changing one needs the C(edit_system) permission on it.
 extends_documentation_fragment:
   - lablease.lab.api
-  - lablease.lab.attributes
   - lablease.lab.attributes.resource
 options:
   fqdn:
@@ -261,8 +260,7 @@ system:
 
 import re
 
-from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.lablease.lab.plugins.module_utils.client import api_argument_spec
+from ansible_collections.lablease.lab.plugins.module_utils.module import options
 from ansible_collections.lablease.lab.plugins.module_utils.resource import Resource
 
 SCALARS = ("arch", "cpus", "memory_mb", "lab", "owner", "condition")
@@ -343,16 +341,9 @@ def inventory_changes(given, current):
     return changes
 
 
-def shown(system):
-    """What the diff compares."""
-    if not system:
-        return {}
-    keys = SCALARS + ("attributes", "power", "netboot", "inventory")
-    return dict((k, system.get(k)) for k in keys)
-
-
 class System(Resource):
     key = "system"
+    shown_keys = SCALARS + ("attributes", "power", "netboot", "inventory")
 
     def read(self):
         self.fqdn = self.params["fqdn"].strip().lower()
@@ -390,34 +381,24 @@ class System(Resource):
     def create(self, plan):
         return self.client.request("POST", "/systems", dict(plan, fqdn=self.fqdn))[1]
 
-    def update(self, current, plan):
-        return self.client.request("PATCH", self.path, plan)[1]
-
-    shown = staticmethod(shown)
-
 
 def main():
-    module = AnsibleModule(
-        argument_spec=api_argument_spec(
-            fqdn=dict(type="str", required=True, aliases=["name", "system"]),
-            state=dict(type="str", default="present", choices=["present", "absent"]),
-            arch=dict(type="str"),
-            cpus=dict(type="int"),
-            memory_mb=dict(type="int"),
-            lab=dict(type="str"),
-            owner=dict(type="str"),
-            condition=dict(type="str", choices=["automated", "manual", "broken"]),
-            attributes=dict(type="dict"),
-            power=dict(type="dict"),
-            power_password=dict(type="str", no_log=True),
-            update_password=dict(type="str", default="on_create", choices=["always", "on_create"], no_log=False),
-            netboot=dict(type="dict"),
-            inventory=dict(type="dict"),
-            force=dict(type="bool", default=False),
-        ),
-        supports_check_mode=True,
-    )
-    System(module).run()
+    System.main(options(
+        "state", "force",
+        fqdn=dict(type="str", required=True, aliases=["name", "system"]),
+        arch=dict(type="str"),
+        cpus=dict(type="int"),
+        memory_mb=dict(type="int"),
+        lab=dict(type="str"),
+        owner=dict(type="str"),
+        condition=dict(type="str", choices=["automated", "manual", "broken"]),
+        attributes=dict(type="dict"),
+        power=dict(type="dict"),
+        power_password=dict(type="str", no_log=True),
+        update_password=dict(type="str", default="on_create", choices=["always", "on_create"], no_log=False),
+        netboot=dict(type="dict"),
+        inventory=dict(type="dict"),
+    ))
 
 
 if __name__ == "__main__":

@@ -17,7 +17,6 @@ description:
     condition, who reserved them, or a window in which they must be free.
 extends_documentation_fragment:
   - lablease.lab.api
-  - lablease.lab.attributes
   - lablease.lab.attributes.info_module
 options:
   fqdn:
@@ -110,12 +109,8 @@ systems:
 
 from datetime import timedelta
 
-from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.lablease.lab.plugins.module_utils.client import (
-    LableaseError,
-    api_argument_spec,
-    module_client,
-)
+from ansible_collections.lablease.lab.plugins.module_utils.client import LableaseError
+from ansible_collections.lablease.lab.plugins.module_utils.module import lablease_module, run_info
 from ansible_collections.lablease.lab.plugins.module_utils.times import (
     format_time,
     parse_duration,
@@ -142,40 +137,35 @@ def window(params):
         raise LableaseError(str(error))
 
 
-def main():
-    module = AnsibleModule(
-        argument_spec=api_argument_spec(
-            fqdn=dict(type="str", aliases=["name", "system"]),
-            arch=dict(type="str"),
-            lab=dict(type="str"),
-            pool=dict(type="str"),
-            owner=dict(type="str"),
-            condition=dict(type="str", choices=["automated", "manual", "broken", "removed"]),
-            reserved_by=dict(type="str"),
-            free_from=dict(type="str"),
-            free_until=dict(type="str"),
-            free_for=dict(type="str"),
-        ),
-        mutually_exclusive=[("free_for", "free_from"), ("free_for", "free_until")],
-        supports_check_mode=True,
-    )
-    client = module_client(module)
+def find(module, client):
+    """The systems the options ask for: the one named (failing when there is none), or those the filters let through."""
     params = module.params
-    try:
-        if params["fqdn"]:
-            fqdn = params["fqdn"].strip().lower()
-            found = client.get_or_none("/systems/%s" % client.quote(fqdn))
-            if found is None:
-                module.fail_json(msg="no system named %s on the lablease server at %s (or you may not see it)"
-                                 % (fqdn, client.url))
-            systems = [found]
-        else:
-            query = dict((key, params[key]) for key in FILTERS)
-            query["free_from"], query["free_until"] = window(params)
-            systems = client.get_all("/systems", query)
-    except LableaseError as error:
-        module.fail_json(msg=error.message, status=error.status)
-    module.exit_json(changed=False, systems=systems)
+    if params["fqdn"]:
+        fqdn = params["fqdn"].strip().lower()
+        found = client.get_or_none("/systems/%s" % client.quote(fqdn))
+        if found is None:
+            module.fail_json(msg="no system named %s on the lablease server at %s (or you may not see it)"
+                             % (fqdn, client.url))
+        return [found]
+    query = dict((key, params[key]) for key in FILTERS)
+    query["free_from"], query["free_until"] = window(params)
+    return client.get_all("/systems", query)
+
+
+def main():
+    module = lablease_module(dict(
+        fqdn=dict(type="str", aliases=["name", "system"]),
+        arch=dict(type="str"),
+        lab=dict(type="str"),
+        pool=dict(type="str"),
+        owner=dict(type="str"),
+        condition=dict(type="str", choices=["automated", "manual", "broken", "removed"]),
+        reserved_by=dict(type="str"),
+        free_from=dict(type="str"),
+        free_until=dict(type="str"),
+        free_for=dict(type="str"),
+    ), mutually_exclusive=[("free_for", "free_from"), ("free_for", "free_until")])
+    run_info(module, "systems", find)
 
 
 if __name__ == "__main__":

@@ -158,6 +158,21 @@ def test_extend_to_an_end(cli, add_system):
         format_when(parse_time(reservation["end"]) + timedelta(minutes=30))
 
 
+def test_a_time_is_taken_back_as_the_cli_shows_it(cli, add_system):
+    """The end the CLI printed, typed back as it reads (`2026-11-24 19:15 UTC`), is that minute."""
+    add_system("ext3.lab.test")
+    made = cli.ok("reserve", "ext3.lab.test", "--duration", "1h")
+    shown = dict(line.split(":", 1) for line in made.lines)["end"].strip()
+    later = format_when(parse_time(shown.replace(" UTC", ":00Z").replace(" ", "T")) + timedelta(hours=2))
+    ident = dict(line.split(":", 1) for line in made.lines)["id"].strip()
+    extended = json.loads(cli.ok("extend", ident, "--end", later, "--json").out)
+    assert format_when(parse_time(extended["end"])) == later and extended["end"].endswith(":00Z")
+    # Held from the old end to the new one, free from then: each time read as the minute it shows.
+    assert "ext3.lab.test" not in cli.ok("systems", "--free-from", shown, "--free-until", later).out
+    free_then = cli.ok("systems", "--free-from", later, "--free-until", later.replace(" UTC", ":30 UTC"))
+    assert "ext3.lab.test" in free_then.out
+
+
 def test_reservations_are_mine_unless_all_or_user(cli, add_system):
     add_system("who1.lab.test")
     add_system("who2.lab.test")

@@ -85,6 +85,9 @@ SAMPLE = {
     ("2611221400", "2026-11-22T14:00:00Z"),  # YY: 20YY
     ("12011200", "2026-12-01T12:00:00Z"),  # MMDDhhmm: this year (NOW's, in UTC)
     ("2026-11-22T15:00:00+01:00", "2026-11-22T15:00:00+01:00"),  # RFC 3339 goes as typed
+    ("2026-11-22 15:00 UTC", "2026-11-22T15:00:00Z"),  # as the CLI shows a time
+    ("2026-11-22 15:00:30 UTC", "2026-11-22T15:00:30Z"),
+    ("2026-11-22 15:00 CET", "2026-11-22 15:00 CET"),  # another zone: the server refuses it, naming the field
     ("tomorrow", "tomorrow"),  # the server names the field when it cannot read it
 ])
 def test_times_in_grid_engine_form_become_rfc_3339(typed, sent):

@@ -56,7 +56,7 @@ def ar_time(text: str, now: datetime | None = None) -> str:
     anything else as typed (RFC 3339, or something the server refuses naming the field)."""
     value = text.strip()
     if not (value.isascii() and GE_TIME.match(value)):
-        return value
+        return output.typed_time(value)
     from ..domain.errors import Invalid
     from ..domain.times import format_time
     from ..timeparse import parse_ge_time  # imported late, like client_parser.duration: the CLI starts light

@@ -16,6 +16,7 @@ from . import client_health as hc
 from . import client_jobs as j
 from . import client_provisioning as pv
 from . import client_sharing as sh
+from .output import typed_time
 
 PERMISSIONS = ("view", "reserve", "loan_self", "loan_any", "control_system", "edit_system", "edit_policy")
 CONDITIONS = ("automated", "manual", "broken", "removed")
@@ -125,8 +126,9 @@ def add_system_commands(commands, common) -> None:
     p.add_argument("--lab", help="only this lab")
     p.add_argument("--pool", help="only systems in this pool")
     p.add_argument("--condition", choices=CONDITIONS)
-    p.add_argument("--free-from", metavar="TIME", help="only systems free from TIME (RFC 3339) ...")
-    p.add_argument("--free-until", metavar="TIME", help="... until TIME")
+    p.add_argument("--free-from", type=typed_time, metavar="TIME",
+                   help="only systems free from TIME (RFC 3339, or as shown: 2026-11-24 19:15 UTC) ...")
+    p.add_argument("--free-until", type=typed_time, metavar="TIME", help="... until TIME")
     p.add_argument("--mine", action="store_true", help="only systems I hold a reservation on now")
     p.add_argument("--health", choices=("unknown", "good", "bad", "checking"), help="only systems of this health")
     p.set_defaults(handler=c.systems)
@@ -143,8 +145,10 @@ def add_reservation_commands(commands, common) -> None:
     p.add_argument("system", metavar="SYSTEM", nargs="?", help="fqdn (with --wait, or give --pool/--requires)")
     length = p.add_mutually_exclusive_group()
     length.add_argument("--duration", help="e.g. 4h, PT4H, 1:30:00, or unlimited (default: the site's)")
-    length.add_argument("--end", metavar="TIME", help="RFC 3339 end")
-    p.add_argument("--start", metavar="TIME", help="RFC 3339 start, to reserve in advance (default: now)")
+    length.add_argument("--end", type=typed_time, metavar="TIME",
+                        help="the end: RFC 3339, or as shown (2026-11-24 19:15 UTC)")
+    p.add_argument("--start", type=typed_time, metavar="TIME",
+                   help="the start, to reserve in advance (default: now), in the same forms")
     p.add_argument("--heartbeat", metavar="DURATION", help="return it when no heartbeat came for this long")
     p.add_argument("--return-loan", action="store_true", help="return my loan of the system with it")
     p.add_argument("--request-id", metavar="ID", help="retrying with the same ID never books twice "
@@ -178,7 +182,8 @@ def add_reservation_commands(commands, common) -> None:
     p.add_argument("id", metavar="ID", type=int)
     by = p.add_mutually_exclusive_group(required=True)
     by.add_argument("--by", metavar="DURATION", help="add this to the current end")
-    by.add_argument("--end", metavar="TIME", help="set the end (RFC 3339)")
+    by.add_argument("--end", type=typed_time, metavar="TIME",
+                    help="set the end (RFC 3339, or as shown: 2026-11-24 19:15 UTC)")
     p.set_defaults(handler=c.extend)
 
     p = commands.add_parser("return", help="return a reservation now", parents=[common])
@@ -222,7 +227,8 @@ def add_loan_commands(loan, common) -> None:
     p.add_argument("system", metavar="SYSTEM")
     by = p.add_mutually_exclusive_group(required=True)
     by.add_argument("--by", metavar="DURATION", help="add this to the current end")
-    by.add_argument("--end", metavar="TIME", help="set the end (RFC 3339)")
+    by.add_argument("--end", type=typed_time, metavar="TIME",
+                    help="set the end (RFC 3339, or as shown: 2026-11-24 19:15 UTC)")
     p.set_defaults(handler=sh.loan_extend)
 
     for name, handler, text in (("return", sh.loan_return, "end the loan now"),

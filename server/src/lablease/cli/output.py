@@ -51,6 +51,12 @@ def rfc3339(value: str | None) -> str | None:
 
 
 for_people = times.for_people  # a message's RFC 3339 instants as people read them
+
+
+def typed_time(text: str) -> str:
+    """A time option as typed: the form the CLI shows (`2026-11-24 19:15 UTC`) is sent as RFC 3339; anything
+    else goes as it is (RFC 3339, or something the server refuses naming the field)."""
+    return times.when_as_rfc3339(text) or text
 format_human = times.format_human  # a duration for people: 1h30m, 2d, 1w
 format_hms = times.format_hms  # Grid Engine's h:m:s (qrstat)
 

@@ -40,6 +40,20 @@ def format_when(moment: datetime | None) -> str | None:
     return moment.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
 
 
+# What format_when writes, read back: a person gives a time as it was shown to them (`--end "2026-11-24 19:15
+# UTC"`), seconds allowed; only UTC, the one zone people are shown.
+_WHEN = re.compile(r"^\s*(\d{4}-\d{2}-\d{2})[Tt ](\d{2}:\d{2})(:\d{2})?\s*UTC\s*$")
+
+
+def when_as_rfc3339(text: str) -> str | None:
+    """`2026-11-24 19:15 UTC` -> `2026-11-24T19:15:00Z`; None for any other text (it goes on as typed)."""
+    match = _WHEN.match(text)
+    if match is None:
+        return None
+    date, clock, seconds = match.groups()
+    return f"{date}T{clock}{seconds or ':00'}Z"
+
+
 # An RFC 3339 instant inside a text (what format_time writes, or another zone, minutes or fractions). What
 # follows it may be a colon ("since 2026-11-27T17:41:18Z: the system..."), not more digits of a time.
 _INSTANT = re.compile(r"\b(\d{4}-\d{2}-\d{2})[T ](\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?)(Z|[+-]\d{2}:\d{2})(?!\w|:\d)")

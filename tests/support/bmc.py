@@ -261,8 +261,8 @@ def free_udp_port() -> int:
 
 # --- libvirt --------------------------------------------------------------------------------------------
 
-def virsh(*args: str, check: bool = True) -> str:
-    result = subprocess.run(["virsh", "-c", LIBVIRT_URI, *args], capture_output=True, text=True, timeout=60)
+def virsh(*args: str, check: bool = True, timeout: float = 60) -> str:
+    result = subprocess.run(["virsh", "-c", LIBVIRT_URI, *args], capture_output=True, text=True, timeout=timeout)
     if check and result.returncode != 0:
         raise RuntimeError(f"virsh {' '.join(args)}: {result.stderr.strip()}")
     return result.stdout.strip()
@@ -348,7 +348,9 @@ class LibvirtDomain:
         self.tftp_root.mkdir(parents=True, exist_ok=True)
         definition = self.console.parent / f"{self.name}.xml"
         definition.write_text(self.xml())
-        virsh("define", str(definition))
+        # The first definition after libvirtd starts probes QEMU's capabilities (it runs the emulator, once per
+        # binary, cached in /var/cache/libvirt): over a minute on two busy cores, where the suite timed out.
+        virsh("define", str(definition), timeout=600)
         self.uuid = virsh("domuuid", self.name)
         return self
 

@@ -26,7 +26,11 @@ NOW = datetime(2026, 11, 22, 12, tzinfo=timezone.utc)
 H = timedelta(hours=1)
 ARCHES = ("x86_64", "aarch64", "s390x")
 POOLS = ("fast", "gpu", "lab2")
-MANY = settings(max_examples=200, deadline=None)
+# 100 examples a property: the 12 faults put in the planner, the filters or the queue's order that these
+# properties catch at 200 (a greedy matching, bookings ignored, a held system taken, priority or age ignored,
+# != of an unset field, the holding set offered last...) each failed every run at 100 too; at 60, one of them
+# passed two runs of three. Drawing a lab is nearly all of the time (the planner takes microseconds).
+MANY = settings(max_examples=100, deadline=None)
 
 hosts_ = st.lists(st.builds(
     dict, arch=st.sampled_from(ARCHES), memory=st.sampled_from([None, 2048, 4096, 8192]),

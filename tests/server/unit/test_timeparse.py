@@ -7,7 +7,9 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from lablease.api.schemas import MAX_SECONDS
 from lablease.domain.errors import Invalid
 from lablease.domain.times import format_time
-from lablease.timeparse import DURATION_PATTERN, format_duration, parse_duration, parse_time
+from lablease.timeparse import format_duration, parse_duration, parse_time
+
+from .durations import described_durations
 
 
 @pytest.mark.parametrize("text, seconds", [
@@ -85,7 +87,7 @@ def test_times_lie_between_1970_and_9000():
 
 # The API description's pattern for durations is the server's rule: every string it allows is read as
 # one second to MAX_SECONDS, and forms outside it are refused even where pytimeparse2 would read them.
-@given(st.from_regex(DURATION_PATTERN))
+@given(described_durations())
 # Generation's speed health check is timed: on two busy cores it failed a run that generated the same examples.
 @settings(max_examples=300, derandomize=True, database=None, suppress_health_check=[HealthCheck.too_slow])
 def test_every_described_duration_is_read(text):

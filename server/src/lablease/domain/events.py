@@ -64,6 +64,15 @@ class DistroTreeRemoved(Event):
     now: datetime
 
 
+@dataclass(frozen=True)
+class PoolFloorLowered(Event):
+    """A pool's floor of idle Automated systems was lowered: a reservation waiting for one of its systems,
+    held back by the floor, may be granted now."""
+    name: ClassVar[str] = "pool_floor_lowered"
+    system_ids: tuple[int, ...]
+    now: datetime
+
+
 # --- consequences, handled at once ------------------------------------------------------------------
 
 @dataclass(frozen=True)

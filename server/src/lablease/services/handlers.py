@@ -11,6 +11,7 @@ from ..domain import events as ev
 from ..observe import metrics
 from ..store.db import Database
 from ..store.queries import freed_system_wanted
+from ..store.tables import System
 from ..store.uow import UnitOfWork
 from . import advance_states, health, installations, jobs, loans, scheduling
 
@@ -44,10 +45,17 @@ def offer_changed_system(uow, event: ev.SystemChanged) -> None:
     scheduling.on_system_changed(uow, event.system_id, event.now)
 
 
+@_timed
+def offer_unfloored_systems(uow, event: ev.PoolFloorLowered) -> None:
+    systems = [uow.session.get(System, system_id) for system_id in event.system_ids]
+    scheduling.offer_to_waits(uow, [s for s in systems if s is not None], event.now)
+
+
 HANDLERS: dict[type, tuple] = {
     ev.RecipeSetQueued: (place_new_sets, advance_states.on_new_sets),
     ev.SystemFreed: (offer_freed_system,),
     ev.SystemChanged: (offer_changed_system, advance_states.on_system_changed),
+    ev.PoolFloorLowered: (offer_unfloored_systems,),
     ev.DistroTreeRemoved: (jobs.on_distro_tree_removed,),
     ev.SystemRemoved: (loans.on_system_removed,),
     ev.ReservationClosed: (installations.on_reservation_closed,),

@@ -11,8 +11,8 @@ from ..domain.permissions import Actor, may_manage_pool
 from ..domain.references import check_unreferenced
 from ..store.health_tables import HealthCheck
 from ..store.tables import Group, Pool, PoolSystem, System
-from . import activity, health_state, scheduling
-from ..domain.events import SystemChanged
+from . import activity, health_state
+from ..domain.events import PoolFloorLowered, SystemChanged
 from ..store.uow import emit
 from . import systems as system_service
 from .groups import find_group
@@ -101,9 +101,8 @@ def update(uow, actor: Actor, now: datetime, name: str, data: dict) -> dict:
                         data["automation_floor"])
         floor = check_floor(data["automation_floor"])
         lowered, pool.automation_floor = floor < pool.automation_floor, floor
-        if lowered:  # reservations waiting for one of its systems may be granted now
-            session.flush()
-            scheduling.offer_to_waits(uow, list(pool.systems), now)
+        if lowered:  # reservations waiting for one of its systems may be granted now (services/handlers.py)
+            uow.emit(PoolFloorLowered(tuple(s.id for s in pool.systems), now))
     if "owner_group" in data:
         group = find_group(session, data["owner_group"], "owner_group") if data["owner_group"] else None
         old = pool.owner_group.name if pool.owner_group else None

@@ -7,7 +7,7 @@ it builds the migrated schema (lablease.store.migrate), bulk-inserts systems
 and non-overlapping bookings straight into it (no HTTP), runs ANALYZE, and
 times, with medians and p95 over repetitions:
 
-  server query   the query lablease.services.systems.list_systems builds for
+  server query   the query lablease.services.catalog.systems.list_systems builds for
                  free_from/free_until (its NOT EXISTS over bookings), ids only
   list_systems   the whole service call with those filters (ORM objects,
                  access check, current reservations and loans, dicts), every
@@ -60,8 +60,8 @@ from lablease.domain.calendar import exclusive_conflict  # noqa: E402
 from lablease.domain.paging import PageRequest  # noqa: E402
 from lablease.domain.permissions import Actor  # noqa: E402
 from lablease.domain.windows import Window  # noqa: E402
-from lablease.services import systems as system_service  # noqa: E402
-from lablease.services import users  # noqa: E402
+from lablease.services.catalog import systems as system_service  # noqa: E402
+from lablease.services.people import users  # noqa: E402
 from lablease.store import calendar  # noqa: E402
 from lablease.store.db import Database  # noqa: E402
 from lablease.store.migrate import upgrade  # noqa: E402

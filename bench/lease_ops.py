@@ -9,8 +9,8 @@ token, wrk's 16 connections), `run` measures:
   return     DELETE /api/v1/reservations/{id}, each request a reservation of its own (not begun yet:
              its booking is dropped), from a pool bulk-inserted beforehand
 
-and `authentication` times services.users.authenticate in-process: one indexed statement against a
-cached token (services/token_cache.py). Heartbeat is compared with `hello` (GET /health): aim >= 0.5.
+and `authentication` times services.people.users.authenticate in-process: one indexed statement against a
+cached token (services/people/token_cache.py). Heartbeat is compared with `hello` (GET /health): aim >= 0.5.
 """
 from __future__ import annotations
 
@@ -147,8 +147,8 @@ def authentication(database_url: str, token: str, repeat: int = 2000) -> dict:
     """Microseconds per authenticate() in-process, each in a session of its own: read vs cached."""
     from sqlalchemy.orm import Session
 
-    from lablease.services.token_cache import TokenCache
-    from lablease.services.users import authenticate
+    from lablease.services.people.token_cache import TokenCache
+    from lablease.services.people.users import authenticate
     from lablease.store.db import Database
 
     db = Database(database_url)

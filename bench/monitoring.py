@@ -7,8 +7,8 @@ it builds the migrated schema, bulk-inserts systems, `history` returned
 reservations, finished recipes and sent messages (plus a few open ones of
 each), runs ANALYZE, and times, with medians and p95 over repetitions:
 
-  snapshot    services.monitoring.snapshot: every gauge /metrics reads
-  readiness   services.monitoring.readiness: the schema's revision, the newest heartbeat
+  snapshot    services.reads.monitoring.snapshot: every gauge /metrics reads
+  readiness   services.reads.monitoring.readiness: the schema's revision, the newest heartbeat
 
 Aim: both well under 10 ms whatever the history holds (they only count what is open).
 """
@@ -29,7 +29,7 @@ sys.path.insert(0, str(ROOT / "server" / "src"))
 
 from sqlalchemy import insert, text  # noqa: E402
 
-from lablease.services import monitoring  # noqa: E402
+from lablease.services.reads import monitoring  # noqa: E402
 from lablease.services.handlers import unit_of_work  # noqa: E402
 from lablease.store import migrate  # noqa: E402
 from lablease.store.db import Database  # noqa: E402

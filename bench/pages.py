@@ -25,7 +25,7 @@ from werkzeug.test import Client  # noqa: E402
 from bench.free_systems import populate  # noqa: E402
 from lablease.api import create_app  # noqa: E402
 from lablease.config import Settings  # noqa: E402
-from lablease.services import signin  # noqa: E402
+from lablease.services.access import signin  # noqa: E402
 from lablease.store.db import Database  # noqa: E402
 from lablease.store.migrate import upgrade  # noqa: E402
 from lablease.store.secrets import SecretBox, use_secrets  # noqa: E402
@@ -117,7 +117,8 @@ def add_pools_queue_and_hours(db, settings, systems: int) -> None:
 
     from lablease.domain.permissions import Actor
     from lablease.jobxml import normalise_job
-    from lablease.services import jobs, utilisation
+    from lablease.services.lifecycle import jobs
+    from lablease.services.records import utilisation
     from lablease.services.handlers import unit_of_work
     from lablease.store.report_tables import UtilisationHour
     from lablease.store.tables import Pool, PoolSystem

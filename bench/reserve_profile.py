@@ -29,7 +29,7 @@ sys.path.insert(0, str(ROOT))
 
 from lablease.api import create_app  # noqa: E402
 from lablease.config import Settings  # noqa: E402
-from lablease.services import users  # noqa: E402
+from lablease.services.people import users  # noqa: E402
 from lablease.store.db import Database  # noqa: E402
 from lablease.store.migrate import upgrade  # noqa: E402
 from lablease.store.uow import UnitOfWork  # noqa: E402

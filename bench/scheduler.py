@@ -8,7 +8,7 @@ pools) that are all busy, and a queue of recipes with mixed requirements
 (95 % one-host sets, 5 % sets of 2-4 hosts; priorities mixed). Then frees
 systems one at a time and measures, per event:
 
-  event-driven   lablease.services.scheduling.on_system_freed: the freed
+  event-driven   lablease.services.queue.scheduling.on_system_freed: the freed
                  system finds its waiting work through the candidate index
                  (requirement classes), each class's queue is read in order
                  from its own index and merged.
@@ -47,7 +47,7 @@ sys.path.insert(0, str(ROOT / "server" / "src"))
 
 from sqlalchemy import insert, select, update  # noqa: E402
 
-from lablease.services import scheduling  # noqa: E402
+from lablease.services.queue import scheduling  # noqa: E402
 from lablease.services.handlers import unit_of_work  # noqa: E402
 from lablease.store.db import Database  # noqa: E402
 from lablease.store.migrate import upgrade  # noqa: E402

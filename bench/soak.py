@@ -41,8 +41,8 @@ from sqlalchemy import text
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from lablease.services.monitoring import snapshot  # noqa: E402
-from lablease.services import users  # noqa: E402
+from lablease.services.reads.monitoring import snapshot  # noqa: E402
+from lablease.services.people import users  # noqa: E402
 from lablease.services.handlers import unit_of_work  # noqa: E402
 from lablease.config import Settings  # noqa: E402
 from lablease.store.db import Database  # noqa: E402

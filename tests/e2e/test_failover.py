@@ -96,7 +96,8 @@ def seeded(pair: Pair, name: str, fqdn: str) -> tuple[str, str]:
     from datetime import datetime, timezone
 
     from lablease.cli.server import SERVER
-    from lablease.services import systems, users
+    from lablease.services.catalog import systems
+    from lablease.services.people import users
     from lablease.services.handlers import unit_of_work
     from lablease.store.db import Database
     from lablease.store.secrets import SecretBox, use_secrets

@@ -6,7 +6,7 @@ from werkzeug.test import Client
 
 from lablease.api import create_app
 from lablease.config import Settings
-from lablease.services import users
+from lablease.services.people import users
 from lablease.store.uow import UnitOfWork
 from tests.support.contract import check_answer
 

@@ -5,7 +5,7 @@ import pytest
 
 from lablease.domain.paging import PageRequest
 from lablease.config import Settings
-from lablease.services import users
+from lablease.services.people import users
 from lablease.store.tables import Activity, Outbox
 from lablease.store.uow import UnitOfWork
 from lablease.worker.loop import run_due
@@ -207,7 +207,7 @@ def test_changes_that_would_break_a_granted_reservation_are_refused_unless_force
         "a1.lab.test is no longer in pool(s) fast", "a2.lab.test is broken"]
     _, log = lab.admin.get(f"/systems/a1.lab.test/activity")
     with UnitOfWork(lab.db, write=False) as uow:
-        from lablease.services import activity
+        from lablease.services.records import activity
 
         forced = [e for e in activity.entries(uow, "advance_reservation", granted["id"], PageRequest()).items if e["action"] == "forced"]
     assert forced and "pool" in forced[0]["new"]

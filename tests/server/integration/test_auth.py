@@ -1,7 +1,7 @@
 """401 for a missing, unknown, revoked or expired token."""
 from datetime import timedelta
 
-from lablease.services import users
+from lablease.services.people import users
 from lablease.store.uow import UnitOfWork
 
 

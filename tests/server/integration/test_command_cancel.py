@@ -6,7 +6,7 @@ from sqlalchemy import select
 import pytest
 
 from lablease.config import Settings
-from lablease.services import commands
+from lablease.services.provisioning import commands
 from lablease.services.handlers import unit_of_work
 from lablease.store.tables import Outbox
 

@@ -170,7 +170,7 @@ def test_a_command_interrupted_by_a_stopped_worker_is_retried_not_forgotten(lab)
     scripted(lab, "r1.lab.test")
     _, command = lab.admin.post("/systems/r1.lab.test/power", {"action": "on"})
     # A worker claims it and dies before recording anything: the row says running.
-    from lablease.services import commands
+    from lablease.services.provisioning import commands
     from lablease.services.handlers import unit_of_work
 
     with unit_of_work(lab.db, lab.settings) as uow:
@@ -198,7 +198,7 @@ def test_a_command_interrupted_by_a_stopped_worker_is_retried_not_forgotten(lab)
 def test_at_the_start_of_the_only_worker_every_running_command_was_interrupted(lab):
     scripted(lab, "r2.lab.test")
     _, command = lab.admin.post("/systems/r2.lab.test/power", {"action": "on"})
-    from lablease.services import commands
+    from lablease.services.provisioning import commands
     from lablease.services.handlers import unit_of_work
 
     with unit_of_work(lab.db, lab.settings) as uow:

@@ -15,7 +15,7 @@ from lablease.domain.errors import BookingConflict
 from lablease.domain.permissions import Actor
 from lablease.domain.reservations import ReservationPolicy
 from lablease.domain.windows import Window, overlaps
-from lablease.services import reserve
+from lablease.services.booking import reserve
 from lablease.store.tables import Booking
 from lablease.store.uow import UnitOfWork
 

@@ -9,7 +9,7 @@ import xmlrpc.client
 import pytest
 
 from lablease.config import Settings
-from lablease.services import users
+from lablease.services.people import users
 from lablease.store.uow import UnitOfWork
 from lablease.worker.loop import Worker
 from tests.server.integration.conftest import Caller, Lab

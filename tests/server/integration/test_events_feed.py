@@ -7,7 +7,7 @@ from datetime import timedelta
 import pytest
 
 from lablease.config import Settings
-from lablease.services import feed
+from lablease.services.records import feed
 from lablease.services.handlers import unit_of_work
 from lablease.store import feed_signal
 from lablease.worker.loop import run_due
@@ -144,7 +144,7 @@ def test_a_recipe_kept_by_reservesys_is_an_event_of_its_owner(lab):
 
 def test_an_event_of_a_rolled_back_step_is_never_written(lab):
     """A savepoint (UnitOfWork.step, an import's row) that fails takes its events with it, as its outbox rows."""
-    from lablease.services import notices
+    from lablease.services.messages import notices
     from lablease.store.tables import User
 
     with unit_of_work(lab.db, lab.settings) as uow:

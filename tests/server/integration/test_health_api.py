@@ -3,7 +3,8 @@ system, a failure makes it Broken and tells its owner, a pass makes it good; hea
 import pytest
 
 from lablease.config import Settings
-from lablease.services import health, outbox
+from lablease.services.lifecycle import health
+from lablease.services.messages import outbox
 from lablease.store.uow import UnitOfWork
 from lablease.worker.loop import run_step
 from tests.server.integration.conftest import Lab

@@ -5,7 +5,7 @@ from datetime import timedelta
 import pytest
 
 from lablease.config import Settings
-from lablease.services import users
+from lablease.services.people import users
 from lablease.store.uow import UnitOfWork
 
 from .conftest import START, Lab, at

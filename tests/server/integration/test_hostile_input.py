@@ -2,7 +2,7 @@
 
 Durations and times: timeparse.py against the calendar's range (domain/windows.py); path ids:
 the router's converter (api/routes.py); JSON depth, numbers and strings: api/inputs.py;
-installer tokens: their shape (services/installations.py); advance reservations' `requires`:
+installer tokens: their shape (services/provisioning/installations.py); advance reservations' `requires`:
 the job's hostRequires grammar (jobxml/normalise.py).
 """
 import dataclasses

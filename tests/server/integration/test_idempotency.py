@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session
 
 from lablease.config import Settings
 from lablease.domain.idempotency import body_hash
-from lablease.services import users
+from lablease.services.people import users
 from lablease.store.tables import User
 from lablease.store.idempotency_tables import IdempotencyRecord
 from lablease.store.uow import UnitOfWork

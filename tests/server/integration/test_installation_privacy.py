@@ -1,7 +1,7 @@
 """Installations are for their people; secret kickstart variables are never answered nor logged."""
 from lablease.domain.paging import PageRequest
 from lablease.config import Settings
-from lablease.services import activity
+from lablease.services.records import activity
 from lablease.store.uow import UnitOfWork
 
 from .conftest import Lab

@@ -6,7 +6,7 @@ import pytest
 
 from lablease.config import Settings
 from lablease.domain.paging import MAX_LIMIT, PageRequest
-from lablease.services import activity
+from lablease.services.records import activity
 from lablease.store.tables import Job
 from lablease.store.uow import UnitOfWork
 from lablease.worker.delivery import senders

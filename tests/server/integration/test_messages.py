@@ -4,7 +4,7 @@ from datetime import timedelta
 import pytest
 
 from lablease.config import Settings
-from lablease.services import users
+from lablease.services.people import users
 from lablease.store.uow import UnitOfWork
 from lablease.worker.loop import run_due
 

@@ -14,7 +14,7 @@ from aiosmtpd.controller import Controller
 
 from lablease.config import Settings
 from lablease.store.uow import UnitOfWork
-from lablease.services import outbox
+from lablease.services.messages import outbox
 from lablease.worker.delivery import senders
 from lablease.worker.loop import deliver_due, run_due
 from tests.support.postgres import free_port

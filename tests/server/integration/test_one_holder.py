@@ -101,9 +101,9 @@ def test_the_web_return_button_refuses_the_same(lab):
     lab.system("n1.lab.test", condition="automated")
     running = _job(lab, "alice")
     held = _held_by(lab, "n1.lab.test")
-    from lablease.services import lease
+    from lablease.services.lifecycle import lease
     from lablease.services.handlers import unit_of_work
-    from lablease.services.users import actor_for, find_user
+    from lablease.services.people.users import actor_for, find_user
     from lablease.domain.errors import Conflict
 
     with unit_of_work(lab.db, lab.settings) as uow:  # the page's view calls this use case (web/views)

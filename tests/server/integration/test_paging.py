@@ -13,7 +13,8 @@ import pytest
 from lablease.api.openapi import openapi_path
 from lablease.api.routes import ROUTES
 from lablease.config import Settings
-from lablease.services import labs, users
+from lablease.services.provisioning import labs
+from lablease.services.people import users
 from lablease.services.handlers import unit_of_work
 from lablease.store.uow import UnitOfWork
 from tests.support.contract import check_answer

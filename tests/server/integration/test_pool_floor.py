@@ -9,7 +9,8 @@ from lablease.domain.reserve import ReserveRequest
 from lablease.domain.errors import Conflict
 from lablease.domain.permissions import Actor
 from lablease.domain.reservations import ReservationPolicy
-from lablease.services import reserve, wait_requests
+from lablease.services.booking import reserve
+from lablease.services.queue import wait_requests
 from lablease.store.uow import UnitOfWork
 
 from .conftest import START

@@ -5,8 +5,8 @@ from urllib.parse import urlsplit
 
 from lablease.domain.paging import PageRequest
 from lablease.config import Settings
-from lablease.services import activity
-from lablease.services.installations import boot_image
+from lablease.services.records import activity
+from lablease.services.provisioning.installations import boot_image
 from lablease.store.tables import Outbox
 from lablease.store.provision_tables import Installation
 from lablease.store.uow import UnitOfWork

@@ -3,7 +3,7 @@ from datetime import timedelta
 
 import pytest
 
-from lablease.services import jobs
+from lablease.services.lifecycle import jobs
 from lablease.services.handlers import unit_of_work
 from lablease.worker.loop import run_due
 
@@ -31,7 +31,7 @@ class Scheduler:
 
     def submit(self, user, body):
         from lablease.domain.permissions import Actor
-        from lablease.services.users import actor_for, find_user
+        from lablease.services.people.users import actor_for, find_user
 
         with unit_of_work(self.lab.db, self.lab.settings) as uow:
             actor = actor_for(uow.session, find_user(uow.session, user))

@@ -4,8 +4,8 @@ from sqlalchemy import update
 from werkzeug.test import Client
 
 from lablease.api import create_app
-from lablease.services import users
-from lablease.services.token_cache import TokenCache
+from lablease.services.people import users
+from lablease.services.people.token_cache import TokenCache
 from lablease.store.tables import User
 from lablease.store.uow import UnitOfWork
 

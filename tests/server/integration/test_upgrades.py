@@ -21,7 +21,7 @@ from werkzeug.test import Client
 from lablease.api import create_app
 from lablease.cli.server import main
 from lablease.config import Settings
-from lablease.services.users import hash_token
+from lablease.services.people.users import hash_token
 from lablease.store import migrate
 from lablease.store.db import Database
 from lablease.store.secrets import SecretBox, SecretJson, SecretText, use_secrets

@@ -1,13 +1,14 @@
 """A password that passed its argon2id check is not checked again for a while (`bkr` signs in for every
 command), but a wrong one always is, and a changed password or a disabled user applies at once
-(services/verified_passwords.py; docs/access.md, "Passwords"). Through Beaker's auth.login_password."""
+(services/people/verified_passwords.py; docs/access.md, "Passwords"). Through Beaker's auth.login_password."""
 import xmlrpc.client
 
 import pytest
 from argon2 import PasswordHasher
 
 from lablease.config import Settings
-from lablease.services import signin, users
+from lablease.services.access import signin
+from lablease.services.people import users
 from lablease.store.uow import UnitOfWork
 
 from .conftest import START, Lab

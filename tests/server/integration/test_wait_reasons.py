@@ -4,7 +4,8 @@ from datetime import timedelta
 import pytest
 
 from lablease.config import Settings
-from lablease.services import health, users
+from lablease.services.lifecycle import health
+from lablease.services.people import users
 from lablease.store.uow import UnitOfWork
 from lablease.worker.loop import run_step
 

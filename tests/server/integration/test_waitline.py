@@ -4,7 +4,7 @@ from datetime import timedelta
 import pytest
 
 from lablease.config import Settings
-from lablease.services import outbox
+from lablease.services.messages import outbox
 from lablease.services.handlers import unit_of_work
 from lablease.worker.loop import run_due
 
@@ -232,6 +232,6 @@ def test_a_reservation_the_worker_returns_in_a_batch_hands_its_manual_system_to_
     _, held = lab.alice.post("/reservations", {"system": "s1.lab.test", "duration": "1h"})
     waiting = waits(lab.bob, system="s1.lab.test", duration="1h")
     lab.clock.advance(hours=1)
-    assert run_due(lab.db, START + H, lab.settings) == [held["id"]]  # the worker's expiry (services/expiry.py)
+    assert run_due(lab.db, START + H, lab.settings) == [held["id"]]  # the worker's expiry (services/lifecycle/expiry.py)
     _, granted = lab.bob.get(f"/reservations/{waiting['id']}")
     assert granted["state"] == "active" and granted["system"] == "s1.lab.test" and granted["start"] == at(START + H)

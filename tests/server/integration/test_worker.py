@@ -5,7 +5,8 @@ from datetime import timedelta
 from sqlalchemy import func, select
 
 from lablease.domain.reserve import ReserveRequest
-from lablease.services import reservations, reserve
+from lablease.services.lifecycle import reservations
+from lablease.services.booking import reserve
 from lablease.store.tables import Activity
 from lablease.store.uow import UnitOfWork
 from lablease.worker.loop import Worker, next_due, run_due

@@ -2,7 +2,7 @@
 import re
 from datetime import datetime, timedelta
 
-from lablease.services import users
+from lablease.services.people import users
 from lablease.store.uow import UnitOfWork
 from lablease.worker.loop import Worker
 from tests.server.integration.conftest import START, at
@@ -224,7 +224,7 @@ def test_a_job_page_shows_its_sets_recipes_systems_results_and_reservesys_and_a_
 
 
 def test_the_labs_page_shows_each_agents_state_and_its_labs_commands(web, person):
-    from lablease.services import labs
+    from lablease.services.provisioning import labs
     with UnitOfWork(web.db) as uow:
         labs.add(uow, START, "north")
         labs.add(uow, START, "south")

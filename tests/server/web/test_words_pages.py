@@ -7,7 +7,8 @@ from html import unescape
 import pytest
 
 from lablease.config import Settings
-from lablease.services import health, users
+from lablease.services.lifecycle import health
+from lablease.services.people import users
 from lablease.store.uow import UnitOfWork
 from lablease.worker.loop import run_step
 from tests.server.integration.conftest import START, Lab, at

@@ -32,7 +32,7 @@ from ..config import Settings, load_settings
 from ..domain.errors import DomainError
 from ..observe import logs
 from ..provision.netboot import BootImage
-from ..services.commands import Claimed
+from ..services.provisioning.commands import Claimed
 
 log = logging.getLogger("lablease.agent")
 POLL_WAIT = 30  # seconds one long poll may wait (the server caps it at half its agent_silence_limit)

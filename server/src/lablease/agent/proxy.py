@@ -14,8 +14,8 @@ import urllib.error
 import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from ..services.installations import EVENTS
-from ..services.labs import AGENT_HEADER
+from ..services.provisioning.installations import EVENTS
+from ..services.provisioning.labs import AGENT_HEADER
 
 log = logging.getLogger("lablease.agent.proxy")
 _EVENT = "|".join(EVENTS)

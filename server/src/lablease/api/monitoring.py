@@ -22,7 +22,7 @@ from werkzeug.wrappers import Request, Response
 from ..config import Settings
 from ..observe import metrics
 from ..observe.logs import REQUEST_ID
-from ..services import monitoring
+from ..services.reads import monitoring
 from ..services.handlers import unit_of_work
 from . import errors
 
@@ -95,7 +95,7 @@ class Observed:
 
 
 class DatabaseCollector:
-    """The gauges read from the database at scrape time (services/monitoring.py: indexed aggregates)."""
+    """The gauges read from the database at scrape time (services/reads/monitoring.py: indexed aggregates)."""
 
     def __init__(self, db, settings: Settings, clock):
         self.db, self.settings, self.clock = db, settings, clock

@@ -14,7 +14,7 @@ from werkzeug.routing import IntegerConverter, Map, Rule, UnicodeConverter
 
 from ..domain.limits import MAX_INT
 from . import schemas as s
-from ..services.installations import EVENTS
+from ..services.provisioning.installations import EVENTS
 from .views import (access, advance, batch, events, health, jobs, labs, meta, provisioning, reservations,
                     schedules, systems, timelines)
 

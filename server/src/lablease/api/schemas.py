@@ -9,7 +9,7 @@ from ..domain.health import HEALTHS
 from ..domain.waitline import NOT_WITH_WAIT, WAIT_ONLY
 from ..domain.inventory import INVENTORY_SCHEMA
 from ..domain.systems import ARCH_PATTERN, FQDN_MAX, FQDN_PATTERN
-from ..services.users import NAME_PATTERN
+from ..services.people.users import NAME_PATTERN
 from ..domain.limits import MAX_INT, SPACE
 from ..domain.paging import DEFAULT_LIMIT, MAX_LIMIT
 from ..domain.windows import MAX_SECONDS  # the longest duration (about 68 years): stored as seconds
@@ -25,7 +25,7 @@ TIME = {"type": "string", "format": "date-time", "pattern": "^(19[7-9][0-9]|[2-8
         "description": "RFC 3339 with a zone, e.g. 2026-11-22T14:00:00Z, from 1970 to 9000"}
 NULLABLE_TIME = {"type": ["string", "null"], "format": "date-time"}
 NAME = {"type": "string", "minLength": 1, "maxLength": 255}
-# A user, group, pool or schedule subject: letters, digits, _ . @ -, up to 64 (services.users.check_name)
+# A user, group, pool or schedule subject: letters, digits, _ . @ -, up to 64 (services.people.users.check_name)
 ENTITY = {"type": "string", "pattern": NAME_PATTERN, "maxLength": 64,
           "description": "a name: letters, digits, _ . @ -; up to 64"}
 FQDN = {"type": "string", "pattern": FQDN_PATTERN, "maxLength": FQDN_MAX, "description": "a host name"}
@@ -43,7 +43,7 @@ QUERY_KINDS = {"time": TIME, "bool": {"type": "boolean"},
                "per": {"type": "string", "enum": ["day", "hour"]},  # a utilisation report's step
                "health": {"type": "string", "enum": list(HEALTHS)},  # a system's health (domain/health.py)
                "wait": {"type": "integer", "minimum": 0, "maximum": 300},  # seconds a long poll waits (events)
-               "cursor": {"type": "string", "pattern": "^(now|[0-9]{1,18})$"},  # the event feed's (services/feed.py)
+               "cursor": {"type": "string", "pattern": "^(now|[0-9]{1,18})$"},  # the event feed's (services/records/feed.py)
                "str": {"type": "string"}}
 # Path parameters by name (routes.py)
 PATH_PARAMETERS = {

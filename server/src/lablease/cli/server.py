@@ -18,7 +18,9 @@ from ..config.reference import effective
 from ..domain.errors import Conflict, DomainError, Invalid
 from ..domain.permissions import Actor
 from ..observe import logs
-from ..services import labs, systems, users
+from ..services.provisioning import labs
+from ..services.catalog import systems
+from ..services.people import users
 from ..services.sealing import seal_all
 from ..store import migrate
 from ..store.backup import NotABackup, Refused
@@ -122,7 +124,7 @@ def read_password(name: str) -> str:
 
 
 def cmd_user_passwd(settings: Settings, args) -> None:
-    from ..services import signin
+    from ..services.access import signin
 
     password = read_password(args.name)
     with unit_of_work(_db(settings), settings) as uow:
@@ -132,7 +134,7 @@ def cmd_user_passwd(settings: Settings, args) -> None:
 
 
 def cmd_group_add(settings: Settings, args) -> None:
-    from ..services import groups
+    from ..services.people import groups
 
     with unit_of_work(_db(settings), settings) as uow:
         group = groups.create(uow, SERVER, now(), args.name, args.description, args.member or [], args.owner or [])
@@ -155,7 +157,7 @@ def _read(settings: Settings, use_case, *args):
 
 
 def cmd_group_member_add(settings: Settings, args) -> None:
-    from ..services import groups
+    from ..services.people import groups
 
     group = _done(settings, groups.add_member, SERVER, now(), args.group, args.user, args.owner)
     print(f"{args.user} is {'an owner' if args.owner else 'a member'} of {group['name']}: "
@@ -163,7 +165,7 @@ def cmd_group_member_add(settings: Settings, args) -> None:
 
 
 def cmd_group_member_remove(settings: Settings, args) -> None:
-    from ..services import groups
+    from ..services.people import groups
 
     _done(settings, groups.remove_member, SERVER, now(), args.group, args.user)
     print(f"{args.user} is no longer in {args.group}")
@@ -171,7 +173,8 @@ def cmd_group_member_remove(settings: Settings, args) -> None:
 
 def cmd_delete(settings: Settings, args) -> None:
     """`pool delete` and `group delete`: what was deleted, and what forcing it changed besides."""
-    from ..services import groups, pools
+    from ..services.people import groups
+    from ..services.catalog import pools
 
     changed = _done(settings, {"pool": pools, "group": groups}[args.command].delete, SERVER, now(), args.name,
                     args.force)
@@ -204,14 +207,14 @@ def cmd_user_enable(settings: Settings, args) -> None:
 
 
 def cmd_arch_add(settings: Settings, args) -> None:
-    from ..services import arches
+    from ..services.catalog import arches
 
     arch = _done(settings, arches.add, SERVER, now(), args.name)
     print(f"architecture {arch['name']} added: systems and distro trees may name it")
 
 
 def cmd_arch_list(settings: Settings, args) -> None:
-    from ..services import arches
+    from ..services.catalog import arches
 
     found = _read(settings, arches.every)
     print(to_json(found) if args.json else table(found, [
@@ -363,7 +366,7 @@ def cmd_import_beaker_csv(settings: Settings, args) -> None:
 
 
 def cmd_export_beaker_csv(settings: Settings, args) -> None:
-    from ..services import beaker_csv
+    from ..services.catalog import beaker_csv
     from .server_beaker import write_files
 
     tables, notes = _read(settings, beaker_csv.export)

@@ -1,7 +1,7 @@
 """`lablease-server import beaker-csv FILE...` and `export beaker-csv DIR`: Beaker's CSV exchange.
 
 The files are Beaker's (Admin -> Export), read with Python's csv module; domain/beaker_csv.py maps the rows,
-services/beaker_csv.py applies them through the system import, pool and group use cases in one unit of work.
+services/catalog/beaker_csv.py applies them through the system import, pool and group use cases in one unit of work.
 Every refused row is named by file and line, and nothing is imported unless every row is accepted; what
 lablease does not keep is named too (docs/beaker.md, "Importing Beaker's CSV").
 """
@@ -15,7 +15,7 @@ from ..api.inputs import check_body, check_storable
 from ..api.schemas import SYSTEM_IMPORT
 from ..domain import beaker_csv as rules
 from ..domain.errors import Invalid
-from ..services import beaker_csv
+from ..services.catalog import beaker_csv
 from .import_refused import ImportRefused
 
 _MISSING = object()  # csv.DictReader's value for a column the row lacks, and key for extra fields

@@ -1,7 +1,7 @@
 """`lablease-server system import FILE`: systems from YAML, by the API's rules.
 
 Each system is read as the JSON body of POST /api/v1/systems would be (the same schema: an unknown or
-misspelt field is refused, never dropped) and goes through the same use case (services/systems.py
+misspelt field is refused, never dropped) and goes through the same use case (services/catalog/systems.py
 import_systems: add_system or update_system, with their checks, events and consequences). Every refused
 system is named by file, line, position and name; nothing is written unless every one is accepted.
 """
@@ -18,7 +18,7 @@ from ..api.inputs import check_body, check_storable
 from ..api.schemas import SYSTEM_IMPORT
 from ..domain.errors import Invalid
 from ..domain.times import format_time
-from ..services import systems
+from ..services.catalog import systems
 from .import_refused import ImportRefused
 
 

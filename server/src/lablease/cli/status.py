@@ -11,7 +11,8 @@ import requests
 
 from ..config import Settings
 from ..domain.times import format_human, format_when
-from ..services import due, monitoring
+from ..services.records import due
+from ..services.reads import monitoring
 from ..services.handlers import unit_of_work
 from ..store.db import Database
 

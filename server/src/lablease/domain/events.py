@@ -125,7 +125,7 @@ class RecipeAborted(Event):
 @dataclass(frozen=True)
 class RecipeFinished(Event):
     """A recipe reached its end (completed, aborted or cancelled): a health check's outcome sets its
-    system's health, any other recipe counts towards the system's next check (services/health.py).
+    system's health, any other recipe counts towards the system's next check (services/lifecycle/health.py).
     At once: a failed check makes the system Broken before anything offers it again."""
     name: ClassVar[str] = "recipe_finished"
     at_once: ClassVar[bool] = True

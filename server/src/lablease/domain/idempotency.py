@@ -2,7 +2,7 @@
 
 What a key may be, how two requests are compared and what differs between them are decided here
 (pure: no I/O, no clock). The API looks the key up and keeps the answer (api/app.py,
-services/idempotency.py); docs/api.md, "Retrying a write", is the user's side of it.
+services/records/idempotency.py); docs/api.md, "Retrying a write", is the user's side of it.
 """
 from __future__ import annotations
 

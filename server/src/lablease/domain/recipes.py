@@ -9,7 +9,7 @@ STATES = ("new", "queued", "assigned", "scheduled", "waiting", "installing", "ru
 FINISHED = frozenset({"completed", "cancelled", "aborted"})
 RESULTS = ("none", "pass", "warn", "fail")
 # The states in which a recipe holds its system through its reservation (kind `recipe`): that reservation
-# stays open until the recipe ends (services/endings.py; the database refuses otherwise, migration 0024).
+# stays open until the recipe ends (services/booking/endings.py; the database refuses otherwise, migration 0024).
 HOLDING = ("assigned", "scheduled", "waiting", "installing", "running")
 
 # Which state may follow which; any unfinished state may also end cancelled or aborted.

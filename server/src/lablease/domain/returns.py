@@ -1,8 +1,8 @@
 """What a reservation's end does to its system, and why it ended — one rule for every way it ends.
 
-A reservation ends by its holder's return (the API's plain path, services/lease.py), by expiry one at a
-time (services/reservations.py) or in a batch (services/expiry.py), and through the cascade
-(services/endings.py, services/installations.on_reservation_closed). Each asks the same questions of the
+A reservation ends by its holder's return (the API's plain path, services/lifecycle/lease.py), by expiry one at a
+time (services/lifecycle/reservations.py) or in a batch (services/lifecycle/expiry.py), and through the cascade
+(services/booking/endings.py, services/installations.on_reservation_closed). Each asks the same questions of the
 same facts; the answers are here, pure, with their table test (tests/server/unit/test_returns.py).
 """
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Utilisation by the hour: how a system's time splits into recipe, manual, idle and broken.
 
-The worker aggregates closed hours once (services/utilisation.py); pages and the API only
+The worker aggregates closed hours once (services/records/utilisation.py); pages and the API only
 add the stored hours up. For each moment the category is, in this order of precedence:
 not counted while the system did not exist or was `removed`; `broken` while its condition
 was broken; `recipe` while a recipe run booked it; `manual` while a reservation or an

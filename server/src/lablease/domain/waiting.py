@@ -16,7 +16,7 @@ from .permissions import LENT_TO_ANOTHER
 from .times import format_time
 
 BROKEN = "the system is broken, not automated"
-# The queue counts the systems off a recipe's candidate list under this one reason (services/waiting.py
+# The queue counts the systems off a recipe's candidate list under this one reason (services/queue/waiting.py
 # Summaries); the recipe's own page counts each reason apart.
 NOT_CANDIDATE = "outside its host requirements or its owner's access"
 CATEGORIES = ("advance-reservation", "holding", "no-match", "broken", "lent", "live", "busy", "behind", "peers")

@@ -3,7 +3,7 @@
 The job is written as it was asked for (render.py: the document resubmits, its
 run data dropped with a warning by exported.py), with the run's ids, Beaker's
 status and result names and the system on each element. The values come in
-plain (services/beaker_jobs.py builds them, domain/beaker_runs.py names them):
+plain (services/lifecycle/beaker_jobs.py builds them, domain/beaker_runs.py names them):
 
     job = {"id", "owner", "group", "whiteboard", "status", "result", "document" (the job as asked, normalised),
            "recipe_sets": [{"id", "priority", "status", "result", "recipes": [recipe]}]}

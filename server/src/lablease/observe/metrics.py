@@ -6,7 +6,7 @@ mode, `PROMETHEUS_MULTIPROC_DIR`); a scrape of any API process adds them all
 up. `serve` prepares the directory under the data dir before anything forks
 (files of processes no longer running are removed) and marks each process that
 exits dead. What the database holds (reservations, queues, systems) is not
-kept here: it is read when scraped (services/monitoring.py).
+kept here: it is read when scraped (services/reads/monitoring.py).
 
 Instruments are made on first use, not at import: multiprocess mode must be
 chosen before the first metric exists, and this module may be imported before

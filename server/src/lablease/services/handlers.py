@@ -13,7 +13,9 @@ from ..store.db import Database
 from ..store.queries import freed_system_wanted
 from ..store.tables import System
 from ..store.uow import UnitOfWork
-from . import advance_states, health, installations, jobs, loans, scheduling
+from .lifecycle import advance_states, health, jobs, loans
+from .provisioning import installations
+from .queue import scheduling
 
 
 def _timed(handler):

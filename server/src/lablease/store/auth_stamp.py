@@ -1,6 +1,6 @@
 """A per-database stamp that moves whenever a commit changes who a token stands for.
 
-Processes that cache verified tokens (api/app.py, services/token_cache.py)
+Processes that cache verified tokens (api/app.py, services/people/token_cache.py)
 compare the stamp's modification time before trusting a cached entry, so a
 token revoked, a user disabled or a group membership changed by any process
 on this host (the API's other gunicorn workers, `lablease-server`) is seen by

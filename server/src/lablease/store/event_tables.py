@@ -1,4 +1,4 @@
-"""The event feed's history: one row per notice (services/notices.py), read by `GET /api/v1/events`."""
+"""The event feed's history: one row per notice (services/messages/notices.py), read by `GET /api/v1/events`."""
 from __future__ import annotations
 
 from datetime import datetime
@@ -14,7 +14,7 @@ class FeedEvent(Base):
     """One event as its webhook tells it (`payload` is the webhook's body), kept for `events_keep`.
 
     `id` is the feed's cursor: ids never go back (AUTOINCREMENT on SQLite, a sequence on PostgreSQL) and
-    are handed out in commit order (services/feed.py writes them last, under a lock, on PostgreSQL), so a
+    are handed out in commit order (services/records/feed.py writes them last, under a lock, on PostgreSQL), so a
     reader that saw id N has seen every event below N. `user_id` is whom it concerns (a non-admin reads
     only theirs): a plain number, not a foreign key, so writing an event takes no lock on the user's row
     while the feed's lock is held. One row per `dedupe_key` (`event:key:user`), as the outbox keeps one

@@ -1,4 +1,4 @@
-"""Health checks (what a site runs to check its systems) and each system's health (services/health.py)."""
+"""Health checks (what a site runs to check its systems) and each system's health (services/lifecycle/health.py)."""
 from __future__ import annotations
 
 from datetime import datetime
@@ -29,7 +29,7 @@ class HealthCheck(Base):
 
 
 class SystemHealth(Base):
-    """One system's health; `next_check_at` is when the worker submits its next check (services/due.py)."""
+    """One system's health; `next_check_at` is when the worker submits its next check (services/records/due.py)."""
 
     __tablename__ = "system_health"
     id: Mapped[int] = mapped_column(Integer, primary_key=True)

@@ -1,6 +1,6 @@
 """A held reservation read in one statement, and a decided change written with SQLAlchemy Core.
 
-The hot paths of extend, heartbeat and return (services/lease.py) build no ORM
+The hot paths of extend, heartbeat and return (services/lifecycle/lease.py) build no ORM
 objects: `read` returns a plain `domain.lease.Lease`, `write` runs UPDATEs and
 one multi-row activity INSERT. The statements are built once, at import.
 """

@@ -18,7 +18,7 @@ class Installation(Base):
     """One install of a distro tree on a system, for a reservation's holder or a recipe.
 
     Its secret token is never stored: it is derived from the site key and
-    `nonce` (services/installations.py), and the stored kickstart has it
+    `nonce` (services/provisioning/installations.py), and the stored kickstart has it
     replaced by a marker.
     """
 

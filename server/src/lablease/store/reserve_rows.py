@@ -42,7 +42,7 @@ def _system_query():
     rules = _rules_of_system()
     loan = (select(Loan.system_id, Loan.recipient_id, Loan.end_at).where(Loan.returned_at.is_(None))
             .subquery("loan"))
-    # In a pool that keeps a floor of idle Automated systems (services/holds.py checks it, rarely needed).
+    # In a pool that keeps a floor of idle Automated systems (services/booking/holds.py checks it, rarely needed).
     floored = exists().where(PoolSystem.system_id == System.id, Pool.id == PoolSystem.pool_id,
                              Pool.automation_floor > 0)
     return (select(System.id, System.fqdn, System.resource_id, Resource.name.label("resource_name"), System.condition,

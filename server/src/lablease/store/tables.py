@@ -37,7 +37,7 @@ class User(Base):
     is_admin: Mapped[bool] = mapped_column(Boolean, default=False)
     disabled: Mapped[bool] = mapped_column(Boolean, default=False)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime)
-    # Set for a person who came from the site's directory: they sign in with its password (services/directory.py)
+    # Set for a person who came from the site's directory: they sign in with its password (services/access/directory.py)
     directory_dn: Mapped[str | None] = mapped_column(String(1000))
     display_name: Mapped[str | None] = mapped_column(String(200))
 
@@ -50,14 +50,14 @@ class Group(Base):
     webhook_url: Mapped[str | None] = mapped_column(String(2000))
     webhook_secret: Mapped[str | None] = mapped_column(SecretText)  # sealed (store/secrets.py)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime)
-    # Set for the directory's groups: their members follow the directory, never a hand edit (services/directory.py)
+    # Set for the directory's groups: their members follow the directory, never a hand edit (services/access/directory.py)
     directory_dn: Mapped[str | None] = mapped_column(String(1000))
 
 
 class GroupMember(Base):
     __tablename__ = "group_members"
     group_id: Mapped[int] = mapped_column(ForeignKey("groups.id", ondelete="CASCADE"), primary_key=True)
-    # indexed alone too: authentication reads a user's groups by user (services/users.py)
+    # indexed alone too: authentication reads a user's groups by user (services/people/users.py)
     user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), primary_key=True, index=True)
     is_owner: Mapped[bool] = mapped_column(Boolean, default=False)
 
@@ -76,7 +76,7 @@ class Token(Base):
 
 
 class WebLogin(Base):
-    """A user's web sign-in secrets (services/signin.py): a row once a password or a calendar address is set."""
+    """A user's web sign-in secrets (services/access/signin.py): a row once a password or a calendar address is set."""
 
     __tablename__ = "web_logins"
     user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), primary_key=True)
@@ -156,11 +156,11 @@ class System(Base):
         ForeignKey("distro_trees.id", ondelete="SET NULL"))
     # When set, the system is governed by this pool's access policy instead of its own rules.
     policy_pool_id: Mapped[int | None] = mapped_column(ForeignKey("pools.id", ondelete="SET NULL"))
-    # A guest recipe's virtual machine (services/guests.py): its host's harness starts it; never scheduled,
+    # A guest recipe's virtual machine (services/provisioning/guests.py): its host's harness starts it; never scheduled,
     # reserved or lent on its own.
     guest: Mapped[bool] = mapped_column(Boolean, default=False)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime)
-    # The inventory, as Beaker keeps it (services/inventory.py; docs/jobs.md, "hostRequires").
+    # The inventory, as Beaker keeps it (services/catalog/inventory.py; docs/jobs.md, "hostRequires").
     vendor: Mapped[str | None] = mapped_column(String(255))
     model: Mapped[str | None] = mapped_column(String(255))
     serial: Mapped[str | None] = mapped_column(String(255))
@@ -432,7 +432,7 @@ class RecipeSet(Base):
     __table_args__ = (Index("ix_recipe_sets_queue", "multi", "status", "priority", "queued_at"),)
 
 
-# The queue's multi-host sets in scheduling order (services/scheduling.py head): walked by the index without
+# The queue's multi-host sets in scheduling order (services/queue/scheduling.py head): walked by the index without
 # sorting, however long the queue.
 Index("ix_recipe_sets_head", RecipeSet.multi, RecipeSet.status, RecipeSet.priority.desc(), RecipeSet.queued_at,
       RecipeSet.id)
@@ -469,7 +469,7 @@ class Recipe(Base):
 
 
 # The recipe holding a system by a reservation (store/migrations 0024: the database checks it on every return;
-# services/endings.py asks it): only recipes in a holding state, so it stays as small as the lab.
+# services/booking/endings.py asks it): only recipes in a holding state, so it stays as small as the lab.
 Index("ix_recipes_holding", Recipe.reservation_id,
       sqlite_where=text("status IN ('assigned', 'scheduled', 'waiting', 'installing', 'running')"),
       postgresql_where=text("status IN ('assigned', 'scheduled', 'waiting', 'installing', 'running')"))
@@ -483,7 +483,7 @@ Index("ix_recipes_host_recipe_id", Recipe.host_recipe_id, sqlite_where=text("hos
 Index("ix_recipes_assigned", Recipe.recipe_set_id, sqlite_where=text("status = 'assigned'"),
       postgresql_where=text("status = 'assigned'"))
 
-# Each requirement class's queued recipes in scheduling order (services/scheduling.py _class_queue): a page is
+# Each requirement class's queued recipes in scheduling order (services/queue/scheduling.py _class_queue): a page is
 # read from the index without sorting the class's top-priority group, however long the queue.
 Index("ix_recipes_class_queue", Recipe.class_id, Recipe.status, Recipe.priority.desc(), Recipe.queued_at, Recipe.id)
 

@@ -41,7 +41,7 @@ def left(seconds: int | None) -> str:
     return format_human(round(seconds / 60) * 60) if seconds is not None else "no limit"
 
 
-# A history entry (services/activity.py: action, field, old, new) in words, where the plain reading of its
+# A history entry (services/records/activity.py: action, field, old, new) in words, where the plain reading of its
 # identifiers would not do ("health health: ...", "created condition: automated", "changed pools: None -> p1").
 # Each takes (old, new); any other entry reads "<action> <field>: <old> → <new>" with what it has.
 HAPPENED = {

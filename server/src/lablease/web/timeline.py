@@ -9,7 +9,7 @@ from __future__ import annotations
 from urllib.parse import urlencode
 
 from ..domain import timeline as rules
-from ..services import timeline as service
+from ..services.reads import timeline as service
 from .context import PageContext
 from .views import forms
 

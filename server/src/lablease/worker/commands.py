@@ -18,9 +18,9 @@ from ..observe import metrics
 from ..power import NotApplied, PowerError, PowerTarget, scrub
 from ..power import registry
 from ..provision import netboot
-from ..services import commands, installations
+from ..services.provisioning import commands, installations
 from ..services.handlers import unit_of_work
-from ..services.systems import SECRET_KEYS
+from ..services.catalog.systems import SECRET_KEYS
 from ..store.db import Database
 from ..store.outage import outage, reason
 from ..store.wakeup import Waker

@@ -15,10 +15,10 @@ import requests
 import urllib3
 
 from ..domain import destinations
-from ..services import destinations as webhook_targets
+from ..services.messages import destinations as webhook_targets
 
 from ..config import Settings
-from ..services.outbox import Delivery
+from ..services.messages.outbox import Delivery
 
 log = logging.getLogger("lablease.delivery")
 

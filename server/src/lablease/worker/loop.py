@@ -23,8 +23,12 @@ from typing import Callable
 from ..config import Settings
 from ..domain.errors import DirectoryUnavailable
 from ..observe import metrics
-from ..services import (advance_states, commands, directory, due, expiry, feed, health, idempotency, installations,
-                        jobs, loans, monitoring, outbox, reservations, utilisation)
+from ..services.lifecycle import advance_states, expiry, health, jobs, loans, reservations
+from ..services.provisioning import commands, installations
+from ..services.access import directory
+from ..services.records import due, feed, idempotency, utilisation
+from ..services.reads import monitoring
+from ..services.messages import outbox
 from ..services.handlers import unit_of_work
 from ..store.db import Database
 from ..store.outage import outage, reason
@@ -42,7 +46,7 @@ def utcnow() -> datetime:
     return datetime.now(timezone.utc)
 
 
-# What the worker does when its time comes, in order (services/due.py). Each item is handled
+# What the worker does when its time comes, in order (services/records/due.py). Each item is handled
 # in a transaction of its own; one that raises is parked and the others go on.
 DUE_STEPS = (advance_states.TRANSITION, reservations.EXPIRY, loans.EXPIRY, jobs.OVERDUE, installations.STALLED,
              commands.RECOVERY, reservations.WARNING, loans.WARNING, health.DUE)
@@ -58,7 +62,7 @@ WAKE_GAP = 0.1
 _INSTANCES = itertools.count(1)
 
 
-# Steps whose plain items are handled a chunk per transaction (services/expiry.py); the rest one by one.
+# Steps whose plain items are handled a chunk per transaction (services/lifecycle/expiry.py); the rest one by one.
 BATCHES = {reservations.EXPIRY.kind: expiry.return_plain}
 CHUNKS_PER_READ = 10  # a batched step reads the ids of this many chunks in one query
 
@@ -353,7 +357,7 @@ class Worker:
 
     def sync_directory_if_due(self) -> None:
         """Every ldap_sync_interval: directory people's groups follow the directory, those it no longer has
-        lose their tokens (services/directory.py). A directory that does not answer is tried at the next
+        lose their tokens (services/access/directory.py). A directory that does not answer is tried at the next
         interval: the rest of the worker does not wait for it."""
         now = self.clock()
         if not directory.configured(self.settings) or (self.next_directory_sync is not None

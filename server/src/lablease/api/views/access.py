@@ -1,5 +1,7 @@
 """/systems/{fqdn}/loan, /groups, /pools, access policies, /me settings."""
-from ...services import groups, loans, policies, pools
+from ...services.people import groups
+from ...services.lifecycle import loans
+from ...services.catalog import policies, pools
 from ...domain.loans import LoanRequest
 from ...domain.paging import Page
 from ..inputs import duration_field, time_field

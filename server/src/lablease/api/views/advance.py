@@ -1,6 +1,6 @@
 """/advance-reservations: qrsub, qrstat, qralter, qrdel, and accounting."""
 from ...domain.paging import Page
-from ...services import advance, advance_reports
+from ...services.calendar import advance, advance_reports
 from .context import Context, Reply
 
 

@@ -14,7 +14,7 @@ from werkzeug.datastructures import MIMEAccept
 from werkzeug.http import parse_accept_header
 from werkzeug.wrappers import Response
 
-from ...services import feed
+from ...services.records import feed
 from ...services.handlers import unit_of_work
 from .context import Context
 

@@ -1,6 +1,7 @@
 """/health-checks and /systems/{fqdn}/health-check"""
 from ...domain.paging import Page
-from ...services import health, health_checks
+from ...services.lifecycle import health
+from ...services.catalog import health_checks
 from ..inputs import duration_field
 from .context import Context, Reply
 

@@ -5,8 +5,10 @@ from werkzeug.exceptions import UnsupportedMediaType
 from werkzeug.wrappers import Response
 
 from ...domain.paging import Page
-from ...services import job_export, jobs, usage, utilisation as utilisation_service, waiting
-from ...services import systems as system_service
+from ...services.lifecycle import job_export, jobs
+from ...services.records import usage, utilisation as utilisation_service
+from ...services.queue import waiting
+from ...services.catalog import systems as system_service
 from ..inputs import read_json
 from .context import Context, Reply
 
@@ -78,6 +80,6 @@ def utilisation(ctx: Context) -> dict:
 
 
 def utilisation_series(ctx: Context) -> dict:
-    """Pre-aggregated hours (services/utilisation.py) added up per hour or day."""
+    """Pre-aggregated hours (services/records/utilisation.py) added up per hour or day."""
     start, end = _period(ctx)
     return utilisation_service.report(ctx.uow, ctx.query.get("pool"), start, end, ctx.query.get("per") or "day")

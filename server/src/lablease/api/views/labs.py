@@ -5,7 +5,7 @@ import time
 from datetime import timedelta
 
 from ...domain.labs import poll_wait
-from ...services import labs
+from ...services.provisioning import labs
 from ...services.handlers import unit_of_work
 from .context import Context
 

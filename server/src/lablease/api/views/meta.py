@@ -1,6 +1,8 @@
 """Health, readiness and identity."""
 from ...domain.errors import NotReady
-from ...services import monitoring, signin, users
+from ...services.reads import monitoring
+from ...services.access import signin
+from ...services.people import users
 from ...timeparse import format_duration
 from .context import Context
 

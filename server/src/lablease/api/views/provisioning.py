@@ -3,7 +3,9 @@ from werkzeug.wrappers import Response
 
 from ...domain.errors import NotFound
 from ...domain.paging import Page
-from ...services import arches, commands, distros, installations, installer, labs
+from ...services.catalog import arches, distros
+from ...services.provisioning import commands, installations, labs
+from ...services.lifecycle import installer
 from .context import Context
 
 

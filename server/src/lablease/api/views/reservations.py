@@ -1,5 +1,8 @@
 """/reservations"""
-from ...services import activity, lease, reservations, reserve, wait_requests
+from ...services.records import activity
+from ...services.lifecycle import lease, reservations
+from ...services.booking import reserve
+from ...services.queue import wait_requests
 from ..inputs import duration_field, time_field
 from ...domain.paging import Page
 from .context import Context, Reply

@@ -1,6 +1,6 @@
 """/schedules"""
 from ...domain.paging import Page
-from ...services import schedules
+from ...services.calendar import schedules
 from ..inputs import duration_field, time_field
 from .context import Context, Reply
 

@@ -1,5 +1,6 @@
 """/systems"""
-from ...services import activity, systems
+from ...services.records import activity
+from ...services.catalog import systems
 from ...domain.paging import Page
 from .context import Context
 

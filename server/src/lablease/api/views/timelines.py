@@ -1,6 +1,6 @@
 """/pools/{name}/timeline and /systems/{fqdn}/timeline: the bookings the web's timelines draw."""
 from ...domain import timeline as rules
-from ...services import timeline
+from ...services.reads import timeline
 from .context import Context
 
 

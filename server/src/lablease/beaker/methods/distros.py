@@ -9,7 +9,7 @@ from __future__ import annotations
 from ...domain.errors import Invalid
 from ...jobxml.parse import parse_job_xml
 from ...scheduler.filters import compare
-from ...services import distros
+from ...services.catalog import distros
 from ..call import Call
 from ..registry import xmlrpc
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from ...domain.errors import Invalid
 from ...domain.paging import PageRequest
-from ...services import groups
-from ...services.users import find_user
+from ...services.people import groups
+from ...services.people.users import find_user
 from ..call import Call
 from ..registry import NotSupported, rest
 

@@ -1,11 +1,11 @@
 """jobs.*: submitting and listing jobs (`bkr job-submit`, `job-list`), and a job's JUnit XML (`job-results
---format junit-xml`). The same use cases as /api/v1/jobs (services/beaker_jobs.py)."""
+--format junit-xml`). The same use cases as /api/v1/jobs (services/lifecycle/beaker_jobs.py)."""
 from __future__ import annotations
 
 from werkzeug.wrappers import Response
 
 from ...domain.errors import Invalid
-from ...services import beaker_jobs
+from ...services.lifecycle import beaker_jobs
 from ..call import Call
 from ..registry import rest, xmlrpc
 

@@ -3,7 +3,7 @@ lablease's labs: each answers by its name (a lab served by an agent, configured 
 system), not a host name (docs/beaker.md)."""
 from __future__ import annotations
 
-from ...services import labs
+from ...services.provisioning import labs
 from ..call import Call
 from ..registry import xmlrpc
 

@@ -3,7 +3,8 @@ bkr policy-list, policy-grant and policy-revoke. Beaker's permissions are lablea
 from __future__ import annotations
 
 from ...domain.errors import Invalid
-from ...services import policies, users
+from ...services.catalog import policies
+from ...services.people import users
 from ..call import Call
 from ..registry import rest
 

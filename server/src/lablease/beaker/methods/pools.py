@@ -3,7 +3,7 @@ of policy-grant/-revoke (methods/policies.py). A lablease pool is owned by a gro
 from __future__ import annotations
 
 from ...domain.errors import Invalid
-from ...services import pools
+from ...services.catalog import pools
 from ..call import Call
 from ..registry import NotSupported, rest
 

@@ -3,7 +3,7 @@ Reserved recipe's reservation end (`bkr watchdog-show`, `watchdog-extend`; docs/
 from __future__ import annotations
 
 from ...domain.errors import Invalid
-from ...services import beaker_jobs
+from ...services.lifecycle import beaker_jobs
 from ..call import Call
 from ..registry import rest, xmlrpc
 

@@ -13,18 +13,18 @@ from werkzeug.wrappers import Response
 
 from ...domain.errors import Invalid
 from ...jobxml.parse import parse_job_xml
-from ...services import overview
+from ...services.reads import overview
 from ..call import Call
 from ..registry import NotSupported, rest
 
 ATOM = "http://www.w3.org/2005/Atom"
 SEARCH = re.compile(r"systemsearch-(\d+)\.(table|operation|value)$")
-# Beaker's search tables and the listing filter (services/systems.py `filtered`) each one is
+# Beaker's search tables and the listing filter (services/catalog/systems.py `filtered`) each one is
 TABLES = {"System/Arch": "arch", "System/Pools": "pool", "System/Status": "condition", "System/Type": "type"}
 
 
 def searches(call: Call) -> tuple[dict, str | None]:
-    """(filters for services.systems.filtered, the system type) from the systemsearch-N.* query fields."""
+    """(filters for services.catalog.systems.filtered, the system type) from the systemsearch-N.* query fields."""
     rows: dict[str, dict] = {}
     for key, value in call.query.items():
         match = SEARCH.match(key)

@@ -7,7 +7,10 @@ from __future__ import annotations
 from ...domain.errors import Conflict, Invalid
 from ...domain.loans import LoanRequest
 from ...domain.reserve import ReserveRequest
-from ...services import commands, installations, lease, loans, reserve, systems
+from ...services.provisioning import commands, installations
+from ...services.lifecycle import lease, loans
+from ...services.booking import reserve
+from ...services.catalog import systems
 from ..call import Call
 from ..registry import NotSupported, rest, xmlrpc
 

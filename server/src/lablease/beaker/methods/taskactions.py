@@ -3,7 +3,7 @@ mrack), their state (`job-watch`), cancelling (`job-cancel`, mrack's destroy) an
 Names and numbering: domain/beaker_runs.py; docs/beaker.md, "Jobs"."""
 from __future__ import annotations
 
-from ...services import beaker_jobs
+from ...services.lifecycle import beaker_jobs
 from ..call import Call
 from ..registry import xmlrpc
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ...domain import beaker_runs
 from ...domain.errors import Invalid
-from ...services import beaker_jobs
+from ...services.lifecycle import beaker_jobs
 from ..call import Call
 from ..registry import xmlrpc
 

@@ -1,10 +1,10 @@
 """/advance-reservations: qrstat's list, one AR (window, systems, ACL, state and why, accounting), and
-create (with validate-only), modify and delete through the API's use cases (services/advance.py)."""
+create (with validate-only), modify and delete through the API's use cases (services/calendar/advance.py)."""
 from urllib.parse import quote
 
 from ...domain.errors import Invalid
 from ...domain.paging import MAX_LIMIT, PageRequest
-from ...services import advance, advance_reports
+from ...services.calendar import advance, advance_reports
 from ..context import PageContext, Redirect
 from . import forms
 

@@ -2,7 +2,8 @@
 from werkzeug.wrappers import Response
 
 from ...domain.paging import MAX_LIMIT, PageRequest
-from ...services import loans, reservations, signin
+from ...services.lifecycle import loans, reservations
+from ...services.access import signin
 from ..context import PageContext, Redirect
 from ..ical import feed as build_feed
 

@@ -1,6 +1,7 @@
-"""/queue, /jobs and /jobs/<id>: what waits and why (services/waiting.py, as GET /api/v1/queue), jobs, cancel."""
+"""/queue, /jobs and /jobs/<id>: what waits and why (services/queue/waiting.py, as GET /api/v1/queue), jobs, cancel."""
 from ...domain.paging import PageRequest
-from ...services import jobs, waiting
+from ...services.lifecycle import jobs
+from ...services.queue import waiting
 from ..context import PageContext, Redirect
 from . import forms
 

@@ -1,6 +1,6 @@
 """/labs: the labs lab agents serve, each agent's state and its lab's commands (GET /api/v1/labs as a page)."""
 from ...domain.paging import PageRequest
-from ...services import labs
+from ...services.provisioning import labs
 from ..context import PageContext
 
 LABS_SHOWN = 200  # a site has a handful of labs; more would be a page of their own

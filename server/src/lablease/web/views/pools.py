@@ -1,8 +1,8 @@
 """/pools and /pools/<name>: the pools, and a pool's timeline (one row per system, one bar per booking)."""
 from urllib.parse import urlencode
 
-from ...services import pools
-from ...services import timeline as timeline_service
+from ...services.catalog import pools
+from ...services.reads import timeline as timeline_service
 from ..context import PageContext
 from ..timeline import values, window
 from . import forms

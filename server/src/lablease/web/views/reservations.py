@@ -3,7 +3,9 @@ from ...domain.actions import EXTEND_STEPS
 from ...domain.signin import safe_next
 from ...domain.paging import MAX_LIMIT, PageRequest
 from ...domain.reserve import ReserveRequest
-from ...services import lease, loans, reservations, reserve, signin
+from ...services.lifecycle import lease, loans, reservations
+from ...services.booking import reserve
+from ...services.access import signin
 from ..context import PageContext, Redirect
 from ..render import when
 from . import forms

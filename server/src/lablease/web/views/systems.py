@@ -4,7 +4,9 @@ from urllib.parse import quote, urlencode
 from ...domain.actions import EXTEND_STEPS
 from ...domain.loans import LoanRequest
 from ...domain.reserve import ReserveRequest
-from ...services import loans, overview, reserve
+from ...services.lifecycle import loans
+from ...services.reads import overview
+from ...services.booking import reserve
 from ..context import PageContext, Redirect
 from ..render import when
 from ..timeline import system_timeline

@@ -1,6 +1,6 @@
 """/utilisation: per pool, stacked bars per day or hour, figure cards, a period selector and a CSV export.
 
-Everything comes from the hours the worker aggregated (services/utilisation.py, as
+Everything comes from the hours the worker aggregated (services/records/utilisation.py, as
 GET /api/v1/reports/utilisation/series); nothing is computed from bookings per request.
 """
 import csv as csv_module
@@ -10,7 +10,8 @@ from datetime import timedelta
 from werkzeug.wrappers import Response
 
 from ...domain import utilisation as rules
-from ...services import pools, utilisation
+from ...services.catalog import pools
+from ...services.records import utilisation
 from ..context import PageContext
 from . import forms
 

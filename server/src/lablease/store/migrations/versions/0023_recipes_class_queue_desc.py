@@ -14,7 +14,7 @@ depends_on = None
 
 def upgrade() -> None:
     # Ascending priority made the database sort each class's whole top-priority group to read its first page
-    # (services/scheduling.py _class_queue): a cost that grew with the queue.
+    # (services/queue/scheduling.py _class_queue): a cost that grew with the queue.
     op.drop_index('ix_recipes_class_queue', table_name='recipes')
     op.create_index('ix_recipes_class_queue', 'recipes',
                     ['class_id', 'status', sa.text('priority DESC'), 'queued_at', 'id'], unique=False)

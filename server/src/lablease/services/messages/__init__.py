@@ -1,0 +1,1 @@
+"""Telling people: notices queued with their cause, the outbox that delivers them, webhook destinations."""

@@ -1,0 +1,1 @@
+"""What pages and operators read: the systems overview, timelines, the gauges operators watch."""

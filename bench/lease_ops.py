@@ -144,12 +144,11 @@ class Sessions(threading.Thread):
 
 
 def authentication(database_url: str, token: str, repeat: int = 2000) -> dict:
-    """Microseconds per authenticate() in-process, each in a session of its own: read vs cached."""
-    from sqlalchemy.orm import Session
-
+    """Microseconds per authenticate() in-process, each in a reading unit of work of its own: read vs cached."""
     from lablease.services.people.token_cache import TokenCache
     from lablease.services.people.users import authenticate
     from lablease.store.db import Database
+    from lablease.store.uow import UnitOfWork
 
     db = Database(database_url)
     header, now = f"Bearer {token}", datetime.now(timezone.utc)
@@ -157,12 +156,12 @@ def authentication(database_url: str, token: str, repeat: int = 2000) -> dict:
     timings = {}
     try:
         for name, used in (("one statement", None), ("cached", cache)):
-            with Session(db.reader) as session:
-                authenticate(session, header, now, used)  # warm: compiled statement, cache entry
+            with UnitOfWork(db, write=False) as uow:
+                authenticate(uow, header, now, used)  # warm: compiled statement, cache entry
             began = time.perf_counter()
             for _ in range(repeat):
-                with Session(db.reader) as session:
-                    authenticate(session, header, now, used)
+                with UnitOfWork(db, write=False) as uow:
+                    authenticate(uow, header, now, used)
             timings[name] = (time.perf_counter() - began) / repeat * 1e6
     finally:
         db.dispose()

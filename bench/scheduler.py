@@ -134,7 +134,7 @@ def make_classes(db: Database) -> list[tuple[int, dict]]:
     with unit_of_work(db) as uow:
         for spec in requirement_specs():
             spec = full_spec(spec)
-            classes.append((scheduling.requirement_class(uow.session, 2, spec, NOW).id, spec))
+            classes.append((scheduling.requirement_class(uow, 2, spec, NOW).id, spec))
         uow.commit()
     return classes
 
@@ -164,7 +164,7 @@ def full_pass(db: Database, system_id: int, now: datetime) -> None:
         ids = session.execute(scheduling.queue_order(select(RecipeSet.id).where(
             RecipeSet.status.in_(scheduling.WAITING)))).scalars().all()
         for set_id in ids:
-            scheduling.try_start(session, session.get(RecipeSet, set_id), now)
+            scheduling.try_start(uow, session.get(RecipeSet, set_id), now)
         uow.commit()
 
 

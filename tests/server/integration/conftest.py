@@ -76,7 +76,7 @@ class Lab:
     def in_arusers(self, name: str) -> None:
         """The arusers group exists and `name` is in it: they may ask for advance reservations."""
         with UnitOfWork(self.db) as uow:
-            users.ensure_arusers(uow.session, START)
+            users.ensure_arusers(uow, START)
             uow.commit()
         status, _ = self.admin.post("/groups/arusers/members", {"user": name})
         assert status == 200

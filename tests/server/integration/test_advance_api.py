@@ -19,7 +19,7 @@ H = timedelta(hours=1)
 def lab(db, tmp_path):
     lab = Lab(db, Settings(data_dir=str(tmp_path / "data"), max_advance_reservations=3, ar_duration_offset="1m"))
     with UnitOfWork(db) as uow:
-        users.ensure_arusers(uow.session, START)
+        users.ensure_arusers(uow, START)
         uow.commit()
     lab.admin.post("/groups/arusers/members", {"user": "alice"})
     for name in ("a1", "a2", "a3"):

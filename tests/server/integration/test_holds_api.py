@@ -18,7 +18,7 @@ pytestmark = pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
 def test_an_ar_owner_gives_back_single_systems_before_its_end(db, tmp_path):
     lab = Lab(db, Settings(data_dir=str(tmp_path / "data")))
     with UnitOfWork(db) as uow:
-        users.ensure_arusers(uow.session, START)
+        users.ensure_arusers(uow, START)
         uow.commit()
     lab.admin.post("/groups/arusers/members", {"user": "alice"})
     for name in ("a1", "a2", "a3"):

@@ -31,7 +31,7 @@ def lab(db, tmp_path):
     script.chmod(stat.S_IRWXU)
     lab = Lab(db, settings)
     with UnitOfWork(db) as uow:
-        users.ensure_arusers(uow.session, START)
+        users.ensure_arusers(uow, START)
         uow.commit()
     lab.admin.post("/groups/arusers/members", {"user": "admin"})
     lab.system("s1.lab.test", condition="automated",

@@ -17,7 +17,7 @@ H = timedelta(hours=1)
 def lab(db, tmp_path):
     lab = Lab(db, Settings(data_dir=str(tmp_path / "data"), max_reservation_duration="1w"))
     with UnitOfWork(db) as uow:
-        users.ensure_arusers(uow.session, START)
+        users.ensure_arusers(uow, START)
         uow.commit()
     lab.admin.post("/groups/arusers/members", {"user": "alice"})
     return lab

@@ -107,7 +107,7 @@ def test_the_web_return_button_refuses_the_same(lab):
     from lablease.domain.errors import Conflict
 
     with unit_of_work(lab.db, lab.settings) as uow:  # the page's view calls this use case (web/views)
-        actor = actor_for(uow.session, find_user(uow.session, "alice"))
+        actor = actor_for(uow, find_user(uow, "alice"))
         with pytest.raises(Conflict, match=f"recipe {running['id']}"):
             lease.give_back(uow, actor, lab.clock(), held["id"])
     assert _recipe(lab, running["id"])["status"] == "running"

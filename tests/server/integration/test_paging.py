@@ -66,7 +66,7 @@ def walk(caller, path, between=None, limit=LIMIT, **query):
 def _lab(db, tmp_path):
     lab = Lab(db, Settings(data_dir=str(tmp_path / "data")))
     with UnitOfWork(db) as uow:
-        users.ensure_arusers(uow.session, START)
+        users.ensure_arusers(uow, START)
         uow.commit()
     return lab
 

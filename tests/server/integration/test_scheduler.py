@@ -34,7 +34,7 @@ class Scheduler:
         from lablease.services.people.users import actor_for, find_user
 
         with unit_of_work(self.lab.db, self.lab.settings) as uow:
-            actor = actor_for(uow.session, find_user(uow.session, user))
+            actor = actor_for(uow, find_user(uow, user))
             result, _ = jobs.submit(uow, actor, self.lab.clock(), body)
             uow.commit()
         assert isinstance(actor, Actor)

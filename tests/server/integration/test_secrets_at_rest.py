@@ -63,7 +63,7 @@ def test_secrets_stored_in_plain_text_keep_working_and_are_sealed_by_init(lab):
         assert uow.session.query(User).filter_by(name="alice").one().webhook_secret == "old-s3cret"
         assert uow.session.query(System).one().power["password"] == "old-pw"
     with UnitOfWork(lab.db) as uow:
-        assert seal_all(uow.session) == 2
+        assert seal_all(uow) == 2
         uow.commit()
     dump = repr(_raw(lab, "SELECT webhook_secret FROM users") + _raw(lab, "SELECT power FROM systems"))
     assert "old-s3cret" not in dump and "old-pw" not in dump

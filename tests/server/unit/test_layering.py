@@ -193,6 +193,26 @@ def test_services_parts_import_only_the_parts_below_them():
     top = [m.name for m in pkgutil.iter_modules(lablease.services.__path__) if not m.ispkg]
     assert len(top) <= 8, f"{top}: services/ keeps at most 8 modules at its top, the rest in its parts"
 
+
+def test_use_cases_take_the_unit_of_work_and_never_read_it_from_the_session():
+    """One calling convention in services/: a function's first parameter is the unit of work, never a bare
+    session, and nothing takes the unit of work or the settings back out of `session.info` (the event feed
+    keeps its own pending rows there, for its rollback listener: services/records/feed.py)."""
+    import lablease.services
+
+    root = Path(lablease.services.__file__).parent
+    sessions, lookups = [], []
+    for path in sorted(root.rglob("*.py")):
+        tree = ast.parse(path.read_text())
+        sessions += [f"{path.relative_to(root)}:{node.lineno} {node.name}" for node in ast.walk(tree)
+                     if isinstance(node, ast.FunctionDef) and node.args.args and node.args.args[0].arg == "session"
+                     and node.name != "_drop_rolled_back"]  # SQLAlchemy calls that listener with its session
+        lookups += [f"{path.relative_to(root)}:{node.lineno}" for node in ast.walk(tree)
+                    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                    and ast.unparse(node.func).endswith("session.info.get")
+                    and ast.unparse(node.args[0]) in ("'uow'", "'settings'")]
+    assert len(list(root.rglob("*.py"))) > 50 and sessions == [] and lookups == []
+
 # A parent that has imported only what lablease imports from outside itself (the standard library and the
 # third-party libraries, named on its command line) forks one child per cycle, which imports what the cycle's
 # modules import from outside it (all they reach in the import graph but one another), after checking it

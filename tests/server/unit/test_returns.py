@@ -7,8 +7,8 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from lablease.domain.reservations import state
-from lablease.domain.returns import (EXPIRY_REASONS, WHY, SystemAtEnd, expiry_reason, release, resets_usage,
-                                     touches_system)
+from lablease.domain.returns import (EXPIRY_REASONS, RELEASED, WHY, SystemAtEnd, expiry_reason, release, resets_usage,
+                                     tells_holder, touches_system)
 
 QUIET = SystemAtEnd("idle", "manual", "leave_on", power_driver=False, netboot_mac=False)
 POWERED = SystemAtEnd("idle", "automated", "power_off", power_driver=True, netboot_mac=False)
@@ -68,3 +68,14 @@ def test_every_reason_is_told_in_words_and_only_the_workers_read_expired():
     for reason in WHY:
         assert state(NOW - timedelta(hours=2), NOW, reason, NOW) == (
             "expired" if reason in EXPIRY_REASONS else "returned")
+
+
+@pytest.mark.parametrize("reason, by_holder, told", [
+    ("returned", True, False),  # they gave it back themselves
+    ("returned", False, True),  # an admin gave it back for them
+    ("expired", False, True),
+    ("loan_ended", False, True),
+    (RELEASED, False, False),  # a recipe set's hold on a system while it waited: never the holder's to use
+])
+def test_who_is_told_of_a_reservations_end(reason, by_holder, told):
+    assert tells_holder(reason, by_holder) is told

@@ -24,7 +24,7 @@ def table(html: str) -> list[tuple[str, str]]:
 
 def arusers(web, name: str) -> None:
     with UnitOfWork(web.db) as uow:
-        users.ensure_arusers(uow.session, START)
+        users.ensure_arusers(uow, START)
         uow.commit()
     web.admin.post("/groups/arusers/members", {"user": name})
 
@@ -228,7 +228,7 @@ def test_the_labs_page_shows_each_agents_state_and_its_labs_commands(web, person
     with UnitOfWork(web.db) as uow:
         labs.add(uow, START, "north")
         labs.add(uow, START, "south")
-        labs.seen(uow.session, labs.find(uow.session, "north"), web.clock() - timedelta(seconds=20), "1.2.3")
+        labs.seen(uow, labs.find(uow, "north"), web.clock() - timedelta(seconds=20), "1.2.3")
         uow.commit()
     html = person("alice").page("/labs")
     rows = dict(re.findall(r'<tr data-lab="(\w+)" data-state="(\w+)">', html))

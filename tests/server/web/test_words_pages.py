@@ -95,7 +95,7 @@ def test_a_system_history_reads_as_words(web, person):
 def test_a_page_that_can_force_says_so_in_its_own_words(web, person):
     web.system("a1.lab.test", condition="automated")
     with UnitOfWork(web.db) as uow:
-        users.ensure_arusers(uow.session, START)
+        users.ensure_arusers(uow, START)
         uow.commit()
     web.admin.post("/groups/arusers/members", {"user": "alice"})
     _, ar = web.alice.post("/advance-reservations", {"start": at(START + 24 * H), "duration": "2h",

@@ -126,9 +126,9 @@ class LabLeaseApp:
             now = self.clock()
             # Who is asking comes first: an anonymous caller learns nothing about its input.
             if signed is not None:
-                actor = kerberos.actor_of(uow.session, *signed)
+                actor = kerberos.actor_of(uow, *signed)
             else:
-                actor = authenticate(uow.session, request.headers.get("Authorization"), now, self.tokens) \
+                actor = authenticate(uow, request.headers.get("Authorization"), now, self.tokens) \
                     if route.auth else None
             query, body = self.query(route, request), self.body(route, request, data)
             force = merge_force(query, body)  # in the query string or the JSON body
@@ -138,13 +138,13 @@ class LabLeaseApp:
             # ?validate_only=true: the same work, rolled back where it would commit (store/uow.py)
             uow.validate_only = route.writes and bool(query.get("validate_only"))
             asked = self.idempotent(route, request, ctx, key, data)
-            if asked is not None and (first := idempotency_records.find(uow.session, actor.id, key)) is not None:
+            if asked is not None and (first := idempotency_records.find(uow, actor.id, key)) is not None:
                 return replayed(key, asked, first)
             try:
                 result = route.view(ctx)
                 response = self.reply(route, result, request)
                 if asked is not None and not uow.validate_only:  # kept with the writes: both or neither
-                    idempotency_records.keep(uow.session, actor.id, key, asked, response.status_code,
+                    idempotency_records.keep(uow, actor.id, key, asked, response.status_code,
                                              response.mimetype, response.get_data(as_text=True), now)
                 if route.writes:
                     uow.commit()
@@ -181,7 +181,7 @@ class LabLeaseApp:
     def first_answer(self, user_id: int, key: str, asked: idempotency.Asked) -> Response | None:
         """The answer kept for the key by the request that won, in a transaction of its own (this one failed)."""
         with unit_of_work(self.db, self.settings, write=False) as uow:
-            first = idempotency_records.find(uow.session, user_id, key)
+            first = idempotency_records.find(uow, user_id, key)
             return replayed(key, asked, first) if first is not None else None
 
     def call(self, ctx: Context, method: str, path: str, query: dict, body) -> tuple[int, object]:

@@ -136,7 +136,7 @@ class BeakerHub:
         secret = request.cookies.get(COOKIE)
         with unit_of_work(self.app.db, settings, self.app.waker, write=writes) as uow:
             now = self.app.clock()
-            actor = signin.session_actor(uow.session, secret, now)
+            actor = signin.session_actor(uow, secret, now)
             if auth and actor is None:
                 raise Unauthenticated("please log in first (auth.login_password): no session, or it has ended"
                                       if not secret else "the session has ended (signed out, revoked or expired, "

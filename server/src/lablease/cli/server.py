@@ -74,8 +74,8 @@ def cmd_init(settings: Settings, args) -> None:
         print(f"database {state} at revision {after}: {url_without_password(settings.database)}")
         site_key(settings)  # made now, once, rather than by whichever process needs it first
         with unit_of_work(db, settings) as uow:
-            users.ensure_arusers(uow.session, now())
-            sealed = seal_all(uow.session)  # secrets stored in plain text by earlier versions are sealed now
+            users.ensure_arusers(uow, now())
+            sealed = seal_all(uow)  # secrets stored in plain text by earlier versions are sealed now
             secret = _first_admin(uow, args.admin)
             uow.commit()
     finally:

@@ -73,7 +73,7 @@ def import_files(uow, actor, now, paths: list[str]) -> tuple[dict, list[tuple[ru
     refused: list = []
     rows = [row for path in paths for row in read_rows(path, refused)]
     total = len(rows) + len(refused)
-    plan = rules.plan(rows, beaker_csv.current(uow.session, rules.fqdns_named(rows)))
+    plan = rules.plan(rows, beaker_csv.current(uow, rules.fqdns_named(rows)))
     refused += plan.refused
     entries, reported_by = [], []
     for row, body in plan.systems.values():

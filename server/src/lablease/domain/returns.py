@@ -31,6 +31,9 @@ WHY = {
 }
 # The reasons that are the worker's: the reservation's state reads "expired", not "returned".
 EXPIRY_REASONS = ("expired", "heartbeat_missed", "not_taken")
+# A system a recipe set held while it waited for the rest of its systems, given back ("released"): never its
+# holder's to use, so neither the holder is told nor anything done to the system.
+RELEASED = "released"
 # Conditions in which nothing is done to a system's power at the end of a reservation.
 OUT_OF_SERVICE = ("broken", "removed")
 
@@ -76,3 +79,8 @@ def expiry_reason(end_at: datetime | None, due_at: datetime, not_taken: bool = F
     if not_taken:
         return "not_taken"
     return "heartbeat_missed" if end_at is None or due_at < end_at else "expired"
+
+
+def tells_holder(reason: str, by_holder: bool) -> bool:
+    """Is the holder told of their reservation's end? Not when they ended it, nor for a held system released."""
+    return not by_holder and reason != RELEASED

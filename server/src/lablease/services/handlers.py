@@ -1,6 +1,6 @@
 """The one handler table: which use cases follow each event (domain/events.py).
 
-A use case emits an event (`store.uow.emit(session, event)`) instead of calling another module's
+A use case emits an event (`uow.emit(event)`) instead of calling another module's
 use case; the unit of work hands it to the functions listed here for its type, in this order —
 a consequence at once, anything else when the use case is done, before the commit
 (store/uow.py). docs/architecture.md ("How a change flows") lists them.

@@ -12,8 +12,9 @@ def _plain(value) -> bool:
     return isinstance(value, str) and bool(value) and not value.startswith(SEALED)
 
 
-def seal_all(session) -> int:
+def seal_all(uow) -> int:
     """Write again every row holding a secret in plain text, which seals it; returns how many rows."""
+    session = uow.session
     stale = []
     for model in (User, Group):  # read as stored (type_coerce skips the sealing column type)
         rows = session.execute(select(model.id, type_coerce(model.webhook_secret, String)))

@@ -21,15 +21,14 @@ from .tables import Booking, Reservation, Resource, ScheduleReservation, User
 from .types import UTCDateTime
 
 
-def lock_resource(session: Session, resource_id: int) -> Resource:
+def lock_resource(uow, resource_id: int) -> Resource:
     """Hold the resource until the transaction ends, so decisions on it are serialised.
 
     PostgreSQL: a row lock. SQLite: the database's write lock, which a unit of
     work that reads first takes only now (see UnitOfWork.start_writing).
     """
-    uow = session.info.get("uow")
-    if uow is not None:
-        uow.start_writing()
+    uow.start_writing()
+    session = uow.session
     if session.get_bind().dialect.name == "sqlite":
         return session.get(Resource, resource_id)  # the write lock covers it
     query = select(Resource).where(Resource.id == cast(resource_id, Integer)).with_for_update()

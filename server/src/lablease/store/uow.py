@@ -6,6 +6,7 @@ from typing import Callable, Iterator, Mapping
 
 from sqlalchemy.orm import Session
 
+from ..config import Settings
 from . import auth_stamp  # noqa: F401 - commits that change who a token stands for move its stamp
 from .db import Database
 from .wakeup import Waker
@@ -38,7 +39,9 @@ class UnitOfWork:
         # transaction there: on SQLite it holds the database's write lock just from there to its commit,
         # not for the whole request; on PostgreSQL no transaction stays open (idle) while Python decides.
         self.read_first = read_first and write
-        self.settings = settings  # the site's Settings, for use cases that queue notices
+        # The site's Settings; a unit of work made without them (a tool, a test) works under the defaults, as a
+        # server with no configuration would: no use case skips work for want of settings.
+        self.settings = settings if settings is not None else Settings()
         self.handlers = handlers  # event type -> the functions handling it, each called (uow, event)
         self.events: list = []  # emitted, not yet handled
         self.write = write
@@ -52,7 +55,6 @@ class UnitOfWork:
         engine = self.db.writer if (self.write and not self.read_first) else \
             self.db.replica if self.replica else self.db.reader
         self.session = Session(bind=engine, expire_on_commit=False, autoflush=True)
-        self.session.info["uow"] = self
         return self
 
     def start_writing(self) -> None:
@@ -152,24 +154,3 @@ class UnitOfWork:
     @property
     def is_postgresql(self) -> bool:
         return self.db.is_postgresql
-
-
-def wake_worker(session) -> None:
-    """A due time changed deep inside a use case: wake the worker when this session's work commits."""
-    uow = session.info.get("uow")
-    if uow is not None:
-        uow.wake_worker()
-
-
-def emit(session, event) -> None:
-    """Emit an event (domain/events.py) in the unit of work this session belongs to."""
-    uow = session.info.get("uow")
-    if uow is None:
-        raise RuntimeError(f"{type(event).__name__} emitted outside a unit of work")
-    uow.emit(event)
-
-
-def settings_of(session):
-    """The site's Settings of the unit of work this session belongs to (None outside one)."""
-    uow = session.info.get("uow")
-    return uow.settings if uow is not None else None

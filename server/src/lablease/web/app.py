@@ -154,8 +154,8 @@ class WebPages:
     def signed_in(self, uow, request: Request, session_secret: str | None, now):
         remote = request.environ.get("REMOTE_USER")
         if self.app.settings.web_trust_remote_user and remote:
-            return signin.remote_actor(uow.session, remote)
-        return signin.session_actor(uow.session, session_secret, now)
+            return signin.remote_actor(uow, remote)
+        return signin.session_actor(uow, session_secret, now)
 
     def render(self, request: Request, actor, result: Render, seed: str | None) -> Response:
         response = Response(mimetype="text/html")

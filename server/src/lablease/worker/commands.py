@@ -114,7 +114,7 @@ class CommandRunner:
             now = self.clock()
             try:
                 claimed = alone(self.db, self.settings, lambda uow: commands.claim_next(
-                    uow, now, timeout, lambda session, inst: installations.boot_image(session, self.settings, inst)))
+                    uow, now, timeout, lambda uow, inst: installations.boot_image(uow, self.settings, inst)))
             except commands.Unrunnable as bad:
                 if bad.command_id in unrecorded:
                     break  # its failure could not be recorded: leave it to the next pass, do not spin

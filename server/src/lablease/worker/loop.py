@@ -339,7 +339,7 @@ class Worker:
         if hours:
             log.info("aggregated utilisation of %s hour(s)", hours)
         with unit_of_work(self.db, self.settings, write=False) as uow:
-            self.next_aggregate = utilisation.next_hour(uow.session, now)
+            self.next_aggregate = utilisation.next_hour(uow, now)
 
     def prune_if_due(self) -> None:
         """Delete the idempotency records older than idempotency_keep and the feed events older than events_keep

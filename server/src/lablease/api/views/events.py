@@ -31,19 +31,19 @@ def listing(ctx: Context):
     wait = ctx.query.get("wait")
     if parse_accept_header(ctx.headers.get("Accept"), MIMEAccept).best_match(["application/json", STREAM]) == STREAM:
         return _stream(ctx, after, STREAM_WAIT if wait is None else wait)
-    events, cursor, seen = feed.read(ctx.uow.session, ctx.actor, after, ctx.page.limit)
+    events, cursor, seen = feed.read(ctx.uow, ctx.actor, after, ctx.page.limit)
     deadline = time.monotonic() + (wait or 0)
     while not events and (remaining := deadline - time.monotonic()) > 0:
         ctx.uow.session.close()  # its connection goes back to the pool while this request waits
         if not feed.wait(ctx.uow.db, seen, remaining):
             break
-        events, cursor, seen = feed.read(ctx.uow.session, ctx.actor, cursor, ctx.page.limit)
+        events, cursor, seen = feed.read(ctx.uow, ctx.actor, cursor, ctx.page.limit)
     return {"events": events, "cursor": str(cursor)}
 
 
 def _stream(ctx: Context, after, duration: float) -> Response:
     """The events as they come for `duration` seconds; an expired cursor is refused (410) before it starts."""
-    events, cursor, seen = feed.read(ctx.uow.session, ctx.actor, after, ctx.page.limit)
+    events, cursor, seen = feed.read(ctx.uow, ctx.actor, after, ctx.page.limit)
     db, settings, actor, limit = ctx.uow.db, ctx.settings, ctx.actor, ctx.page.limit
 
     def chunks():
@@ -63,7 +63,7 @@ def _stream(ctx: Context, after, duration: float) -> Response:
                 yield ": still here\n\n"
                 continue
             with unit_of_work(db, settings, write=False) as uow:
-                events, cursor, seen = feed.read(uow.session, actor, cursor, limit)
+                events, cursor, seen = feed.read(uow, actor, cursor, limit)
 
     return Response(chunks(), mimetype=STREAM, headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"})
 

@@ -68,15 +68,15 @@ def _period(ctx: Context):
 
 
 def usage_history(ctx: Context) -> dict:
-    system = system_service.find(ctx.uow.session, ctx.args["fqdn"], ctx.actor)
+    system = system_service.find(ctx.uow, ctx.args["fqdn"], ctx.actor)
     start, end = _period(ctx)
-    return {"system": system.fqdn, "changes": usage.history(ctx.uow.session, system, start, end),
-            "seconds": usage.time_in_states(ctx.uow.session, system, start, end)}
+    return {"system": system.fqdn, "changes": usage.history(ctx.uow, system, start, end),
+            "seconds": usage.time_in_states(ctx.uow, system, start, end)}
 
 
 def utilisation(ctx: Context) -> dict:
     start, end = _period(ctx)
-    return usage.utilisation(ctx.uow.session, start, end, ctx.query.get("pool"))
+    return usage.utilisation(ctx.uow, start, end, ctx.query.get("pool"))
 
 
 def utilisation_series(ctx: Context) -> dict:

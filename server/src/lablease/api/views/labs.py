@@ -20,27 +20,27 @@ def take(ctx: Context) -> dict:
     every labs.POLL seconds, as the event feed's long poll does.
     """
     header = ctx.headers.get("Authorization")
-    lab = labs.agent_of(ctx.uow.session, header)  # refused before anything is claimed or waited for
+    lab = labs.agent_of(ctx.uow, header)  # refused before anything is claimed or waited for
     name, limit, version = lab.name, ctx.body.get("limit", 1), ctx.body.get("version")
     wait = poll_wait(ctx.body.get("wait", 0), ctx.settings.agent_silence_limit)
     ctx.uow.session.close()
     with unit_of_work(ctx.uow.db, ctx.settings, ctx.uow.waker) as uow:
-        lab = labs.agent_of(uow.session, header)
-        labs.seen(uow.session, lab, ctx.now, version)
+        lab = labs.agent_of(uow, header)
+        labs.seen(uow, lab, ctx.now, version)
         taken = labs.take(uow, lab, ctx.now, limit)
         uow.commit()
     started = time.monotonic()
     while not taken and (left := wait - (time.monotonic() - started)) > 0:
         time.sleep(min(labs.POLL, left))
         with unit_of_work(ctx.uow.db, ctx.settings, write=False) as uow:
-            labs.agent_of(uow.session, header)  # revoked meanwhile: refused now
-            if labs.waiting(uow.session, name, ctx.now + timedelta(seconds=time.monotonic() - started)):
+            labs.agent_of(uow, header)  # revoked meanwhile: refused now
+            if labs.waiting(uow, name, ctx.now + timedelta(seconds=time.monotonic() - started)):
                 break
     return {"lab": name, "commands": taken}
 
 
 def report(ctx: Context) -> dict:
-    lab = labs.agent_of(ctx.uow.session, ctx.headers.get("Authorization"))
+    lab = labs.agent_of(ctx.uow, ctx.headers.get("Authorization"))
     body = ctx.body
     return labs.report(ctx.uow, lab, ctx.now, ctx.args["id"], body["attempt"], body["outcome"], body.get("state"),
                        body.get("error"))

@@ -29,7 +29,7 @@ def me(ctx: Context) -> dict:
             "max_reservation_duration": format_duration(policy.max_duration),
             "allow_unlimited_reservations": policy.allow_unlimited,
             "default_loan_duration": format_duration(ctx.settings.default_loan_duration)}
-    return users.whoami(ctx.uow.session, ctx.actor) | {"site": site}
+    return users.whoami(ctx.uow, ctx.actor) | {"site": site}
 
 
 def openapi(ctx: Context) -> dict:
@@ -43,7 +43,7 @@ def calendar_url(ctx: Context, token: str | None) -> dict:
 
 
 def calendar_show(ctx: Context) -> dict:
-    return calendar_url(ctx, signin.calendar_token_of(ctx.uow.session, ctx.actor))
+    return calendar_url(ctx, signin.calendar_token_of(ctx.uow, ctx.actor))
 
 
 def calendar_rotate(ctx: Context) -> dict:

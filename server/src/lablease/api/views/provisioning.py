@@ -69,20 +69,20 @@ def command_cancel(ctx: Context) -> dict:
 # The installer's side: authorised by the installation's token (?token=), not a user's.
 
 def kickstart(ctx: Context) -> Response:
-    labs.proxied_for(ctx.uow.session, ctx.headers.get(labs.AGENT_HEADER), ctx.args["id"])
+    labs.proxied_for(ctx.uow, ctx.headers.get(labs.AGENT_HEADER), ctx.args["id"])
     text = installer.kickstart(ctx.uow, ctx.args["id"], ctx.query.get("token"))
     return Response(text, mimetype="text/plain")
 
 
 def callback(ctx: Context) -> None:
-    labs.proxied_for(ctx.uow.session, ctx.headers.get(labs.AGENT_HEADER), ctx.args["id"])
+    labs.proxied_for(ctx.uow, ctx.headers.get(labs.AGENT_HEADER), ctx.args["id"])
     installer.callback(ctx.uow, ctx.now, ctx.args["id"], ctx.query.get("token"), ctx.args["event"])
 
 
 def recipe_callback(ctx: Context) -> None:
     """The same callbacks addressed by recipe, as Beaker's installers do: its latest installation."""
-    latest = installer.latest_for_recipe(ctx.uow.session, ctx.args["id"])
+    latest = installer.latest_for_recipe(ctx.uow, ctx.args["id"])
     if latest is None:
         raise NotFound(f"recipe {ctx.args['id']} has no installation")
-    labs.proxied_for(ctx.uow.session, ctx.headers.get(labs.AGENT_HEADER), latest)
+    labs.proxied_for(ctx.uow, ctx.headers.get(labs.AGENT_HEADER), latest)
     installer.callback(ctx.uow, ctx.now, latest, ctx.query.get("token"), ctx.args["event"])

@@ -34,7 +34,7 @@ def _wait(ctx: Context, body: dict) -> Reply:
         heartbeat=duration_field(body, "heartbeat"), take_by=duration_field(body, "take_by"), healthy_within=duration_field(body, "healthy_within"),
         force=bool(ctx.query.get("force")))
     reservation, created = wait_requests.enqueue(ctx.uow, ctx.actor, ctx.now, ctx.settings.reservation_policy, asked)
-    answer = reservations.as_dict(reservation, ctx.now)
+    answer = reservations.as_dict(ctx.uow, reservation, ctx.now)
     if not created:
         return Reply(answer, 200)
     return Reply(answer, 202 if answer["state"] == "waiting" else 201)

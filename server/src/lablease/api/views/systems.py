@@ -26,5 +26,5 @@ def remove(ctx: Context) -> None:
 
 
 def history(ctx: Context) -> Page:
-    system = systems.find(ctx.uow.session, ctx.args["fqdn"], ctx.actor)
+    system = systems.find(ctx.uow, ctx.args["fqdn"], ctx.actor)
     return activity.entries(ctx.uow, "system", system.fqdn, ctx.page)

@@ -43,7 +43,7 @@ def login_oauth2(call: Call, access_token, proxy_user=None):
     if not isinstance(access_token, str) or not access_token.strip():
         raise Invalid("access_token", "send one of your lablease API tokens")
     call.new_session = signin.token_session(call.uow, call.now, access_token, call.settings.web_session_lifetime)
-    return signin.session_actor(call.uow.session, call.new_session, call.now).name
+    return signin.session_actor(call.uow, call.new_session, call.now).name
 
 
 @xmlrpc("auth.login_krbv", auth=False, writes=True)
@@ -69,7 +69,7 @@ def renew_session(call: Call, *args):
 
 
 def who(call: Call) -> dict:
-    user = find_user(call.uow.session, call.user.name)
+    user = find_user(call.uow, call.user.name)
     return {"username": user.name, "email_address": user.email or ""}
 
 
@@ -81,6 +81,6 @@ def who_am_i(call: Call):
 @rest("GET", "/users/+self")
 def self_user(call: Call):
     """What `bkr whoami` reads: Beaker's user document, in the fields lablease has."""
-    user = find_user(call.uow.session, call.user.name)
+    user = find_user(call.uow, call.user.name)
     return {"id": user.id, "user_name": user.name, "display_name": user.name, "email_address": user.email or "",
             "disabled": bool(user.disabled), "is_admin": call.user.is_admin}

@@ -23,7 +23,7 @@ def every_group(call: Call) -> list[dict]:
 def person(call: Call, name: str) -> dict:
     """A member as Beaker shows one; e-mail addresses only to signed-in users (bkr group-members logs in to
     nothing, so anyone reaching /bkr may ask)."""
-    user = find_user(call.uow.session, name)
+    user = find_user(call.uow, name)
     return {"user_name": user.name, "display_name": user.name,
             "email_address": (user.email or "") if call.actor is not None else ""}
 

@@ -10,4 +10,4 @@ from ..registry import xmlrpc
 
 @xmlrpc("lab_controllers", auth=False)
 def lab_controllers(call: Call):
-    return labs.names(call.uow.session, call.settings.labs)
+    return labs.names(call.uow, call.settings.labs)

@@ -13,7 +13,7 @@ def listed(call: Call, policy: dict) -> dict:
     """The rules bkr policy-list asks for: --mine (those that give the caller something), --user, --group."""
     rules = policy["rules"]
     if call.query.get("mine"):
-        mine = set(users.whoami(call.uow.session, call.user)["groups"])
+        mine = set(users.whoami(call.uow, call.user)["groups"])
         rules = [r for r in rules if r["everybody"] or r["user"] == call.user.name or r["group"] in mine]
     elif call.query.getlist("user"):
         rules = [r for r in rules if r["user"] in call.query.getlist("user")]

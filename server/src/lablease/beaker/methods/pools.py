@@ -17,7 +17,7 @@ def pool_document(pool: dict) -> dict:
 @rest("GET", "/pools")
 def pool_list(call: Call):
     """Beaker's search `owner.group_name:NAME` (bkr pool-list --owning-group); no pool is owned by a user."""
-    found = pools.summaries(call.uow.session)
+    found = pools.summaries(call.uow)
     wanted = call.query.get("q") or ""
     kind, _, name = wanted.partition(":")
     if kind == "owner.group_name":

@@ -201,27 +201,29 @@ def _reason(error: Exception) -> str:
     return str(error).splitlines()[0] if str(error) else type(error).__name__
 
 
-def admit(session, now: datetime, person: Person) -> User:
+def admit(uow, now: datetime, person: Person) -> User:
     """The lablease user of a person the directory vouched for: made on first sign-in, their mail, name and
     directory groups brought up to date otherwise. A disabled user stays refused."""
+    session = uow.session
     user = session.execute(select(User).where(User.name == person.name)).scalar_one_or_none()
     if user is None:
         user = User(name=person.name, email=person.email, display_name=person.display_name,
                     directory_dn=person.dn, is_admin=False, disabled=False, created_at=now)
         session.add(user)
         session.flush()
-        activity.record(session, None, now, "user", person.name, "created", "directory_dn", None, person.dn)
+        activity.record(uow, None, now, "user", person.name, "created", "directory_dn", None, person.dn)
     elif user.disabled:
         raise Unauthenticated(REFUSED)
     else:
         user.directory_dn, user.display_name = person.dn, person.display_name
         user.email = person.email or user.email
-    apply_groups(session, now, user, person.groups)
+    apply_groups(uow, now, user, person.groups)
     return user
 
 
-def apply_groups(session, now: datetime, user: User, wanted: dict[str, str]) -> None:
+def apply_groups(uow, now: datetime, user: User, wanted: dict[str, str]) -> None:
     """Make the user's directory groups exactly `wanted` ({name: DN}); their lablease groups stay."""
+    session = uow.session
     held = dict(session.execute(select(Group.name, Group.id).join(GroupMember, GroupMember.group_id == Group.id)
                                 .where(GroupMember.user_id == user.id, Group.directory_dn.is_not(None))).all())
     join, leave = group_changes(set(held), set(wanted))
@@ -231,34 +233,34 @@ def apply_groups(session, now: datetime, user: User, wanted: dict[str, str]) -> 
             group = Group(name=name, directory_dn=wanted[name], description="from the directory", created_at=now)
             session.add(group)
             session.flush()
-            activity.record(session, None, now, "group", name, "created", "directory_dn", None, wanted[name])
+            activity.record(uow, None, now, "group", name, "created", "directory_dn", None, wanted[name])
         elif group.directory_dn is None:  # a group made in lablease keeps its own members
             log.warning("directory group %s has the name of lablease's own group %s: its members are not "
                         "synced into it", wanted[name], name)
             continue
         session.add(GroupMember(group_id=group.id, user_id=user.id))
-        activity.record(session, None, now, "group", name, "member_added", "member", None, user.name)
+        activity.record(uow, None, now, "group", name, "member_added", "member", None, user.name)
     for name in sorted(leave):
         session.execute(delete(GroupMember).where(GroupMember.group_id == held[name],
                                                   GroupMember.user_id == user.id))
-        activity.record(session, None, now, "group", name, "member_removed", "member", user.name, None)
+        activity.record(uow, None, now, "group", name, "member_removed", "member", user.name, None)
     session.flush()
 
 
-def remove(session, now: datetime, user: User) -> None:
+def remove(uow, now: datetime, user: User) -> None:
     """Someone the directory no longer has: their tokens and web sessions end, and its groups are left.
     They are not disabled: were they to come back, their next sign-in works again."""
-    apply_groups(session, now, user, {})
-    ended = session.execute(select(Token).where(Token.user_id == user.id, Token.revoked_at.is_(None))).scalars()
+    apply_groups(uow, now, user, {})
+    ended = uow.session.execute(select(Token).where(Token.user_id == user.id, Token.revoked_at.is_(None))).scalars()
     count = 0
     for token in ended:
         token.revoked_at, count = now, count + 1
     if count:
-        activity.record(session, None, now, "user", user.name, "changed", "tokens", count, 0)
+        activity.record(uow, None, now, "user", user.name, "changed", "tokens", count, 0)
 
 
-def directory_users(session) -> list[str]:
-    return list(session.execute(select(User.name).where(User.directory_dn.is_not(None), User.disabled.is_(False))
+def directory_users(uow) -> list[str]:
+    return list(uow.session.execute(select(User.name).where(User.directory_dn.is_not(None), User.disabled.is_(False))
                                 .order_by(User.name)).scalars())
 
 
@@ -267,7 +269,7 @@ def sync_all(db, settings, now: datetime) -> int:
     The directory is read outside any transaction (it may be slow), then written in one. Returns how many
     people were read."""
     with unit_of_work(db, settings, write=False) as uow:
-        names = directory_users(uow.session)
+        names = directory_users(uow)
     if not names:
         return 0
     people = Directory(settings).people(names)
@@ -278,8 +280,8 @@ def sync_all(db, settings, now: datetime) -> int:
                 continue
             if person is None:
                 log.info("user %s is no longer in the directory: their tokens and sessions end", name)
-                remove(uow.session, now, user)
+                remove(uow, now, user)
             else:
-                apply_groups(uow.session, now, user, person.groups)
+                apply_groups(uow, now, user, person.groups)
         uow.commit()
     return len(people)

@@ -120,30 +120,31 @@ def admit_from_directory(db, settings, name: str, now: datetime) -> None:
     if person is None:
         return
     with unit_of_work(db, settings) as uow:
-        directory.admit(uow.session, now, person)
+        directory.admit(uow, now, person)
         uow.commit()
 
 
-def admit_here(session, settings, name: str, now: datetime) -> None:
+def admit_here(uow, settings, name: str, now: datetime) -> None:
     """admit_from_directory inside a unit of work already open (Beaker's hub): its transaction, having only
     read so far, is ended first, so that no database lock is held while the directory answers."""
+    session = uow.session
     if not directory.configured(settings) or session.execute(select(User.id).where(User.name == name)).first():
         return
     if not (session.new or session.dirty or session.deleted):
         session.rollback()
     person = directory.Directory(settings).people([name]).get(name)
     if person is not None:
-        directory.admit(session, now, person)
+        directory.admit(uow, now, person)
 
 
-def actor_of(session, accepted: Accepted, name: str) -> Actor:
+def actor_of(uow, accepted: Accepted, name: str) -> Actor:
     """The Actor of an accepted principal's user; Unauthenticated when lablease has no such (enabled) user."""
-    user = session.execute(select(User).where(User.name == name)).scalar_one_or_none()
+    user = uow.session.execute(select(User).where(User.name == name)).scalar_one_or_none()
     if user is None:
         raise Unauthenticated(f"Kerberos principal {accepted.principal} is user {name}, whom lablease does not know")
     if user.disabled:
         raise Unauthenticated(f"user {name} is disabled")
-    return actor_for(session, user)
+    return actor_for(uow, user)
 
 
 def sign_in(db, settings, token: str, now: datetime) -> tuple[Accepted, str]:
@@ -161,12 +162,12 @@ def beaker_session(uow, now: datetime, request: str, lifetime) -> tuple[str, str
     and a session opened as by auth.login_password: (session secret, user name)."""
     accepted = accept_request(uow.settings, request)
     name = user_name(uow.settings, accepted)
-    admit_here(uow.session, uow.settings, name, now)
+    admit_here(uow, uow.settings, name, now)
     log.info("Kerberos principal %s logged in to the Beaker hub as %s", accepted.principal, name)
     return web_session(uow, now, accepted, name, lifetime), name
 
 
 def web_session(uow, now: datetime, accepted: Accepted, name: str, lifetime) -> str:
     """A web session for an accepted principal's user (the pages: a browser answered the challenge)."""
-    user = uow.session.get(User, actor_of(uow.session, accepted, name).id)
+    user = uow.session.get(User, actor_of(uow, accepted, name).id)
     return signin.open_session(uow, now, user, lifetime)

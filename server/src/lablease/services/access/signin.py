@@ -37,7 +37,8 @@ def dummy_hash() -> str:
     return _HASHER.hash("not a password of anybody")
 
 
-def _login(session, user_id: int) -> WebLogin:
+def _login(uow, user_id: int) -> WebLogin:
+    session = uow.session
     login = session.get(WebLogin, user_id)
     if login is None:
         login = WebLogin(user_id=user_id)
@@ -46,27 +47,28 @@ def _login(session, user_id: int) -> WebLogin:
 
 
 def set_password(uow, now: datetime, name: str, password: str) -> None:
-    user = find_user(uow.session, name)
-    _login(uow.session, user.id).password_hash = _HASHER.hash(check_new_password(password))
-    activity.record(uow.session, None, now, "user", name, "changed", "password", None, "set")
+    user = find_user(uow, name)
+    _login(uow, user.id).password_hash = _HASHER.hash(check_new_password(password))
+    activity.record(uow, None, now, "user", name, "changed", "password", None, "set")
 
 
-def check_password(session, name: str, password: str, now: datetime | None = None) -> User:
+def check_password(uow, name: str, password: str, now: datetime | None = None) -> User:
     """The user if the password is theirs; Unauthenticated with one message for every failure.
 
     The one password check of every way in (the web form, Beaker's auth.login_password...): a user with a
     password set in lablease is checked against it only; anyone else, when the site has a directory
     (`ldap_url`), against the directory's, and made a user on their first sign-in (services/access/directory.py).
     A directory that does not answer is DirectoryUnavailable (503), so local users still sign in."""
+    session = uow.session
     if not is_name(name):  # no user has it (nor a directory filter or PostgreSQL text a NUL): not even looked up
         raise Unauthenticated("unknown user name or wrong password")
     user = session.execute(select(User).where(User.name == name)).scalar_one_or_none()
     login = session.get(WebLogin, user.id) if user is not None else None
     stored = login.password_hash if login is not None else None
-    settings = _settings(session)
+    settings = uow.settings
     if stored is None and directory.configured(settings):
-        return _directory_sign_in(session, settings, name, password, now or datetime.now(timezone.utc))
-    lifetime = settings.password_cache_seconds if settings is not None else None
+        return _directory_sign_in(uow, settings, name, password, now or datetime.now(timezone.utc))
+    lifetime = settings.password_cache_seconds
     if stored is None or not _VERIFIED.knows(user.id, stored, password, lifetime):
         try:
             _HASHER.verify(stored or dummy_hash(), password)
@@ -81,24 +83,19 @@ def check_password(session, name: str, password: str, now: datetime | None = Non
     return user
 
 
-def _settings(session):
-    """The site's settings, from the unit of work the session belongs to (None outside one)."""
-    uow = session.info.get("uow")
-    return getattr(uow, "settings", None)
-
-
-def _directory_sign_in(session, settings, name: str, password: str, now: datetime) -> User:
+def _directory_sign_in(uow, settings, name: str, password: str, now: datetime) -> User:
     # The directory may take up to ldap_timeout: a transaction that has only read so far is ended first,
     # so that no database lock (SQLite's writer) is held while it answers.
+    session = uow.session
     if not (session.new or session.dirty or session.deleted):
         session.rollback()
     person = directory.Directory(settings).sign_in(name, password)
-    return directory.admit(session, now, person)
+    return directory.admit(uow, now, person)
 
 
 def sign_in(uow, now: datetime, name: str, password: str, lifetime: timedelta) -> str:
     """Check the password and open a web session; returns the session's secret (the cookie's value)."""
-    return open_session(uow, now, check_password(uow.session, name, password, now), lifetime)
+    return open_session(uow, now, check_password(uow, name, password, now), lifetime)
 
 
 def open_session(uow, now: datetime, user: User, lifetime: timedelta, ends: datetime | None = None) -> str:
@@ -113,17 +110,17 @@ def open_session(uow, now: datetime, user: User, lifetime: timedelta, ends: date
 def token_session(uow, now: datetime, secret: str, lifetime: timedelta) -> str:
     """A session opened with one of the user's API tokens (Beaker's auth.login_oauth2): refused as the API
     refuses the token (unknown, revoked, expired, a disabled user); it ends no later than the token."""
-    authenticate(uow.session, "Bearer " + secret, now)
+    authenticate(uow, "Bearer " + secret, now)
     token = uow.session.execute(select(Token).where(Token.token_hash == hash_token(secret.strip()))).scalar_one()
     return open_session(uow, now, uow.session.get(User, token.user_id), lifetime, token.expires_at)
 
 
-def session_actor(session, secret: str | None, now: datetime) -> Actor | None:
+def session_actor(uow, secret: str | None, now: datetime) -> Actor | None:
     """The signed-in user of a session cookie, or None (unknown, expired, revoked, disabled)."""
     if not secret:
         return None
     try:
-        return authenticate(session, "Bearer " + secret, now)
+        return authenticate(uow, "Bearer " + secret, now)
     except Unauthenticated:
         return None
 
@@ -136,33 +133,34 @@ def sign_out(uow, now: datetime, secret: str | None) -> None:
         token.revoked_at = now
 
 
-def remote_actor(session, name: str) -> Actor | None:
+def remote_actor(uow, name: str) -> Actor | None:
     """The user a trusted front proxy names (REMOTE_USER); None when lablease does not know them."""
-    user = session.execute(select(User).where(User.name == name)).scalar_one_or_none()
+    user = uow.session.execute(select(User).where(User.name == name)).scalar_one_or_none()
     if user is None or user.disabled:
         return None
-    return actor_for(session, user)
+    return actor_for(uow, user)
 
 
 def calendar_token(uow, actor: Actor, rotate: bool = False) -> str:
     """The secret in the actor's calendar feed URL: made on first use, replaced (old URL dead) on rotation."""
-    login = _login(uow.session, actor.id)
+    login = _login(uow, actor.id)
     if rotate or not login.calendar_token:
         login.calendar_token = "cal_" + secrets.token_urlsafe(24)
     return login.calendar_token
 
 
-def calendar_owner(session, user_name: str, token: str) -> Actor:
+def calendar_owner(uow, user_name: str, token: str) -> Actor:
     """Whose feed a calendar URL opens (its user name and secret must both match); NotFound-like otherwise."""
+    session = uow.session
     user = session.execute(select(User).where(User.name == user_name)).scalar_one_or_none()
     login = session.get(WebLogin, user.id) if user is not None else None
     if user is None or user.disabled or login is None or not login.calendar_token or not secrets.compare_digest(
             login.calendar_token.encode(), token.encode()):
         raise Unauthenticated("this calendar address is not (or no longer) valid")
-    return actor_for(session, user)
+    return actor_for(uow, user)
 
 
-def calendar_token_of(session, actor: Actor) -> str | None:
+def calendar_token_of(uow, actor: Actor) -> str | None:
     """The actor's calendar secret if they made one (reading never makes one: that is a POST)."""
-    login = session.get(WebLogin, actor.id)
+    login = uow.session.get(WebLogin, actor.id)
     return login.calendar_token if login is not None else None

@@ -40,7 +40,7 @@ def reserve(uow, actor: Actor, now: datetime, policy: ReservationPolicy,
     if not isinstance(planned, decide.Planned):
         return planned, False
     if request.healthy_within is not None:  # rare: a health check's recency (services/lifecycle/health.py)
-        health_state.require_recent(uow.session, uow.session.get(System, planned.system.id), request.healthy_within,
+        health_state.require_recent(uow, uow.session.get(System, planned.system.id), request.healthy_within,
                                     now)
     uow.start_writing()  # from here to the commit: the calendar's lock
     conn = uow.session.connection()
@@ -69,9 +69,9 @@ def _keep_holds(uow, actor: Actor, planned: decide.Planned, advance_reservation:
     """Under the lock: a pool's floor of idle Automated systems (not inside an advance reservation: the
     system is the AR's then) and the site's maximum hold per user (services/booking/holds.py, docs/access.md)."""
     if planned.system.floored and advance_reservation is None:
-        holds.keep_floor(uow.session, actor, uow.session.get(System, planned.system.id), now, force)
+        holds.keep_floor(uow, actor, uow.session.get(System, planned.system.id), now, force)
     window = planned.window
-    holds.keep_max_hold(uow.session, uow.settings, actor.id, now, hold_rules.remaining(window.start, window.end, now))
+    holds.keep_max_hold(uow, uow.settings, actor.id, now, hold_rules.remaining(window.start, window.end, now))
 
 
 def read_facts(conn, actor: Actor, asked: decide.Asked) -> decide.ReserveFacts:
@@ -106,5 +106,5 @@ def _done(outcome, now: datetime):
     return outcome
 
 
-def _warn(settings) -> tuple[timedelta, timedelta] | None:
-    return (settings.warn_before, settings.warn_before_short) if settings is not None else None
+def _warn(settings) -> tuple[timedelta, timedelta]:
+    return settings.warn_before, settings.warn_before_short

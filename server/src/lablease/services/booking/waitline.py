@@ -44,7 +44,7 @@ def try_grant(uow, wait: ReservationWait, now: datetime, only: int | None = None
     freed system."""
     session = uow.session
     reservation = wait.reservation
-    holder = actor_for(session, reservation.user)
+    holder = actor_for(uow, reservation.user)
     window = rules.grant_window(now, _length(wait))
     query = (select(System).join(ClassCandidate, ClassCandidate.system_id == System.id)
              .where(ClassCandidate.class_id == wait.class_id, System.condition.in_(("automated", "manual")),
@@ -53,16 +53,16 @@ def try_grant(uow, wait: ReservationWait, now: datetime, only: int | None = None
     if only is not None:
         query = query.where(System.id == only)
     free = list(session.execute(query).unique().scalars())
-    healthy = set(health_state.gate_wait(session, wait, [system.id for system in free], now))
+    healthy = set(health_state.gate_wait(uow, wait, [system.id for system in free], now))
     for system in free:
         if system.id not in healthy:
             continue
-        loan = system_service.active_loan(session, system)
+        loan = system_service.active_loan(uow, system)
         if not decide(holder, Permission.RESERVE, system_service.access_of(system, loan)):
             continue
         try:
-            resource = calendar.lock_resource(session, system.resource_id)
-            if not holds.floor_allows(session, holder, system, now, wait.force):
+            resource = calendar.lock_resource(uow, system.resource_id)
+            if not holds.floor_allows(uow, holder, system, now, wait.force):
                 continue  # stays in the line: a system of the pool freeing, or a lower floor, offers it again
             booking = calendar.book(session, resource, _capped(window, loan, holder), "reservation", holder.id, now)
         except BookingConflict:  # taken since the query: try the next one
@@ -86,7 +86,7 @@ def _capped(window, loan, holder: Actor):
 
 
 def _granted(uow, wait: ReservationWait, system: System, booking: Booking, now: datetime) -> None:
-    session, reservation = uow.session, wait.reservation
+    reservation = wait.reservation
     reservation.system_id, reservation.system, reservation.booking_id = system.id, system, booking.id
     reservation.start_at, reservation.end_at = booking.start_at, booking.end_at
     if reservation.heartbeat_seconds:
@@ -94,22 +94,21 @@ def _granted(uow, wait: ReservationWait, system: System, booking: Booking, now: 
     wait.status, wait.granted_at = "granted", now
     reservation.due_at = due_at(reservation)
     settings = uow.settings
-    if settings is not None:
-        reservation.warn_at = warn_at(reservation.start_at, reservation.end_at, settings.warn_before,
-                                      settings.warn_before_short)
-    activity.record(session, None, now, "reservation", reservation.id, "granted", "system", None, system.fqdn)
-    activity.record(session, None, now, "system", system.fqdn, "reserved", "reservation", None,
+    reservation.warn_at = warn_at(reservation.start_at, reservation.end_at, settings.warn_before,
+                                  settings.warn_before_short)
+    activity.record(uow, None, now, "reservation", reservation.id, "granted", "system", None, system.fqdn)
+    activity.record(uow, None, now, "system", system.fqdn, "reserved", "reservation", None,
                     f"{reservation.id} until {format_time(reservation.end_at) or 'no limit'}")
-    _tell_started(session, settings, reservation, wait, now)
+    _tell_started(uow, settings, reservation, wait, now)
     uow.wake_worker()
 
 
-def _tell_started(session, settings, reservation: Reservation, wait: ReservationWait, now: datetime) -> None:
+def _tell_started(uow, settings, reservation: Reservation, wait: ReservationWait, now: datetime) -> None:
     fqdn, end = reservation.system.fqdn, format_time(reservation.end_at)
     confirm = (f" Confirm it by {format_time(now + timedelta(seconds=wait.take_by_seconds))} "
                f"(lablease heartbeat {reservation.id}) or it is returned.") if wait.take_by_seconds else ""
     text = f"Your reservation {reservation.id} of {fqdn} started; it ends at {end or 'no set time'}.{confirm}"
-    notices.queue(session, settings, notices.Notice(
+    notices.queue(uow, settings, notices.Notice(
         reservation.user, "reservation.started", str(reservation.id), f"[lablease] your reservation of {fqdn} started",
         text, {"reservation": reservation.id, "system": fqdn, "start": format_time(reservation.start_at), "end": end}),
         now)
@@ -147,7 +146,7 @@ def not_taken(reservation: Reservation, now: datetime) -> bool:
 
 # --- the queue, as the scheduler and the listing see it -------------------------------------
 
-def queue(session, class_ids: list[int], page: int = 20):
+def queue(uow, class_ids: list[int], page: int = 20):
     """Waiting reservations of these classes in scheduling order, as (*queue_key, -id): negative ids tell
     them from recipe-set ids in the one offer order (scheduling._offers)."""
     after = None
@@ -159,7 +158,7 @@ def queue(session, class_ids: list[int], page: int = 20):
         if after is not None:
             query = query.where(_behind(ReservationWait.priority, ReservationWait.queued_at,
                                         ReservationWait.reservation_id, *after))
-        rows = session.execute(query).all()
+        rows = uow.session.execute(query).all()
         for priority, queued_at, reservation_id in rows:
             yield (*queue_key(priority, queued_at, reservation_id), -reservation_id)
         if len(rows) < page:
@@ -187,8 +186,9 @@ def offer(uow, reservation_id: int, system_id: int | None, now: datetime) -> Non
         try_grant(uow, session.get(ReservationWait, reservation_id), now, only=system_id)
 
 
-def position(session, wait: ReservationWait) -> int:
+def position(uow, wait: ReservationWait) -> int:
     """1 + the waiting reservations and recipe sets ahead of it that could take one of its systems."""
+    session = uow.session
     mine = select(ClassCandidate.system_id).where(ClassCandidate.class_id == wait.class_id)
     rivals = select(ClassCandidate.class_id).where(ClassCandidate.system_id.in_(mine)).distinct()
     point = (wait.priority, wait.queued_at, wait.reservation_id)
@@ -202,9 +202,9 @@ def position(session, wait: ReservationWait) -> int:
     return 1 + waits + sets
 
 
-def estimate(session, wait: ReservationWait, place: int, now: datetime) -> datetime | None:
+def estimate(uow, wait: ReservationWait, place: int, now: datetime) -> datetime | None:
     """From the calendar: the ends of the bookings holding its candidate systems now."""
-    ends = session.execute(
+    ends = uow.session.execute(
         select(Booking.end_at).join(System, System.resource_id == Booking.resource_id)
         .join(ClassCandidate, ClassCandidate.system_id == System.id)
         .where(ClassCandidate.class_id == wait.class_id, Booking.start_at <= now,
@@ -212,32 +212,32 @@ def estimate(session, wait: ReservationWait, place: int, now: datetime) -> datet
     return rules.estimated_start(place, list(ends), now)
 
 
-def waiting_fields(session, reservation: Reservation, now: datetime) -> dict:
+def waiting_fields(uow, reservation: Reservation, now: datetime) -> dict:
     """What GET /reservations adds for a reservation that waits (or waited): its place and estimate."""
     wait = reservation.wait
     if wait is None:
         return {}
-    spec = session.get(RequirementClass, wait.class_id).spec
+    spec = uow.session.get(RequirementClass, wait.class_id).spec
     fields = {"wait": {"status": wait.status, "queued_at": format_time(wait.queued_at),
                        "granted_at": format_time(wait.granted_at), "duration": wait.duration_seconds,
                        "take_by": wait.take_by_seconds, "confirmed_at": format_time(wait.confirmed_at)},
               "waits_for": wanted_words(spec.get("force"), spec.get("host_requires")),
               "position": None, "estimated_start": None}
     if wait.status == WAITING:
-        place = position(session, wait)
-        fields.update(position=place, estimated_start=format_time(estimate(session, wait, place, now)),
+        place = position(uow, wait)
+        fields.update(position=place, estimated_start=format_time(estimate(uow, wait, place, now)),
                       state=WAITING)
     elif wait.status == "cancelled":
         fields["state"] = "cancelled"
     return fields
 
 
-def cancel(session, actor: Actor, reservation: Reservation, now: datetime) -> None:
+def cancel(uow, actor: Actor, reservation: Reservation, now: datetime) -> None:
     """Leave the line: returned before it got a system."""
     wait = reservation.wait
     wait.status = "cancelled"
     reservation.returned_at, reservation.return_reason = now, "cancelled"
-    activity.record(session, actor, now, "reservation", reservation.id, "cancelled", "state", WAITING, "cancelled")
+    activity.record(uow, actor, now, "reservation", reservation.id, "cancelled", "state", WAITING, "cancelled")
 
 
 def is_waiting(reservation: Reservation) -> bool:

@@ -34,7 +34,6 @@ from ...store.advance_tables import AdvanceReservation, ArSystem
 from ...store.paging import Order
 from ...store.queries import host
 from ...store.tables import Booking, Group, GroupMember, Pool, RecipeSet, Reservation, Resource, System, User
-from ...store.uow import emit, wake_worker
 from ...timeparse import parse_duration, parse_time
 from ..catalog import arches
 from ..catalog.systems import access_of, active_loan
@@ -58,16 +57,17 @@ def as_dict(ar: AdvanceReservation) -> dict:
             "released": ar.released or []}
 
 
-def find(session, actor: Actor, ident) -> AdvanceReservation:
+def find(uow, actor: Actor, ident) -> AdvanceReservation:
     """An AR by id or name (the caller's own first, then any it may see)."""
+    session = uow.session
     if isinstance(ident, int) or (str(ident).isascii() and str(ident).isdigit()):  # not "¹": int() refuses it
         ar = session.get(AdvanceReservation, int(ident)) if int(ident) <= MAX_INT else None  # no larger id exists
-        if ar is not None and may_see(session, actor, ar):
+        if ar is not None and may_see(uow, actor, ar):
             return ar
         raise NotFound(f"no advance reservation {ident}")
     named = [ar for ar in session.execute(select(AdvanceReservation).where(
         AdvanceReservation.name == str(ident), AdvanceReservation.state.notin_(rules.FINAL))
-        .order_by(AdvanceReservation.id)).unique().scalars() if may_see(session, actor, ar)]
+        .order_by(AdvanceReservation.id)).unique().scalars() if may_see(uow, actor, ar)]
     own = [ar for ar in named if ar.owner_id == actor.id]
     if len(own or named) == 1:
         return (own or named)[0]
@@ -76,12 +76,12 @@ def find(session, actor: Actor, ident) -> AdvanceReservation:
     raise Invalid("advance_reservation", f"{len(named)} advance reservations are named {ident}; give its id")
 
 
-def may_see(session, actor: Actor, ar: AdvanceReservation) -> bool:
-    return actor.is_admin or ar.owner_id == actor.id or in_acl(session, actor, ar)
+def may_see(uow, actor: Actor, ar: AdvanceReservation) -> bool:
+    return actor.is_admin or ar.owner_id == actor.id or in_acl(uow, actor, ar)
 
 
-def in_acl(session, actor: Actor, ar: AdvanceReservation) -> bool:
-    groups = set(session.execute(select(Group.name).where(Group.id.in_(actor.group_ids))).scalars())
+def in_acl(uow, actor: Actor, ar: AdvanceReservation) -> bool:
+    groups = set(uow.session.execute(select(Group.name).where(Group.id.in_(actor.group_ids))).scalars())
     return rules.in_acl(actor.name, groups, ar.acl or [])
 
 
@@ -91,14 +91,13 @@ def listing(uow, actor: Actor, user: str | None, page: PageRequest) -> Page:
     if user != "*":
         name = actor.name if user in (None, "", "me") else user
         query = query.join(User, User.id == AdvanceReservation.owner_id).where(User.name == name)
-    session = uow.session
     found = paging.fetch(uow, "advance-reservations", query, [Order(AdvanceReservation.id)], page,
-                         keep=lambda ar: may_see(session, actor, ar))
+                         keep=lambda ar: may_see(uow, actor, ar))
     return Page([as_dict(ar) for ar in found.items], found.next_after)
 
 
 def get(uow, actor: Actor, ident, explain: bool = False) -> dict:
-    ar = find(uow.session, actor, ident)
+    ar = find(uow, actor, ident)
     out = as_dict(ar)
     if explain:
         out["explain"] = _explain(ar)
@@ -157,14 +156,14 @@ def parse_request(data: dict, owner: str, now: datetime) -> AdvanceRequest:
 
 def create(uow, actor: Actor, now: datetime, asked: AdvanceRequest) -> tuple[dict, int]:
     session, settings = uow.session, uow.settings
-    _may_create(session, actor)
-    _within_limit(session, settings)
+    _may_create(uow, actor)
+    _within_limit(uow, settings)
     start, end, tree, hosts, pools, count = (asked.start, asked.end, asked.requires, asked.hosts, asked.pools,
                                              asked.count)
-    members = acl_actors(session, asked.acl)
-    _check_pools(session, pools)
-    arches.check_named(session, filter_arches(tree), "requires")
-    chosen, reasons = choose_systems(session, Window(start, end), hosts, tree, pools, count, members)
+    members = acl_actors(uow, asked.acl)
+    _check_pools(uow, pools)
+    arches.check_named(uow, filter_arches(tree), "requires")
+    chosen, reasons = choose_systems(uow, Window(start, end), hosts, tree, pools, count, members)
     if len(chosen) < count:
         raise Conflict(_refusal(count, chosen, reasons), reasons=reasons)
     if asked.validate_only:
@@ -176,14 +175,14 @@ def create(uow, actor: Actor, now: datetime, asked: AdvanceRequest) -> tuple[dic
         hosts=hosts, count=count, error_reasons=[], submitted_at=now, changed_at=now)
     session.add(ar)
     session.flush()
-    _book(session, ar, chosen, now)
+    _book(uow, ar, chosen, now)
     ar.due_at = rules.next_transition(ar.state, start, end, now)
     session.flush()
     session.refresh(ar, ["systems", "owner"])
-    activity.record(session, actor, now, "advance_reservation", ar.id, "created", "state", None, ar.state)
-    publish(session, settings, ar, now, "created", f"advance reservation {ar.id} was granted: "
+    activity.record(uow, actor, now, "advance_reservation", ar.id, "created", "state", None, ar.state)
+    publish(uow, settings, ar, now, "created", f"advance reservation {ar.id} was granted: "
              f"{', '.join(s.system.fqdn for s in ar.systems)} from {format_time(start)} to {format_time(end)}")
-    wake_worker(session)
+    uow.wake_worker()
     if asked.validate_only:
         return {"grantable": True, "systems": [s.fqdn for s in chosen]}, 200
     return as_dict(ar), 201
@@ -197,27 +196,28 @@ def _duration(data: dict) -> timedelta | None:
     return parse_duration(data["duration"], "duration") if data.get("duration") else None
 
 
-def _may_create(session, actor: Actor) -> None:
+def _may_create(uow, actor: Actor) -> None:
     if actor.is_admin:
         return
-    member = session.execute(select(GroupMember).join(Group, Group.id == GroupMember.group_id).where(
+    member = uow.session.execute(select(GroupMember).join(Group, Group.id == GroupMember.group_id).where(
         Group.name == ARUSERS, GroupMember.user_id == actor.id)).first()
     if member is None:
         raise Forbidden(f"only administrators and members of the {ARUSERS} group may create advance reservations")
 
 
-def _within_limit(session, settings) -> None:
+def _within_limit(uow, settings) -> None:
     limit = settings.max_advance_reservations
     if limit <= 0:
         raise LimitReached("advance reservations are switched off on this server (max_advance_reservations: 0)")
-    active = session.execute(select(func.count()).select_from(AdvanceReservation).where(
+    active = uow.session.execute(select(func.count()).select_from(AdvanceReservation).where(
         AdvanceReservation.state.in_(rules.ACTIVE))).scalar_one()
     if active >= limit:
         raise LimitReached(f"{active} advance reservations are active, the limit (max_advance_reservations) is {limit}")
 
 
-def acl_actors(session, acl: list[str]) -> list[Actor]:
+def acl_actors(uow, acl: list[str]) -> list[Actor]:
     """Everybody the ACL names: its users and the members of its groups (each must exist)."""
+    session = uow.session
     actors = {}
     for entry in acl:
         if entry.startswith("@"):
@@ -232,12 +232,12 @@ def acl_actors(session, acl: list[str]) -> list[Actor]:
                 raise Invalid("acl", f"no user named {entry}")
             users = [user]
         for user in users:
-            actors[user.id] = actor_for(session, user)
+            actors[user.id] = actor_for(uow, user)
     return list(actors.values())
 
 
-def _check_pools(session, pools: list[str]) -> None:
-    known = set(session.execute(select(Pool.name)).scalars())
+def _check_pools(uow, pools: list[str]) -> None:
+    known = set(uow.session.execute(select(Pool.name)).scalars())
     for name in pools:
         if name not in known:
             raise Invalid("pools", f"no pool named {name}")
@@ -248,9 +248,10 @@ def may_use(actor: Actor, system: System, loan) -> bool:
     return permissions.may_use(actor, access_of(system, loan))
 
 
-def choose_systems(session, window: Window, hosts: list[str], tree: dict | None, pools: list[str], count: int,
+def choose_systems(uow, window: Window, hosts: list[str], tree: dict | None, pools: list[str], count: int,
                    members: list[Actor]) -> tuple[list[System], dict]:
     """The best-suited eligible systems (smallest that fit first), and why the others were not."""
+    session = uow.session
     ruled_out: dict[str, int] = {}
     busy = []
     eligible = []
@@ -263,7 +264,7 @@ def choose_systems(session, window: Window, hosts: list[str], tree: dict | None,
         if missing:
             raise Invalid("hosts", f"no system named {', '.join(missing)}")
     for system in session.execute(query).unique().scalars():
-        reason = _unsuitable(session, system, tree, pools, members, host)
+        reason = _unsuitable(uow, system, tree, pools, members, host)
         if reason is None:
             taken = calendar.touching(session, system.resource_id, window)
             if taken:
@@ -278,15 +279,15 @@ def choose_systems(session, window: Window, hosts: list[str], tree: dict | None,
     return eligible[:count], {"ruled_out": ruled_out, "busy": busy}
 
 
-def facts(session, system: System, members: list[Actor], granted_lab: str | None = None) -> rules.SystemFacts:
+def facts(uow, system: System, members: list[Actor], granted_lab: str | None = None) -> rules.SystemFacts:
     """The system as the AR rules see it: condition, lab, pools, and which ACL users may not use it."""
-    loan = active_loan(session, system)
+    loan = active_loan(uow, system)
     return rules.SystemFacts(system.fqdn, system.condition, system.lab, frozenset(p.name for p in system.pools),
                              tuple(m.name for m in members if not may_use(m, system, loan)), granted_lab)
 
 
-def _unsuitable(session, system: System, tree, pools, members, host) -> str | None:
-    return rules.ineligible(facts(session, system, members), verdict(tree, host(system, tree)), pools)
+def _unsuitable(uow, system: System, tree, pools, members, host) -> str | None:
+    return rules.ineligible(facts(uow, system, members), verdict(tree, host(system, tree)), pools)
 
 
 def _refusal(count: int, chosen: list, reasons: dict) -> str:
@@ -295,11 +296,12 @@ def _refusal(count: int, chosen: list, reasons: dict) -> str:
             + (f"; ruled out: {'; '.join(parts)}" if parts else ""))
 
 
-def _book(session, ar: AdvanceReservation, systems: list[System], now: datetime) -> None:
+def _book(uow, ar: AdvanceReservation, systems: list[System], now: datetime) -> None:
     """Book every system for the window, in id order (a fixed lock order), with a calendar of its own."""
+    session = uow.session
     window = Window(ar.start_at, ar.end_at)
     for system in sorted(systems, key=lambda s: s.id):
-        resource = calendar.lock_resource(session, system.resource_id)
+        resource = calendar.lock_resource(uow, system.resource_id)
         booking = calendar.book(session, resource, window, "ar", ar.owner_id, now)
         slot = Resource(kind="ar_slot", name=f"ar:{ar.id}:{system.fqdn}", capacity=1)
         session.add(slot)
@@ -317,8 +319,8 @@ def _may_manage(actor: Actor, ar: AdvanceReservation) -> None:
 
 
 def modify(uow, actor: Actor, now: datetime, ident, data: dict) -> dict:
-    session, settings = uow.session, uow.settings
-    ar = find(session, actor, ident)
+    settings = uow.settings
+    ar = find(uow, actor, ident)
     _may_manage(actor, ar)
     if ar.state in rules.FINAL:
         raise Conflict(f"advance reservation {ar.id} is {ar.state}: it can no longer change")
@@ -328,9 +330,9 @@ def modify(uow, actor: Actor, now: datetime, ident, data: dict) -> dict:
         ar.name = data["name"]
     if "acl" in data:
         acl = rules.check_acl(data["acl"] or [ar.owner.name])
-        members = acl_actors(session, acl)
+        members = acl_actors(uow, acl)
         for held in ar.systems:
-            loan = active_loan(session, held.system)
+            loan = active_loan(uow, held.system)
             if not all(may_use(m, held.system, loan) for m in members):
                 raise Conflict(f"an ACL user may not use {held.system.fqdn}, which the reservation holds")
         changes["acl"] = (ar.acl, acl)
@@ -342,38 +344,40 @@ def modify(uow, actor: Actor, now: datetime, ident, data: dict) -> dict:
                            {"events": events, "to": mail.get("to", ar.mail_to)})
         ar.mail_events, ar.mail_to = events, list(mail.get("to", ar.mail_to) or [])
     if "end" in data or "duration" in data:
-        _move_end(session, ar, now, data)
+        _move_end(uow, ar, now, data)
         changes["end"] = (None, format_time(ar.end_at))
     if "release" in data:
-        changes["release"] = (None, ", ".join(_release(session, ar, now, data["release"])))
+        changes["release"] = (None, ", ".join(_release(uow, ar, now, data["release"])))
     ar.changed_at = now
-    activity.record_changes(session, actor, now, "advance_reservation", ar.id,
+    activity.record_changes(uow, actor, now, "advance_reservation", ar.id,
                             {k: (str(a), str(b)) for k, (a, b) in changes.items()})
-    publish(session, settings, ar, now, "modified", f"advance reservation {ar.id} was changed: "
+    publish(uow, settings, ar, now, "modified", f"advance reservation {ar.id} was changed: "
              f"{', '.join(changes) or 'nothing'}")
     return as_dict(ar)
 
 
-def _move_end(session, ar: AdvanceReservation, now: datetime, data: dict) -> None:
+def _move_end(uow, ar: AdvanceReservation, now: datetime, data: dict) -> None:
+    session = uow.session
     end = (parse_time(data["end"], "end") if data.get("end")
            else ar.start_at + parse_duration(data["duration"], "duration"))
     if end <= max(now, ar.start_at):
         raise Invalid("end", "must be after the start and in the future")
     for held in sorted(ar.systems, key=lambda h: h.system_id):
         booking = session.get(Booking, held.booking_id)
-        resource = calendar.lock_resource(session, held.system.resource_id)
+        resource = calendar.lock_resource(uow, held.system.resource_id)
         calendar.change_end(session, resource, booking, end)  # 409 naming the booking in the way
     ar.end_at = end
     ar.due_at = rules.next_transition(ar.state, ar.start_at, end, now)
-    wake_worker(session)
+    uow.wake_worker()
 
 
-def _release(session, ar: AdvanceReservation, now: datetime, fqdns: list[str]) -> list[str]:
+def _release(uow, ar: AdvanceReservation, now: datetime, fqdns: list[str]) -> list[str]:
     """Give back some of the AR's systems before its end: free on their calendars from now on (a
     booking not begun yet goes), the scheduler told; the accounting counts them until now."""
+    session = uow.session
     held = {h.system.fqdn: h for h in ar.systems}
     names = rules_holds.check_release(fqdns, list(held))
-    in_use = _systems_in_use(session, ar)
+    in_use = _systems_in_use(uow, ar)
     for name in names:
         refusal = rules_holds.release_refusal(name, set(held), in_use, ar.state)
         if refusal and name not in held:
@@ -383,44 +387,43 @@ def _release(session, ar: AdvanceReservation, now: datetime, fqdns: list[str]) -
     for name in names:
         kept = held[name]
         if kept.booking_id is not None:
-            calendar.lock_resource(session, kept.system.resource_id)
+            calendar.lock_resource(uow, kept.system.resource_id)
             calendar.release(session, session.get(Booking, kept.booking_id), now)
         ar.systems.remove(kept)
-        emit(session, SystemFreed(kept.system_id, now))
+        uow.emit(SystemFreed(kept.system_id, now))
     ar.released = [*(ar.released or []), *({"system": name, "at": format_time(now)} for name in names)]
     session.flush()
-    wake_worker(session)
+    uow.wake_worker()
     return names
 
 
-def _systems_in_use(session, ar: AdvanceReservation) -> set[str]:
+def _systems_in_use(uow, ar: AdvanceReservation) -> set[str]:
     """The AR's systems its own work holds now: unfinished recipes, open reservations inside it."""
-    sets = session.execute(select(RecipeSet).where(RecipeSet.ar_id == ar.id)).unique().scalars()
+    sets = uow.session.execute(select(RecipeSet).where(RecipeSet.ar_id == ar.id)).unique().scalars()
     busy = {r.system.fqdn for s in sets for r in s.recipes
             if r.system is not None and r.status not in ("completed", "cancelled", "aborted")}
-    return busy | {r.system.fqdn for r in open_reservations(session, ar)}
+    return busy | {r.system.fqdn for r in open_reservations(uow, ar)}
 
 
 def delete(uow, actor: Actor, now: datetime, ident, force: bool = False) -> None:
-    session = uow.session
-    ar = find(session, actor, ident)
+    ar = find(uow, actor, ident)
     _may_manage(actor, ar)
     if ar.state in rules.FINAL:
         return
-    bound = _bound_work(session, ar)
+    bound = _bound_work(uow, ar)
     if bound and not force:
         raise Conflict(f"advance reservation {ar.id} has bound work ({', '.join(bound)}); "
                        "delete with force=true to abort it first")
-    emit(session, AdvanceReservationEnded(ar.id, now, "d", actor, "deleted"))  # advance_states ends it
+    uow.emit(AdvanceReservationEnded(ar.id, now, "d", actor, "deleted"))  # advance_states ends it
 
 
-def _bound_work(session, ar: AdvanceReservation) -> list[str]:
-    sets = session.execute(select(RecipeSet).where(RecipeSet.ar_id == ar.id)).unique().scalars()
+def _bound_work(uow, ar: AdvanceReservation) -> list[str]:
+    sets = uow.session.execute(select(RecipeSet).where(RecipeSet.ar_id == ar.id)).unique().scalars()
     work = [f"recipe {r.id}" for s in sets for r in s.recipes if r.status not in ("completed", "cancelled", "aborted")]
-    work += [f"reservation {r.id}" for r in open_reservations(session, ar)]
+    work += [f"reservation {r.id}" for r in open_reservations(uow, ar)]
     return work
 
 
-def open_reservations(session, ar: AdvanceReservation) -> list[Reservation]:
-    return list(session.execute(select(Reservation).where(
+def open_reservations(uow, ar: AdvanceReservation) -> list[Reservation]:
+    return list(uow.session.execute(select(Reservation).where(
         Reservation.ar_id == ar.id, Reservation.returned_at.is_(None))).unique().scalars())

@@ -15,7 +15,7 @@ from .advance import find
 def accounting(uow, actor: Actor, now: datetime, ident) -> dict:
     """Reserved system-time against the time its bound work and reservations used."""
     session = uow.session
-    ar = find(session, actor, ident)
+    ar = find(uow, actor, ident)
     until = min(now, ar.end_at) if ar.state != "d" else min(ar.changed_at, ar.end_at)
     used = []
     for recipe_set in session.execute(select(RecipeSet).where(RecipeSet.ar_id == ar.id)).unique().scalars():

@@ -20,7 +20,6 @@ from ...store import calendar
 from ...store.advance_tables import AdvanceReservation, ArSystem
 from ...store.queries import host
 from ...store.tables import RecipeSet, Resource, System
-from ...store.uow import settings_of
 from ..booking.placement import runtime_of, start
 from ..queue.scheduling import live_hosts
 from .advance import USABLE_CONDITIONS, in_acl, may_see
@@ -34,18 +33,19 @@ def usable_systems(ar: AdvanceReservation) -> list[ArSystem]:
     return []
 
 
-def place_bound(session, ar: AdvanceReservation, now: datetime) -> None:
+def place_bound(uow, ar: AdvanceReservation, now: datetime) -> None:
     """Start the AR's queued recipe sets, by priority then age, each all or nothing on the AR's systems."""
+    session = uow.session
     held = usable_systems(ar) if ar.start_at <= now < ar.end_at else []
     if not held:
         return
     by_system = {h.system_id: h for h in held}
-    settings = settings_of(session)
+    settings = uow.settings
     latest_end = ar.end_at - (settings.ar_duration_offset if settings else timedelta(0))
     sets = session.execute(select(RecipeSet).where(RecipeSet.ar_id == ar.id, RecipeSet.status == "queued")
                            .order_by(RecipeSet.priority.desc(), RecipeSet.queued_at, RecipeSet.id)).unique().scalars()
     for recipe_set in list(sets):
-        needs = [Need(r.id, tuple(sid for sid, h in by_system.items() if _suits_now(session, r.spec, h.system, now)),
+        needs = [Need(r.id, tuple(sid for sid, h in by_system.items() if _suits_now(uow, r.spec, h.system, now)),
                       runtime_of(r))
                  for r in recipe_set.recipes if r.status == "queued"]
 
@@ -57,18 +57,18 @@ def place_bound(session, ar: AdvanceReservation, now: datetime) -> None:
 
         plan = place(needs, is_free)
         if plan is not None:
-            start(session, recipe_set, plan, now,
+            start(uow, recipe_set, plan, now,
                   resource_of=lambda system: by_system[system.id].slot_resource_id)
 
 
-def check_bound_set(session, actor: Actor, ar_id: int, recipes: list[dict], offset: timedelta, now: datetime,
+def check_bound_set(uow, actor: Actor, ar_id: int, recipes: list[dict], offset: timedelta, now: datetime,
                     where: str) -> None:
     """Submit-time checks of a recipe set bound to an AR (recipes in the job's JSON form)."""
 
-    ar = session.get(AdvanceReservation, ar_id)
+    ar = uow.session.get(AdvanceReservation, ar_id)
     if ar is None or ar.state in rules.FINAL:
         raise Invalid(where, f"no advance reservation {ar_id} (or it has ended)")
-    if not (actor.is_admin or ar.owner_id == actor.id or in_acl(session, actor, ar)):
+    if not (actor.is_admin or ar.owner_id == actor.id or in_acl(uow, actor, ar)):
         raise Forbidden(f"you are not in the ACL of advance reservation {ar_id}")
     if len(recipes) > len(ar.systems):
         raise Invalid(where, f"{len(recipes)} recipes, but advance reservation {ar_id} holds {len(ar.systems)} systems")
@@ -83,13 +83,13 @@ def check_bound_set(session, actor: Actor, ar_id: int, recipes: list[dict], offs
                           f"no system of advance reservation {ar_id} matches")
 
 
-def slot_for_reservation(session, actor: Actor, ar_id: int, system: System, start: datetime,
+def slot_for_reservation(uow, actor: Actor, ar_id: int, system: System, start: datetime,
                          end: datetime | None) -> tuple[AdvanceReservation, Resource]:
     """An ACL user's reservation inside the AR: where it books (the AR's calendar for the system)."""
-    ar = session.get(AdvanceReservation, ar_id)
+    ar = uow.session.get(AdvanceReservation, ar_id)
     if ar is None or ar.state in rules.FINAL:
         raise Invalid("advance_reservation", f"no active advance reservation {ar_id}")
-    if not may_see(session, actor, ar):  # the owner, its ACL and admins
+    if not may_see(uow, actor, ar):  # the owner, its ACL and admins
         raise Forbidden(f"you are not in the ACL of advance reservation {ar_id}")
     held = next((h for h in ar.systems if h.system_id == system.id), None)
     if held is None:
@@ -99,19 +99,19 @@ def slot_for_reservation(session, actor: Actor, ar_id: int, system: System, star
     if start < ar.start_at or end is None or end > ar.end_at:
         raise Invalid("end", f"a reservation inside advance reservation {ar_id} must fit its window "
                              f"{format_time(ar.start_at)} .. {format_time(ar.end_at)}")
-    return ar, calendar.lock_resource(session, held.slot_resource_id)
+    return ar, calendar.lock_resource(uow, held.slot_resource_id)
 
 
-def check_end_inside(session, ar_id: int, end: datetime, field: str) -> None:
+def check_end_inside(uow, ar_id: int, end: datetime, field: str) -> None:
     """A reservation inside an AR never outlasts it: say so, rather than the AR's booking being in the way."""
-    ar = session.get(AdvanceReservation, ar_id)
+    ar = uow.session.get(AdvanceReservation, ar_id)
     if ar is not None and end > ar.end_at:
         raise Invalid(field, f"advance reservation {ar_id} ends at {format_time(ar.end_at)}; "
                              "a reservation inside it cannot go past that")
 
 
-def window_end(session, ar_id: int) -> datetime | None:
-    ar = session.get(AdvanceReservation, ar_id)
+def window_end(uow, ar_id: int) -> datetime | None:
+    ar = uow.session.get(AdvanceReservation, ar_id)
     return ar.end_at if ar is not None else None
 
 
@@ -122,8 +122,8 @@ def _suits(recipe: dict, system) -> bool:
     return possible(tree, host(system, tree))
 
 
-def _suits_now(session, recipe: dict, system, now: datetime) -> bool:
+def _suits_now(uow, recipe: dict, system, now: datetime) -> bool:
     """Whether the recipe's host requirements accept the system, with who holds it and is lent it now."""
     tree = recipe.get("host_requires")
     judged = host(system, tree)
-    return verdict(tree, live_hosts(session, [judged], now)[0] if is_live(tree) else judged)[0]
+    return verdict(tree, live_hosts(uow, [judged], now)[0] if is_live(tree) else judged)[0]

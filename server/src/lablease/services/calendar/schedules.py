@@ -34,8 +34,8 @@ def _admin(actor: Actor) -> None:
         raise Forbidden(decision.reason)
 
 
-def _subject(session, name: str) -> ScheduleSubject:
-    subject = session.execute(select(ScheduleSubject).where(ScheduleSubject.name == name)).scalar_one_or_none()
+def _subject(uow, name: str) -> ScheduleSubject:
+    subject = uow.session.execute(select(ScheduleSubject).where(ScheduleSubject.name == name)).scalar_one_or_none()
     if subject is None:
         raise NotFound(f"no schedule subject named {name} (an administrator creates it with PUT /api/v1/schedules/{name})")
     return subject
@@ -48,7 +48,8 @@ def _resource_key(subject: str, resource_name: str) -> str:
     return f"{subject}/{resource_name}"
 
 
-def subject_dict(session, subject: ScheduleSubject) -> dict:
+def subject_dict(uow, subject: ScheduleSubject) -> dict:
+    session = uow.session
     prefix = subject.name + "/"
     resources = session.execute(select(Resource).where(Resource.kind == "schedule", Resource.name.startswith(prefix, autoescape=True)))
     return {
@@ -68,50 +69,50 @@ def put_subject(uow, actor: Actor, now: datetime, name: str, default_duration: t
         subject = ScheduleSubject(name=name, created_at=now, default_duration_seconds=86400)
         session.add(subject)
     if default_duration is not None:
-        activity.record(session, actor, now, "schedule", name, "changed", "default_duration",
+        activity.record(uow, actor, now, "schedule", name, "changed", "default_duration",
                         subject.default_duration_seconds, int(default_duration.total_seconds()))
         subject.default_duration_seconds = int(default_duration.total_seconds())
     session.flush()
-    return subject_dict(session, subject), created
+    return subject_dict(uow, subject), created
 
 
 def list_subjects(uow, page: PageRequest) -> Page:
     found = paging.fetch(uow, "schedules", select(ScheduleSubject), [Order(ScheduleSubject.name)], page)
-    return Page([subject_dict(uow.session, s) for s in found.items], found.next_after)
+    return Page([subject_dict(uow, s) for s in found.items], found.next_after)
 
 
 def get_subject(uow, name: str) -> dict:
-    return subject_dict(uow.session, _subject(uow.session, name))
+    return subject_dict(uow, _subject(uow, name))
 
 
-def _ensure_resource(session, key: str, capacity: int | None = None) -> Resource:
+def _ensure_resource(uow, key: str, capacity: int | None = None) -> Resource:
     """The calendar resource for a subject's resource, created on first use (race-free)."""
+    session = uow.session
     insert = pg_insert if session.get_bind().dialect.name == "postgresql" else sqlite_insert
     session.execute(insert(Resource).values(kind="schedule", name=key, capacity=capacity or 1).on_conflict_do_nothing())
     resource = session.execute(select(Resource).where(Resource.kind == "schedule", Resource.name == key)).scalar_one()
-    return calendar.lock_resource(session, resource.id)
+    return calendar.lock_resource(uow, resource.id)
 
 
 def put_resource(uow, actor: Actor, now: datetime, subject_name: str, resource_name: str, capacity: int) -> dict:
     _admin(actor)
-    session = uow.session
-    _subject(session, subject_name)
+    _subject(uow, subject_name)
     if len(resource_name) > MAX_RESOURCE_NAME:  # as a booking's resource_id (api/schemas.py NAME)
         raise Invalid("resource_id", f"must be at most {MAX_RESOURCE_NAME} characters")
     if not isinstance(capacity, int) or isinstance(capacity, bool) or capacity < 1:
         raise Invalid("capacity", "must be a whole number of at least 1")
-    resource = _ensure_resource(session, _resource_key(subject_name, resource_name), capacity)
+    resource = _ensure_resource(uow, _resource_key(subject_name, resource_name), capacity)
     if capacity != resource.capacity:
-        _check_capacity_change(session, resource, capacity, now)
-        activity.record(session, actor, now, "schedule", resource.name, "changed", "capacity", resource.capacity, capacity)
+        _check_capacity_change(uow, resource, capacity, now)
+        activity.record(uow, actor, now, "schedule", resource.name, "changed", "capacity", resource.capacity, capacity)
         resource.capacity = capacity
-        session.flush()
+        uow.session.flush()
     return {"subject": subject_name, "resource_id": resource_name, "capacity": resource.capacity}
 
 
-def _check_capacity_change(session, resource: Resource, capacity: int, now: datetime) -> None:
+def _check_capacity_change(uow, resource: Resource, capacity: int, now: datetime) -> None:
     """Lowering a capacity may not overbook what is already booked from now on."""
-    existing = calendar.touching(session, resource.id, Window(now, None))
+    existing = calendar.touching(uow.session, resource.id, Window(now, None))
     peak, _ = peak_use([Slot(b.id, Window(b.start_at, b.end_at), b.quantity) for b in existing], Window(now, None))
     if peak > capacity:
         raise Conflict(f"{resource.name} has {peak} booked at once from now on; capacity {capacity} is too small")
@@ -146,7 +147,8 @@ def _window(now: datetime, subject: ScheduleSubject, start, end, duration) -> Wi
     return window_between(start, end)
 
 
-def _holder(session, actor: Actor, user: str | None) -> User:
+def _holder(uow, actor: Actor, user: str | None) -> User:
+    session = uow.session
     if user is None or user == actor.name:
         return session.get(User, actor.id)
     _admin(actor)  # booking on behalf of someone else
@@ -158,12 +160,12 @@ def _holder(session, actor: Actor, user: str | None) -> User:
 
 def reserve(uow, actor: Actor, now: datetime, subject_name: str, data: dict) -> dict:
     session = uow.session
-    subject = _subject(session, subject_name)
+    subject = _subject(uow, subject_name)
     resource_name = data["resource_id"]
     window = _window(now, subject, data.get("start"), data.get("end"), data.get("duration"))
-    holder = _holder(session, actor, data.get("user"))
+    holder = _holder(uow, actor, data.get("user"))
     quantity = data.get("quantity", 1)
-    resource = _ensure_resource(session, _resource_key(subject.name, resource_name))
+    resource = _ensure_resource(uow, _resource_key(subject.name, resource_name))
     booking = calendar.book(session, resource, window, "schedule", holder.id, now, quantity)
     row = ScheduleReservation(
         subject_id=subject.id, resource_name=resource_name, resource_spec=data.get("resource_spec") or {},
@@ -173,14 +175,13 @@ def reserve(uow, actor: Actor, now: datetime, subject_name: str, data: dict) -> 
     session.add(row)
     session.flush()
     session.refresh(row)
-    activity.record(session, actor, now, "schedule", f"{subject.name}/{row.id}", "reserved", "resource", None, resource_name)
+    activity.record(uow, actor, now, "schedule", f"{subject.name}/{row.id}", "reserved", "resource", None, resource_name)
     return as_dict(row, subject.name)
 
 
 def find(uow, now: datetime, subject_name: str, filters: dict, page: PageRequest) -> Page:
     """Every live booking of the subject matching the filters and touching [start, end)."""
-    session = uow.session
-    subject = _subject(session, subject_name)
+    subject = _subject(uow, subject_name)
     query = select(ScheduleReservation).where(
         ScheduleReservation.subject_id == subject.id, ScheduleReservation.cancelled_at.is_(None))
     if filters.get("resource_id"):
@@ -200,8 +201,8 @@ def find(uow, now: datetime, subject_name: str, filters: dict, page: PageRequest
     return Page([as_dict(row, subject.name) for row in found.items], found.next_after)
 
 
-def _owned(session, actor: Actor, subject: ScheduleSubject, booking_id: int) -> ScheduleReservation:
-    row = session.get(ScheduleReservation, booking_id)
+def _owned(uow, actor: Actor, subject: ScheduleSubject, booking_id: int) -> ScheduleReservation:
+    row = uow.session.get(ScheduleReservation, booking_id)
     if row is None or row.subject_id != subject.id or row.cancelled_at is not None:
         raise NotFound(f"no booking {booking_id} in schedule {subject.name}")
     if row.user_id != actor.id and not actor.is_admin:
@@ -210,7 +211,7 @@ def _owned(session, actor: Actor, subject: ScheduleSubject, booking_id: int) -> 
 
 
 def get(uow, now: datetime, subject_name: str, booking_id: int) -> dict:
-    subject = _subject(uow.session, subject_name)
+    subject = _subject(uow, subject_name)
     row = uow.session.get(ScheduleReservation, booking_id)
     if row is None or row.subject_id != subject.id or row.cancelled_at is not None:
         raise NotFound(f"no booking {booking_id} in schedule {subject.name}")
@@ -220,9 +221,9 @@ def get(uow, now: datetime, subject_name: str, booking_id: int) -> dict:
 def update(uow, actor: Actor, now: datetime, subject_name: str, booking_id: int, data: dict) -> dict:
     """Move a booking's window or change its spec or slice; the calendar is checked again."""
     session = uow.session
-    subject = _subject(session, subject_name)
-    row = _owned(session, actor, subject, booking_id)
-    resource = calendar.lock_resource(session, session.get(Booking, row.booking_id).resource_id)
+    subject = _subject(uow, subject_name)
+    row = _owned(uow, actor, subject, booking_id)
+    resource = calendar.lock_resource(uow, session.get(Booking, row.booking_id).resource_id)
     if any(key in data for key in ("start", "end", "duration")):
         start = data.get("start") or row.start_at
         end = data.get("end")
@@ -233,7 +234,7 @@ def update(uow, actor: Actor, now: datetime, subject_name: str, booking_id: int,
         calendar.check_free(session, resource, window, row.quantity, exclude=booking.id)
         for field, old, new in (("start", row.start_at, window.start), ("end", row.end_at, window.end)):
             if old != new:
-                activity.record(session, actor, now, "schedule", f"{subject.name}/{row.id}", "changed", field, old, new)
+                activity.record(uow, actor, now, "schedule", f"{subject.name}/{row.id}", "changed", field, old, new)
         booking.start_at = row.start_at = window.start
         booking.end_at = row.end_at = window.end
     for key in ("resource_spec", "slice"):
@@ -245,11 +246,11 @@ def update(uow, actor: Actor, now: datetime, subject_name: str, booking_id: int,
 
 def cancel(uow, actor: Actor, now: datetime, subject_name: str, booking_id: int) -> None:
     session = uow.session
-    subject = _subject(session, subject_name)
-    row = _owned(session, actor, subject, booking_id)
+    subject = _subject(uow, subject_name)
+    row = _owned(uow, actor, subject, booking_id)
     row.cancelled_at = now
     if row.booking_id is not None:
         booking = session.get(Booking, row.booking_id)
         row.booking_id = None
         session.delete(booking)
-    activity.record(session, actor, now, "schedule", f"{subject.name}/{row.id}", "cancelled")
+    activity.record(uow, actor, now, "schedule", f"{subject.name}/{row.id}", "cancelled")

@@ -21,20 +21,20 @@ from ...store.tables import Arch
 from ..records import activity
 
 
-def known(session) -> frozenset[str]:
-    return frozenset(session.execute(select(Arch.name)).scalars())
+def known(uow) -> frozenset[str]:
+    return frozenset(uow.session.execute(select(Arch.name)).scalars())
 
 
-def check(session, arch, field: str = "arch") -> str:
+def check(uow, arch, field: str = "arch") -> str:
     """`arch` when the site knows it, else Invalid naming the known ones."""
-    return check_arch(arch, known(session), field)
+    return check_arch(arch, known(uow), field)
 
 
-def check_named(session, arches, field: str) -> None:
+def check_named(uow, arches, field: str) -> None:
     """Each of `arches` (e.g. a host filter's arch = values) is known, or Invalid naming the first that is not."""
     if not arches:  # most filters name none: no query
         return
-    names = known(session)
+    names = known(uow)
     for arch in sorted(arches):
         check_arch(arch, names, field)
 
@@ -60,7 +60,7 @@ def add(uow, actor: Actor, now: datetime, name) -> dict:
     arch = Arch(name=name, created_at=now)
     session.add(arch)
     session.flush()
-    activity.record(session, actor, now, "arch", name, "created")
+    activity.record(uow, actor, now, "arch", name, "created")
     return as_dict(arch)
 
 

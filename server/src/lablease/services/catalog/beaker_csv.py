@@ -21,11 +21,11 @@ from . import pools, systems
 from .inventory import inventory_of
 
 
-def current(session, fqdns: set[str]) -> dict[str, dict]:
+def current(uow, fqdns: set[str]) -> dict[str, dict]:
     """Each named system lablease has: {"attributes", "netboot"} by fqdn (what key/value and MAC rows change)."""
     if not fqdns:
         return {}
-    found = session.execute(select(System.fqdn, System.attributes, System.netboot)
+    found = uow.session.execute(select(System.fqdn, System.attributes, System.netboot)
                             .where(System.fqdn.in_(sorted(fqdns)))).all()
     return {row.fqdn: {"attributes": row.attributes or {}, "netboot": row.netboot or {}} for row in found}
 
@@ -78,7 +78,7 @@ def _pool_member(uow, actor: Actor, now: datetime, name: str, fqdn: str, deleted
 def _group_member(uow, actor: Actor, now: datetime, name: str, user: str, deleted: bool) -> int:
     """As Beaker: the user must exist, the group is made when missing (by the server, so owned by nobody)."""
     session = uow.session
-    groups.find_user_field(session, user)
+    groups.find_user_field(uow, user)
     group = session.execute(select(Group).where(Group.name == name)).scalar_one_or_none()
     if group is None:
         if deleted:

@@ -19,7 +19,6 @@ from ...scheduler.filters import compare
 from ...store import paging
 from ...store.paging import Order
 from ...store.tables import DistroTree
-from ...store.uow import emit
 from ..records import activity
 from . import arches
 
@@ -52,7 +51,7 @@ def add(uow, actor: Actor, now: datetime, data: dict) -> dict:
     if not decision:
         raise Forbidden("only administrators may register distro trees")
     session = uow.session
-    arches.check(session, data["arch"])
+    arches.check(uow, data["arch"])
     _check_boot_text(data)
     duplicate = session.execute(select(DistroTree.id).where(
         DistroTree.name == data["name"], DistroTree.arch == data["arch"],
@@ -64,7 +63,7 @@ def add(uow, actor: Actor, now: datetime, data: dict) -> dict:
         tags=data.get("tags", []), labs=data.get("labs", []))
     session.add(tree)
     session.flush()
-    activity.record(session, actor, now, "distro_tree", tree.id, "created", "name", None, tree.name)
+    activity.record(uow, actor, now, "distro_tree", tree.id, "created", "name", None, tree.name)
     return as_dict(tree, uow.settings.secret_variables)
 
 
@@ -103,7 +102,7 @@ def update(uow, actor: Actor, now: datetime, tree_id: int, data: dict) -> dict:
             if key == "ks_meta":  # the activity log keeps no secret either
                 changes[key] = tuple(masked_ks_meta(v, uow.settings.secret_variables) for v in changes[key])
             setattr(tree, key, data[key])
-    activity.record_changes(uow.session, actor, now, "distro_tree", tree.id, changes)
+    activity.record_changes(uow, actor, now, "distro_tree", tree.id, changes)
     return as_dict(tree, uow.settings.secret_variables)
 
 
@@ -114,8 +113,8 @@ def remove(uow, actor: Actor, now: datetime, tree_id: int) -> None:
     if tree is None:
         raise NotFound(f"no distro tree {tree_id}")
     uow.session.delete(tree)
-    activity.record(uow.session, actor, now, "distro_tree", tree_id, "deleted", "name", tree.name, None)
-    emit(uow.session, DistroTreeRemoved(tree_id, now))  # recipes waiting for it are aborted at once
+    activity.record(uow, actor, now, "distro_tree", tree_id, "deleted", "name", tree.name, None)
+    uow.emit(DistroTreeRemoved(tree_id, now))  # recipes waiting for it are aborted at once
 
 
 def _tree_matches(tree: dict | None, distro: DistroTree) -> bool:
@@ -139,16 +138,16 @@ def _tree_matches(tree: dict | None, distro: DistroTree) -> bool:
     return compare(tree["op"], getattr(distro, FIELDS[tree["field"]]), tree["value"])
 
 
-def matching(session, tree: dict) -> list[DistroTree]:
+def matching(uow, tree: dict) -> list[DistroTree]:
     """Distro trees satisfying a distroRequires tree, newest first."""
-    trees = session.execute(select(DistroTree).order_by(DistroTree.created_at.desc(), DistroTree.id.desc()))
+    trees = uow.session.execute(select(DistroTree).order_by(DistroTree.created_at.desc(), DistroTree.id.desc()))
     return [t for t in trees.scalars() if _tree_matches(tree, t)]
 
 
-def matcher(session):
+def matcher(uow):
     """A function from distroRequires trees to their matching distro trees (as `matching`), reading the distro
     trees once however many recipes ask: a job's recipes mostly ask the same."""
-    trees = list(session.execute(select(DistroTree).order_by(DistroTree.created_at.desc(), DistroTree.id.desc()))
+    trees = list(uow.session.execute(select(DistroTree).order_by(DistroTree.created_at.desc(), DistroTree.id.desc()))
                  .scalars())
     found: dict[str, list[DistroTree]] = {}
 
@@ -162,11 +161,11 @@ def matcher(session):
 
 def matching_trees(uow, tree: dict | None) -> list[dict]:
     """The distro trees satisfying a distroRequires tree (every tree without one), newest first, as shown."""
-    return [as_dict(t, uow.settings.secret_variables) for t in matching(uow.session, tree)]
+    return [as_dict(t, uow.settings.secret_variables) for t in matching(uow, tree)]
 
 
-def require_match(session, tree: dict, where: str) -> list[DistroTree]:
-    found = matching(session, tree)
+def require_match(uow, tree: dict, where: str) -> list[DistroTree]:
+    found = matching(uow, tree)
     if not found:
         raise Invalid(where, "no distro tree matches distroRequires")
     return found

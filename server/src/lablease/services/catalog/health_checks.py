@@ -45,21 +45,21 @@ def parsed_job(job) -> dict:
     return normal
 
 
-def _target(session, scope: str, target: str) -> str:
+def _target(uow, scope: str, target: str) -> str:
     if scope == "arch":
-        return arches.check(session, target)
+        return arches.check(uow, target)
     model, column = (System, System.fqdn) if scope == "system" else (Pool, Pool.name)
-    if session.execute(select(model.id).where(column == target.lower() if scope == "system" else column == target)
+    if uow.session.execute(select(model.id).where(column == target.lower() if scope == "system" else column == target)
                        ).first() is None:
         raise Invalid(scope, f"no {scope} named {target}")
     return target.lower() if scope == "system" else target
 
 
-def _values(session, data: dict, check: HealthCheck | None) -> dict:
+def _values(uow, data: dict, check: HealthCheck | None) -> dict:
     values = {}
     if any(key in data for key in rules.SCOPES):
         scope, target = rules.check_scope(data)
-        values["scope"], values["target"] = scope, _target(session, scope, target)
+        values["scope"], values["target"] = scope, _target(uow, scope, target)
     elif check is None:
         rules.check_scope(data)
     if "job" in data:
@@ -84,17 +84,17 @@ def check_dict(check: HealthCheck) -> dict:
             "owner": check.owner.name if check.owner else None, "created_at": format_time(check.created_at)}
 
 
-def find(session, name: str) -> HealthCheck:
-    check = session.execute(select(HealthCheck).where(HealthCheck.name == name)).scalar_one_or_none()
+def find(uow, name: str) -> HealthCheck:
+    check = uow.session.execute(select(HealthCheck).where(HealthCheck.name == name)).scalar_one_or_none()
     if check is None:
         raise NotFound(f"no health check named {name}")
     return check
 
 
-def _clash(session, values: dict, check: HealthCheck | None) -> None:
+def _clash(uow, values: dict, check: HealthCheck | None) -> None:
     if "scope" not in values:
         return
-    other = session.execute(select(HealthCheck).where(HealthCheck.scope == values["scope"],
+    other = uow.session.execute(select(HealthCheck).where(HealthCheck.scope == values["scope"],
                                                       HealthCheck.target == values["target"])).scalar_one_or_none()
     if other is not None and other is not check:
         raise Conflict(f"health check {other.name} already applies to {values['scope']} {values['target']}")
@@ -106,39 +106,38 @@ def create(uow, actor: Actor, now: datetime, data: dict) -> dict:
     name = data.get("name") or ""
     if session.execute(select(HealthCheck.id).where(HealthCheck.name == name)).first():
         raise Conflict(f"a health check named {name} already exists")
-    values = _values(session, data, None)
-    _clash(session, values, None)
+    values = _values(uow, data, None)
+    _clash(uow, values, None)
     check = HealthCheck(name=name, owner_id=actor.id or None, created_at=now, **values)
     session.add(check)
     session.flush()
-    activity.record(session, actor, now, "health_check", name, "created")
-    refresh_all(session, now)
+    activity.record(uow, actor, now, "health_check", name, "created")
+    refresh_all(uow, now)
     return check_dict(check)
 
 
 def update(uow, actor: Actor, now: datetime, name: str, data: dict) -> dict:
     _admin(actor)
-    session = uow.session
-    check = find(session, name)
-    values = _values(session, data, check)
-    _clash(session, values, check)
+    check = find(uow, name)
+    values = _values(uow, data, check)
+    _clash(uow, values, check)
     for key, value in values.items():
         if getattr(check, key) != value:
-            activity.record(session, actor, now, "health_check", name, "changed", key, None, None)
+            activity.record(uow, actor, now, "health_check", name, "changed", key, None, None)
             setattr(check, key, value)
-    session.flush()
-    refresh_all(session, now)
+    uow.session.flush()
+    refresh_all(uow, now)
     return check_dict(check)
 
 
 def delete(uow, actor: Actor, now: datetime, name: str) -> None:
     _admin(actor)
     session = uow.session
-    check = find(session, name)
+    check = find(uow, name)
     session.delete(check)
     session.flush()
-    activity.record(session, actor, now, "health_check", name, "deleted")
-    refresh_all(session, now)
+    activity.record(uow, actor, now, "health_check", name, "deleted")
+    refresh_all(uow, now)
 
 
 def listing(uow, actor: Actor, page: PageRequest = PageRequest()) -> Page:
@@ -147,4 +146,4 @@ def listing(uow, actor: Actor, page: PageRequest = PageRequest()) -> Page:
 
 
 def show(uow, actor: Actor, name: str) -> dict:
-    return check_dict(find(uow.session, name))
+    return check_dict(find(uow, name))

@@ -15,7 +15,6 @@ from ...store import paging
 from ...store.health_tables import HealthCheck
 from ...store.paging import Order
 from ...store.tables import Group, Pool, PoolSystem, System
-from ...store.uow import emit
 from ..people.groups import find_group
 from ..people.users import check_name
 from ..records import activity
@@ -33,8 +32,8 @@ def as_dict(pool: Pool) -> dict:
     }
 
 
-def find(session, name: str) -> Pool:
-    pool = session.execute(select(Pool).where(Pool.name == name)).unique().scalar_one_or_none()
+def find(uow, name: str) -> Pool:
+    pool = uow.session.execute(select(Pool).where(Pool.name == name)).unique().scalar_one_or_none()
     if pool is None:
         raise NotFound(f"no pool named {name}")
     return pool
@@ -52,14 +51,14 @@ def create(uow, actor: Actor, now: datetime, name: str, description: str | None 
     check_name(name, "name")
     if session.execute(select(Pool.id).where(Pool.name == name)).first():
         raise Conflict(f"pool {name} already exists")
-    group = find_group(session, owner_group, "owner_group") if owner_group else None
+    group = find_group(uow, owner_group, "owner_group") if owner_group else None
     if not actor.is_admin and (group is None or group.id not in actor.group_ids):
         raise Forbidden("a pool must be owned by a group you belong to (only admins may create pools without one)")
     pool = Pool(name=name, description=description, owner_group_id=group.id if group else None, created_at=now,
                 automation_floor=check_floor(automation_floor))
     session.add(pool)
     session.flush()
-    activity.record(session, actor, now, "pool", name, "created", "owner_group", None, owner_group)
+    activity.record(uow, actor, now, "pool", name, "created", "owner_group", None, owner_group)
     return as_dict(pool)
 
 
@@ -68,8 +67,9 @@ def listing(uow, page: PageRequest) -> Page:
     return Page([as_dict(pool) for pool in found.items], found.next_after)
 
 
-def summaries(session) -> list[dict]:
+def summaries(uow) -> list[dict]:
     """Every pool with its number of systems, without loading them (Pool.systems is eager)."""
+    session = uow.session
     counts = dict(session.execute(select(PoolSystem.pool_id, func.count()).group_by(PoolSystem.pool_id)).all())
     rows = session.execute(select(Pool.id, Pool.name, Pool.description, Group.name)
                            .outerjoin(Group, Group.id == Pool.owner_group_id).order_by(Pool.name))
@@ -78,37 +78,37 @@ def summaries(session) -> list[dict]:
             for pool_id, name, description, group in rows]
 
 
-def summary(session, name: str) -> dict:
-    found = [p for p in summaries(session) if p["name"] == name]
+def summary(uow, name: str) -> dict:
+    found = [p for p in summaries(uow) if p["name"] == name]
     if not found:
         raise NotFound(f"no pool named {name}")
     return found[0]
 
 
 def show(uow, name: str) -> dict:
-    return as_dict(find(uow.session, name))
+    return as_dict(find(uow, name))
 
 
 def update(uow, actor: Actor, now: datetime, name: str, data: dict) -> dict:
     session = uow.session
-    pool = find(session, name)
+    pool = find(uow, name)
     require_manager(actor, pool)
     if "description" in data and data["description"] != pool.description:
-        activity.record(session, actor, now, "pool", name, "changed", "description", pool.description,
+        activity.record(uow, actor, now, "pool", name, "changed", "description", pool.description,
                         data["description"])
         pool.description = data["description"]
     if "automation_floor" in data and data["automation_floor"] != pool.automation_floor:
-        activity.record(session, actor, now, "pool", name, "changed", "automation_floor", pool.automation_floor,
+        activity.record(uow, actor, now, "pool", name, "changed", "automation_floor", pool.automation_floor,
                         data["automation_floor"])
         floor = check_floor(data["automation_floor"])
         lowered, pool.automation_floor = floor < pool.automation_floor, floor
         if lowered:  # reservations waiting for one of its systems may be granted now (services/handlers.py)
             uow.emit(PoolFloorLowered(tuple(s.id for s in pool.systems), now))
     if "owner_group" in data:
-        group = find_group(session, data["owner_group"], "owner_group") if data["owner_group"] else None
+        group = find_group(uow, data["owner_group"], "owner_group") if data["owner_group"] else None
         old = pool.owner_group.name if pool.owner_group else None
         if old != data["owner_group"]:
-            activity.record(session, actor, now, "pool", name, "changed", "owner_group", old, data["owner_group"])
+            activity.record(uow, actor, now, "pool", name, "changed", "owner_group", old, data["owner_group"])
             pool.owner_group_id = group.id if group else None
             session.flush()
             session.refresh(pool, ["owner_group"])
@@ -119,7 +119,7 @@ def delete(uow, actor: Actor, now: datetime, name: str, force: bool = False) -> 
     """Delete a pool; while a health check runs on it or systems use its access policy, only when forced, which
     deletes those checks and gives those systems back their own rules. Returns what forcing changed."""
     session = uow.session
-    pool = find(session, name)
+    pool = find(uow, name)
     require_manager(actor, pool)
     checks = list(session.execute(select(HealthCheck).where(HealthCheck.scope == "pool", HealthCheck.target == name)
                                   .order_by(HealthCheck.name)).unique().scalars())
@@ -130,56 +130,55 @@ def delete(uow, actor: Actor, now: datetime, name: str, force: bool = False) -> 
                        "delete those checks and give those systems back their own access rules")
     for check in checks:
         session.delete(check)
-        activity.record(session, actor, now, "health_check", check.name, "deleted", "pool", name, None)
+        activity.record(uow, actor, now, "health_check", check.name, "deleted", "pool", name, None)
     for system in governed:
-        _stop_using_policy(session, actor, now, system, pool)
+        _stop_using_policy(uow, actor, now, system, pool)
     for system in list(pool.systems):  # what its pools decide (requirements, advance reservations) changes
         system.pools.remove(pool)
-        emit(session, SystemChanged(system.id, now, force))
+        uow.emit(SystemChanged(system.id, now, force))
     session.delete(pool)
-    activity.record(session, actor, now, "pool", name, "deleted")
+    activity.record(uow, actor, now, "pool", name, "deleted")
     if checks:
         session.flush()
-        health_state.refresh_all(session, now)
+        health_state.refresh_all(uow, now)
     return ([f"deleted health check {check.name}" for check in checks] +
             [f"{system.fqdn} uses its own access rules again" for system in governed])
 
 
 def add_system(uow, actor: Actor, now: datetime, name: str, fqdn: str, force: bool | None = None) -> dict:
     session = uow.session
-    pool = find(session, name)
+    pool = find(uow, name)
     require_manager(actor, pool)
-    system = system_service.find(session, fqdn, actor)
+    system = system_service.find(uow, fqdn, actor)
     if pool not in system.pools:
         system.pools.append(pool)
-        activity.record(session, actor, now, "pool", name, "system_added", "system", None, system.fqdn)
-        activity.record(session, actor, now, "system", system.fqdn, "changed", "pools", None, name)
-        emit(session, SystemChanged(system.id, now, force))
+        activity.record(uow, actor, now, "pool", name, "system_added", "system", None, system.fqdn)
+        activity.record(uow, actor, now, "system", system.fqdn, "changed", "pools", None, name)
+        uow.emit(SystemChanged(system.id, now, force))
     session.flush()
     session.refresh(pool)
     return as_dict(pool)
 
 
 def remove_system(uow, actor: Actor, now: datetime, name: str, fqdn: str, force: bool | None = None) -> None:
-    session = uow.session
-    pool = find(session, name)
+    pool = find(uow, name)
     require_manager(actor, pool)
-    system = system_service.find(session, fqdn, actor)
+    system = system_service.find(uow, fqdn, actor)
     if pool not in system.pools:
         raise NotFound(f"{system.fqdn} is not in pool {name}")
     if system.policy_pool_id == pool.id:
-        _stop_using_policy(session, actor, now, system, pool)
+        _stop_using_policy(uow, actor, now, system, pool)
     system.pools.remove(pool)
-    activity.record(session, actor, now, "pool", name, "system_removed", "system", system.fqdn, None)
-    activity.record(session, actor, now, "system", system.fqdn, "changed", "pools", name, None)
-    emit(session, SystemChanged(system.id, now, force))
+    activity.record(uow, actor, now, "pool", name, "system_removed", "system", system.fqdn, None)
+    activity.record(uow, actor, now, "system", system.fqdn, "changed", "pools", name, None)
+    uow.emit(SystemChanged(system.id, now, force))
 
 
-def _stop_using_policy(session, actor, now, system: System, pool: Pool) -> None:
+def _stop_using_policy(uow, actor, now, system: System, pool: Pool) -> None:
     """A system leaving a pool whose policy it used falls back to its own rules."""
     system.policy_pool_id = None
     system.policy_pool = None
-    activity.record(session, actor, now, "system", system.fqdn, "changed", "access policy", f"pool {pool.name}",
+    activity.record(uow, actor, now, "system", system.fqdn, "changed", "access policy", f"pool {pool.name}",
                     "own rules")
 
 

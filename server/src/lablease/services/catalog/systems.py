@@ -25,7 +25,6 @@ from ...store.provision_tables import Installation
 from ...store.queries import ar_summaries_for
 from ...store.secrets import SECRET_KEYS
 from ...store.tables import AccessRule, DistroTree, Loan, Pool, Reservation, Resource, System, User, netboot_mac_key
-from ...store.uow import emit, settings_of
 from ..records import activity, usage
 from . import arches, health_state
 from .inventory import check_inventory, inventory_of
@@ -42,30 +41,30 @@ def access_of(system: System, loan: Loan | None = None) -> SystemAccess:
                         loan_recipient_id=loan.recipient_id if loan is not None else None)
 
 
-def active_loans(session, system_ids: list[int]) -> dict[int, Loan]:
+def active_loans(uow, system_ids: list[int]) -> dict[int, Loan]:
     if not system_ids:
         return {}
     query = select(Loan).where(Loan.system_id.in_(system_ids), Loan.returned_at.is_(None))
-    return {loan.system_id: loan for loan in session.execute(query).unique().scalars()}
+    return {loan.system_id: loan for loan in uow.session.execute(query).unique().scalars()}
 
 
-def active_loan(session, system: System) -> Loan | None:
-    return active_loans(session, [system.id]).get(system.id)
+def active_loan(uow, system: System) -> Loan | None:
+    return active_loans(uow, [system.id]).get(system.id)
 
 
-def require(session, actor: Actor, permission: Permission, system: System, loan: Loan | None = None) -> SystemAccess:
+def require(uow, actor: Actor, permission: Permission, system: System, loan: Loan | None = None) -> SystemAccess:
     """The system's access (its loan included: pass it when already loaded), or Forbidden with the reason."""
-    access = access_of(system, loan if loan is not None else active_loan(session, system))
+    access = access_of(system, loan if loan is not None else active_loan(uow, system))
     decision = decide(actor, permission, access)
     if not decision:
         raise Forbidden(f"{system.fqdn}: {decision.reason}")
     return access
 
 
-def find(session, fqdn: str, actor: Actor | None = None) -> System:
+def find(uow, fqdn: str, actor: Actor | None = None) -> System:
     """The system by name; NotFound also when the actor may not view it (no leak of names)."""
     query = select(System).where(System.fqdn == str(fqdn).lower())
-    system = session.execute(query).unique().scalar_one_or_none()
+    system = uow.session.execute(query).unique().scalar_one_or_none()
     if system is None or (actor is not None and not decide(actor, Permission.VIEW, access_of(system))):
         raise NotFound(f"no system named {fqdn}")
     return system
@@ -79,9 +78,9 @@ def public_settings(settings: dict, patterns: tuple[str, ...] = ()) -> dict:
     return shown
 
 
-def _patterns(session) -> tuple[str, ...]:
+def _patterns(uow) -> tuple[str, ...]:
     """The site's secret_variables (none outside a unit of work with settings)."""
-    return tuple(getattr(settings_of(session), "secret_variables", ()) or ())
+    return tuple(getattr(uow.settings, "secret_variables", ()) or ())
 
 
 def as_dict(system: System, current: Reservation | None = None, loan: Loan | None = None,
@@ -128,29 +127,29 @@ def _reservation_summary(reservation: Reservation | None) -> dict | None:
     }
 
 
-def current_reservations(session, system_ids: list[int], now: datetime) -> dict[int, Reservation]:
+def current_reservations(uow, system_ids: list[int], now: datetime) -> dict[int, Reservation]:
     if not system_ids:
         return {}
     query = select(Reservation).where(
         Reservation.system_id.in_(system_ids), Reservation.returned_at.is_(None), Reservation.start_at <= now
     )
-    return {r.system_id: r for r in session.execute(query).unique().scalars()}
+    return {r.system_id: r for r in uow.session.execute(query).unique().scalars()}
 
 
-def _user_id(session, name: str | None) -> int | None:
+def _user_id(uow, name: str | None) -> int | None:
     if name is None:
         return None
-    user = session.execute(select(User).where(User.name == name)).scalar_one_or_none()
+    user = uow.session.execute(select(User).where(User.name == name)).scalar_one_or_none()
     if user is None:
         raise Invalid("owner", f"no user named {name}")
     return user.id
 
 
-def _clean(session, data: dict) -> dict:
+def _clean(uow, data: dict) -> dict:
     """Validated column values from an API or import body."""
     out = {}
     if "arch" in data:
-        out["arch"] = arches.check(session, data["arch"])
+        out["arch"] = arches.check(uow, data["arch"])
     for key in ("cpus", "memory_mb"):
         if key in data and data[key] is not None:
             out[key] = check_whole(key, data[key])
@@ -165,7 +164,7 @@ def _clean(session, data: dict) -> dict:
     if "condition" in data:
         out["condition"] = rules.check_condition(data["condition"])
     if "owner" in data:
-        out["owner_id"] = _user_id(session, data["owner"])
+        out["owner_id"] = _user_id(uow, data["owner"])
     for key in ("power", "netboot"):
         if key in data:
             if not isinstance(data[key], dict):
@@ -175,7 +174,7 @@ def _clean(session, data: dict) -> dict:
         out["release_action"] = rules.check_release_action(data["release_action"])
     if "reprovision_distro_tree" in data:
         tree = data["reprovision_distro_tree"]
-        if tree is not None and session.get(DistroTree, tree) is None:
+        if tree is not None and uow.session.get(DistroTree, tree) is None:
             raise Invalid("reprovision_distro_tree", f"no distro tree {tree}")
         out["reprovision_distro_tree_id"] = tree
     if "inventory" in data:
@@ -223,13 +222,13 @@ def _checked_settings(key: str, settings: dict) -> dict:
     return settings
 
 
-def _refuse_shared_mac(session, netboot: dict | None, system_id: int | None) -> None:
+def _refuse_shared_mac(uow, netboot: dict | None, system_id: int | None) -> None:
     """409 naming the system that already has this netboot MAC: provisioning one would write the other's boot
     file (the database's unique index refuses it too: store/tables.py netboot_mac_key)."""
     mac = (netboot or {}).get("mac")
     if not mac:
         return
-    holder = session.execute(select(System.fqdn).where(
+    holder = uow.session.execute(select(System.fqdn).where(
         netboot_mac_key(System.netboot) == normalise_mac(mac).replace(":", ""),
         System.id != (system_id or 0))).scalar_one_or_none()
     if holder is not None:
@@ -247,8 +246,8 @@ def add_system(uow, actor: Actor, now: datetime, data: dict, force: bool | None 
         raise Invalid("arch", "is required")
     if session.execute(select(System.id).where(System.fqdn == fqdn)).first():
         raise Conflict(f"a system named {fqdn} already exists")
-    values = _clean(session, {"condition": "manual", **data})
-    _refuse_shared_mac(session, values.get("netboot"), None)
+    values = _clean(uow, {"condition": "manual", **data})
+    _refuse_shared_mac(uow, values.get("netboot"), None)
     values.setdefault("owner_id", actor.id or None)  # id 0: the server itself
     resource = Resource(kind="system", name=fqdn, capacity=1)
     session.add(resource)
@@ -257,58 +256,59 @@ def add_system(uow, actor: Actor, now: datetime, data: dict, force: bool | None 
     system.rules = [AccessRule(permission=r.permission.value, user_id=r.user_id, group_id=r.group_id) for r in default_rules()]
     session.add(system)
     session.flush()
-    activity.record(session, actor, now, "system", fqdn, "created", "condition", None, system.condition)
-    emit(session, SystemChanged(system.id, now, force))
-    return as_dict(system, patterns=_patterns(session))
+    activity.record(uow, actor, now, "system", fqdn, "created", "condition", None, system.condition)
+    uow.emit(SystemChanged(system.id, now, force))
+    return as_dict(system, patterns=_patterns(uow))
 
 
 def update_system(uow, actor: Actor, now: datetime, fqdn: str, data: dict, force: bool | None = None) -> dict:
-    session = uow.session
-    system = find(session, fqdn, actor)
-    require(session, actor, Permission.EDIT_SYSTEM, system)
+    system = find(uow, fqdn, actor)
+    require(uow, actor, Permission.EDIT_SYSTEM, system)
     unknown = sorted(set(data) - set(EDITABLE))
     if unknown:
         raise Invalid(unknown[0], "cannot be changed (changeable: " + ", ".join(EDITABLE) + ")")
     old_condition = system.condition
     data = {**data, **{key: _keep_secrets(getattr(system, key), data[key])
                        for key in ("power", "netboot") if isinstance(data.get(key), dict)}}
-    values = _clean(session, data)
+    values = _clean(uow, data)
     if "netboot" in values:
-        _refuse_shared_mac(session, values["netboot"], system.id)
+        _refuse_shared_mac(uow, values["netboot"], system.id)
     removing = values.get("condition") == "removed" != old_condition
     if removing:
-        _check_removal(session, system, force)
-    changes = _apply(session, system, values)
-    activity.record_changes(session, actor, now, "system", system.fqdn, changes)
+        _check_removal(uow, system, force)
+    changes = _apply(uow, system, values)
+    activity.record_changes(uow, actor, now, "system", system.fqdn, changes)
     if system.condition != old_condition:
-        usage.record_condition(session, system, old_condition, now)
-        health_state.condition_changed(session, system, old_condition, now)
-    session.flush()
+        usage.record_condition(uow, system, old_condition, now)
+        health_state.condition_changed(uow, system, old_condition, now)
+    uow.session.flush()
     if removing:
-        emit(session, SystemRemoved(system.id, now, actor))  # forced: its reservations and loan end
+        uow.emit(SystemRemoved(system.id, now, actor))  # forced: its reservations and loan end
     if changes:
-        emit(session, SystemChanged(system.id, now, force))
-    return describe(session, system, now)
+        uow.emit(SystemChanged(system.id, now, force))
+    return describe(uow, system, now)
 
 
-def describe(session, system: System, now: datetime) -> dict:
-    return as_dict(system, current_reservations(session, [system.id], now).get(system.id), active_loan(session, system),
-                   latest_installations(session, [system.id]).get(system.id), ar_summaries_for(session, [system.id]).get(system.id),
-                   _patterns(session), checked=health_state.summaries(session, [system])[system.id])
+def describe(uow, system: System, now: datetime) -> dict:
+    session = uow.session
+    return as_dict(system, current_reservations(uow, [system.id], now).get(system.id), active_loan(uow, system),
+                   latest_installations(uow, [system.id]).get(system.id), ar_summaries_for(session, [system.id]).get(system.id),
+                   _patterns(uow), checked=health_state.summaries(uow, [system])[system.id])
 
 
-def latest_installations(session, system_ids: list[int]) -> dict[int, dict]:
+def latest_installations(uow, system_ids: list[int]) -> dict[int, dict]:
     """System id -> {id, status} of its latest installation."""
     if not system_ids:
         return {}
     latest = (select(func.max(Installation.id)).where(Installation.system_id.in_(system_ids))
               .group_by(Installation.system_id))
-    rows = session.execute(select(Installation.system_id, Installation.id, Installation.status)
+    rows = uow.session.execute(select(Installation.system_id, Installation.id, Installation.status)
                            .where(Installation.id.in_(latest)))
     return {system_id: {"id": ident, "status": status} for system_id, ident, status in rows}
 
 
-def _apply(session, system: System, values: dict) -> dict[str, tuple]:
+def _apply(uow, system: System, values: dict) -> dict[str, tuple]:
+    session = uow.session
     changes = {}
     for key, new in values.items():
         old = getattr(system, key)
@@ -317,7 +317,7 @@ def _apply(session, system: System, values: dict) -> dict[str, tuple]:
         if key == "owner_id":
             changes["owner"] = (system.owner.name if system.owner else None, session.get(User, new).name if new else None)
         elif key in ("power", "netboot"):
-            changes[key] = (public_settings(old, _patterns(session)), public_settings(new, _patterns(session)))
+            changes[key] = (public_settings(old, _patterns(uow)), public_settings(new, _patterns(uow)))
         elif key in ("disks", "devices"):  # the log says how many, not every one
             changes[key] = tuple(None if v is None else f"{len(v)} {key}" for v in (old, new))
         else:
@@ -329,14 +329,14 @@ def _apply(session, system: System, values: dict) -> dict[str, tuple]:
     return changes
 
 
-def _check_removal(session, system: System, force: bool | None) -> int:
+def _check_removal(uow, system: System, force: bool | None) -> int:
     """The one rule of removing a system, whichever way (DELETE, condition removed, an import): refused while
     someone holds or borrows it unless forced (domain/systems.py refuse_removal)."""
-    open_ = list(session.execute(select(Reservation).where(
+    open_ = list(uow.session.execute(select(Reservation).where(
         Reservation.system_id == system.id, Reservation.returned_at.is_(None))
         .order_by(Reservation.id)).unique().scalars())
     if not force:
-        loan = active_loan(session, system)
+        loan = active_loan(uow, system)
         rules.refuse_removal(system.fqdn, [(r.id, r.user.name) for r in open_],
                              loan.recipient.name if loan is not None else None)
     return len(open_)
@@ -345,41 +345,40 @@ def _check_removal(session, system: System, force: bool | None) -> int:
 def remove_system(uow, actor: Actor, now: datetime, fqdn: str, force: bool = False) -> int:
     """Mark a system removed (its history stays); refused while it is reserved or lent unless forced, which
     returns its reservations and its loan: how many reservations were open."""
-    session = uow.session
-    system = find(session, fqdn, actor)
-    require(session, actor, Permission.EDIT_SYSTEM, system)
-    held = _check_removal(session, system, force)  # also when already removed: what an older version left held
+    system = find(uow, fqdn, actor)
+    require(uow, actor, Permission.EDIT_SYSTEM, system)
+    held = _check_removal(uow, system, force)  # also when already removed: what an older version left held
     changed = system.condition != "removed"
     if changed:
-        activity.record(session, actor, now, "system", system.fqdn, "changed", "condition", system.condition, "removed")
+        activity.record(uow, actor, now, "system", system.fqdn, "changed", "condition", system.condition, "removed")
         old, system.condition = system.condition, "removed"
-        usage.record_condition(session, system, old, now)
-        session.flush()
-    emit(session, SystemRemoved(system.id, now, actor))
+        usage.record_condition(uow, system, old, now)
+        uow.session.flush()
+    uow.emit(SystemRemoved(system.id, now, actor))
     if changed:
-        emit(session, SystemChanged(system.id, now, force))  # an advance reservation holding it is told
+        uow.emit(SystemChanged(system.id, now, force))  # an advance reservation holding it is told
     return held
 
 
 def get_system(uow, actor: Actor, now: datetime, fqdn: str) -> dict:
-    return describe(uow.session, find(uow.session, fqdn, actor), now)
+    return describe(uow, find(uow, fqdn, actor), now)
 
 
 def list_systems(uow, actor: Actor, now: datetime, filters: dict, page: PageRequest = PageRequest()) -> Page:
-    session = uow.session
     # a list never needs the calendar resource (joined by default): not loading it saves a join per row
-    query = filtered(session, actor, now, filters).options(
+    query = filtered(uow, actor, now, filters).options(
         selectinload(System.pools), selectinload(System.owner), selectinload(System.policy_pool),
         lazyload(System.resource))
     found = paging.fetch(uow, "systems", query, [Order(System.fqdn)], page,
                          keep=lambda s: decide(actor, Permission.VIEW, access_of(s)))
-    return Page(describe_many(session, found.items, now), found.next_after)
+    return Page(describe_many(uow, found.items, now), found.next_after)
 
 
-def filtered(session, actor: Actor, now: datetime, filters: dict):
+def filtered(uow, actor: Actor, now: datetime, filters: dict):
     """The systems matching the listing's filters (arch, condition, lab, pool, owner, free_from/until,
     reserved_by), as a query (unordered: the API pages it by fqdn, the web sorts and groups); the API's
     list and the web's systems page share it."""
+    session = uow.session
     query = select(System)
     for key in ("arch", "condition", "lab"):
         if filters.get(key):
@@ -390,7 +389,7 @@ def filtered(session, actor: Actor, now: datetime, filters: dict):
             raise Invalid("pool", f"no pool named {filters['pool']}")
         query = query.where(System.pools.any(Pool.id == pool.id))
     if filters.get("owner"):
-        query = query.where(System.owner_id == _user_id(session, filters["owner"]))
+        query = query.where(System.owner_id == _user_id(uow, filters["owner"]))
     if filters.get("health"):
         query = health_state.where_health(query, filters["health"])
     if filters.get("free_from") or filters.get("free_until"):
@@ -400,17 +399,17 @@ def filtered(session, actor: Actor, now: datetime, filters: dict):
         name = actor.name if filters["reserved_by"] == "me" else filters["reserved_by"]
         query = query.where(exists().where(
             Reservation.system_id == System.id, Reservation.returned_at.is_(None),
-            Reservation.start_at <= now, Reservation.user_id == _user_id(session, name)))
+            Reservation.start_at <= now, Reservation.user_id == _user_id(uow, name)))
     return query
 
 
-def describe_many(session, systems: list[System], now: datetime) -> list[dict]:
+def describe_many(uow, systems: list[System], now: datetime) -> list[dict]:
     ids = [s.id for s in systems]
-    current, loans = current_reservations(session, ids, now), active_loans(session, ids)
-    installed = latest_installations(session, ids)
-    held = ar_summaries_for(session, ids)
-    patterns = _patterns(session)
-    checked = health_state.summaries(session, systems)
+    current, loans = current_reservations(uow, ids, now), active_loans(uow, ids)
+    installed = latest_installations(uow, ids)
+    held = ar_summaries_for(uow.session, ids)
+    patterns = _patterns(uow)
+    checked = health_state.summaries(uow, systems)
     return [as_dict(s, current.get(s.id), loans.get(s.id), installed.get(s.id), held.get(s.id), patterns,
                     hardware=False, checked=checked[s.id]) for s in systems]  # disks and devices: on each system's own page
 
@@ -454,5 +453,5 @@ def import_systems(uow, actor: Actor, now: datetime, entries: list[tuple[int, di
     return {"added": added, "updated": updated, "refused": {}}
 
 
-def fqdn_of(session, system_id: int) -> str:
-    return session.execute(select(System.fqdn).where(System.id == system_id)).scalar_one()
+def fqdn_of(uow, system_id: int) -> str:
+    return uow.session.execute(select(System.fqdn).where(System.id == system_id)).scalar_one()

@@ -14,7 +14,6 @@ from ...domain.permissions import Actor
 from ...store import calendar
 from ...store.advance_tables import AdvanceReservation, ArSystem
 from ...store.tables import Booking, RecipeSet
-from ...store.uow import emit
 from ..booking.endings import close_reservation
 from ..booking.placement import refresh_rollups
 from ..calendar import advance
@@ -26,40 +25,41 @@ from .jobs import finish as finish_recipe
 
 def on_ended(uow, event: AdvanceReservationEnded) -> None:
     """An AR was deleted (or ended otherwise than by the clock)."""
-    finish(uow.session, uow.settings, uow.session.get(AdvanceReservation, event.ar_id), event.now, event.state,
+    finish(uow, uow.settings, uow.session.get(AdvanceReservation, event.ar_id), event.now, event.state,
            event.actor, event.why)
 
 
-def finish(session, settings, ar: AdvanceReservation, now: datetime, state: str, actor: Actor | None,
+def finish(uow, settings, ar: AdvanceReservation, now: datetime, state: str, actor: Actor | None,
             why: str) -> None:
     """End the AR (x at its end, d when deleted): bound work is aborted, nested reservations returned,
     the systems' bookings released from now."""
+    session = uow.session
     for recipe_set in session.execute(select(RecipeSet).where(RecipeSet.ar_id == ar.id)).unique().scalars():
         for recipe in recipe_set.recipes:
             if recipe.status not in ("completed", "cancelled", "aborted"):
-                finish_recipe(session, recipe, "aborted", now, actor, settings)
-                activity.record(session, actor, now, "recipe", recipe.id, "aborted", "reason", None,
+                finish_recipe(uow, recipe, "aborted", now, actor)
+                activity.record(uow, actor, now, "recipe", recipe.id, "aborted", "reason", None,
                                 f"advance reservation {ar.id} {why}")
-        refresh_rollups(session, recipe_set, now)
-    for reservation in advance.open_reservations(session, ar):
-        close_reservation(session, reservation, now, "ar_ended", actor, settings)
+        refresh_rollups(uow, recipe_set, now)
+    for reservation in advance.open_reservations(uow, ar):
+        close_reservation(uow, reservation, now, "ar_ended", actor)
     for held in ar.systems:
         if held.booking_id is not None and state == "d":
             calendar.release(session, session.get(Booking, held.booking_id), now)
-        emit(session, SystemFreed(held.system_id, now))
-    _move(session, settings, ar, state, now, actor, why)
+        uow.emit(SystemFreed(held.system_id, now))
+    _move(uow, settings, ar, state, now, actor, why)
     ar.due_at = None
 
 
-def _move(session, settings, ar: AdvanceReservation, state: str, now: datetime, actor: Actor | None,
+def _move(uow, settings, ar: AdvanceReservation, state: str, now: datetime, actor: Actor | None,
           why: str) -> None:
     rules.check_transition(ar.state, state)
     old, ar.state, ar.changed_at = ar.state, state, now
     # why goes with the new state: it is free text, longer than an action name may be
-    activity.record(session, actor, now, "advance_reservation", ar.id, "state_changed", "state", old,
+    activity.record(uow, actor, now, "advance_reservation", ar.id, "state_changed", "state", old,
                     f"{state} ({why})")
     kind = {"r": "b", "x": "e", "d": "e", "E": "a"}.get(state, "a")
-    publish(session, settings, ar, now, "state_changed", f"advance reservation {ar.id}: {old} -> {state} ({why})",
+    publish(uow, settings, ar, now, "state_changed", f"advance reservation {ar.id}: {old} -> {state} ({why})",
              mail_kind=kind, extra={"old": old, "new": state})
 
 
@@ -69,15 +69,14 @@ def _transition(uow, ar: AdvanceReservation, now: datetime) -> None:
     """An AR whose start or end came moves w -> r, r/E -> x. One the worker reaches only after its end (the
     worker was stopped through the whole window) still starts before it exits: its holders hear of both, and
     w -> x, which the states do not allow, is never tried (it failed the step again at every turn)."""
-    session = uow.session
     if ar.state == "w":
-        _move(session, uow.settings, ar, "r", now, None, "its start was reached")
+        _move(uow, uow.settings, ar, "r", now, None, "its start was reached")
         if now < ar.end_at:
             ar.due_at = rules.next_transition("r", ar.start_at, ar.end_at, now)
-            place_bound(session, ar, now)
+            place_bound(uow, ar, now)
             return
     if now >= ar.end_at:
-        finish(session, uow.settings, ar, now, "x", None, "its end was reached")
+        finish(uow, uow.settings, ar, now, "x", None, "its end was reached")
     else:
         ar.due_at = rules.next_transition(ar.state, ar.start_at, ar.end_at, now)
 
@@ -87,20 +86,20 @@ TRANSITION = due.Step("ar_transition", "advance reservation changed state", Adva
                       "advance_reservation")
 
 
-def holding(session, system_id: int, states=rules.ACTIVE) -> list[AdvanceReservation]:
-    return list(session.execute(select(AdvanceReservation).join(ArSystem, ArSystem.ar_id == AdvanceReservation.id)
+def holding(uow, system_id: int, states=rules.ACTIVE) -> list[AdvanceReservation]:
+    return list(uow.session.execute(select(AdvanceReservation).join(ArSystem, ArSystem.ar_id == AdvanceReservation.id)
                                 .where(ArSystem.system_id == system_id, AdvanceReservation.state.in_(states)))
                 .unique().scalars())
 
 
-def problems(session, ar: AdvanceReservation) -> list[tuple[str, str]]:
+def problems(uow, ar: AdvanceReservation) -> list[tuple[str, str]]:
     """Why the AR cannot be satisfied now, as (kind, text) (domain/advance.py decides)."""
-    members = advance.acl_actors(session, ar.acl or [])
-    held = [advance.facts(session, h.system, members, h.lab) for h in ar.systems]
+    members = advance.acl_actors(uow, ar.acl or [])
+    held = [advance.facts(uow, h.system, members, h.lab) for h in ar.systems]
     return rules.problems(held, ar.pools or [])
 
 
-def recheck(session, settings, ar: AdvanceReservation, now: datetime, actor: Actor | None = None,
+def recheck(uow, settings, ar: AdvanceReservation, now: datetime, actor: Actor | None = None,
             force: bool | None = None) -> None:
     """Into E when a held system is no longer usable; out of it (by time) once all are again.
 
@@ -108,7 +107,7 @@ def recheck(session, settings, ar: AdvanceReservation, now: datetime, actor: Act
     it out of a pool the AR asked for, locking an ACL user out) is refused unless the request said
     force=true; forced, the AR goes into error and the change is logged.
     """
-    found = problems(session, ar)
+    found = problems(uow, ar)
     new = rules.breaks_on_purpose(found, ar.error_reasons or [])
     # Only an API request can be refused (it says force=true or not: True or False); the worker's
     # changes just happen (None).
@@ -116,25 +115,25 @@ def recheck(session, settings, ar: AdvanceReservation, now: datetime, actor: Act
         raise Conflict(f"this would break advance reservation {ar.id} ({'; '.join(new)}); "
                        "repeat with force=true to do it anyway (the reservation goes into error)")
     if new:
-        activity.record(session, actor, now, "advance_reservation", ar.id, "forced", "change", None, "; ".join(new))
+        activity.record(uow, actor, now, "advance_reservation", ar.id, "forced", "change", None, "; ".join(new))
     reasons = [text for _, text in found]
     ar.error_reasons = reasons
     if reasons and ar.state in ("w", "r"):
-        _move(session, settings, ar, "E", now, actor, "; ".join(reasons))
+        _move(uow, settings, ar, "E", now, actor, "; ".join(reasons))
     elif not reasons and ar.state == "E":
-        _move(session, settings, ar, rules.state_by_time(ar.start_at, ar.end_at, now), now, actor,
+        _move(uow, settings, ar, rules.state_by_time(ar.start_at, ar.end_at, now), now, actor,
               "its systems are usable again")
-        place_bound(session, ar, now)
+        place_bound(uow, ar, now)
 
 
 def on_system_changed(uow, event: SystemChanged) -> None:
-    for ar in holding(uow.session, event.system_id):
-        recheck(uow.session, uow.settings, ar, event.now, force=event.force)
+    for ar in holding(uow, event.system_id):
+        recheck(uow, uow.settings, ar, event.now, force=event.force)
 
 
 def on_system_freed(uow, event: SystemFreed) -> None:
-    for ar in holding(uow.session, event.system_id, ("r", "E")):
-        place_bound(uow.session, ar, event.now)
+    for ar in holding(uow, event.system_id, ("r", "E")):
+        place_bound(uow, ar, event.now)
 
 
 def on_new_sets(uow, event: RecipeSetQueued) -> None:
@@ -144,4 +143,4 @@ def on_new_sets(uow, event: RecipeSetQueued) -> None:
     for ar_id in dict.fromkeys(s.ar_id for s in sets if s is not None and s.ar_id is not None):
         ar = uow.session.get(AdvanceReservation, ar_id)
         if ar is not None:
-            place_bound(uow.session, ar, event.now)
+            place_bound(uow, ar, event.now)

@@ -40,7 +40,7 @@ def _visible(uow, actor: Actor | None, job_id: int) -> Job:
     """The job if the caller may read it: its owner, group and admins (jobs.visible_job), or anyone who has
     not logged in where the site makes jobs public as Beaker does (setting beaker_public_jobs)."""
     if actor is not None:
-        return jobs.visible_job(uow.session, actor, job_id)
+        return jobs.visible_job(uow, actor, job_id)
     if not uow.settings.beaker_public_jobs:
         raise Unauthenticated("this lablease shows a job only to its owner, group and administrators, and this "
                               "bkr command does not log in (an administrator may set beaker_public_jobs)")
@@ -69,13 +69,13 @@ def _job_of(uow, actor: Actor | None, kind: str, number: int) -> tuple[Job, obje
     return job, (recipe, position) if kind == "T" else recipe
 
 
-def _kept(session, job: Job, now: datetime) -> set[int]:
+def _kept(uow, job: Job, now: datetime) -> set[int]:
     """The recipes whose reservesys reservation still holds their system (Beaker's Reserved)."""
     finished = [r for rs in job.recipe_sets for r in rs.every_recipe()
                 if r.status in rules.FINISHED and r.reservation_id is not None]
     if not finished:
         return set()
-    held = set(session.execute(select(Reservation.id).where(
+    held = set(uow.session.execute(select(Reservation.id).where(
         Reservation.id.in_([r.reservation_id for r in finished]), Reservation.kind == "manual",
         Reservation.returned_at.is_(None), or_(Reservation.end_at.is_(None), Reservation.end_at > now))).scalars())
     return {r.id for r in finished if r.reservation_id in held}
@@ -99,10 +99,11 @@ def _recipe_view(recipe: Recipe, run: runs.RecipeRun, trees: dict) -> dict:
             "run": run}
 
 
-def job_view(session, job: Job, now: datetime, settings=None) -> dict:
+def job_view(uow, job: Job, now: datetime) -> dict:
     """The job with every part named as Beaker names it (jobxml/results.py describes the shape)."""
-    jobs.load_guests(session, job)
-    kept = _kept(session, job, now)
+    session = uow.session
+    jobs.load_guests(uow, job)
+    kept = _kept(uow, job, now)
     every = [r for rs in job.recipe_sets for r in rs.every_recipe()]
     tree_ids = {r.distro_tree_id for r in every if r.distro_tree_id is not None}
     trees = {t.id: t for t in session.execute(select(DistroTree).where(DistroTree.id.in_(tree_ids))).scalars()}
@@ -116,15 +117,15 @@ def job_view(session, job: Job, now: datetime, settings=None) -> dict:
     group = session.get(Group, job.group_id) if job.group_id is not None else None
     return {"id": job.id, "owner": job.owner.name, "group": group.name if group else None,
             "whiteboard": job.whiteboard, "status": status, "result": result,
-            "document": _masked(job.document if job.document is not None else document_of_old(session, job),
-                                settings),
+            "document": _masked(job.document if job.document is not None else document_of_old(uow, job),
+                                uow.settings),
             "recipe_sets": sets}
 
 
 def _masked(document: dict, settings) -> dict:
     """The job as asked, complete (jobxml.normalise.complete: it was checked when submitted) and its secret
     ks_meta values masked as the API shows them (domain/variables.py)."""
-    patterns = getattr(settings, "secret_variables", ())
+    patterns = settings.secret_variables
     document = complete_job(document)
 
     def recipe(spec: dict) -> dict:
@@ -163,7 +164,7 @@ def to_xml(uow, actor: Actor, now: datetime, taskspec: str, clone: bool = False,
     <job>."""
     kind, number = runs.parse_taskspec(taskspec)
     job, part = _job_of(uow, actor, kind, number)
-    view = job_view(uow.session, job, now, uow.settings)
+    view = job_view(uow, job, now)
     document = view["document"]
     if kind == "T":
         recipe, spec = _find_recipe(view, part[0].id)
@@ -183,14 +184,14 @@ def to_xml(uow, actor: Actor, now: datetime, taskspec: str, clone: bool = False,
 
 
 def junit(uow, actor: Actor, now: datetime, job_id: int) -> bytes:
-    return results_xml.junit_xml(job_view(uow.session, _visible(uow, actor, job_id), now, uow.settings))
+    return results_xml.junit_xml(job_view(uow, _visible(uow, actor, job_id), now))
 
 
 def task_info(uow, actor: Actor, now: datetime, taskspec: str) -> dict:
     """taskactions.task_info: what `bkr job-watch` polls; is_finished and is_failed decide its exit status."""
     kind, number = runs.parse_taskspec(taskspec)
     job, part = _job_of(uow, actor, kind, number)
-    view = job_view(uow.session, job, now, uow.settings)
+    view = job_view(uow, job, now)
     group = view["group"]
     if kind == "J":
         status, result, method, worker = view["status"], view["result"], view["whiteboard"], None
@@ -226,14 +227,13 @@ def stop(uow, actor: Actor, now: datetime, taskspec: str, stop_type: str) -> boo
         raise Invalid("stop_type", f"{stop_type!r}: only 'cancel' is supported (Beaker keeps the others for "
                                    "its own use)")
     kind, number = runs.parse_taskspec(taskspec, ("J", "RS"))
-    session = uow.session
     job, part = _job_of(uow, actor, kind, number)
     if not (actor.is_admin or job.owner_id == actor.id):
         raise Forbidden(f"only the owner of job {job.id} (or an admin) may cancel it")
-    kept = _kept(session, job, now)
+    kept = _kept(uow, job, now)
     sets = job.recipe_sets if kind == "J" else [part]
     for recipe_set in sets:
-        jobs.cancel_set(session, actor, now, recipe_set, uow.settings)
+        jobs.cancel_set(uow, actor, now, recipe_set, uow.settings)
         for recipe in recipe_set.every_recipe():
             if recipe.id in kept:
                 lease.return_with_cascade(uow, actor, now, recipe.reservation_id)
@@ -305,7 +305,7 @@ def _watched(uow, actor: Actor | None, now: datetime, taskspec: str) -> tuple[Re
     kind, number = runs.parse_taskspec(text if ":" in text else f"T:{text}", ("R", "T"))
     job, part = _job_of(uow, actor, kind, number)
     recipe = part if kind == "R" else part[0]
-    kept = _kept(uow.session, job, now)
+    kept = _kept(uow, job, now)
     return recipe, uow.session.get(Reservation, recipe.reservation_id) if recipe.id in kept else None
 
 
@@ -355,8 +355,8 @@ def extend_watchdog(uow, actor: Actor, now: datetime, taskspec: str, seconds) ->
         return int(seconds)
     if recipe.status in rules.FINISHED:
         raise Invalid("taskspec", f"recipe {recipe.id} is {recipe.status}: it has no watchdog to extend")
-    jobs.set_watchdog(session, actor, recipe, now + timedelta(seconds=seconds), now)
-    placement.refresh_rollups(session, recipe.recipe_set, now)
+    jobs.set_watchdog(uow, actor, recipe, now + timedelta(seconds=seconds), now)
+    placement.refresh_rollups(uow, recipe.recipe_set, now)
     return int(seconds)
 
 
@@ -364,7 +364,7 @@ def extend_watchdog(uow, actor: Actor, now: datetime, taskspec: str, seconds) ->
 
 def osmajor_of(uow, name: str) -> str:
     """distros.get_osmajor: the family (Beaker's OS major) of the distro of that name."""
-    trees = distros.matching(uow.session, {"field": "distro_name", "op": "=", "value": str(name)})
+    trees = distros.matching(uow, {"field": "distro_name", "op": "=", "value": str(name)})
     if not trees:
         raise Invalid("distro", f"no distro named {name}")
     return trees[0].family or trees[0].name
@@ -376,7 +376,7 @@ def arches_of(uow, filters: dict) -> list[str]:
               for key, field in (("distro", "distro_name"), ("osmajor", "distro_family"),
                                  ("variant", "distro_variant")) if filters.get(key)]
     leaves += [{"field": "distro_tag", "op": "=", "value": str(tag)} for tag in filters.get("tags") or ()]
-    trees = distros.matching(uow.session, {"and": leaves})
+    trees = distros.matching(uow, {"and": leaves})
     if not trees:
         raise Invalid("distro", f"no distro matches {filters!r}")
     newest = (trees[0].name, trees[0].family)

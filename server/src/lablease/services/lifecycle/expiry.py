@@ -30,7 +30,6 @@ from ...domain.returns import OPEN_INSTALLATION, WHY, expiry_reason, touches_sys
 from ...store.advance_tables import ArSystem
 from ...store.provision_tables import Installation
 from ...store.tables import Activity, Booking, Reservation, System, User
-from ...store.uow import emit
 from ...store.waitline_tables import ReservationWait
 from ..messages import notices
 from ..provisioning.installations import at_end
@@ -79,7 +78,7 @@ def return_plain(uow, ids: list[int], now: datetime) -> list[tuple[int, datetime
     write(insert(Activity), entries)
     users = {u.id: u for u in session.execute(select(User).where(
         User.id.in_({row.user_id for row in plain}))).unique().scalars()}
-    notices.queue_many(session, uow.settings, [
+    notices.queue_many(uow, uow.settings, [
         notices.returned_notice(row.id, systems[row.system_id].fqdn, users[row.user_id], WHY[reasons[row.id]])
         for row in plain], now)
     _offer(uow, [systems[row.system_id] for row in plain], now)
@@ -94,7 +93,7 @@ def _offer(uow, freed: list, now: datetime) -> None:
         ArSystem.system_id.in_([system.id for system in freed]))).scalars())
     wanted = [system for system in freed if system.condition in ("automated", "manual") or system.id in in_ars]
     for system in wanted:
-        emit(uow.session, SystemFreed(system.id, now))
+        uow.emit(SystemFreed(system.id, now))
 
 
 def _quiet(system) -> bool:

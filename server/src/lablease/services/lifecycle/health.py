@@ -26,7 +26,6 @@ from ...domain.times import format_time
 from ...store.health_tables import HealthCheck, SystemHealth
 from ...store.provision_tables import Installation
 from ...store.tables import Activity, ClassCandidate, Recipe, RecipeSet, System
-from ...store.uow import emit
 from ...store.waitline_tables import ReservationWait
 from ..booking import waitline
 from ..booking.waitline import WAITING
@@ -53,18 +52,17 @@ def check_job(check: HealthCheck, fqdn: str) -> dict:
 
 def start_check(uow, system: System, now: datetime) -> int | None:
     """Submit the system's check; returns its recipe id (None when no check applies)."""
-    session = uow.session
-    row = standing(session, system, now)
-    check = applicable(session, system)
+    row = standing(uow, system, now)
+    check = applicable(uow, system)
     if check is None or check.owner is None or system.condition != "automated" or row.state == "checking":
         row.next_check_at = None
         return None
     set_state(row, "checking", now)
     row.forced, row.next_check_at, row.check_id = False, None, check.id
-    session.flush()
-    job, _ = submit(uow, actor_for(session, check.owner), now, check_job(check, system.fqdn))
+    uow.session.flush()
+    job, _ = submit(uow, actor_for(uow, check.owner), now, check_job(check, system.fqdn))
     row.recipe_id = job["recipe_sets"][0]["recipes"][0]["id"]
-    activity.record(session, None, now, "system", system.fqdn, "health_check", "health", None,
+    activity.record(uow, None, now, "system", system.fqdn, "health_check", "health", None,
                     f"{check.name}: job {job['id']}")
     return row.recipe_id
 
@@ -79,19 +77,18 @@ DUE = due.Step("health_check", "submitted health check", SystemHealth, SystemHea
 
 def request(uow, actor: Actor, now: datetime, fqdn: str) -> dict:
     """POST /systems/{fqdn}/health-check: check the system as soon as it is free (anyone its recipes may run for)."""
-    session = uow.session
-    system = system_service.find(session, fqdn, actor)
+    system = system_service.find(uow, fqdn, actor)
     if system.condition != "automated":
         raise Conflict(f"{system.fqdn} is {system.condition}: health checks run on Automated systems only")
-    decision = decide_schedule(actor, system_service.access_of(system, system_service.active_loan(session, system)))
+    decision = decide_schedule(actor, system_service.access_of(system, system_service.active_loan(uow, system)))
     if not decision:  # whoever the scheduler could give it to may ask that it be checked
         raise Forbidden(f"{system.fqdn}: {decision.reason}")
-    if applicable(session, system) is None:
+    if applicable(uow, system) is None:
         raise Conflict(f"no health check applies to {system.fqdn} (define one with POST /health-checks)")
-    row = standing(session, system, now)
+    row = standing(uow, system, now)
     if row.state != "checking":
-        force_check(session, system, now)
-        activity.record(session, actor, now, "system", system.fqdn, "health_check_requested")
+        force_check(uow, system, now)
+        activity.record(uow, actor, now, "system", system.fqdn, "health_check_requested")
     return summary(row)
 
 
@@ -103,15 +100,15 @@ def on_recipe_finished(uow, event: RecipeFinished) -> None:
     recipe, settings = session.get(Recipe, event.recipe_id), uow.settings
     row = session.execute(select(SystemHealth).where(SystemHealth.recipe_id == recipe.id)).scalar_one_or_none()
     if row is not None:
-        _check_ended(session, row, recipe, status, now, settings)
+        _check_ended(uow, row, recipe, status, now, settings)
     elif recipe.system_id is not None and recipe.started_at is not None and recipe.host_recipe_id is None:
         system = session.get(System, recipe.system_id)
-        standing(session, system, now).recipes_since += 1
-        refresh(session, system, now)
+        standing(uow, system, now).recipes_since += 1
+        refresh(uow, system, now)
 
 
-def _check_ended(session, row: SystemHealth, recipe: Recipe, status: str, now: datetime, settings) -> None:
-    system = session.get(System, row.system_id)
+def _check_ended(uow, row: SystemHealth, recipe: Recipe, status: str, now: datetime, settings) -> None:
+    system = uow.session.get(System, row.system_id)
     name = row.check.name if row.check else "(deleted)"
     verdict = rules.passed(status, recipe.result)
     row.recipe_id, row.recipes_since = None, 0
@@ -120,21 +117,22 @@ def _check_ended(session, row: SystemHealth, recipe: Recipe, status: str, now: d
         row.result = f"health check {name} cancelled"
     else:
         row.last_check_at = now
-        why = _abort_reason(session, recipe) if status == "aborted" else None
+        why = _abort_reason(uow, recipe) if status == "aborted" else None
         row.result = (f"health check {name} passed" if verdict else
                       rules.failure_reason(name, status, recipe.result, recipe.task_results or [], why))
         set_state(row, "good" if verdict else "bad", now)
         if verdict:
             row.passed_at = now
-    activity.record(session, None, now, "system", system.fqdn, "health", "health", None, row.result)
+    activity.record(uow, None, now, "system", system.fqdn, "health", "health", None, row.result)
     if verdict is False:
-        _broken(session, system, row.result, now, settings)
-    refresh(session, system, now)
-    _retry_waiting(session, system, now)
+        _broken(uow, system, row.result, now, settings)
+    refresh(uow, system, now)
+    _retry_waiting(uow, system, now)
 
 
-def _abort_reason(session, recipe: Recipe) -> str | None:
+def _abort_reason(uow, recipe: Recipe) -> str | None:
     """Why the recipe was aborted: its failed installation's error, else the activity log's reason."""
+    session = uow.session
     failed = session.execute(select(Installation.error).where(
         Installation.recipe_id == recipe.id, Installation.status == "failed")
         .order_by(Installation.id.desc()).limit(1)).scalar_one_or_none()
@@ -143,15 +141,15 @@ def _abort_reason(session, recipe: Recipe) -> str | None:
         .order_by(Activity.id.desc()).limit(1)).scalar_one_or_none()
 
 
-def _broken(session, system: System, reason: str, now: datetime, settings) -> None:
+def _broken(uow, system: System, reason: str, now: datetime, settings) -> None:
     """A failed check: an Automated system leaves the scheduler's hands; its owner is told."""
     if system.condition == "automated":
         old, system.condition = system.condition, "broken"
-        usage.record_condition(session, system, old, now)
-        activity.record(session, None, now, "system", system.fqdn, "broken", "condition", old, "broken")
-        emit(session, SystemChanged(system.id, now))
+        usage.record_condition(uow, system, old, now)
+        activity.record(uow, None, now, "system", system.fqdn, "broken", "condition", old, "broken")
+        uow.emit(SystemChanged(system.id, now))
     if system.owner is not None:
-        notices.queue(session, settings, notices.Notice(
+        notices.queue(uow, settings, notices.Notice(
             system.owner, "system.health_failed", f"{system.id}:{format_time(now)}",
             f"[lablease] {system.fqdn}: health check failed, now {system.condition}",
             f"The health check of {system.fqdn}, which you own, failed: {reason}. "
@@ -159,19 +157,17 @@ def _broken(session, system: System, reason: str, now: datetime, settings) -> No
             {"system": system.fqdn, "condition": system.condition, "reason": reason}), now)
 
 
-def _retry_waiting(session, system: System, now: datetime) -> None:
+def _retry_waiting(uow, system: System, now: datetime) -> None:
     """Recipes and waiting reservations that wait for a healthy system among this one's peers are tried
     again: after a pass they may take it, after a failure the next candidate is checked (gate)."""
+    session = uow.session
     sets = session.execute(select(Recipe.recipe_set_id).join(
         ClassCandidate, ClassCandidate.class_id == Recipe.class_id).where(
         ClassCandidate.system_id == system.id, Recipe.status == "queued").distinct()).scalars()
     gated = [set_id for set_id in list(sets)
              if any((r.spec or {}).get("healthy_within") for r in session.get(RecipeSet, set_id).recipes)]
     if gated:
-        emit(session, RecipeSetQueued(tuple(gated), now))
-    uow = session.info.get("uow")
-    if uow is None:
-        return
+        uow.emit(RecipeSetQueued(tuple(gated), now))
     waits = (select(ReservationWait.reservation_id).join(
         ClassCandidate, ClassCandidate.class_id == ReservationWait.class_id).where(
         ClassCandidate.system_id == system.id, ReservationWait.status == WAITING,

@@ -9,7 +9,6 @@ from sqlalchemy import select
 from ...domain.errors import Conflict, Forbidden
 from ...domain.returns import UNFINISHED_INSTALLATION
 from ...store.provision_tables import Installation
-from ...store.uow import wake_worker
 from ..booking import placement
 from ..provisioning import commands, installations
 from ..records import activity, usage
@@ -42,51 +41,51 @@ def kickstart(uow, installation_id: int, token: str | None) -> str:
 
 
 def callback(uow, now: datetime, installation_id: int, token: str | None, event: str) -> None:
-    session, settings = uow.session, uow.settings
+    settings = uow.settings
     installation = _authorised(uow, installation_id, token)
     allowed_from, target = TRANSITIONS[event]
     if installation.status == target:
         return  # the installer retried a call that already arrived
     if installation.status not in allowed_from:
         raise Conflict(f"{event} cannot come while installation {installation.id} is {installation.status}")
-    activity.record(session, None, now, "system", installation.system.fqdn, event, "installation",
+    activity.record(uow, None, now, "system", installation.system.fqdn, event, "installation",
                     installation.status, target)
     if event == "install_fail":
-        installations.fail(session, settings, installation, now, "the installer reported a failure (install_fail)")
+        installations.fail(uow, settings, installation, now, "the installer reported a failure (install_fail)")
         return
     installation.status = target
     installation.watchdog_at = now + settings.install_timeout
-    wake_worker(session)
+    uow.wake_worker()
     {"install_start": _started, "install_done": _installed, "postinstall_done": _running}[event](
-        session, settings, installation, now)
+        uow, settings, installation, now)
 
 
-def _started(session, settings, installation: Installation, now: datetime) -> None:
+def _started(uow, settings, installation: Installation, now: datetime) -> None:
     installation.started_at = now
-    usage.set_usage(session, installation.system, "installing", now)
-    recipe = installations.recipe_of(session, installation)
+    usage.set_usage(uow, installation.system, "installing", now)
+    recipe = installations.recipe_of(uow, installation)
     if recipe is not None and recipe.status == "waiting":
         recipe.status = "installing"
-        placement.refresh_rollups(session, recipe.recipe_set, now)
+        placement.refresh_rollups(uow, recipe.recipe_set, now)
 
 
-def _installed(session, settings, installation: Installation, now: datetime) -> None:
+def _installed(uow, settings, installation: Installation, now: datetime) -> None:
     installation.installed_at = now
     # The next boot must reach the installed system, not install again.
-    commands.enqueue(session, installation.system, "netboot_local", now, installation.user_id, installation.id)
+    commands.enqueue(uow, installation.system, "netboot_local", now, installation.user_id, installation.id)
 
 
-def _running(session, settings, installation: Installation, now: datetime) -> None:
+def _running(uow, settings, installation: Installation, now: datetime) -> None:
     installation.finished_at, installation.watchdog_at = now, None
-    usage.set_usage(session, installation.system, "running", now)
-    recipe = installations.recipe_of(session, installation)
+    usage.set_usage(uow, installation.system, "running", now)
+    recipe = installations.recipe_of(uow, installation)
     if recipe is not None and recipe.status in ("waiting", "installing"):
-        placement.begin_running(session, recipe, now)
-        placement.refresh_rollups(session, recipe.recipe_set, now)
+        placement.begin_running(uow, recipe, now)
+        placement.refresh_rollups(uow, recipe.recipe_set, now)
 
 
 
-def latest_for_recipe(session, recipe_id: int) -> int | None:
+def latest_for_recipe(uow, recipe_id: int) -> int | None:
     """The recipe's latest installation (None when the recipe has none, or does not exist)."""
-    return session.execute(select(Installation.id).where(Installation.recipe_id == recipe_id)
+    return uow.session.execute(select(Installation.id).where(Installation.recipe_id == recipe_id)
                            .order_by(Installation.id.desc()).limit(1)).scalar_one_or_none()

@@ -25,7 +25,6 @@ from ...domain.events import SystemFreed
 from ...domain.lease import Blocked, Change, Lease, WarnLeads
 from ...domain.permissions import Actor
 from ...store import calendar, lease_rows
-from ...store.uow import emit
 from ..booking import endings
 from ..records import activity
 from . import reservations
@@ -45,7 +44,7 @@ def _read(uow, actor: Actor, statement, reservation_id: int) -> Lease | None:
     if lease is None or lease.waited:
         return None
     if not decide.may_manage(actor, lease):
-        reservations.managed(uow.session, actor, reservation_id)  # raises: 404 unless visible, else 403
+        reservations.managed(uow, actor, reservation_id)  # raises: 404 unless visible, else 403
     return lease
 
 
@@ -53,7 +52,7 @@ def _write(uow, actor: Actor | None, now: datetime, lease: Lease, change: Change
     rows = [activity.row(actor, now, *entry) for entry in change.activity]
     lease_rows.write(uow.session, lease, change, rows)
     if change.freed:
-        emit(uow.session, SystemFreed(lease.system_id, now))
+        uow.emit(SystemFreed(lease.system_id, now))
     if decide.wakes_worker(lease, change):
         uow.wake_worker()
     return render(lease, change, now)
@@ -77,13 +76,14 @@ def extend(uow, actor: Actor, now: datetime, policy: rules.ReservationPolicy, re
         return reservations.extend(uow, actor, now, policy, reservation_id, end, extend_by)
     change = decide.decide_extend(lease, now, policy, _warn_leads(uow.settings), end, extend_by)
     if isinstance(change, Blocked):
-        raise _holder_in_the_way(uow.session, lease, change)
-    endings.keep_recipe_end(uow.session, lease.id, lease.kind, lease.fqdn, lease.end_at, change.reservation["end_at"])
+        raise _holder_in_the_way(uow, lease, change)
+    endings.keep_recipe_end(uow, lease.id, lease.kind, lease.fqdn, lease.end_at, change.reservation["end_at"])
     return _write(uow, actor, now, lease, change)
 
 
-def _holder_in_the_way(session, lease: Lease, blocked: Blocked):
+def _holder_in_the_way(uow, lease: Lease, blocked: Blocked):
     """The refusal names the booking in the way, as a reserve's does (read only when refused)."""
+    session = uow.session
     resource = lease_rows.system_resource(session, lease.system_id)
     candidate = calendar.latest_before(session, resource.id, blocked.new_end, exclude=lease.booking_id)
     return calendar.holder_of(session, candidate, resource.name)
@@ -129,8 +129,8 @@ def give_back(uow, actor: Actor, now: datetime, reservation_id: int) -> dict:
 def return_with_cascade(uow, actor: Actor, now: datetime, reservation_id: int, reason: str = "returned") -> dict:
     """The full return (services/booking/endings.py `close_reservation`): a recipe's installation, return_loan,
     notices, the system's release action, with ORM objects and events."""
-    reservation = reservations.managed(uow.session, actor, reservation_id)
+    reservation = reservations.managed(uow, actor, reservation_id)
     decide.refuse_returned(reservation.id, reservation.returned_at, reservation.return_reason)
-    endings.close_reservation(uow.session, reservation, now, reason, actor, uow.settings)
-    return reservations.as_dict(reservation, now)
+    endings.close_reservation(uow, reservation, now, reason, actor)
+    return reservations.as_dict(uow, reservation, now)
 

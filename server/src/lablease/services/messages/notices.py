@@ -17,12 +17,11 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from ...config import Settings
 from ...domain.times import format_time
 from ...store.tables import Group, GroupMember, Outbox, User
-from ...store.uow import wake_worker
 from ..records import feed
 
 
-def destinations(session, user: User, settings: Settings) -> list[tuple[str, str]]:
-    return _destinations(user, settings, _group_webhooks(session, [user.id]).get(user.id, []))
+def destinations(uow, user: User, settings: Settings) -> list[tuple[str, str]]:
+    return _destinations(user, settings, _group_webhooks(uow, [user.id]).get(user.id, []))
 
 
 def _destinations(user: User, settings: Settings, groups: list[int]) -> list[tuple[str, str]]:
@@ -34,10 +33,10 @@ def _destinations(user: User, settings: Settings, groups: list[int]) -> list[tup
     return found + [("webhook", f"group:{group}") for group in groups]
 
 
-def _group_webhooks(session, user_ids) -> dict[int, list[int]]:
+def _group_webhooks(uow, user_ids) -> dict[int, list[int]]:
     """User id -> the ids of the user's groups that have a webhook, in one query."""
     found: dict[int, list[int]] = {}
-    for user_id, group_id in session.execute(
+    for user_id, group_id in uow.session.execute(
             select(GroupMember.user_id, Group.id).join(GroupMember, GroupMember.group_id == Group.id)
             .where(GroupMember.user_id.in_(user_ids), Group.webhook_url.is_not(None)).order_by(Group.id)):
         found.setdefault(user_id, []).append(group_id)
@@ -58,24 +57,23 @@ class Notice:
     extra_mail: tuple = ()
 
 
-def queue(session, settings: Settings | None, notice: Notice, now: datetime) -> int:
+def queue(uow, settings: Settings, notice: Notice, now: datetime) -> int:
     """Queue one notice to every destination of its user (only its `channels` when given, plus mail to its
     `extra_mail` addresses); returns how many were new."""
-    return queue_many(session, settings, [notice], now)
+    return queue_many(uow, settings, [notice], now)
 
 
-def queue_many(session, settings: Settings | None, found: list[Notice], now: datetime) -> int:
+def queue_many(uow, settings: Settings, found: list[Notice], now: datetime) -> int:
     """Queue notices in one statement (a user's destinations are read once); returns how many were new.
     Each is also an event of the feed (services/records/feed.py), whether or not its user has a destination."""
+    session = uow.session
     if not found:
         return 0
-    feed.record(session, [{"kind": notice.event, "user_id": notice.user.id, "payload": _payload(notice, now),
+    feed.record(uow, [{"kind": notice.event, "user_id": notice.user.id, "payload": _payload(notice, now),
                            "dedupe_key": f"{notice.event}:{notice.key}:user:{notice.user.id}", "created_at": now}
                           for notice in found])
-    if settings is None:
-        return 0
     users = {notice.user.id: notice.user for notice in found}
-    groups = _group_webhooks(session, list(users))
+    groups = _group_webhooks(uow, list(users))
     by_user = {user_id: _destinations(user, settings, groups.get(user_id, [])) for user_id, user in users.items()}
     rows = []
     for notice in found:
@@ -91,7 +89,7 @@ def queue_many(session, settings: Settings | None, found: list[Notice], now: dat
     insert = pg_insert if session.get_bind().dialect.name == "postgresql" else sqlite_insert
     queued = session.connection().execute(insert(Outbox).on_conflict_do_nothing(), rows).rowcount or 0
     if queued:
-        wake_worker(session)  # a new message is due now: the worker delivers it without waiting out its sleep
+        uow.wake_worker()  # a new message is due now: the worker delivers it without waiting out its sleep
     return queued
 
 
@@ -101,18 +99,18 @@ def _payload(notice: Notice, now: datetime) -> dict:
             **notice.data}
 
 
-def reservation_ending(session, settings, reservation, now: datetime) -> None:
+def reservation_ending(uow, settings, reservation, now: datetime) -> None:
     end = format_time(reservation.end_at)
     text = (f"Your reservation {reservation.id} of {reservation.system.fqdn} ends at {end}. "
             f"Extend it with: lablease extend {reservation.id} --by 4h")
-    queue(session, settings, Notice(
+    queue(uow, settings, Notice(
         reservation.user, "reservation.ending", f"{reservation.id}:{end}",
         f"[lablease] {reservation.system.fqdn}: your reservation ends at {end}", text,
         {"reservation": reservation.id, "system": reservation.system.fqdn, "end": end}), now)
 
 
-def reservation_returned(session, settings, reservation, now: datetime, why: str) -> None:
-    queue_many(session, settings, [returned_notice(reservation.id, reservation.system.fqdn, reservation.user, why)],
+def reservation_returned(uow, settings, reservation, now: datetime, why: str) -> None:
+    queue_many(uow, settings, [returned_notice(reservation.id, reservation.system.fqdn, reservation.user, why)],
                now)
 
 
@@ -123,53 +121,53 @@ def returned_notice(reservation_id: int, fqdn: str, user: User, why: str) -> Not
                   {"reservation": reservation_id, "system": fqdn, "reason": why})
 
 
-def loan_ending(session, settings, loan, fqdn: str, now: datetime) -> None:
+def loan_ending(uow, settings, loan, fqdn: str, now: datetime) -> None:
     end = format_time(loan.end_at)
     text = f"Your loan of {fqdn} ends at {end}. Ask someone with loan_any on it to extend it."
-    queue(session, settings, Notice(
+    queue(uow, settings, Notice(
         loan.recipient, "loan.ending", f"{loan.id}:{end}", f"[lablease] {fqdn}: your loan ends at {end}", text,
         {"loan": loan.id, "system": fqdn, "end": end}), now)
 
 
-def loan_returned(session, settings, loan, fqdn: str, now: datetime, why: str) -> None:
+def loan_returned(uow, settings, loan, fqdn: str, now: datetime, why: str) -> None:
     text = f"Your loan of {fqdn} was returned: {why}."
-    queue(session, settings, Notice(
+    queue(uow, settings, Notice(
         loan.recipient, "loan.returned", str(loan.id), f"[lablease] {fqdn}: your loan was returned", text,
         {"loan": loan.id, "system": fqdn, "reason": why}), now)
 
 
-def job_finished(session, settings, job, now: datetime) -> None:
+def job_finished(uow, settings, job, now: datetime) -> None:
     """Beaker's job completion mail: to the owner's destinations and the job's <notify><cc> addresses."""
     cc = ((job.document or {}).get("notify") or {}).get("cc", [])
     systems = sorted({r.system.fqdn for rs in job.recipe_sets for r in rs.recipes if r.system is not None})
     text = (f"Job {job.id} ({job.whiteboard or 'no whiteboard'}) finished: {job.status}, result {job.result}. "
             f"Systems: {', '.join(systems) or 'none'}. See it with: lablease job show {job.id}")
-    queue(session, settings, Notice(
+    queue(uow, settings, Notice(
         job.owner, "job.finished", str(job.id), f"[lablease] job {job.id} {job.status}: {job.result}", text,
         {"job": job.id, "status": job.status, "result": job.result, "cc": list(cc)}, extra_mail=tuple(cc)), now)
 
 
-def recipe_reserved(session, settings, recipe, reservation, fqdn: str, now: datetime) -> None:
+def recipe_reserved(uow, settings, recipe, reservation, fqdn: str, now: datetime) -> None:
     """reservesys: a finished recipe's system is kept for the job's owner (Beaker's "reserved" mail)."""
     end, job_id = format_time(reservation.end_at), recipe.recipe_set.job_id
     text = (f"Recipe {recipe.id} of job {job_id} finished {recipe.status} ({recipe.result}); {fqdn} is kept for you "
             f"until {end} as reservation {reservation.id}. Return it with: lablease return {reservation.id}")
-    queue(session, settings, Notice(
+    queue(uow, settings, Notice(
         reservation.user, "recipe.reserved", str(recipe.id),
         f"[lablease] {fqdn}: reserved for you after recipe {recipe.id}", text,
         {"recipe": recipe.id, "job": job_id, "reservation": reservation.id, "system": fqdn, "end": end,
          "status": recipe.status, "result": recipe.result}), now)
 
 
-def installation_failed(session, settings, user, fqdn: str, installation_id: int, why: str, now: datetime) -> None:
+def installation_failed(uow, settings, user, fqdn: str, installation_id: int, why: str, now: datetime) -> None:
     text = f"Installation {installation_id} on {fqdn} failed: {why}."
-    queue(session, settings, Notice(
+    queue(uow, settings, Notice(
         user, "installation.failed", str(installation_id), f"[lablease] {fqdn}: installation {installation_id} failed",
         text, {"installation": installation_id, "system": fqdn, "reason": why}), now)
 
 
-def command_failed(session, settings, user, fqdn: str, command_id: int, why: str, now: datetime) -> None:
+def command_failed(uow, settings, user, fqdn: str, command_id: int, why: str, now: datetime) -> None:
     text = f"A command on {fqdn}, which you hold, failed for good: {why}."
-    queue(session, settings, Notice(
+    queue(uow, settings, Notice(
         user, "command.failed", str(command_id), f"[lablease] {fqdn}: {why.split(':')[0]}", text,
         {"command": command_id, "system": fqdn, "reason": why}), now)

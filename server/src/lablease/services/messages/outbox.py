@@ -28,12 +28,12 @@ class Delivery:
     attempts: int
 
 
-def _resolve(session, row: Outbox) -> tuple[str | None, str | None]:
+def _resolve(uow, row: Outbox) -> tuple[str | None, str | None]:
     """Webhook destinations name a user or group: their current URL and secret are used."""
     if row.channel == "mail":
         return row.destination, None
     kind, _, ident = row.destination.partition(":")
-    owner = session.get(User if kind == "user" else Group, int(ident))
+    owner = uow.session.get(User if kind == "user" else Group, int(ident))
     return (owner.webhook_url, owner.webhook_secret) if owner is not None else (None, None)
 
 
@@ -48,12 +48,11 @@ def due_ids(uow, now: datetime, batch: int = 20) -> list[int]:
 
 def claim(uow, message_id: int, now: datetime) -> Delivery | None:
     """Take one due message for sending (None: sent or taken by another worker meanwhile)."""
-    session = uow.session
-    row = session.execute(select(Outbox).where(Outbox.id == message_id, *_due(now))
+    row = uow.session.execute(select(Outbox).where(Outbox.id == message_id, *_due(now))
                           .with_for_update(skip_locked=True)).scalar_one_or_none()
     if row is None:
         return None
-    address, secret = _resolve(session, row)
+    address, secret = _resolve(uow, row)
     row.attempts += 1
     if not address:
         row.status, row.last_error, row.next_attempt_at = "failed", "the destination no longer exists", None

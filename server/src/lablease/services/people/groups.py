@@ -13,36 +13,35 @@ from ...domain.references import check_unreferenced
 from ...store import paging
 from ...store.paging import Order
 from ...store.tables import AccessRule, Group, GroupMember, Pool, PoolAccessRule, System, User
-from ...store.uow import emit
 from ..messages import destinations
 from ..records import activity
 from .users import check_hand_edited, check_name, find_user
 
 
-def _find(session, name: str) -> Group:
-    group = session.execute(select(Group).where(Group.name == name)).scalar_one_or_none()
+def _find(uow, name: str) -> Group:
+    group = uow.session.execute(select(Group).where(Group.name == name)).scalar_one_or_none()
     if group is None:
         raise NotFound(f"no group named {name}")
     return group
 
 
-def find_group(session, name: str, field: str = "group") -> Group:
+def find_group(uow, name: str, field: str = "group") -> Group:
     """A group named in some input: unknown is a 422 naming the field."""
-    group = session.execute(select(Group).where(Group.name == name)).scalar_one_or_none()
+    group = uow.session.execute(select(Group).where(Group.name == name)).scalar_one_or_none()
     if group is None:
         raise Invalid(field, f"no group named {name}")
     return group
 
 
-def _members(session, group: Group) -> list[tuple[User, bool]]:
-    rows = session.execute(select(User, GroupMember.is_owner).join(GroupMember, GroupMember.user_id == User.id)
+def _members(uow, group: Group) -> list[tuple[User, bool]]:
+    rows = uow.session.execute(select(User, GroupMember.is_owner).join(GroupMember, GroupMember.user_id == User.id)
                            .where(GroupMember.group_id == group.id).order_by(User.name))
     return list(rows)
 
 
-def as_dict(session, group: Group, actor: Actor) -> dict:
+def as_dict(uow, group: Group, actor: Actor) -> dict:
     """A group; its webhook only for its owners and admins (a URL often carries a chat room's key)."""
-    members = _members(session, group)
+    members = _members(uow, group)
     out = {
         "name": group.name,
         "description": group.description,
@@ -54,15 +53,15 @@ def as_dict(session, group: Group, actor: Actor) -> dict:
     return out
 
 
-def is_owner(session, actor: Actor, group: Group) -> bool:
+def is_owner(uow, actor: Actor, group: Group) -> bool:
     if actor.is_admin:
         return True
-    row = session.get(GroupMember, (group.id, actor.id))
+    row = uow.session.get(GroupMember, (group.id, actor.id))
     return row is not None and row.is_owner
 
 
-def _require_owner(session, actor: Actor, group: Group) -> None:
-    if not is_owner(session, actor, group):
+def _require_owner(uow, actor: Actor, group: Group) -> None:
+    if not is_owner(uow, actor, group):
         raise Forbidden(f"only owners of group {group.name} (or admins) may change it")
 
 
@@ -80,14 +79,14 @@ def create(uow, actor: Actor, now: datetime, name: str, description: str | None 
     if actor.id:  # the creator owns the group (the server's own commands are not a user)
         wanted[actor.name] = True
     for user_name, owner in wanted.items():
-        session.add(GroupMember(group_id=group.id, user_id=find_user_field(session, user_name).id, is_owner=owner))
-    activity.record(session, actor, now, "group", name, "created")
+        session.add(GroupMember(group_id=group.id, user_id=find_user_field(uow, user_name).id, is_owner=owner))
+    activity.record(uow, actor, now, "group", name, "created")
     session.flush()
-    return as_dict(session, group, actor)
+    return as_dict(uow, group, actor)
 
 
-def find_user_field(session, name: str, field: str = "user") -> User:
-    user = session.execute(select(User).where(User.name == name)).scalar_one_or_none()
+def find_user_field(uow, name: str, field: str = "user") -> User:
+    user = uow.session.execute(select(User).where(User.name == name)).scalar_one_or_none()
     if user is None:
         raise Invalid(field, f"no user named {name}")
     return user
@@ -95,62 +94,61 @@ def find_user_field(session, name: str, field: str = "user") -> User:
 
 def listing(uow, actor: Actor, page: PageRequest) -> Page:
     found = paging.fetch(uow, "groups", select(Group), [Order(Group.name)], page)
-    return Page([as_dict(uow.session, group, actor) for group in found.items], found.next_after)
+    return Page([as_dict(uow, group, actor) for group in found.items], found.next_after)
 
 
 def show(uow, actor: Actor, name: str) -> dict:
-    return as_dict(uow.session, _find(uow.session, name), actor)
+    return as_dict(uow, _find(uow, name), actor)
 
 
 def update(uow, actor: Actor, now: datetime, name: str, data: dict) -> dict:
-    session = uow.session
-    group = _find(session, name)
-    _require_owner(session, actor, group)
+    group = _find(uow, name)
+    _require_owner(uow, actor, group)
     destinations.check_url(uow.settings, data.get("webhook_url"))
     for key in ("description", "webhook_url", "webhook_secret"):
         if key in data and getattr(group, key) != data[key]:
             shown = "(secret)" if key == "webhook_secret" else data[key]
-            activity.record(session, actor, now, "group", name, "changed", key, None, shown)
+            activity.record(uow, actor, now, "group", name, "changed", key, None, shown)
             setattr(group, key, data[key])
-    return as_dict(session, group, actor)
+    return as_dict(uow, group, actor)
 
 
 def add_member(uow, actor: Actor, now: datetime, name: str, user: str, owner: bool = False) -> dict:
     session = uow.session
-    group = _find(session, name)
-    _require_owner(session, actor, group)
+    group = _find(uow, name)
+    _require_owner(uow, actor, group)
     check_hand_edited(group)
-    member = find_user_field(session, user)
+    member = find_user_field(uow, user)
     row = session.get(GroupMember, (group.id, member.id))
     if row is None:
         session.add(GroupMember(group_id=group.id, user_id=member.id, is_owner=owner))
-        activity.record(session, actor, now, "group", name, "member_added", "member", None, user)
+        activity.record(uow, actor, now, "group", name, "member_added", "member", None, user)
     elif row.is_owner != owner:
         row.is_owner = owner
-        activity.record(session, actor, now, "group", name, "changed", f"owner {user}", not owner, owner)
+        activity.record(uow, actor, now, "group", name, "changed", f"owner {user}", not owner, owner)
     session.flush()
-    return as_dict(session, group, actor)
+    return as_dict(uow, group, actor)
 
 
 def remove_member(uow, actor: Actor, now: datetime, name: str, user: str) -> None:
     session = uow.session
-    group = _find(session, name)
-    _require_owner(session, actor, group)
+    group = _find(uow, name)
+    _require_owner(uow, actor, group)
     check_hand_edited(group)
-    member = find_user(session, user)
+    member = find_user(uow, user)
     row = session.get(GroupMember, (group.id, member.id))
     if row is None:
         raise NotFound(f"{user} is not a member of {name}")
     session.delete(row)
-    activity.record(session, actor, now, "group", name, "member_removed", "member", user, None)
+    activity.record(uow, actor, now, "group", name, "member_removed", "member", user, None)
 
 
 def delete(uow, actor: Actor, now: datetime, name: str, force: bool = False) -> list[str]:
     """Delete a group; while access rules grant to it or it owns pools, only when forced, which removes those
     rules and leaves those pools to administrators. Returns what forcing changed."""
     session = uow.session
-    group = _find(session, name)
-    _require_owner(session, actor, group)
+    group = _find(uow, name)
+    _require_owner(uow, actor, group)
     rules = session.execute(select(AccessRule, System).join(System, System.id == AccessRule.system_id)
                             .where(AccessRule.group_id == group.id).order_by(System.fqdn, AccessRule.id)
                             ).unique().all()
@@ -168,21 +166,21 @@ def delete(uow, actor: Actor, now: datetime, name: str, force: bool = False) -> 
                        "remove those rules and leave those pools to administrators")
     for rule, system in rules:
         system.rules.remove(rule)  # delete-orphan: the row goes, and the loaded policy no longer shows it
-        activity.record(session, actor, now, "system", system.fqdn, "policy_changed", "rule",
+        activity.record(uow, actor, now, "system", system.fqdn, "policy_changed", "rule",
                         f"{rule.permission} for group {name}", None)
-        emit(session, SystemChanged(system.id, now, True))
+        uow.emit(SystemChanged(system.id, now, True))
     for rule, pool in pool_rules:
         pool.rules.remove(rule)
-        activity.record(session, actor, now, "pool", pool.name, "policy_changed", "rule",
+        activity.record(uow, actor, now, "pool", pool.name, "policy_changed", "rule",
                         f"{rule.permission} for group {name}", None)
         for system_id in session.execute(select(System.id).where(System.policy_pool_id == pool.id)).scalars():
-            emit(session, SystemChanged(system_id, now, True))
+            uow.emit(SystemChanged(system_id, now, True))
     for pool in owned:
         pool.owner_group_id = None
-        activity.record(session, actor, now, "pool", pool.name, "changed", "owner_group", name, None)
+        activity.record(uow, actor, now, "pool", pool.name, "changed", "owner_group", name, None)
     session.flush()
     session.delete(group)
-    activity.record(session, actor, now, "group", name, "deleted")
+    activity.record(uow, actor, now, "group", name, "deleted")
     return ([f"removed the {rule.permission} rule {rule.id} of {system.fqdn}'s access policy"
              for rule, system in rules] +
             [f"removed the {rule.permission} rule {rule.id} of pool {pool.name}'s access policy"
@@ -197,5 +195,5 @@ def update_me(uow, actor: Actor, now: datetime, data: dict) -> dict:
     for key in ("email", "webhook_url", "webhook_secret"):
         if key in data:
             setattr(user, key, data[key] or None)
-    activity.record(uow.session, actor, now, "user", actor.name, "changed", "notifications")
+    activity.record(uow, actor, now, "user", actor.name, "changed", "notifications")
     return {"name": user.name, "email": user.email, "webhook_url": user.webhook_url}

@@ -36,7 +36,8 @@ def is_name(name) -> bool:
     return isinstance(name, str) and _NAME.fullmatch(name) is not None
 
 
-def _group(session, name: str, now: datetime) -> Group:
+def _group(uow, name: str, now: datetime) -> Group:
+    session = uow.session
     group = session.execute(select(Group).where(Group.name == name)).scalar_one_or_none()
     if group is None:
         group = Group(name=check_name(name, "group"), created_at=now)
@@ -63,26 +64,28 @@ def add_user(uow, now: datetime, name: str, is_admin: bool = False, groups=(), e
     session.add(user)
     session.flush()
     for group_name in groups:
-        session.add(GroupMember(group_id=_group(session, group_name, now).id, user_id=user.id))
+        session.add(GroupMember(group_id=_group(uow, group_name, now).id, user_id=user.id))
     if is_admin and ARUSERS not in groups:
-        _first_admin_in_arusers(session, user)
-    secret = _new_token(session, user, "default", now)
-    activity.record(session, None, now, "user", name, "created", "is_admin", None, is_admin)
+        _first_admin_in_arusers(uow, user)
+    secret = _new_token(uow, user, "default", now)
+    activity.record(uow, None, now, "user", name, "created", "is_admin", None, is_admin)
     return user, secret
 
 
 ARUSERS = "arusers"  # who may create advance reservations besides admins (Grid Engine's arusers)
 
 
-def ensure_arusers(session, now: datetime) -> None:
+def ensure_arusers(uow, now: datetime) -> None:
     """The arusers group exists (made by `lablease-server init`)."""
+    session = uow.session
     if session.execute(select(Group).where(Group.name == ARUSERS)).scalar_one_or_none() is None:
         session.add(Group(name=ARUSERS, description="may create advance reservations", created_at=now))
         session.flush()
 
 
-def _first_admin_in_arusers(session, user: User) -> None:
+def _first_admin_in_arusers(uow, user: User) -> None:
     """The first administrator also becomes the first member of arusers, who can then add others."""
+    session = uow.session
     group = session.execute(select(Group).where(Group.name == ARUSERS)).scalar_one_or_none()
     if group is None:
         return
@@ -90,28 +93,29 @@ def _first_admin_in_arusers(session, user: User) -> None:
         session.add(GroupMember(group_id=group.id, user_id=user.id, is_owner=True))
 
 
-def _new_token(session, user: User, name: str, now: datetime, expires_at: datetime | None = None) -> str:
+def _new_token(uow, user: User, name: str, now: datetime, expires_at: datetime | None = None) -> str:
+    session = uow.session
     secret = TOKEN_PREFIX + secrets.token_urlsafe(32)
     session.add(Token(user_id=user.id, name=name, token_hash=hash_token(secret), created_at=now, expires_at=expires_at))
     session.flush()
     return secret
 
 
-def find_user(session, name: str) -> User:
-    user = session.execute(select(User).where(User.name == name)).scalar_one_or_none()
+def find_user(uow, name: str) -> User:
+    user = uow.session.execute(select(User).where(User.name == name)).scalar_one_or_none()
     if user is None:
         raise NotFound(f"no user named {name}")
     return user
 
 
 def create_token(uow, now: datetime, user_name: str, name: str = "token", expires_at: datetime | None = None) -> str:
-    return _new_token(uow.session, find_user(uow.session, user_name), name, now, expires_at)
+    return _new_token(uow, find_user(uow, user_name), name, now, expires_at)
 
 
 def revoke_tokens(uow, now: datetime, user_name: str, name: str | None = None) -> int:
     """Revoke a user's tokens (all, or those with the given name); returns how many. A name that labels none
     of the user's usable tokens is NotFound naming those there are: a typo must not look like a revocation."""
-    user = find_user(uow.session, user_name)
+    user = find_user(uow, user_name)
     query = select(Token).where(Token.user_id == user.id, Token.revoked_at.is_(None))
     tokens = list(uow.session.execute(query).scalars())
     if name:
@@ -128,7 +132,7 @@ def revoke_tokens(uow, now: datetime, user_name: str, name: str | None = None) -
 
 def token_list(uow, now: datetime, user_name: str) -> list[dict]:
     """A user's tokens, oldest first: label and dates, never the secret (only its hash is kept anyway)."""
-    user = find_user(uow.session, user_name)
+    user = find_user(uow, user_name)
     tokens = uow.session.execute(select(Token).where(Token.user_id == user.id).order_by(Token.id)).scalars()
     return [{"name": token.name, "created": format_time(token.created_at), "expires": format_time(token.expires_at),
              "revoked": format_time(token.revoked_at),
@@ -155,16 +159,16 @@ def user_list(uow) -> list[dict]:
 def set_disabled(uow, now: datetime, name: str, disabled: bool) -> bool:
     """Disable a user (their tokens, web sessions and calendar feed are refused until enabled again) or enable
     them; returns whether anything changed. What they hold stays theirs: an administrator returns it."""
-    user = find_user(uow.session, name)
+    user = find_user(uow, name)
     if user.disabled == disabled:
         return False
-    activity.record(uow.session, None, now, "user", name, "changed", "disabled", user.disabled, disabled)
+    activity.record(uow, None, now, "user", name, "changed", "disabled", user.disabled, disabled)
     user.disabled = disabled
     return True
 
 
-def actor_for(session, user: User) -> Actor:
-    group_ids = session.execute(select(GroupMember.group_id).where(GroupMember.user_id == user.id)).scalars()
+def actor_for(uow, user: User) -> Actor:
+    group_ids = uow.session.execute(select(GroupMember.group_id).where(GroupMember.user_id == user.id)).scalars()
     return Actor(user.id, user.name, user.is_admin, frozenset(group_ids))
 
 
@@ -177,7 +181,7 @@ _WHO = (select(_users.c.id, _users.c.name, _users.c.is_admin, _users.c.disabled,
         .where(_tokens.c.token_hash == bindparam("token_hash")))
 
 
-def authenticate(session, header: str | None, now: datetime, cache: TokenCache | None = None) -> Actor:
+def authenticate(uow, header: str | None, now: datetime, cache: TokenCache | None = None) -> Actor:
     """The Actor behind an `Authorization: Bearer <token>` header, or Unauthenticated.
 
     With a cache (the API's), a token verified in the last few seconds is not read again
@@ -191,7 +195,7 @@ def authenticate(session, header: str | None, now: datetime, cache: TokenCache |
     token_hash = hash_token(secret.strip())
     if cache is not None and (actor := cache.get(token_hash, now)) is not None:
         return actor
-    rows = session.execute(_WHO, {"token_hash": token_hash}).all()
+    rows = uow.session.execute(_WHO, {"token_hash": token_hash}).all()
     if not rows:
         raise Unauthenticated("the API token is not known")
     user_id, name, is_admin, disabled, revoked_at, expires_at, _ = rows[0]
@@ -207,8 +211,8 @@ def authenticate(session, header: str | None, now: datetime, cache: TokenCache |
     return actor
 
 
-def whoami(session, actor: Actor) -> dict:
-    groups = session.execute(
+def whoami(uow, actor: Actor) -> dict:
+    groups = uow.session.execute(
         select(Group.name).join(GroupMember, GroupMember.group_id == Group.id).where(GroupMember.user_id == actor.id)
     ).scalars()
     return {"name": actor.name, "admin": actor.is_admin, "groups": sorted(groups)}

@@ -30,7 +30,6 @@ from ...store.lab_tables import Lab
 from ...store.paging import Order
 from ...store.provision_tables import Command, Installation
 from ...store.tables import System
-from ...store.uow import emit, wake_worker
 from ..catalog.systems import access_of, active_loan, current_reservations, find
 from ..messages import notices
 from ..records import activity, due, usage
@@ -61,14 +60,15 @@ def power_key(system: System) -> str | None:
     return f"{power['driver']}:{power.get('address') or power.get('url') or system.fqdn}"
 
 
-def enqueue(session, system: System, action: str, now: datetime, user_id: int | None = None,
+def enqueue(uow, system: System, action: str, now: datetime, user_id: int | None = None,
             installation_id: int | None = None) -> Command:
+    session = uow.session
     command = Command(system_id=system.id, action=action, status="queued", user_id=user_id,
                       installation_id=installation_id, attempts=0, due_at=now, created_at=now,
                       power_key=power_key(system) if action in POWER_ACTIONS else None)
     session.add(command)
     session.flush()
-    wake_worker(session)
+    uow.wake_worker()
     return command
 
 
@@ -81,13 +81,12 @@ def request_power(uow, actor: Actor, now: datetime, fqdn: str, action: str, acti
     """POST /systems/{fqdn}/power: control_system on the system, or being its current holder. `actions` are
     those the caller's protocol offers (Beaker's hub also clears the netboot files: netboot_clear);
     `only_if_holder` refuses while somebody else holds the system (Beaker's power without --force)."""
-    session = uow.session
-    system = find(session, fqdn, actor)
+    system = find(uow, fqdn, actor)
     if action not in actions:
         raise Invalid("action", f"must be one of {', '.join(actions)}")
-    holder = current_reservations(session, [system.id], now).get(system.id)
+    holder = current_reservations(uow, [system.id], now).get(system.id)
     if not (holder is not None and holder.user_id == actor.id):
-        decision = decide(actor, Permission.CONTROL_SYSTEM, access_of(system, active_loan(session, system)))
+        decision = decide(actor, Permission.CONTROL_SYSTEM, access_of(system, active_loan(uow, system)))
         if not decision:
             raise Forbidden(f"controlling the power of {system.fqdn} needs control_system or reserving it")
         if only_if_holder and holder is not None:
@@ -97,16 +96,16 @@ def request_power(uow, actor: Actor, now: datetime, fqdn: str, action: str, acti
     refusal = power_registry.refuses(system.power, action) if action in POWER_ACTIONS else None
     if refusal:
         raise Conflict(f"{system.fqdn}: {refusal}")
-    command = enqueue(session, system, action, now, actor.id)
-    activity.record(session, actor, now, "system", system.fqdn, "power", "action", None, action)
+    command = enqueue(uow, system, action, now, actor.id)
+    activity.record(uow, actor, now, "system", system.fqdn, "power", "action", None, action)
     return as_dict(command)
 
 
 def listing(uow, actor: Actor, fqdn: str, page: PageRequest, now: datetime, silence: timedelta) -> Page:
-    system = find(uow.session, fqdn, actor)
+    system = find(uow, fqdn, actor)
     found = paging.fetch(uow, "commands", select(Command).where(Command.system_id == system.id),
                          [Order(Command.id, descending=True)], page)
-    note = _agent_note(uow.session, system, now, silence)
+    note = _agent_note(uow, system, now, silence)
     return Page([_as_seen(c, note) for c in found.items], found.next_after)
 
 
@@ -114,8 +113,8 @@ def get(uow, actor: Actor, command_id: int, now: datetime, silence: timedelta) -
     command = uow.session.get(Command, command_id)
     if command is None:
         raise NotFound(f"no command {command_id}")
-    find(uow.session, command.system.fqdn, actor)  # 404 unless the caller may see the system
-    return _as_seen(command, _agent_note(uow.session, command.system, now, silence))
+    find(uow, command.system.fqdn, actor)  # 404 unless the caller may see the system
+    return _as_seen(command, _agent_note(uow, command.system, now, silence))
 
 
 def _as_seen(command: Command, note: str | None) -> dict:
@@ -123,8 +122,8 @@ def _as_seen(command: Command, note: str | None) -> dict:
     return {**as_dict(command), "waiting_on": note if command.status in UNFINISHED else None}
 
 
-def _agent_note(session, system: System, now: datetime, silence: timedelta) -> str | None:
-    lab = session.scalar(select(Lab).where(Lab.name == system.lab)) if system.lab else None
+def _agent_note(uow, system: System, now: datetime, silence: timedelta) -> str | None:
+    lab = uow.session.scalar(select(Lab).where(Lab.name == system.lab)) if system.lab else None
     if lab is None:  # served by the worker
         return None
     return silent_agent_note(lab.name, agent_state(lab.agent_seen_at, now, silence), lab.agent_seen_at)
@@ -141,23 +140,23 @@ def cancel(uow, actor: Actor, now: datetime, command_id: int) -> dict:
     command = session.get(Command, command_id)
     if command is None:
         raise NotFound(f"no command {command_id}")
-    find(session, command.system.fqdn, actor)  # 404 unless the caller may see the system
+    find(uow, command.system.fqdn, actor)  # 404 unless the caller may see the system
     if not actor.is_admin:
         raise Forbidden("only administrators may cancel commands")
     if command.status not in UNFINISHED:
         raise Conflict(f"command {command_id} is already {command.status}; only a queued or running one can be "
                        "cancelled")
     _cancel(command, now, f"cancelled by {actor.name}")
-    activity.record(session, actor, now, "system", command.system.fqdn, "command_cancelled", "command", None,
+    activity.record(uow, actor, now, "system", command.system.fqdn, "command_cancelled", "command", None,
                     f"{command.id} ({command.action})")
     installation = session.get(Installation, command.installation_id) if command.installation_id else None
     if installation is not None:
         for other in session.execute(select(Command).where(
                 Command.installation_id == installation.id, Command.status.in_(UNFINISHED))).unique().scalars():
             _cancel(other, now, f"not run: command {command.id} was cancelled")
-        emit(session, InstallationCommandFailed(command.system_id, now, f"{command.action} command {command.id} "
+        uow.emit(InstallationCommandFailed(command.system_id, now, f"{command.action} command {command.id} "
                                                 f"cancelled by {actor.name}", installation.id))
-    wake_worker(session)  # the system's next command may run now
+    uow.wake_worker()  # the system's next command may run now
     return as_dict(command)
 
 
@@ -210,9 +209,9 @@ _RUNNABLE = _runnable_query(~_agent_served())
 _RUNNABLE_IN_LAB = _runnable_query(_of_lab())
 
 
-def runnable_in_lab(session, lab: str, now: datetime) -> bool:
+def runnable_in_lab(uow, lab: str, now: datetime) -> bool:
     """Whether the lab's agent could take a command now (read only: a waiting agent's probe)."""
-    return session.execute(_RUNNABLE_IN_LAB, {"now": now, "lab": lab}).first() is not None
+    return uow.session.execute(_RUNNABLE_IN_LAB, {"now": now, "lab": lab}).first() is not None
 
 
 class Unrunnable(Exception):
@@ -243,19 +242,20 @@ def claim_next(uow, now: datetime, timeout: timedelta, boot_image, lab: str | No
         return None
     ident = command.id
     try:
-        return _start(session, command, now, timeout, boot_image)
+        return _start(uow, command, now, timeout, boot_image)
     except Exception as error:  # bad data of this command's: it must not stop the claiming of others
         raise Unrunnable(ident, str(error) or type(error).__name__) from error
 
 
-def _start(session, command: Command, now: datetime, timeout: timedelta, boot_image) -> Claimed:
+def _start(uow, command: Command, now: datetime, timeout: timedelta, boot_image) -> Claimed:
+    session = uow.session
     _move(command, "running")
     command.started_at = now
     command.attempts += 1
     command.lease_until = now + timeout + LEASE_MARGIN
     system = command.system
     installation = session.get(Installation, command.installation_id) if command.installation_id else None
-    boot = boot_image(session, installation) if command.action == "netboot_install" and installation else None
+    boot = boot_image(uow, installation) if command.action == "netboot_install" and installation else None
     netboot = system.netboot or {}
     loaders = tuple(netboot["loaders"]) if netboot.get("loaders") else None
     session.flush()  # running now: the next claim sees its system and power address busy
@@ -273,8 +273,7 @@ def claim(uow, now: datetime, limit: int, timeout: timedelta, boot_image, lab: s
 
 def record_success(uow, command_id: int, now: datetime, state: str | None = None) -> None:
     """The command worked; `state` is the power state the driver read back afterwards, if it could."""
-    session = uow.session
-    command = session.get(Command, command_id)
+    command = uow.session.get(Command, command_id)
     if command is None or command.status != "running":
         return  # recovered meanwhile as interrupted; the retry will tell
     _move(command, "completed")
@@ -283,17 +282,16 @@ def record_success(uow, command_id: int, now: datetime, state: str | None = None
         command.system.power_state = state
     elif command.action in POWER_STATE_AFTER:  # not read back: what the action leads to (an interrupt: unknown)
         command.system.power_state = POWER_STATE_AFTER[command.action]
-    wake_worker(session)  # the system's next command may run now
+    uow.wake_worker()  # the system's next command may run now
 
 
 def record_failure(uow, command_id: int, now: datetime, error: str, settings) -> bool:
     """One attempt failed: retry later, or fail for good (True) with what follows from it."""
-    session = uow.session
-    command = session.get(Command, command_id)
+    command = uow.session.get(Command, command_id)
     if command is None or command.status != "running":
         return False
     command.error, command.lease_until = error, None
-    wake_worker(session)
+    uow.wake_worker()
     delay = rules.retry_delay(command.attempts, settings.command_max_attempts,
                               settings.command_retry_delay)
     if delay is not None:
@@ -302,27 +300,27 @@ def record_failure(uow, command_id: int, now: datetime, error: str, settings) ->
         return False
     _move(command, "failed")
     command.finished_at = now
-    _failed_for_good(session, command, now, settings)
+    _failed_for_good(uow, command, now, settings)
     return True
 
 
-def _failed_for_good(session, command: Command, now: datetime, settings) -> None:
+def _failed_for_good(uow, command: Command, now: datetime, settings) -> None:
     system = command.system
     why = f"{command.action} failed after {command.attempts} attempt(s): {command.error}"
-    activity.record(session, None, now, "system", system.fqdn, "command_failed", "command", None, why)
-    for later in session.execute(select(Command).where(Command.system_id == system.id, Command.status == "queued",
+    activity.record(uow, None, now, "system", system.fqdn, "command_failed", "command", None, why)
+    for later in uow.session.execute(select(Command).where(Command.system_id == system.id, Command.status == "queued",
                                                        Command.id > command.id)).unique().scalars():
         _move(later, "failed")
         later.finished_at, later.error = now, f"not run: command {command.id} failed"
-    emit(session, InstallationCommandFailed(system.id, now, why))  # what it was installing fails
+    uow.emit(InstallationCommandFailed(system.id, now, why))  # what it was installing fails
     if system.condition == "automated":
         old, system.condition = system.condition, "broken"
-        usage.record_condition(session, system, old, now)
-        activity.record(session, None, now, "system", system.fqdn, "broken", "condition", old, "broken")
-        emit(session, SystemChanged(system.id, now))  # e.g. an advance reservation holding it
-    holder = current_reservations(session, [system.id], now).get(system.id)
+        usage.record_condition(uow, system, old, now)
+        activity.record(uow, None, now, "system", system.fqdn, "broken", "condition", old, "broken")
+        uow.emit(SystemChanged(system.id, now))  # e.g. an advance reservation holding it
+    holder = current_reservations(uow, [system.id], now).get(system.id)
     if holder is not None:
-        notices.command_failed(session, settings, holder.user, system.fqdn, command.id, why, now)
+        notices.command_failed(uow, settings, holder.user, system.fqdn, command.id, why, now)
 
 
 INTERRUPTED = "interrupted: the worker running it stopped"
@@ -338,8 +336,8 @@ def fail_unrunnable(uow, command_id: int, now: datetime, error: str, settings) -
     command.error, command.lease_until = f"cannot run: {error}"[:4000], None
     _move(command, "failed")
     command.finished_at = now
-    wake_worker(uow.session)
-    _failed_for_good(uow.session, command, now, settings)
+    uow.wake_worker()
+    _failed_for_good(uow, command, now, settings)
 
 
 def fail_bare(uow, command_id: int, now: datetime, error: str) -> None:
@@ -350,7 +348,7 @@ def fail_bare(uow, command_id: int, now: datetime, error: str) -> None:
         return
     command.status, command.finished_at, command.lease_until = "failed", now, None
     command.error = f"failed: {error}"[:4000]
-    wake_worker(uow.session)
+    uow.wake_worker()
 
 
 def interrupted(uow, now: datetime, everything: bool = False) -> list[int]:

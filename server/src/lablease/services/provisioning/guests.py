@@ -19,16 +19,16 @@ from ...domain import guests as rules
 from ...domain.permissions import Permission
 from ...store.provision_tables import Installation
 from ...store.tables import AccessRule, Recipe, Resource, System
-from ...store.uow import settings_of
 from ..catalog import distros
 from ..records import activity, usage
 from . import installations
 
 
-def new_system(session, guest: Recipe, host_system: System, now: datetime) -> System | None:
+def new_system(uow, guest: Recipe, host_system: System, now: datetime) -> System | None:
     """The guest's system record, in its host's lab, of the arch its distro trees offer (its host's when
     they can); None when no matching tree is available in that lab."""
-    trees = [t for t in distros.matching(session, guest.spec["distro_requires"])
+    session = uow.session
+    trees = [t for t in distros.matching(uow, guest.spec["distro_requires"])
              if not t.labs or host_system.lab in t.labs]
     arch = rules.guest_arch(sorted({t.arch for t in trees}), host_system.arch)
     if arch is None:
@@ -42,26 +42,26 @@ def new_system(session, guest: Recipe, host_system: System, now: datetime) -> Sy
                     rules=[AccessRule(permission=Permission.VIEW.value)])  # visible, as any system is by default
     session.add(system)
     session.flush()
-    activity.record(session, None, now, "system", name, "created", "guest of", None, host_system.fqdn)
+    activity.record(uow, None, now, "system", name, "created", "guest of", None, host_system.fqdn)
     return system
 
 
-def start_installs(session, host: Recipe, now: datetime) -> None:
+def start_installs(uow, host: Recipe, now: datetime) -> None:
     """The host runs: its harness can start the guests now, so each gets its installation."""
-    settings = settings_of(session)
+    settings = uow.settings
     for guest in host.guests:
         if guest.status != "scheduled":
             continue
-        system = session.get(System, guest.system_id)
+        system = uow.session.get(System, guest.system_id)
         guest.status = "waiting"
-        usage.set_usage(session, system, "waiting", now)
-        installations.for_recipe(session, settings, guest, system, now)
+        usage.set_usage(uow, system, "waiting", now)
+        installations.for_recipe(uow, settings, guest, system, now)
 
 
-def retire(session, system: System, now: datetime) -> None:
+def retire(uow, system: System, now: datetime) -> None:
     """A finished guest's virtual machine is gone: its record stays, removed, for history."""
     old, system.condition = system.condition, "removed"
-    usage.record_condition(session, system, old, now)
+    usage.record_condition(uow, system, old, now)
 
 
 def refuse(system: System, what: str) -> None:
@@ -72,27 +72,27 @@ def refuse(system: System, what: str) -> None:
 
 # --- answers --------------------------------------------------------------------------------------
 
-def host_of(session, guest: Recipe) -> Recipe | None:
-    return session.get(Recipe, guest.host_recipe_id) if guest.host_recipe_id else None
+def host_of(uow, guest: Recipe) -> Recipe | None:
+    return uow.session.get(Recipe, guest.host_recipe_id) if guest.host_recipe_id else None
 
 
-def guest_dict(session, guest: Recipe) -> dict:
+def guest_dict(uow, guest: Recipe) -> dict:
     """What a host's harness needs to start the guest: its name and arguments, its MAC, and its
     installation's URLs (kickstart and callbacks, with the installation's token) once it has one."""
     system = guest.system
     return {"guestname": guest.spec.get("guestname"), "guestargs": guest.spec.get("guestargs", ""),
             "mac": rules.guest_mac(system.id) if system is not None else None, "address": None,
-            "installation": _installation(session, guest)}
+            "installation": _installation(uow, guest)}
 
 
-def _installation(session, guest: Recipe) -> dict | None:
-    installation = session.execute(select(Installation).where(Installation.recipe_id == guest.id)
+def _installation(uow, guest: Recipe) -> dict | None:
+    installation = uow.session.execute(select(Installation).where(Installation.recipe_id == guest.id)
                                    .order_by(Installation.id.desc()).limit(1)).unique().scalar_one_or_none()
-    settings = settings_of(session)
-    if installation is None or settings is None:
+    settings = uow.settings
+    if installation is None:
         return None
     links = installations.urls(settings, installation, installations.token_for(settings, installation))
-    image = installations.boot_image(session, settings, installation)  # what a netboot config would boot
+    image = installations.boot_image(uow, settings, installation)  # what a netboot config would boot
     return {"id": installation.id, "status": installation.status, "kickstart_url": links.pop("kickstart"),
             "callbacks": links, "tree_url": installation.distro.get("url"), "kernel_url": image.kernel_url,
             "initrd_url": image.initrd_url, "kernel_options": image.kernel_options}

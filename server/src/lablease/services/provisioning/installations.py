@@ -33,7 +33,7 @@ from ...domain.events import InstallationCommandFailed, RecipeAborted, Reservati
 from ...domain.guests import guest_mac
 from ...domain.paging import Page, PageRequest
 from ...domain.permissions import Actor, may_see_installation
-from ...domain.returns import UNFINISHED_INSTALLATION, SystemAtEnd, release, resets_usage
+from ...domain.returns import RELEASED, UNFINISHED_INSTALLATION, SystemAtEnd, release, resets_usage
 from ...domain.times import format_human
 from ...domain.times import format_time
 from ...domain.variables import masked_ks_meta, masked_text, secret_values
@@ -44,7 +44,6 @@ from ...store.paging import Order
 from ...store.provision_tables import Installation
 from ...store.secrets import site_key
 from ...store.tables import DistroTree, Recipe, Reservation, System
-from ...store.uow import emit, wake_worker
 from ..catalog import distros, health_state
 from ..catalog.systems import current_reservations, find
 from ..messages import notices
@@ -115,8 +114,8 @@ def urls(settings, installation: Installation, token: str) -> dict:
     return found
 
 
-def _visible(session, actor: Actor, installation: Installation) -> bool:
-    reservation = session.get(Reservation, installation.reservation_id) if installation.reservation_id else None
+def _visible(uow, actor: Actor, installation: Installation) -> bool:
+    reservation = uow.session.get(Reservation, installation.reservation_id) if installation.reservation_id else None
     return may_see_installation(actor, installation.system.owner_id,
                                 (installation.user_id, reservation.user_id if reservation else None))
 
@@ -124,15 +123,15 @@ def _visible(session, actor: Actor, installation: Installation) -> bool:
 def get(uow, actor: Actor, installation_id: int) -> dict:
     """GET /installations/{id}: 404 for anybody it is not for (ids are sequential, so nothing tells)."""
     installation = uow.session.get(Installation, installation_id)
-    if installation is None or not _visible(uow.session, actor, installation):
+    if installation is None or not _visible(uow, actor, installation):
         raise NotFound(f"no installation {installation_id}")
-    find(uow.session, installation.system.fqdn, actor)
+    find(uow, installation.system.fqdn, actor)
     return as_dict(installation, uow.settings.secret_variables, with_kickstart=True)
 
 
 def listing(uow, actor: Actor, fqdn: str, page: PageRequest) -> Page:
     """A system's installations the caller may see (others' are left out, not masked), newest first."""
-    system = find(uow.session, fqdn, actor)
+    system = find(uow, fqdn, actor)
     query = select(Installation).where(Installation.system_id == system.id)
     if not may_see_installation(actor, system.owner_id, ()):  # then only those for the caller
         query = query.outerjoin(Reservation, Reservation.id == Installation.reservation_id).where(
@@ -145,29 +144,30 @@ def listing(uow, actor: Actor, fqdn: str, page: PageRequest) -> Page:
 
 def provision(uow, actor: Actor, now: datetime, fqdn: str, data: dict) -> dict:
     """POST /systems/{fqdn}/provision by the current holder: 202 with the installation and its kickstart URL."""
-    session, settings = uow.session, uow.settings
-    system = find(session, fqdn, actor)
-    reservation = current_reservations(session, [system.id], now).get(system.id)
+    settings = uow.settings
+    system = find(uow, fqdn, actor)
+    reservation = current_reservations(uow, [system.id], now).get(system.id)
     if reservation is None or reservation.user_id != actor.id:
         raise Forbidden(f"only the current holder of {system.fqdn} may provision it; reserve it first")
     if reservation.kind != "manual":
         raise Conflict(f"{system.fqdn} is running a recipe, which provisions it itself")
-    tree = _choose_tree(session, system, data)
+    tree = _choose_tree(uow, system, data)
     own = {key: data[key] for key in ("kickstart", "kernel_options_post") if data.get(key)}
     if "kickstart" in own:
         _may_bring_kickstart(settings, actor.is_admin, actor.id, system)
-    installation = start(session, settings, system, Install(
+    installation = start(uow, settings, system, Install(
         tree, actor.id, reservation.id, ks_meta=data.get("ks_meta", ""), kernel_options=data.get("kernel_options", ""),
         own=own or None), now)
-    usage.set_usage(session, system, "waiting", now)
-    activity.record(session, actor, now, "system", system.fqdn, "provision", "installation", None,
+    usage.set_usage(uow, system, "waiting", now)
+    activity.record(uow, actor, now, "system", system.fqdn, "provision", "installation", None,
                     f"{installation.id}: {tree.name} {tree.arch}")
     answer = as_dict(installation, settings.secret_variables)
     answer["kickstart_url"] = urls(settings, installation, token_for(settings, installation))["kickstart"]
     return answer
 
 
-def _choose_tree(session, system: System, data: dict) -> DistroTree:
+def _choose_tree(uow, system: System, data: dict) -> DistroTree:
+    session = uow.session
     wanted = data["distro_tree"]
     if isinstance(wanted, int):
         tree = session.get(DistroTree, wanted)
@@ -212,9 +212,10 @@ class Install:
     own: dict | None = None  # a reserved system's holder's kickstart template and kernel_options_post
 
 
-def start(session, settings, system: System, what: Install, now: datetime) -> Installation:
+def start(uow, settings, system: System, what: Install, now: datetime) -> Installation:
     """Create the installation, render and store its kickstart, and queue netboot + reboot (a guest recipe's
     virtual machine has neither: its host's harness boots it with the kickstart URL, services/provisioning/guests.py)."""
+    session = uow.session
     tree, recipe = what.tree, what.recipe
     if not system.guest:
         _check_installable(system)
@@ -224,9 +225,9 @@ def start(session, settings, system: System, what: Install, now: datetime) -> In
     options = _merged(merge_kernel_options, "kernel options", (
         ("kernel_options", what.kernel_options), ("netboot.kernel_options", netboot.get("kernel_options")),
         (f"distro tree {tree.id} kernel_options", tree.kernel_options)))
-    for previous in _unfinished(session, system):
-        _end(session, previous, now, "cancelled", f"superseded by a new installation at {format_time(now)}")
-    for previous in _in_use(session, system):
+    for previous in _unfinished(uow, system):
+        _end(uow, previous, now, "cancelled", f"superseded by a new installation at {format_time(now)}")
+    for previous in _in_use(uow, system):
         previous.status = "completed"  # the system will run something else
     installation = Installation(
         system_id=system.id, user_id=what.user_id, reservation_id=what.reservation_id,
@@ -243,11 +244,11 @@ def start(session, settings, system: System, what: Install, now: datetime) -> In
     except KickstartError as error:
         raise Invalid("kickstart", str(error)) from None
     installation.kickstart = rendered.replace(token, TOKEN_MARK)
-    _check_boot_image(session, settings, installation)
+    _check_boot_image(uow, settings, installation)
     if not system.guest:
-        commands.enqueue(session, system, "netboot_install", now, what.user_id, installation.id)
-        commands.enqueue(session, system, "reboot", now, what.user_id, installation.id)
-    wake_worker(session)
+        commands.enqueue(uow, system, "netboot_install", now, what.user_id, installation.id)
+        commands.enqueue(uow, system, "reboot", now, what.user_id, installation.id)
+    uow.wake_worker()
     return installation
 
 
@@ -262,25 +263,25 @@ def _merged(merge, what: str, sources: tuple):
     return merge(*(text for _, text in reversed(sources)))
 
 
-def _check_boot_image(session, settings, installation: Installation) -> None:
+def _check_boot_image(uow, settings, installation: Installation) -> None:
     """What the netboot writer will be given passes its rule now, or the request is refused."""
     try:
-        boot_image(session, settings, installation)
+        boot_image(uow, settings, installation)
     except ValueError as error:
         raise Invalid("kernel_options" if str(error).startswith("kernel_options") else "distro_tree",
                       str(error)) from None
 
 
-def for_recipe(session, settings, recipe: Recipe, system: System, now: datetime) -> None:
+def for_recipe(uow, settings, recipe: Recipe, system: System, now: datetime) -> None:
     """A recipe with a distro reached its system: install it, or abort the recipe saying why."""
     try:
         _check_own_kickstart(settings, recipe, system)
-        tree = _recipe_tree(session, recipe, system)
-        start(session, settings, system, Install(
+        tree = _recipe_tree(uow, recipe, system)
+        start(uow, settings, system, Install(
             tree, recipe.recipe_set.job.owner_id, recipe.reservation_id, recipe, recipe.spec.get("ks_meta", ""),
             recipe.spec.get("kernel_options", "")), now)
     except (Conflict, Invalid) as error:
-        _abort_recipe(session, settings, recipe, now, f"cannot provision {system.fqdn}: {error}")
+        _abort_recipe(uow, settings, recipe, now, f"cannot provision {system.fqdn}: {error}")
 
 
 def _check_own_kickstart(settings, recipe: Recipe, system: System) -> None:
@@ -303,8 +304,8 @@ def _may_bring_kickstart(settings, is_admin: bool, user_id: int, system: System,
     raise Conflict(f"{what} is allowed only to {who} (setting job_kickstarts)")
 
 
-def _recipe_tree(session, recipe: Recipe, system: System) -> DistroTree:
-    for tree in distros.matching(session, recipe.spec["distro_requires"]):
+def _recipe_tree(uow, recipe: Recipe, system: System) -> DistroTree:
+    for tree in distros.matching(uow, recipe.spec["distro_requires"]):
         if tree.arch == system.arch and (not tree.labs or system.lab in tree.labs):
             return tree
     raise Conflict(f"no distro tree matching the recipe's distroRequires for {system.arch} in lab {system.lab}")
@@ -360,7 +361,7 @@ def _join(base: str, path: str) -> str:
     return path if "://" in path else f"{base.rstrip('/')}/{path.lstrip('/')}"
 
 
-def boot_image(session, settings, installation: Installation) -> BootImage:
+def boot_image(uow, settings, installation: Installation) -> BootImage:
     """What the netboot config of this installation boots: its tree's kernel, with the kickstart URL."""
     distro = installation.distro
     kickstart = urls(settings, installation, token_for(settings, installation))["kickstart"]
@@ -368,59 +369,59 @@ def boot_image(session, settings, installation: Installation) -> BootImage:
     return BootImage(_join(distro["url"], distro["kernel"]), _join(distro["url"], distro["initrd"]), options)
 
 
-def recipe_of(session, installation: Installation) -> Recipe | None:
-    return session.get(Recipe, installation.recipe_id) if installation.recipe_id else None
+def recipe_of(uow, installation: Installation) -> Recipe | None:
+    return uow.session.get(Recipe, installation.recipe_id) if installation.recipe_id else None
 
 
 # --- ending ---------------------------------------------------------------------------------------
 
-def _unfinished(session, system: System) -> list[Installation]:
-    return list(session.execute(select(Installation).where(
+def _unfinished(uow, system: System) -> list[Installation]:
+    return list(uow.session.execute(select(Installation).where(
         Installation.system_id == system.id, Installation.status.in_(UNFINISHED_INSTALLATION))).unique().scalars())
 
 
-def _in_use(session, system: System) -> list[Installation]:
-    return list(session.execute(select(Installation).where(
+def _in_use(uow, system: System) -> list[Installation]:
+    return list(uow.session.execute(select(Installation).where(
         Installation.system_id == system.id, Installation.status == "running")).unique().scalars())
 
 
-def _end(session, installation: Installation, now: datetime, status: str, why: str) -> None:
+def _end(uow, installation: Installation, now: datetime, status: str, why: str) -> None:
     installation.status, installation.error = status, why
     installation.finished_at, installation.watchdog_at = now, None
-    activity.record(session, None, now, "system", installation.system.fqdn, f"installation_{status}",
+    activity.record(uow, None, now, "system", installation.system.fqdn, f"installation_{status}",
                     "installation", installation.id, why)
 
 
-def fail(session, settings, installation: Installation, now: datetime, why: str) -> None:
+def fail(uow, settings, installation: Installation, now: datetime, why: str) -> None:
     """An installation failed: the recipe is aborted, a manual holder keeps the system (idle) and is told."""
-    _end(session, installation, now, "failed", why)
+    _end(uow, installation, now, "failed", why)
     if (installation.system.netboot or {}).get("mac"):
         # Its token is dead: the next boot must not start an installer that cannot fetch its kickstart.
-        commands.enqueue(session, installation.system, "netboot_clear", now)
-    recipe = recipe_of(session, installation)
+        commands.enqueue(uow, installation.system, "netboot_clear", now)
+    recipe = recipe_of(uow, installation)
     if recipe is not None and recipe.status not in ("completed", "cancelled", "aborted"):
-        _abort_recipe(session, settings, recipe, now, f"installation {installation.id} failed: {why}")
+        _abort_recipe(uow, settings, recipe, now, f"installation {installation.id} failed: {why}")
     elif resets_usage(installation.system.usage):
-        usage.set_usage(session, installation.system, "idle", now)
-    health_state.install_failed(session, installation.system, now)
+        usage.set_usage(uow, installation.system, "idle", now)
+    health_state.install_failed(uow, installation.system, now)
     if installation.user is not None:
-        notices.installation_failed(session, settings, installation.user, installation.system.fqdn,
+        notices.installation_failed(uow, settings, installation.user, installation.system.fqdn,
                                     installation.id, why, now)
 
 
-def _abort_recipe(session, settings, recipe: Recipe, now: datetime, why: str) -> None:
-    emit(session, RecipeAborted(recipe.id, now, why))  # jobs finishes it and refreshes its set
+def _abort_recipe(uow, settings, recipe: Recipe, now: datetime, why: str) -> None:
+    uow.emit(RecipeAborted(recipe.id, now, why))  # jobs finishes it and refreshes its set
 
 
-def fail_current(session, system: System, now: datetime, why: str, settings) -> None:
-    for installation in _unfinished(session, system):
-        fail(session, settings, installation, now, why)
+def fail_current(uow, system: System, now: datetime, why: str, settings) -> None:
+    for installation in _unfinished(uow, system):
+        fail(uow, settings, installation, now, why)
 
 
 def _abort_stalled(uow, installation: Installation, now: datetime) -> None:
     """The install watchdog: no callback within install_timeout fails the installation."""
     waited = format_human(uow.settings.install_timeout)
-    fail(uow.session, uow.settings, installation, now,
+    fail(uow, uow.settings, installation, now,
          f"no progress from the installer for {waited} (still {installation.status})")
 
 
@@ -433,11 +434,11 @@ def on_command_failed(uow, event: InstallationCommandFailed) -> None:
     served none, whatever the system was installing)."""
     session = uow.session
     if event.installation_id is None:
-        fail_current(session, session.get(System, event.system_id), event.now, event.why, uow.settings)
+        fail_current(uow, session.get(System, event.system_id), event.now, event.why, uow.settings)
         return
     installation = session.get(Installation, event.installation_id)
     if installation is not None and installation.status in UNFINISHED_INSTALLATION:
-        fail(session, uow.settings, installation, event.now, event.why)
+        fail(uow, uow.settings, installation, event.now, event.why)
 
 
 def on_reservation_closed(uow, event: ReservationClosed) -> None:
@@ -445,20 +446,20 @@ def on_reservation_closed(uow, event: ReservationClosed) -> None:
     session, settings, now, reason = uow.session, uow.settings, event.now, event.reason
     reservation = session.get(Reservation, event.reservation_id)
     system = session.get(System, reservation.system_id)
-    for installation in _unfinished(session, system):
+    for installation in _unfinished(uow, system):
         if installation.reservation_id == reservation.id:
-            _end(session, installation, now, "cancelled", "the reservation ended")
-    for installation in _in_use(session, system):
+            _end(uow, installation, now, "cancelled", "the reservation ended")
+    for installation in _in_use(uow, system):
         if installation.reservation_id == reservation.id:
             installation.status = "completed"
-    if reason == "released" or reservation.start_at > now or settings is None:
+    if reason == RELEASED or reservation.start_at > now:
         return  # held while its recipe set waited, or never begun: nothing was done to the system
     at = at_end(system)  # each step as domain/returns.touches_system counts it
     if resets_usage(at.usage):
-        usage.set_usage(session, system, "idle", now)
+        usage.set_usage(uow, system, "idle", now)
     if at.netboot_mac:
-        commands.enqueue(session, system, "netboot_clear", now)
-    release_action(session, settings, system, now)
+        commands.enqueue(uow, system, "netboot_clear", now)
+    release_action(uow, settings, system, now)
 
 
 def at_end(system) -> SystemAtEnd:
@@ -467,15 +468,15 @@ def at_end(system) -> SystemAtEnd:
                        bool((system.netboot or {}).get("mac")), system.reprovision_distro_tree_id is not None)
 
 
-def release_action(session, settings, system: System, now: datetime) -> None:
+def release_action(uow, settings, system: System, now: datetime) -> None:
     action = release(at_end(system))
     if action == "off":
-        commands.enqueue(session, system, "off", now)
+        commands.enqueue(uow, system, "off", now)
     elif action == "reprovision":
-        tree = session.get(DistroTree, system.reprovision_distro_tree_id)
+        tree = uow.session.get(DistroTree, system.reprovision_distro_tree_id)
         try:
-            start(session, settings, system, Install(tree, None, None), now)
+            start(uow, settings, system, Install(tree, None, None), now)
         except (Conflict, Invalid) as error:
-            activity.record(session, None, now, "system", system.fqdn, "reprovision_failed", "reason", None,
+            activity.record(uow, None, now, "system", system.fqdn, "reprovision_failed", "reason", None,
                             str(error))
 

@@ -23,7 +23,6 @@ from ...store.lab_tables import Lab, LabToken
 from ...store.paging import Order
 from ...store.provision_tables import Command, Installation
 from ...store.tables import System
-from ...store.uow import wake_worker
 from ..people.users import check_name, hash_token
 from . import commands, installations
 
@@ -44,8 +43,8 @@ def add(uow, now: datetime, name: str) -> dict:
     return {"name": name, "created": format_time(now)}
 
 
-def find(session, name: str) -> Lab:
-    lab = session.execute(select(Lab).where(Lab.name == name)).scalar_one_or_none()
+def find(uow, name: str) -> Lab:
+    lab = uow.session.execute(select(Lab).where(Lab.name == name)).scalar_one_or_none()
     if lab is None:
         raise NotFound(f"no lab named {name} (lablease-server lab add {name})")
     return lab
@@ -53,7 +52,7 @@ def find(session, name: str) -> Lab:
 
 def new_token(uow, now: datetime, name: str) -> str:
     """A new agent token for the lab (its secret, shown once; only its hash is kept)."""
-    lab = find(uow.session, name)
+    lab = find(uow, name)
     secret = AGENT_TOKEN_PREFIX + secrets.token_urlsafe(32)
     uow.session.add(LabToken(lab_id=lab.id, token_hash=hash_token(secret), created_at=now))
     uow.session.flush()
@@ -62,7 +61,7 @@ def new_token(uow, now: datetime, name: str) -> str:
 
 def revoke(uow, now: datetime, name: str) -> int:
     """Revoke every token of the lab's agents; how many."""
-    lab = find(uow.session, name)
+    lab = find(uow, name)
     tokens = list(uow.session.execute(select(LabToken).where(LabToken.lab_id == lab.id,
                                                              LabToken.revoked_at.is_(None))).scalars())
     for token in tokens:
@@ -70,12 +69,12 @@ def revoke(uow, now: datetime, name: str) -> int:
     return len(tokens)
 
 
-def agent_of(session, header: str | None) -> Lab:
+def agent_of(uow, header: str | None) -> Lab:
     """The lab whose agent sent this `Authorization: Bearer <agent token>`, or Unauthenticated."""
     scheme, _, secret = (header or "").partition(" ")
     if scheme.lower() != "bearer" or not secret.strip():
         raise Unauthenticated("this request needs the lab's agent token: send Authorization: Bearer <token>")
-    row = session.execute(select(Lab, LabToken.revoked_at).join(LabToken, LabToken.lab_id == Lab.id)
+    row = uow.session.execute(select(Lab, LabToken.revoked_at).join(LabToken, LabToken.lab_id == Lab.id)
                           .where(LabToken.token_hash == hash_token(secret.strip()))).first()
     if row is None:
         raise Unauthenticated("the agent token is not known")
@@ -84,7 +83,7 @@ def agent_of(session, header: str | None) -> Lab:
     return row[0]
 
 
-def seen(session, lab: Lab, now: datetime, version: str | None) -> None:
+def seen(uow, lab: Lab, now: datetime, version: str | None) -> None:
     lab.agent_seen_at = now
     if version:
         lab.agent_version = version[:64]
@@ -94,9 +93,9 @@ def take(uow, lab: Lab, now: datetime, limit: int) -> list[dict]:
     """Claim up to `limit` of the lab's runnable commands for its agent, as it needs them to run each."""
     settings = uow.settings
     claimed = commands.claim(uow, now, limit, settings.command_timeout,
-                             lambda session, inst: installations.boot_image(session, settings, inst), lab.name)
+                             lambda uow, inst: installations.boot_image(uow, settings, inst), lab.name)
     if claimed:
-        wake_worker(uow.session)  # its recovery step takes each back when its lease runs out: a new deadline
+        uow.wake_worker()  # its recovery step takes each back when its lease runs out: a new deadline
     return [_wire(c, settings.command_timeout) for c in claimed]
 
 
@@ -118,8 +117,7 @@ def report(uow, lab: Lab, now: datetime, command_id: int, attempt: int, outcome:
     Only the attempt the agent was given counts: one whose lease ran out and was taken again (or
     cancelled) is answered 409, and nothing is recorded twice.
     """
-    session = uow.session
-    command = session.execute(select(Command).join(System, System.id == Command.system_id)
+    command = uow.session.execute(select(Command).join(System, System.id == Command.system_id)
                               .where(Command.id == command_id, System.lab == lab.name)).unique().scalar_one_or_none()
     if command is None:  # another lab's command is not there for this agent
         raise NotFound(f"no command {command_id} in lab {lab.name}")
@@ -133,9 +131,9 @@ def report(uow, lab: Lab, now: datetime, command_id: int, attempt: int, outcome:
     return commands.as_dict(command)
 
 
-def waiting(session, lab: str, now: datetime) -> bool:
+def waiting(uow, lab: str, now: datetime) -> bool:
     """Whether a command of the lab may be taken now (the long poll's probe: reads only)."""
-    return commands.runnable_in_lab(session, lab, now)
+    return commands.runnable_in_lab(uow, lab, now)
 
 
 def listing(uow, now: datetime, silence: timedelta, page: PageRequest) -> Page:
@@ -161,29 +159,30 @@ def listing(uow, now: datetime, silence: timedelta, page: PageRequest) -> Page:
     return Page(labs, found.next_after)
 
 
-def silent(session, now: datetime, silence: timedelta) -> list[str]:
+def silent(uow, now: datetime, silence: timedelta) -> list[str]:
     """The labs whose agent is silent or never came (readiness: degraded, naming them)."""
-    return [name for name, seen_at in session.execute(select(Lab.name, Lab.agent_seen_at).order_by(Lab.name))
+    return [name for name, seen_at in uow.session.execute(select(Lab.name, Lab.agent_seen_at).order_by(Lab.name))
             if agent_state(seen_at, now, silence) != "online"]
 
 
-def names(session, configured) -> list[str]:
+def names(uow, configured) -> list[str]:
     """Every lab lablease knows, by name: those with an agent, those the settings configure (`labs:`), and those
     its systems name (bkr labcontroller-list: Beaker's lab controllers are lablease's labs)."""
+    session = uow.session
     found = set(configured) | set(session.scalars(select(Lab.name)))
     found |= {lab for lab in session.scalars(select(System.lab).distinct()) if lab}
     return sorted(found)
 
 
-def proxied_for(session, agent_token: str | None, installation_id: int) -> None:
+def proxied_for(uow, agent_token: str | None, installation_id: int) -> None:
     """A kickstart or callback passed on by a lab agent's proxy (its token in AGENT_HEADER) reaches only its own
     lab's installations: another lab's is 404, as if it did not exist, whatever installation token came with it.
     Without the header (an installer talking to the server itself) nothing changes: the installation's token
     authorises."""
     if agent_token is None:
         return
-    lab = agent_of(session, f"Bearer {agent_token}")
-    system_lab = session.scalar(select(System.lab).join(Installation, Installation.system_id == System.id)
+    lab = agent_of(uow, f"Bearer {agent_token}")
+    system_lab = uow.session.scalar(select(System.lab).join(Installation, Installation.system_id == System.id)
                                 .where(Installation.id == installation_id))
     if system_lab != lab.name:
         raise NotFound(f"no installation {installation_id}")

@@ -64,20 +64,20 @@ def enqueue(uow, actor: Actor, now: datetime, policy: reservation_rules.Reservat
     session = uow.session
     request_id = request.request_id  # (read often below)
     asked = _asked(request)
-    if request_id and (previous := _by_request_id(session, actor, request_id)) is not None:
-        return _retried(session, previous, request_id, asked), False  # what its first attempt queued
-    wanted = _wanted(session, actor, request)
+    if request_id and (previous := _by_request_id(uow, actor, request_id)) is not None:
+        return _retried(uow, previous, request_id, asked), False  # what its first attempt queued
+    wanted = _wanted(uow, actor, request)
     purpose = holds.purpose_of(uow.settings, request.purpose)
     window = reservation_rules.plan_window(now, policy, duration=request.duration)  # the site's default and maximum
     length = window.end - window.start if window.end is not None else None
     take_by = rules.check_take_by(request.take_by, length)
     heartbeat = reservation_rules.heartbeat_interval(request.heartbeat) if request.heartbeat is not None else None
     uow.start_writing()  # SQLite: the write lock from here (as a reserve takes it), so queueing is serialised
-    if request_id and (previous := _by_request_id(session, actor, request_id)) is not None:
-        return _retried(session, previous, request_id, asked), False  # a retry that raced its first attempt
-    cls = requirement_class(session, actor.id, {"host_requires": wanted.tree, "force": wanted.force, "reserve": True},
+    if request_id and (previous := _by_request_id(uow, actor, request_id)) is not None:
+        return _retried(uow, previous, request_id, asked), False  # a retry that raced its first attempt
+    cls = requirement_class(uow, actor.id, {"host_requires": wanted.tree, "force": wanted.force, "reserve": True},
                             now)
-    _refuse_never_granted(session, actor, cls.id)
+    _refuse_never_granted(uow, actor, cls.id)
     reservation = Reservation(system_id=None, user_id=actor.id, kind="manual", start_at=now, end_at=None,
                               return_loan=request.return_loan,
                               heartbeat_seconds=int(heartbeat.total_seconds()) if heartbeat else None,
@@ -92,16 +92,17 @@ def enqueue(uow, actor: Actor, now: datetime, policy: reservation_rules.Reservat
     session.add(wait)
     session.flush()
     reservation.user = session.get(User, actor.id)
-    activity.record(session, actor, now, "reservation", reservation.id, "waiting", "wants", None,
+    activity.record(uow, actor, now, "reservation", reservation.id, "waiting", "wants", None,
                     wanted.force or "a system matching requires/pools")
     try_grant(uow, wait, now)
     return reservation, True
 
 
-def _refuse_never_granted(session, actor: Actor, class_id: int) -> None:
+def _refuse_never_granted(uow, actor: Actor, class_id: int) -> None:
     """The wait's candidates (systems its owner may reserve by policy) must include one it could be granted
     as things stand: a Manual one, or an Automated one its owner owns, borrows, or (an admin) may take —
     the same rule as reserving one of them by name. A loan to someone else ends one day: such systems count."""
+    session = uow.session
     candidate = and_(ClassCandidate.class_id == class_id, ClassCandidate.system_id == System.id)
     grantable = System.condition == "manual"
     if not actor.is_admin:
@@ -128,14 +129,14 @@ def _asked(request: WaitRequest) -> retries.WaitAsked:
                              length_given=duration is not None)
 
 
-def _retried(session, previous: Reservation, request_id: str, asked: retries.WaitAsked) -> Reservation:
+def _retried(uow, previous: Reservation, request_id: str, asked: retries.WaitAsked) -> Reservation:
     """The reservation the first attempt made, when this is the same request; else 409 naming what differs
     (the rule of every reserve with a request_id: docs/api.md)."""
     wait = previous.wait
     if wait is None:  # the first one did not wait
         retries.refuse_changed_retry(request_id, f"reservation {previous.id}", retries.wait_mode_differs(False))
         return previous
-    spec = session.get(RequirementClass, wait.class_id).spec
+    spec = uow.session.get(RequirementClass, wait.class_id).spec
     made = retries.WaitAsked(spec.get("force"), spec.get("host_requires"), _delta(wait.duration_seconds),
                              _delta(previous.heartbeat_seconds), _delta(wait.take_by_seconds),
                              _delta(wait.healthy_within_seconds), wait.priority, bool(previous.return_loan))
@@ -147,8 +148,8 @@ def _delta(seconds: int | None) -> timedelta | None:
     return timedelta(seconds=seconds) if seconds is not None else None
 
 
-def _by_request_id(session, actor: Actor, request_id: str) -> Reservation | None:
-    return session.execute(select(Reservation).where(
+def _by_request_id(uow, actor: Actor, request_id: str) -> Reservation | None:
+    return uow.session.execute(select(Reservation).where(
         Reservation.user_id == actor.id, Reservation.request_id == request_id)).unique().scalar_one_or_none()
 
 
@@ -156,17 +157,17 @@ def _seconds(value: timedelta | None) -> int | None:
     return int(value.total_seconds()) if value is not None else None
 
 
-def _wanted(session, actor: Actor, request: WaitRequest) -> rules.Wanted:
+def _wanted(uow, actor: Actor, request: WaitRequest) -> rules.Wanted:
     """What it waits for, checked now: a named system the caller may reserve, or a filter/pools that exist."""
     pools = list(request.pools)
-    known = set(session.execute(select(Pool.name)).scalars())
+    known = set(uow.session.execute(select(Pool.name)).scalars())
     for name in pools:
         if name not in known:
             raise Invalid("pools", f"no pool named {name}")
     wanted = rules.wanted(request.system, request.requires, pools)
     if wanted.force is not None:
-        target = system_service.find(session, wanted.force, actor)
+        target = system_service.find(uow, wanted.force, actor)
         guests.refuse(target, "reserved")
-        system_service.require(session, actor, Permission.RESERVE, target)
+        system_service.require(uow, actor, Permission.RESERVE, target)
         wanted = rules.Wanted(target.fqdn, None)
     return wanted

@@ -108,9 +108,9 @@ def _rules(rows) -> dict[int, tuple]:
     return {key: tuple(value) for key, value in found.items()}
 
 
-def _snapshot(session, page: tuple[int, int] | None = None) -> Snapshot:
+def _snapshot(uow, page: tuple[int, int] | None = None) -> Snapshot:
     """Every system, or with `page` (offset, size) that slice of them in name order (and only their rules)."""
-    connection = session.connection()
+    connection = uow.session.connection()
     query = select(
         System.id, System.fqdn, System.arch, System.memory_mb, System.cpus, System.lab, System.attributes,
         System.owner_id, System.condition, System.policy_pool_id, System.resource_id, System.vendor, System.model,
@@ -131,7 +131,7 @@ def _snapshot(session, page: tuple[int, int] | None = None) -> Snapshot:
     return Snapshot(hosts, {r.id: r for r in rows}, _rules(connection.execute(own)),
                     _rules(connection.execute(select(PoolAccessRule.pool_id, PoolAccessRule.permission,
                                                      PoolAccessRule.user_id, PoolAccessRule.group_id))),
-                    system_service.active_loans(session, ids), connection)
+                    system_service.active_loans(uow, ids), connection)
 
 
 def _host(r, pools: frozenset) -> Host:
@@ -144,14 +144,14 @@ def _host(r, pools: frozenset) -> Host:
                 cpu=r.cpu or {})
 
 
-def why_waiting(session, recipe: Recipe, now: datetime, snapshot: Snapshot | None = None,
+def why_waiting(uow, recipe: Recipe, now: datetime, snapshot: Snapshot | None = None,
                 ahead: int | None = None, summaries: Summaries | None = None) -> dict:
     """The scheduler's explanation and its reason in words (domain/waiting.py); `ahead` (the recipe
     sets before it in the queue) is counted when not given. With `summaries` (the queue) a recipe whose class
     has candidates is explained from them in SQL (`Summaries`); otherwise every system's verdict is counted."""
     runtime = placement.runtime_of(recipe)
     window = Window(now, now + runtime if runtime else None)
-    ar = session.get(AdvanceReservation, recipe.recipe_set.ar_id) if recipe.recipe_set.ar_id else None
+    ar = uow.session.get(AdvanceReservation, recipe.recipe_set.ar_id) if recipe.recipe_set.ar_id else None
     waits_for_ar = ar and advance_rules.bound_wait(ar.id, ar.state, ar.start_at, ar.error_handling)
     holding = recipe.system.fqdn if recipe.status == "assigned" else None
     if waits_for_ar or holding:  # the systems are not what it waits for: nothing to count
@@ -159,16 +159,16 @@ def why_waiting(session, recipe: Recipe, now: datetime, snapshot: Snapshot | Non
     else:
         result = summaries.of(recipe, window) if summaries is not None else None
         if result is None:
-            seen = snapshot or (summaries.snapshot() if summaries is not None else _snapshot(session))
-            result = _explained(session, seen, recipe, window, now)
+            seen = snapshot or (summaries.snapshot() if summaries is not None else _snapshot(uow))
+            result = _explained(uow, seen, recipe, window, now)
     if holding:
         message = f"holding {holding} until the rest of its recipe set can start"
     else:
-        message = (waits_for_ar or (result.free and health_state.waiting_for_health(session, recipe)) or result.message()
+        message = (waits_for_ar or (result.free and health_state.waiting_for_health(uow, recipe)) or result.message()
                    or "waiting for its recipe set's other recipes")
     if ahead is None:
-        ahead = sets_ahead(session, recipe.recipe_set)
-    free_now, booked_from = _booked_ahead(session, result.busy, now) if runtime is None else (0, None)
+        ahead = sets_ahead(uow, recipe.recipe_set)
+    free_now, booked_from = _booked_ahead(uow, result.busy, now) if runtime is None else (0, None)
     said = waiting_rules.reason(waiting_rules.Facts(
         result.candidates, result.ruled_out, result.busy, ahead, holding, waits_for_ar or None, result.live,
         waiting_rules.pinned_system(recipe.spec.get("force"), recipe.spec.get("host_requires")), free_now,
@@ -183,12 +183,12 @@ FREE_SHOWN = 20  # free candidates named in an explanation (the count is in `can
 BUSY_LOOKED_AT = 100  # busy candidates whose bookings a recipe without a runtime limit looks at
 
 
-def _booked_ahead(session, busy: list[tuple[str, datetime | None]], now: datetime) -> tuple[int, datetime | None]:
+def _booked_ahead(uow, busy: list[tuple[str, datetime | None]], now: datetime) -> tuple[int, datetime | None]:
     """For a recipe without a runtime limit: how many of its busy candidates are free now but booked later (which
     a runtime limit ending before that booking would let it use now), and the first start of those bookings."""
     if not busy:
         return 0, None
-    firsts = session.execute(
+    firsts = uow.session.execute(
         select(func.min(Booking.start_at)).join(System, System.resource_id == Booking.resource_id)
         .where(System.fqdn.in_([fqdn for fqdn, _ in busy[:BUSY_LOOKED_AT]]),
                or_(Booking.end_at.is_(None), Booking.end_at > now))
@@ -197,8 +197,8 @@ def _booked_ahead(session, busy: list[tuple[str, datetime | None]], now: datetim
     return len(ahead), min(ahead, default=None)
 
 
-def _usable(session, seen: Snapshot, recipe: Recipe):
-    owner = actor_for(session, recipe.recipe_set.job.owner)
+def _usable(uow, seen: Snapshot, recipe: Recipe):
+    owner = actor_for(uow, recipe.recipe_set.job.owner)
 
     def usable(h):
         decision = decide_schedule(owner, seen.access(h.id))
@@ -209,11 +209,11 @@ def _usable(session, seen: Snapshot, recipe: Recipe):
     return usable
 
 
-def _explained(session, seen: Snapshot, recipe: Recipe, window: Window, now: datetime) -> Explanation:
+def _explained(uow, seen: Snapshot, recipe: Recipe, window: Window, now: datetime) -> Explanation:
     """Every system's verdict for the recipe, counted per reason (a few ms per thousand systems)."""
     tree = recipe.spec.get("host_requires")
     hosts = seen.live(seen.hosts_for(tree), now) if is_live(tree) else seen.hosts_for(tree)
-    result = explain(tree, hosts, _usable(session, seen, recipe), lambda system_id: seen.busy_until(system_id, window),
+    result = explain(tree, hosts, _usable(uow, seen, recipe), lambda system_id: seen.busy_until(system_id, window),
                      recipe.spec.get("force"), judge=seen.judge(tree))
     if is_live(tree):  # ruled out now, but may suit once its holder or loan changes: not "never"
         judge = seen.judge(tree)
@@ -221,14 +221,14 @@ def _explained(session, seen: Snapshot, recipe: Recipe, window: Window, now: dat
     return result
 
 
-def reasons_page(session, recipe_id: int, now: datetime, offset: int, size: int = 100) -> list[tuple[str, str | None]]:
+def reasons_page(uow, recipe_id: int, now: datetime, offset: int, size: int = 100) -> list[tuple[str, str | None]]:
     """Each system's verdict for the recipe, `size` systems from `offset` in name order: (fqdn, why it is ruled
     out, None for a candidate). What a job's page shows on expanding, a page at a time (however many systems)."""
-    recipe = session.get(Recipe, recipe_id)
-    seen = _snapshot(session, (offset, size))
+    recipe = uow.session.get(Recipe, recipe_id)
+    seen = _snapshot(uow, (offset, size))
     tree, force = recipe.spec.get("host_requires"), recipe.spec.get("force")
     hosts = seen.live(seen.hosts_for(tree), now) if is_live(tree) else seen.hosts_for(tree)
-    judge, usable = seen.judge(tree), _usable(session, seen, recipe)
+    judge, usable = seen.judge(tree), _usable(uow, seen, recipe)
     found = []
     for host in hosts:
         if force is not None and host.fqdn != force:
@@ -245,8 +245,8 @@ class Summaries:
     (NOT_CANDIDATE), so a queue of 50 recipes over 10,000 systems costs a few queries rather than 500,000
     verdicts. Each reason apart is on the recipe's own page (GET /recipes/{id}, the job page)."""
 
-    def __init__(self, session, now: datetime):
-        self.session, self.now = session, now
+    def __init__(self, uow, now: datetime):
+        self.uow, self.session, self.now = uow, uow.session, now
         self._rows: dict[tuple, list] = {}  # (class id, window end) -> its candidates' rows
         self._done: dict[tuple, Explanation | None] = {}
         self._total: int | None = None
@@ -255,12 +255,12 @@ class Summaries:
 
     def _owner(self, user: User) -> Actor:
         if user.id not in self._owners:
-            self._owners[user.id] = actor_for(self.session, user)
+            self._owners[user.id] = actor_for(self.uow, user)
         return self._owners[user.id]
 
     def snapshot(self) -> Snapshot:
         if self._snapshot is None:
-            self._snapshot = _snapshot(self.session)
+            self._snapshot = _snapshot(self.uow)
         return self._snapshot
 
     def prepare(self, recipes: list[Recipe]) -> None:
@@ -340,13 +340,13 @@ class Summaries:
         return self._total
 
 
-def sets_ahead(session, recipe_set: RecipeSet) -> int:
+def sets_ahead(uow, recipe_set: RecipeSet) -> int:
     """Waiting recipe sets the scheduler offers systems to before this one (scheduling.queue_order)."""
     before = or_(RecipeSet.priority > recipe_set.priority,
                  and_(RecipeSet.priority == recipe_set.priority,
                       or_(RecipeSet.queued_at < recipe_set.queued_at,
                           and_(RecipeSet.queued_at == recipe_set.queued_at, RecipeSet.id < recipe_set.id))))
-    return session.execute(select(func.count()).select_from(RecipeSet).where(
+    return uow.session.execute(select(func.count()).select_from(RecipeSet).where(
         RecipeSet.status.in_(placement.WAITING), before)).scalar_one()
 
 
@@ -358,21 +358,20 @@ QUEUE_ORDER = (Order(RecipeSet.priority, descending=True), Order(RecipeSet.queue
 def queue(uow, actor: Actor, now: datetime, page: PageRequest = PageRequest(), details: bool = False) -> Page:
     """Waiting recipes in scheduling order, a page of them, each with why it waits (details: the explanation's
     counts too, as `summary` makes them: the web's queue page shows them on expanding)."""
-    session = uow.session
     query = select(Recipe).join(RecipeSet, RecipeSet.id == Recipe.recipe_set_id).where(
         RecipeSet.status.in_(placement.WAITING), Recipe.status.in_(placement.WAITING))
     found = paging.fetch(uow, "queue", query, QUEUE_ORDER, page)
-    summaries = Summaries(session, now)
+    summaries = Summaries(uow, now)
     summaries.prepare(found.items)
     out, ahead, last_set = [], None, None
     for recipe in found.items:
         recipe_set = recipe.recipe_set
         if ahead is None:
-            ahead = sets_ahead(session, recipe_set)  # counted once: the page's later sets follow in order
+            ahead = sets_ahead(uow, recipe_set)  # counted once: the page's later sets follow in order
         elif recipe_set.id != last_set:
             ahead += 1
         last_set = recipe_set.id
-        why = why_waiting(session, recipe, now, ahead=ahead, summaries=summaries)
+        why = why_waiting(uow, recipe, now, ahead=ahead, summaries=summaries)
         out.append({"recipe": recipe.id, "job": recipe.job_id, "owner": recipe_set.job.owner.name,
                     "priority": rules.PRIORITIES[recipe_set.priority], "status": recipe.status,
                     "queued_at": format_time(recipe_set.queued_at), "position": ahead + 1,

@@ -65,12 +65,13 @@ def snapshot(uow, now: datetime) -> dict:
         "command_queue_oldest_seconds": _age(now, queued_commands[2] if queued_commands else None),
         "outbox": {"backlog": backlog, "oldest_seconds": _age(now, oldest_message)},
         "worker_heartbeat_age_seconds": _age(now, beat) if beat is not None else None,
-        "labs": _labs(session, now),
+        "labs": _labs(uow, now),
     }
 
 
-def _labs(session, now: datetime) -> dict:
+def _labs(uow, now: datetime) -> dict:
     """Per lab an agent serves: since when its agent is silent (None: never seen) and its unfinished commands."""
+    session = uow.session
     seen = {name: (_age(now, at) if at is not None else None)
             for name, at in session.execute(select(Lab.name, Lab.agent_seen_at))}
     commands = session.execute(select(System.lab, Command.status, func.count())
@@ -106,7 +107,7 @@ def lab_agents(uow, now: datetime, silence: timedelta) -> str:
     """"ok", or the labs whose agent is silent (their commands wait): readiness then says `degraded`."""
     from ..provisioning.labs import silent  # here: labs imports the command queue, which this module does not need
 
-    quiet = silent(uow.session, now, silence)
+    quiet = silent(uow, now, silence)
     if not quiet:
         return "ok"
     return (f"degraded: no agent heard from within {int(silence.total_seconds())} s (agent_silence_limit) for "

@@ -28,8 +28,9 @@ def _touching(column_start, column_end, start: datetime, end: datetime):
     return [column_start < end, or_(column_end.is_(None), column_end > start)]
 
 
-def spans(session, systems: list[System], start: datetime, end: datetime) -> dict[int, list[rules.Span]]:
+def spans(uow, systems: list[System], start: datetime, end: datetime) -> dict[int, list[rules.Span]]:
     """Per system id, its bookings and loans touching [start, end), each with a label and a link."""
+    session = uow.session
     by_resource = {s.resource_id: s for s in systems}
     found: dict[int, list[rules.Span]] = defaultdict(list)
     rows = session.execute(
@@ -64,33 +65,32 @@ def _span(booking: Booking, reservation_id, recipe_id, job_id, ar_id) -> rules.S
                       "/reservations" if reservation_id else None)
 
 
-def chart(session, systems: list[System], start: datetime, end: datetime, now: datetime) -> rules.Chart:
-    found = spans(session, systems, start, end)
+def chart(uow, systems: list[System], start: datetime, end: datetime, now: datetime) -> rules.Chart:
+    found = spans(uow, systems, start, end)
     return rules.layout([(s.fqdn, "/systems/" + quote(s.fqdn), found.get(s.id, [])) for s in systems],
                         start, end, now)
 
 
 def for_system(uow, actor, now: datetime, fqdn: str, start: datetime, end: datetime) -> rules.Chart:
-    system = system_service.find(uow.session, fqdn, actor)
-    return chart(uow.session, [system], start, end, now)
+    system = system_service.find(uow, fqdn, actor)
+    return chart(uow, [system], start, end, now)
 
 
 def for_pool(uow, actor, now: datetime, name: str, start: datetime, end: datetime, page: int) -> dict:
     """One page of a pool's timeline: its systems the actor may view, by name (visibility decided per kind of
     system and the page sliced in SQL, as the systems list does: a pool of 10,000 systems builds ORM objects
     only for the page shown)."""
-    session = uow.session
-    about = pool_service.summary(session, name)
+    about = pool_service.summary(uow, name)
     # not systems.filtered: loading the Pool object would load its every system (Pool.systems is eager)
     members = select(System).where(System.id.in_(select(PoolSystem.system_id).where(PoolSystem.pool_id == about["id"])))
-    shown_to_actor, seen = overview.visible(session, actor, members)
+    shown_to_actor, seen = overview.visible(uow, actor, members)
     total = sum(kind.count for kind in seen)
-    rows, page, pages = overview.page_of(session, shown_to_actor, total, page, PER_PAGE)
-    by_id = {s.id: s for s in session.execute(select(System).where(System.id.in_([row.id for row in rows])))
+    rows, page, pages = overview.page_of(uow, shown_to_actor, total, page, PER_PAGE)
+    by_id = {s.id: s for s in uow.session.execute(select(System).where(System.id.in_([row.id for row in rows])))
              .unique().scalars()}
     shown = [by_id[row.id] for row in rows]
     return {"pool": about | {"systems": total}, "page": page, "pages": pages,
-            "chart": chart(session, shown, start, end, now)}
+            "chart": chart(uow, shown, start, end, now)}
 
 
 def as_dict(chart: rules.Chart) -> dict:

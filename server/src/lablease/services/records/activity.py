@@ -21,10 +21,10 @@ def _text(value) -> str | None:
     return str(value)
 
 
-def record(session, actor: Actor | None, now: datetime, object_type: str, object_id, action: str,
+def record(uow, actor: Actor | None, now: datetime, object_type: str, object_id, action: str,
            field: str | None = None, old=None, new=None) -> None:
     """Log one change; actor None (or id 0) means the server itself (e.g. the worker)."""
-    session.add(Activity(**row(actor, now, object_type, object_id, action, field, old, new)))
+    uow.session.add(Activity(**row(actor, now, object_type, object_id, action, field, old, new)))
 
 
 def row(actor: Actor | None, now: datetime, object_type: str, object_id, action: str, field: str | None = None,
@@ -35,9 +35,9 @@ def row(actor: Actor | None, now: datetime, object_type: str, object_id, action:
                 object_id=str(object_id), action=action, field=field, old=_text(old), new=_text(new))
 
 
-def record_changes(session, actor, now, object_type, object_id, changes: dict[str, tuple]) -> None:
+def record_changes(uow, actor, now, object_type, object_id, changes: dict[str, tuple]) -> None:
     for field, (old, new) in changes.items():
-        record(session, actor, now, object_type, object_id, "changed", field, old, new)
+        record(uow, actor, now, object_type, object_id, "changed", field, old, new)
 
 
 def entries(uow, object_type: str, object_id, page: PageRequest) -> Page:

@@ -94,4 +94,4 @@ def park(uow, kind: str, ident: int, now: datetime, error: str, subject: str | N
     if session.get(WorkerFailure, (kind, ident)) is None:
         session.add(WorkerFailure(kind=kind, item_id=ident, error=error[:4000], failed_at=now))
     if subject is not None:
-        activity.record(session, None, now, subject, ident, "worker_failed", kind, None, error[:1000])
+        activity.record(uow, None, now, subject, ident, "worker_failed", kind, None, error[:1000])

@@ -26,22 +26,20 @@ _LOCK = text("SELECT pg_advisory_xact_lock(7401252701)")  # one number for the f
 NOW = "now"
 
 
-def record(session, rows: list[dict]) -> None:
+def record(uow, rows: list[dict]) -> None:
     """Keep events (kind, user_id, dedupe_key, payload, created_at) to write when the transaction commits."""
-    uow = session.info.get("uow")
-    if uow is None:  # no unit of work to commit it (a bare session in a tool): written now
-        _write(session, rows)
-        return
+    session = uow.session
     if not session.info.get(_LISTENING):
         session.info[_LISTENING] = True
         event.listen(session, "after_soft_rollback", _drop_rolled_back)
-    opened = _open_transactions(session)
+    opened = _open_transactions(uow)
     session.info.setdefault(_PENDING, []).extend((opened, row) for row in rows)
     uow.before_commit(lambda: _write_pending(uow))
 
 
-def _open_transactions(session) -> tuple:
+def _open_transactions(uow) -> tuple:
     """The transaction a row is recorded in and those around it (savepoints: UnitOfWork.step)."""
+    session = uow.session
     found, transaction = [], session.get_nested_transaction() or session.get_transaction()
     while transaction is not None:
         found.append(transaction)
@@ -58,13 +56,14 @@ def _drop_rolled_back(session, previous_transaction) -> None:
 
 def _write_pending(uow) -> None:
     rows = [row for _, row in uow.session.info.pop(_PENDING, [])]
-    newest = _write(uow.session, rows)
+    newest = _write(uow, rows)
     if newest and not uow.validate_only:
         uow.after_commit(lambda: signal_for(uow.db).published(newest))
 
 
-def _write(session, rows: list[dict]) -> int:
+def _write(uow, rows: list[dict]) -> int:
     """Insert the rows (one per dedupe key); the newest id after them, 0 when none was written."""
+    session = uow.session
     if not rows:
         return 0
     postgresql = session.get_bind().dialect.name == "postgresql"
@@ -86,13 +85,14 @@ def parse_cursor(value: str | None, field: str = "after") -> int | str | None:
     return int(value)
 
 
-def read(session, actor: Actor, after: int | str | None, limit: int) -> tuple[list[dict], int, int]:
+def read(uow, actor: Actor, after: int | str | None, limit: int) -> tuple[list[dict], int, int]:
     """(events the actor may see after the cursor, the cursor to go on from, the newest id looked at).
 
     Past the newest id looked at nothing was read: a caller with nothing to see waits for one newer.
     Every event up to it that the actor may see is in the answer unless `limit` cut it short, so the
     cursor to go on from passes over the events of others.
     """
+    session = uow.session
     oldest, newest = session.execute(select(func.min(FeedEvent.id), func.max(FeedEvent.id))).one()
     newest = newest or 0
     start = newest if after == NOW else (after or 0)

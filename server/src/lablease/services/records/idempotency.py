@@ -9,8 +9,8 @@ from ...domain.idempotency import Asked
 from ...store.idempotency_tables import IdempotencyRecord
 
 
-def find(session, user_id: int, key: str) -> IdempotencyRecord | None:
-    return session.execute(select(IdempotencyRecord).where(IdempotencyRecord.user_id == user_id,
+def find(uow, user_id: int, key: str) -> IdempotencyRecord | None:
+    return uow.session.execute(select(IdempotencyRecord).where(IdempotencyRecord.user_id == user_id,
                                                            IdempotencyRecord.key == key)).scalar_one_or_none()
 
 
@@ -18,10 +18,11 @@ def asked(record: IdempotencyRecord) -> Asked:
     return Asked(record.method, record.path, record.body_hash)
 
 
-def keep(session, user_id: int, key: str, request: Asked, status: int, mimetype: str, answer: str,
+def keep(uow, user_id: int, key: str, request: Asked, status: int, mimetype: str, answer: str,
          now: datetime) -> None:
     """Record the answer with the request's own writes: both are committed, or neither (flushed here, so a
     concurrent request that kept the same key first fails this one's insert: api/app.py answers with its)."""
+    session = uow.session
     session.add(IdempotencyRecord(user_id=user_id, key=key, method=request.method, path=request.path,
                                   body_hash=request.body_hash, status=status, mimetype=mimetype, answer=answer,
                                   created_at=now))

@@ -24,22 +24,22 @@ BACKFILL = timedelta(days=31)
 KINDS = ("recipe", "reservation", "ar")  # the bookings of a system's own calendar
 
 
-def aggregated_until(session) -> datetime | None:
+def aggregated_until(uow) -> datetime | None:
     """The end of the last hour aggregated (None: nothing yet)."""
-    last = session.execute(select(func.max(UtilisationHour.hour)).where(UtilisationHour.pool_id == ALL)).scalar()
+    last = uow.session.execute(select(func.max(UtilisationHour.hour)).where(UtilisationHour.pool_id == ALL)).scalar()
     return last + rules.HOUR if last else None
 
 
-def next_hour(session, now: datetime) -> datetime | None:
+def next_hour(uow, now: datetime) -> datetime | None:
     """When `aggregate` has work: now if an hour is waiting, else when the current hour closes."""
-    start = aggregated_until(session) or _first_hour(session, now)
+    start = aggregated_until(uow) or _first_hour(uow, now)
     if start is None:
         return None  # no system yet
     return now if start < rules.floor_hour(now) else start + rules.HOUR
 
 
-def _first_hour(session, now: datetime) -> datetime | None:
-    first_system = session.execute(select(func.min(System.created_at))).scalar()
+def _first_hour(uow, now: datetime) -> datetime | None:
+    first_system = uow.session.execute(select(func.min(System.created_at))).scalar()
     if first_system is None:
         return None
     return rules.floor_hour(max(first_system, now - BACKFILL))
@@ -48,7 +48,7 @@ def _first_hour(session, now: datetime) -> datetime | None:
 def aggregate(uow, now: datetime) -> int:
     """Aggregate the next closed hours (at most BATCH); returns how many."""
     session = uow.session
-    start = aggregated_until(session) or _first_hour(session, now)
+    start = aggregated_until(uow) or _first_hour(uow, now)
     if start is None:
         return 0
     hours = min(BATCH, int((rules.floor_hour(now) - start) / rules.HOUR))
@@ -60,8 +60,8 @@ def aggregate(uow, now: datetime) -> int:
     pools = defaultdict(list)
     for pool_id, system_id in session.execute(select(PoolSystem.pool_id, PoolSystem.system_id)):
         pools[system_id].append(pool_id)
-    conditions, changes = _conditions(session, start, end)
-    booked = _booked(session, start, end)
+    conditions, changes = _conditions(uow, start, end)
+    booked = _booked(uow, start, end)
     sums: dict[int, list] = defaultdict(lambda: [[dict.fromkeys(rules.CATEGORIES, 0.0), 0] for _ in range(hours)])
     for system_id, resource_id, created_at, condition in systems:
         per_hour = rules.seconds_by_hour(start, hours, created_at, conditions.get(system_id, condition),
@@ -80,8 +80,9 @@ def aggregate(uow, now: datetime) -> int:
     return hours
 
 
-def _conditions(session, start: datetime, end: datetime) -> tuple[dict, dict]:
+def _conditions(uow, start: datetime, end: datetime) -> tuple[dict, dict]:
     """Each system's condition at start (when any change records it) and its changes in [start, end)."""
+    session = uow.session
     latest = select(UsageChange.system_id, func.max(UsageChange.id).label("id")).where(
         UsageChange.field == "condition", UsageChange.at <= start).group_by(UsageChange.system_id).subquery()
     at_start = dict(session.execute(select(UsageChange.system_id, UsageChange.new).join(
@@ -96,9 +97,9 @@ def _conditions(session, start: datetime, end: datetime) -> tuple[dict, dict]:
     return at_start, changes
 
 
-def _booked(session, start: datetime, end: datetime) -> dict[int, list]:
+def _booked(uow, start: datetime, end: datetime) -> dict[int, list]:
     found: dict[int, list] = defaultdict(list)
-    rows = session.execute(select(Booking.resource_id, Booking.kind, Booking.start_at, Booking.end_at).where(
+    rows = uow.session.execute(select(Booking.resource_id, Booking.kind, Booking.start_at, Booking.end_at).where(
         Booking.kind.in_(KINDS), Booking.start_at < end, or_(Booking.end_at.is_(None), Booking.end_at > start)))
     for resource_id, kind, begin, finish in rows:
         found[resource_id].append(rules.Booked(kind, begin, finish))
@@ -127,6 +128,6 @@ def report(uow, pool: str | None, start: datetime, end: datetime, per: str) -> d
             bucket[category] += getattr(row, category)
             total[category] += getattr(row, category)
     return {"pool": pool, "from": format_time(start), "until": format_time(end), "per": per,
-            "aggregated_until": format_time(aggregated_until(session)),
+            "aggregated_until": format_time(aggregated_until(uow)),
             "buckets": [{"at": format_time(at), **values} for at, values in buckets.items()],
             "total": total, "figures": rules.figures(total)}

@@ -14,7 +14,7 @@ def rotate(ctx: PageContext) -> Redirect:
 
 
 def feed(ctx: PageContext) -> Response:
-    owner = signin.calendar_owner(ctx.uow.session, ctx.args["user"], ctx.args["token"])
+    owner = signin.calendar_owner(ctx.uow, ctx.args["user"], ctx.args["token"])
     held = [r for r in reservations.list_reservations(ctx.uow, owner, ctx.now, user="me", active=True,
                                                       page=PageRequest(MAX_LIMIT)).items  # a person holds far fewer
             if r["system"] is not None]  # one still waiting in the queue has no system nor window yet

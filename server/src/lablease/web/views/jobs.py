@@ -28,13 +28,13 @@ def show(ctx: PageContext):
     """Why each recipe waits from its candidate list (fast over any number of systems); `?reasons=<recipe id>`
     adds that recipe's verdict on each system, PER_PAGE systems at a time from `from` (in name order)."""
     job = jobs.show(ctx.uow, ctx.actor, ctx.now, ctx.args["id"])
-    summaries = waiting.Summaries(ctx.uow.session, ctx.now)
+    summaries = waiting.Summaries(ctx.uow, ctx.now)
     recipes = {r["id"]: jobs.show_recipe(ctx.uow, ctx.actor, ctx.now, r["id"], summaries=summaries)
                for rs in job["recipe_sets"] for r in rs["recipes"]}
     expanded, start = forms.whole(ctx.query, "reasons", default=0), forms.whole(ctx.query, "from", default=0)
     verdicts = None
     if expanded in recipes and "why" in recipes[expanded]:
-        verdicts = waiting.reasons_page(ctx.uow.session, expanded, ctx.now, start,
+        verdicts = waiting.reasons_page(ctx.uow, expanded, ctx.now, start,
                                         PER_PAGE + 1)  # one more: is there a next page?
     unfinished = any(r["status"] not in ("completed", "cancelled", "aborted") for r in recipes.values())
     return ctx.render("job.html", job=job, recipes=recipes, unfinished=unfinished, shown=SHOWN, expanded=expanded,

@@ -9,7 +9,7 @@ from . import forms
 
 
 def listing(ctx: PageContext):
-    return ctx.render("pools.html", pools=pools.summaries(ctx.uow.session))
+    return ctx.render("pools.html", pools=pools.summaries(ctx.uow))
 
 
 def show(ctx: PageContext):

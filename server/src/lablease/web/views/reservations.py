@@ -14,7 +14,7 @@ from . import forms
 def mine(ctx: PageContext):
     held = reservations.list_reservations(ctx.uow, ctx.actor, ctx.now, user="me", active=True,
                                          page=PageRequest(MAX_LIMIT)).items  # a person holds far fewer
-    token = signin.calendar_token_of(ctx.uow.session, ctx.actor)
+    token = signin.calendar_token_of(ctx.uow, ctx.actor)
     return ctx.render("reservations.html", reservations=held, loans=loans.lent_to(ctx.uow, ctx.actor, ctx.now),
                       durations=forms.DURATIONS, extend_steps=EXTEND_STEPS,
                       calendar_url=f"{ctx.base_url}/calendar/{ctx.actor.name}/{token}.ics" if token else None)

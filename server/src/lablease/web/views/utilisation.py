@@ -35,7 +35,7 @@ def show(ctx: PageContext):
     report, asked = _report(ctx)
     columns = rules.stacked(report["buckets"], *CHART)
     return ctx.render("utilisation.html", report=report, asked=asked, columns=columns, chart=CHART,
-                      categories=rules.CATEGORIES, periods=list(PERIODS), pools=pools.summaries(ctx.uow.session),
+                      categories=rules.CATEGORIES, periods=list(PERIODS), pools=pools.summaries(ctx.uow),
                       csv_query=ctx.path.partition("?")[2])
 
 

@@ -169,6 +169,8 @@ def test_qralter_moves_the_end_against_the_calendar_and_accounting_adds_up(lab):
     lab.admin.post("/reservations", {"system": "a3.lab.test", "start": at(START + 4 * H), "duration": "1h"})
     status, problem = lab.alice.patch(f"/advance-reservations/{granted['id']}", {"end": at(START + 5 * H)})
     assert status == 409
+    status, problem = lab.alice.patch(f"/advance-reservations/{granted['id']}", {"end": "soon"})
+    assert status == 422 and "end" in problem["detail"]
     status, changed = lab.alice.patch(f"/advance-reservations/{granted['id']}", {"duration": "3h"})
     assert status == 200 and changed["end"] == at(START + 4 * H)
     run(lab, START + H)

@@ -18,7 +18,7 @@ def show(ctx: Context) -> dict:
 
 
 def update(ctx: Context) -> dict:
-    return advance.modify(ctx.uow, ctx.actor, ctx.now, ctx.args["ident"], ctx.body)
+    return advance.modify(ctx.uow, ctx.actor, ctx.now, ctx.args["ident"], advance.parse_change(ctx.body))
 
 
 def remove(ctx: Context) -> None:

@@ -154,6 +154,30 @@ def parse_request(data: dict, owner: str, now: datetime) -> AdvanceRequest:
         validate_only=bool(data.get("validate_only")))
 
 
+@dataclass(frozen=True)
+class AdvanceChange:
+    """What qralter (PATCH /advance-reservations/{id}, the page's form) changes, parsed (`parse_change`): only
+    the fields in `given` change."""
+
+    given: frozenset[str]
+    name: str | None = None
+    acl: list[str] | None = None  # empty or None: the owner alone
+    mail: dict | None = None
+    end: datetime | None = None
+    duration: timedelta | None = None  # from the start, when no end is given
+    release: tuple[str, ...] = ()
+
+
+CHANGEABLE = ("name", "acl", "mail", "end", "duration", "release")
+
+
+def parse_change(data: dict) -> AdvanceChange:
+    """The body (API) or the form's fields (web), its times and durations read."""
+    return AdvanceChange(frozenset(key for key in CHANGEABLE if key in data), name=data.get("name"),
+                         acl=data.get("acl"), mail=data.get("mail"), end=_time(data, "end"), duration=_duration(data),
+                         release=tuple(data.get("release") or ()))
+
+
 def create(uow, actor: Actor, now: datetime, asked: AdvanceRequest) -> tuple[dict, int]:
     session, settings = uow.session, uow.settings
     _may_create(uow, actor)
@@ -318,18 +342,18 @@ def _may_manage(actor: Actor, ar: AdvanceReservation) -> None:
         raise Forbidden(f"only the owner of advance reservation {ar.id} (or an admin) may change or delete it")
 
 
-def modify(uow, actor: Actor, now: datetime, ident, data: dict) -> dict:
+def modify(uow, actor: Actor, now: datetime, ident, change: AdvanceChange) -> dict:
     settings = uow.settings
     ar = find(uow, actor, ident)
     _may_manage(actor, ar)
     if ar.state in rules.FINAL:
         raise Conflict(f"advance reservation {ar.id} is {ar.state}: it can no longer change")
     changes = {}
-    if "name" in data:
-        changes["name"] = (ar.name, data["name"])
-        ar.name = data["name"]
-    if "acl" in data:
-        acl = rules.check_acl(data["acl"] or [ar.owner.name])
+    if "name" in change.given:
+        changes["name"] = (ar.name, change.name)
+        ar.name = change.name
+    if "acl" in change.given:
+        acl = rules.check_acl(change.acl or [ar.owner.name])
         members = acl_actors(uow, acl)
         for held in ar.systems:
             loan = active_loan(uow, held.system)
@@ -337,17 +361,17 @@ def modify(uow, actor: Actor, now: datetime, ident, data: dict) -> dict:
                 raise Conflict(f"an ACL user may not use {held.system.fqdn}, which the reservation holds")
         changes["acl"] = (ar.acl, acl)
         ar.acl = acl
-    if "mail" in data:
-        mail = data["mail"] or {}
+    if "mail" in change.given:
+        mail = change.mail or {}
         events = rules.check_mail_events(mail.get("events", ar.mail_events))
         changes["mail"] = ({"events": ar.mail_events, "to": ar.mail_to},
                            {"events": events, "to": mail.get("to", ar.mail_to)})
         ar.mail_events, ar.mail_to = events, list(mail.get("to", ar.mail_to) or [])
-    if "end" in data or "duration" in data:
-        _move_end(uow, ar, now, data)
+    if change.given & {"end", "duration"}:
+        _move_end(uow, ar, now, change)
         changes["end"] = (None, format_time(ar.end_at))
-    if "release" in data:
-        changes["release"] = (None, ", ".join(_release(uow, ar, now, data["release"])))
+    if "release" in change.given:
+        changes["release"] = (None, ", ".join(_release(uow, ar, now, list(change.release))))
     ar.changed_at = now
     activity.record_changes(uow, actor, now, "advance_reservation", ar.id,
                             {k: (str(a), str(b)) for k, (a, b) in changes.items()})
@@ -356,10 +380,11 @@ def modify(uow, actor: Actor, now: datetime, ident, data: dict) -> dict:
     return as_dict(ar)
 
 
-def _move_end(uow, ar: AdvanceReservation, now: datetime, data: dict) -> None:
+def _move_end(uow, ar: AdvanceReservation, now: datetime, change: AdvanceChange) -> None:
     session = uow.session
-    end = (parse_time(data["end"], "end") if data.get("end")
-           else ar.start_at + parse_duration(data["duration"], "duration"))
+    if change.end is None and change.duration is None:
+        raise Invalid("end", "give the new end, or a duration from the start")
+    end = change.end or ar.start_at + change.duration
     if end <= max(now, ar.start_at):
         raise Invalid("end", "must be after the start and in the future")
     for held in sorted(ar.systems, key=lambda h: h.system_id):

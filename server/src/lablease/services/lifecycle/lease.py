@@ -61,11 +61,11 @@ def _write(uow, actor: Actor | None, now: datetime, lease: Lease, change: Change
 def _limits_holds(settings) -> bool:
     """The site caps each user's total hold (max_hold_per_user): a longer end is checked on the full path,
     which counts the user's other reservations."""
-    return settings is not None and getattr(settings, "max_hold_per_user", None) is not None
+    return settings.max_hold_per_user is not None
 
 
-def _warn_leads(settings) -> WarnLeads | None:
-    return WarnLeads(settings.warn_before, settings.warn_before_short) if settings is not None else None
+def _warn_leads(settings) -> WarnLeads:
+    return WarnLeads(settings.warn_before, settings.warn_before_short)
 
 
 def extend(uow, actor: Actor, now: datetime, policy: rules.ReservationPolicy, reservation_id: int,

@@ -65,7 +65,7 @@ def modify(ctx: PageContext) -> Redirect:
         change["acl"] = _names(ctx.form, "acl")
     if forms.text(ctx.form, "end"):
         change["end"] = forms.utc(forms.text(ctx.form, "end"))
-    done = advance.modify(ctx.uow, ctx.actor, ctx.now, ctx.args["ident"], change)
+    done = advance.modify(ctx.uow, ctx.actor, ctx.now, ctx.args["ident"], advance.parse_change(change))
     return Redirect(f"/advance-reservations/{done['id']}", f"Advance reservation {done['id']} is changed.")
 
 

@@ -31,7 +31,7 @@ one request), medians and p95 over repetitions:
                        the process has not seen it, the whole argon2id check
   login+whoami (oauth) auth.login_oauth2 with an API token, then the same GET
   whoami               GET /bkr/users/+self with a session already open
-  argon2 verify        the password check alone (argon2id, services/access/signin.py)
+  argon2 verify        the password check alone (argon2id, services/auth/signin.py)
 
 Then, unless --no-bkr, the real `bkr system-list --free` (beaker-client from
 `make beaker-client`) against a live server on the same database
@@ -67,7 +67,7 @@ from free_systems import populate, summary, timed  # noqa: E402
 from lablease.api import create_app  # noqa: E402
 from lablease.config import Settings  # noqa: E402
 from lablease.jobxml import normalise_job, parse_job_xml  # noqa: E402
-from lablease.services.access import signin
+from lablease.services.auth import signin
 from lablease.services.people import users  # noqa: E402
 from lablease.store.db import Database  # noqa: E402
 from lablease.store.migrate import upgrade  # noqa: E402

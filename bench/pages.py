@@ -25,7 +25,7 @@ from werkzeug.test import Client  # noqa: E402
 from bench.free_systems import populate  # noqa: E402
 from lablease.api import create_app  # noqa: E402
 from lablease.config import Settings  # noqa: E402
-from lablease.services.access import signin  # noqa: E402
+from lablease.services.auth import signin  # noqa: E402
 from lablease.store.db import Database  # noqa: E402
 from lablease.store.migrate import upgrade  # noqa: E402
 from lablease.store.secrets import SecretBox, use_secrets  # noqa: E402

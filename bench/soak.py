@@ -32,6 +32,7 @@ import sys
 import tempfile
 import threading
 import time
+import uuid
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -41,6 +42,7 @@ from sqlalchemy import text
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from lablease.cli.client_http import once_more  # noqa: E402
 from lablease.services.reads.monitoring import snapshot  # noqa: E402
 from lablease.services.people import users  # noqa: E402
 from lablease.services.handlers import unit_of_work  # noqa: E402
@@ -102,6 +104,16 @@ def rfc3339(moment: datetime) -> str:
     return moment.astimezone(timezone.utc).isoformat().replace("+00:00", "Z")
 
 
+class KeyedSession(requests.Session):
+    """A session whose every POST but a heartbeat (the same however often it arrives) carries an Idempotency-Key
+    of its own (docs/api.md, "Retrying a write")."""
+
+    def request(self, method, url, *args, **kwargs):
+        if method.upper() == "POST" and not url.endswith("/heartbeat"):
+            kwargs["headers"] = {"Idempotency-Key": uuid.uuid4().hex, **(kwargs.get("headers") or {})}
+        return super().request(method, url, *args, **kwargs)
+
+
 class Soak:
     """One server on one database and the actors loading it."""
 
@@ -142,8 +154,13 @@ class Soak:
         self.server.admin_cli("system", "import", str(path))
 
     def _session(self, token: str) -> requests.Session:
-        session = requests.Session()
+        session = KeyedSession()
         session.headers["Authorization"] = f"Bearer {token}"
+        # As lablease's own client does (cli/client_http.py): a request whose kept-alive connection the server
+        # closed just as it went out (its keep-alive ran out) is sent once more, on a fresh connection. A POST that
+        # makes something carries an Idempotency-Key, so one the server did read answers as it first did.
+        for scheme in ("http://", "https://"):
+            session.mount(scheme, once_more(None))
         self.sessions.append(session)
         return session
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from lablease.services.access.directory import load_ldap3
+from lablease.services.auth.directory import load_ldap3
 
 from tests.support.postgres import free_port
 from tests.support.tls import TestCA

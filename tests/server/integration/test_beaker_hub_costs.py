@@ -7,7 +7,7 @@ import xmlrpc.client
 
 import pytest
 
-from lablease.services.access import signin
+from lablease.services.auth import signin
 from lablease.store.uow import UnitOfWork
 
 from .conftest import START

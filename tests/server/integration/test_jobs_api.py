@@ -299,7 +299,7 @@ def test_beaker_results_xml_costs_the_same_statements_whatever_the_jobs_size(lab
     import xml.etree.ElementTree as ET
     import xmlrpc.client
 
-    from lablease.services.access import signin
+    from lablease.services.auth import signin
 
     small, big = _jobs_of_two_sizes(lab)
     with UnitOfWork(lab.db) as uow:

@@ -7,7 +7,7 @@ import pytest
 from argon2 import PasswordHasher
 
 from lablease.config import Settings
-from lablease.services.access import signin
+from lablease.services.auth import signin
 from lablease.services.people import users
 from lablease.store.uow import UnitOfWork
 

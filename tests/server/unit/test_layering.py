@@ -157,7 +157,7 @@ def test_use_cases_rules_and_storage_import_without_cycles():
 # before it. What must follow in a part above goes there as an event through the handler table (handlers),
 # which sits above what it calls. docs/architecture.md ("services/, by part") draws the order.
 SERVICE_PARTS = ("records", "messages", "people", "catalog", "provisioning", "booking", "queue", "calendar",
-                 "lifecycle", "handlers", "access", "reads", "sealing")
+                 "lifecycle", "handlers", "auth", "reads", "sealing")
 
 
 def _part(module: str) -> str | None:

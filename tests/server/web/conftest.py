@@ -6,7 +6,7 @@ import pytest
 from werkzeug.test import Client
 
 from lablease.config import Settings
-from lablease.services.access import signin
+from lablease.services.auth import signin
 from lablease.store.uow import UnitOfWork
 from tests.server.integration.conftest import Lab
 

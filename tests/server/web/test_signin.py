@@ -11,7 +11,7 @@ from werkzeug.test import Client
 from lablease.api import create_app
 from lablease.config import Settings
 from lablease.domain.errors import Invalid
-from lablease.services.access import signin
+from lablease.services.auth import signin
 from lablease.cli import server as server_cli
 from lablease.store.tables import Token, User
 from lablease.store.uow import UnitOfWork

@@ -18,7 +18,7 @@ from ..domain.errors import DomainError, Invalid, Unauthenticated
 from ..domain import idempotency
 from ..domain.paging import PageRequest
 from ..services.records import idempotency as idempotency_records
-from ..services.access import kerberos, signin
+from ..services.auth import kerberos, signin
 from ..services.people.token_cache import TokenCache
 from ..services.people.users import authenticate
 from ..store.auth_stamp import stamp_path
@@ -116,7 +116,7 @@ class LabLeaseApp:
         data = read_body(request, self.settings.max_body_bytes) if (route.body is not None or route.raw) else b""
         key = request.headers.get(idempotency.HEADER) if route.method == "POST" and route.auth else None
         # Kerberos (Authorization: Negotiate) is checked before the transaction: its user may first be read
-        # from the directory (services/access/kerberos.py).
+        # from the directory (services/auth/kerberos.py).
         negotiate = kerberos.offered(self.settings, request.headers.get("Authorization")) if route.auth else None
         signed = kerberos.sign_in(self.db, self.settings, negotiate, self.clock()) if negotiate else None
         # A list may read a standby (database_read_url): it may be a moment behind; one item is read where it is

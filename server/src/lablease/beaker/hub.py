@@ -4,7 +4,7 @@ api/app.py hands every path under /bkr here first. A request runs in one unit of
 does; a refusal is one line (an XML-RPC Fault(1, text), or a text/plain body that bkr prints), a bug is one
 line naming an error id in the server log: never a traceback.
 
-The session is a cookie holding a lablease web session (services/access/signin.py): sign-out (auth.logout),
+The session is a cookie holding a lablease web session (services/auth/signin.py): sign-out (auth.logout),
 `lablease-server token revoke` and disabling the user end it, as they end a web session. Only /bkr reads it,
 but its Path is /: bkr's XML-RPC transport matches its cookies against the server's root URL (it asks its
 cookie jar for "scheme://host/"), so a cookie with Path=/bkr would never come back with an XML-RPC call.
@@ -27,7 +27,7 @@ from ..api.errors import ERROR_STATUS, as_refusal
 from ..api.inputs import read_body
 from ..api.monitoring import ROUTE_KEY
 from ..domain.errors import Invalid, Unauthenticated
-from ..services.access import signin
+from ..services.auth import signin
 from ..services.handlers import unit_of_work
 from ..store.outage import outage
 from . import registry, xmlrpc

@@ -124,7 +124,7 @@ def read_password(name: str) -> str:
 
 
 def cmd_user_passwd(settings: Settings, args) -> None:
-    from ..services.access import signin
+    from ..services.auth import signin
 
     password = read_password(args.name)
     with unit_of_work(_db(settings), settings) as uow:

@@ -1,6 +1,6 @@
 """Rules of the site's directory (LDAP) and Kerberos sign-in, without I/O: filters, names, group changes.
 
-services/access/directory.py reads the directory and the tickets; what is decided from what it read is here.
+services/auth/directory.py reads the directory and the tickets; what is decided from what it read is here.
 """
 from __future__ import annotations
 

@@ -98,7 +98,6 @@ def write(session, lease: Lease, change: Change, activity: list[dict]) -> None:
         conn.execute(_INSERT_ACTIVITY, activity)
 
 
-
 # The heartbeat's one write: it holds only while what the decision read is still so (not returned, the same
 # interval, start and end), so no lock need be held from the read; a miss sends the caller to the locked path.
 _BEAT = (update(_r).where(_r.c.id == _ROW, _r.c.returned_at.is_(None),

@@ -37,7 +37,7 @@ class User(Base):
     is_admin: Mapped[bool] = mapped_column(Boolean, default=False)
     disabled: Mapped[bool] = mapped_column(Boolean, default=False)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime)
-    # Set for a person who came from the site's directory: they sign in with its password (services/access/directory.py)
+    # Set for a person who came from the site's directory: they sign in with its password (services/auth/directory.py)
     directory_dn: Mapped[str | None] = mapped_column(String(1000))
     display_name: Mapped[str | None] = mapped_column(String(200))
 
@@ -50,7 +50,7 @@ class Group(Base):
     webhook_url: Mapped[str | None] = mapped_column(String(2000))
     webhook_secret: Mapped[str | None] = mapped_column(SecretText)  # sealed (store/secrets.py)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime)
-    # Set for the directory's groups: their members follow the directory, never a hand edit (services/access/directory.py)
+    # Set for the directory's groups: their members follow the directory, never a hand edit (services/auth/directory.py)
     directory_dn: Mapped[str | None] = mapped_column(String(1000))
 
 
@@ -76,7 +76,7 @@ class Token(Base):
 
 
 class WebLogin(Base):
-    """A user's web sign-in secrets (services/access/signin.py): a row once a password or a calendar address is set."""
+    """A user's web sign-in secrets (services/auth/signin.py): a row once a password or a calendar address is set."""
 
     __tablename__ = "web_logins"
     user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), primary_key=True)

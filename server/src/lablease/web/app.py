@@ -21,7 +21,7 @@ from ..api.errors import ERROR_STATUS, as_refusal
 from ..api.monitoring import ROUTE_KEY
 from ..domain.errors import DirectoryUnavailable, DomainError, Invalid, Unauthenticated
 from ..domain.signin import safe_next
-from ..services.access import kerberos, signin
+from ..services.auth import kerberos, signin
 from ..services.handlers import unit_of_work
 from ..store.outage import outage, reason
 from ..store.secrets import site_key

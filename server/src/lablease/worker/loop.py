@@ -25,7 +25,7 @@ from ..domain.errors import DirectoryUnavailable
 from ..observe import metrics
 from ..services.lifecycle import advance_states, expiry, health, jobs, loans, reservations
 from ..services.provisioning import commands, installations
-from ..services.access import directory
+from ..services.auth import directory
 from ..services.records import due, feed, idempotency, utilisation
 from ..services.reads import monitoring
 from ..services.messages import outbox
@@ -357,7 +357,7 @@ class Worker:
 
     def sync_directory_if_due(self) -> None:
         """Every ldap_sync_interval: directory people's groups follow the directory, those it no longer has
-        lose their tokens (services/access/directory.py). A directory that does not answer is tried at the next
+        lose their tokens (services/auth/directory.py). A directory that does not answer is tried at the next
         interval: the rest of the worker does not wait for it."""
         now = self.clock()
         if not directory.configured(self.settings) or (self.next_directory_sync is not None

@@ -1,15 +1,15 @@
 """auth.*: logging in and out of the hub, and who is logged in.
 
-A login opens a lablease web session (services/access/signin.py) that the hub keeps in its /bkr cookie; the
+A login opens a lablease web session (services/auth/signin.py) that the hub keeps in its /bkr cookie; the
 password is checked as the web sign-in checks it (lablease's, else the site's directory's), the OAuth2
 access token is one of the user's API tokens, and the Kerberos request (bkr's AUTH_METHOD = "krbv") is
 checked with the server's keytab and mapped to a user as for `Authorization: Negotiate`
-(services/access/kerberos.py). Failed password logins count towards the same throttle as the web pages' sign-in.
+(services/auth/kerberos.py). Failed password logins count towards the same throttle as the web pages' sign-in.
 """
 from __future__ import annotations
 
 from ...domain.errors import DirectoryUnavailable, Invalid, LimitReached, Unauthenticated
-from ...services.access import kerberos, signin
+from ...services.auth import kerberos, signin
 from ...services.people.users import find_user
 from ..call import Call
 from ..registry import rest, xmlrpc

@@ -1,2 +1,2 @@
-"""Taking a system and giving it back: reserve, the waiting line for people, placing recipes on systems,
-the hold limits, and what ending a reservation or loan writes."""
+"""A system's booking made and ended: reserve, the hold limits, and what ending a reservation or loan writes
+(the use cases that return, extend and expire are in lifecycle/)."""

@@ -64,7 +64,7 @@ def keep_floor(uow, actor: Actor, system: System, now: datetime, force: bool) ->
 
 
 def floor_allows(uow, actor: Actor, system: System, now: datetime, force: bool) -> bool:
-    """The waiting line's side of the same rule (services/booking/waitline.py try_grant): may the system be
+    """The waiting line's side of the same rule (services/queue/waitline.py try_grant): may the system be
     granted now, or does the wait stay in the line until its pool has an idle Automated system to spare?
     Same lock and count as keep_floor, so a storm of grants never takes a pool below its floor."""
     return not rules.waits_for_floor(*_floor_under_lock(uow, actor, system, now, force))

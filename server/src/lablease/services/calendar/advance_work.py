@@ -20,7 +20,7 @@ from ...store import calendar
 from ...store.advance_tables import AdvanceReservation, ArSystem
 from ...store.queries import host
 from ...store.tables import RecipeSet, Resource, System
-from ..booking.placement import runtime_of, start
+from ..queue.placement import runtime_of, start
 from ..queue.scheduling import live_hosts
 from .advance import USABLE_CONDITIONS, in_acl, may_see
 
@@ -40,8 +40,7 @@ def place_bound(uow, ar: AdvanceReservation, now: datetime) -> None:
     if not held:
         return
     by_system = {h.system_id: h for h in held}
-    settings = uow.settings
-    latest_end = ar.end_at - (settings.ar_duration_offset if settings else timedelta(0))
+    latest_end = ar.end_at - uow.settings.ar_duration_offset
     sets = session.execute(select(RecipeSet).where(RecipeSet.ar_id == ar.id, RecipeSet.status == "queued")
                            .order_by(RecipeSet.priority.desc(), RecipeSet.queued_at, RecipeSet.id)).unique().scalars()
     for recipe_set in list(sets):

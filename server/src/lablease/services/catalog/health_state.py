@@ -90,7 +90,7 @@ def gate(uow, recipe: Recipe, ordered: list[int], now: datetime) -> list[int]:
 
 
 def gate_wait(uow, wait, ordered: list[int], now: datetime) -> list[int]:
-    """The waiting line's hook (services/booking/waitline.py try_grant): the same rule for a waiting reservation."""
+    """The waiting line's hook (services/queue/waitline.py try_grant): the same rule for a waiting reservation."""
     return _gate(uow, wait.healthy_within_seconds, wait.class_id, ordered, now,
                  ("reservation", wait.reservation_id))
 

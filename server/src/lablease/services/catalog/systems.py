@@ -79,8 +79,8 @@ def public_settings(settings: dict, patterns: tuple[str, ...] = ()) -> dict:
 
 
 def _patterns(uow) -> tuple[str, ...]:
-    """The site's secret_variables (none outside a unit of work with settings)."""
-    return tuple(getattr(uow.settings, "secret_variables", ()) or ())
+    """The site's secret_variables."""
+    return tuple(uow.settings.secret_variables or ())
 
 
 def as_dict(system: System, current: Reservation | None = None, loan: Loan | None = None,

@@ -15,10 +15,10 @@ from ...store import calendar
 from ...store.advance_tables import AdvanceReservation, ArSystem
 from ...store.tables import Booking, RecipeSet
 from ..booking.endings import close_reservation
-from ..booking.placement import refresh_rollups
 from ..calendar import advance
 from ..calendar.advance_notices import publish
 from ..calendar.advance_work import place_bound
+from ..queue.placement import refresh_rollups
 from ..records import activity, due
 from .jobs import finish as finish_recipe
 

@@ -18,8 +18,8 @@ from ...jobxml import parse_job_xml_with_warnings, render_job_xml
 from ...jobxml import results as results_xml
 from ...jobxml.normalise import complete as complete_job
 from ...store.tables import DistroTree, Group, GroupMember, Job, Recipe, RecipeSet, Reservation, System, User
-from ..booking import placement
 from ..catalog import distros
+from ..queue import placement
 from . import jobs, lease
 from .job_export import document_of_old
 
@@ -233,7 +233,7 @@ def stop(uow, actor: Actor, now: datetime, taskspec: str, stop_type: str) -> boo
     kept = _kept(uow, job, now)
     sets = job.recipe_sets if kind == "J" else [part]
     for recipe_set in sets:
-        jobs.cancel_set(uow, actor, now, recipe_set, uow.settings)
+        jobs.cancel_set(uow, actor, now, recipe_set)
         for recipe in recipe_set.every_recipe():
             if recipe.id in kept:
                 lease.return_with_cascade(uow, actor, now, recipe.reservation_id)

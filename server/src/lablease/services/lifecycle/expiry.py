@@ -87,7 +87,7 @@ def return_plain(uow, ids: list[int], now: datetime) -> list[tuple[int, datetime
 
 def _offer(uow, freed: list, now: datetime) -> None:
     """`system_freed` for each freed system someone may want: an Automated or Manual one (the scheduler's
-    recipes, people waiting in line: services/booking/waitline.py) or one an advance reservation holds (its bound
+    recipes, people waiting in line: services/queue/waitline.py) or one an advance reservation holds (its bound
     work's). The handlers ignore any other system, so not emitting those saves a few queries per return."""
     in_ars = set(uow.session.execute(select(ArSystem.system_id).where(
         ArSystem.system_id.in_([system.id for system in freed]))).scalars())

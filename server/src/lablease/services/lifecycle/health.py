@@ -27,12 +27,12 @@ from ...store.health_tables import HealthCheck, SystemHealth
 from ...store.provision_tables import Installation
 from ...store.tables import Activity, ClassCandidate, Recipe, RecipeSet, System
 from ...store.waitline_tables import ReservationWait
-from ..booking import waitline
-from ..booking.waitline import WAITING
 from ..catalog import systems as system_service
 from ..catalog.health_state import applicable, force_check, refresh, set_state, standing, summary
 from ..messages import notices
 from ..people.users import actor_for
+from ..queue import waitline
+from ..queue.waitline import WAITING
 from ..records import activity, due, usage
 from .jobs import submit
 

@@ -9,8 +9,8 @@ from sqlalchemy import select
 from ...domain.errors import Conflict, Forbidden
 from ...domain.returns import UNFINISHED_INSTALLATION
 from ...store.provision_tables import Installation
-from ..booking import placement
 from ..provisioning import commands, installations
+from ..queue import placement
 from ..records import activity, usage
 
 # Once the installation is over (the installed system runs, or it ended) its token opens nothing: a leaked
@@ -57,10 +57,10 @@ def callback(uow, now: datetime, installation_id: int, token: str | None, event:
     installation.watchdog_at = now + settings.install_timeout
     uow.wake_worker()
     {"install_start": _started, "install_done": _installed, "postinstall_done": _running}[event](
-        uow, settings, installation, now)
+        uow, installation, now)
 
 
-def _started(uow, settings, installation: Installation, now: datetime) -> None:
+def _started(uow, installation: Installation, now: datetime) -> None:
     installation.started_at = now
     usage.set_usage(uow, installation.system, "installing", now)
     recipe = installations.recipe_of(uow, installation)
@@ -69,20 +69,19 @@ def _started(uow, settings, installation: Installation, now: datetime) -> None:
         placement.refresh_rollups(uow, recipe.recipe_set, now)
 
 
-def _installed(uow, settings, installation: Installation, now: datetime) -> None:
+def _installed(uow, installation: Installation, now: datetime) -> None:
     installation.installed_at = now
     # The next boot must reach the installed system, not install again.
     commands.enqueue(uow, installation.system, "netboot_local", now, installation.user_id, installation.id)
 
 
-def _running(uow, settings, installation: Installation, now: datetime) -> None:
+def _running(uow, installation: Installation, now: datetime) -> None:
     installation.finished_at, installation.watchdog_at = now, None
     usage.set_usage(uow, installation.system, "running", now)
     recipe = installations.recipe_of(uow, installation)
     if recipe is not None and recipe.status in ("waiting", "installing"):
         placement.begin_running(uow, recipe, now)
         placement.refresh_rollups(uow, recipe.recipe_set, now)
-
 
 
 def latest_for_recipe(uow, recipe_id: int) -> int | None:

@@ -24,19 +24,19 @@ from ...store import paging
 from ...store.paging import Order
 from ...store.tables import Booking, Group, GroupMember, Job, Pool, Recipe, RecipeSet, Reservation, System
 from ...timeparse import format_duration
-from ..booking import placement
 from ..booking.endings import close_reservation
 from ..calendar import advance_work
 from ..catalog import arches, distros
 from ..messages import notices
 from ..provisioning import guests
+from ..queue import placement
 from ..queue import scheduling, waiting
 from ..records import activity, due, usage
 from .reservations import loan_end_of
 
 
 def _check_bound_sets(uow, actor: Actor, job: dict, now: datetime, settings) -> None:
-    offset = settings.ar_duration_offset if settings else timedelta(0)
+    offset = settings.ar_duration_offset
     for index, recipe_set in enumerate(job["recipe_sets"]):
         if recipe_set.get("ar") is not None:
             advance_work.check_bound_set(uow, actor, recipe_set["ar"], recipe_set["recipes"], offset, now,
@@ -370,15 +370,12 @@ def _keep_for_owner(uow, reservation: Reservation, system: System, now: datetime
     following = session.execute(select(Booking.start_at).where(
         Booking.resource_id == resource.id, Booking.id != booking.id, Booking.start_at >= now)
         .order_by(Booking.start_at).limit(1)).scalar_one_or_none()
-    policy = settings.reservation_policy if settings is not None else reservation_rules.ReservationPolicy()
-    end, why = reservation_rules.kept_end(policy, now, asked, loan_end_of(uow, system.id, reservation.user_id),
+    end, why = reservation_rules.kept_end(settings.reservation_policy, now, asked, loan_end_of(uow, system.id, reservation.user_id),
                                           following)
     calendar.change_end(session, resource, booking, end)
     reservation.kind, reservation.end_at = "manual", end
     reservation.due_at = due_at(end, None, None)
-    if settings is not None:
-        reservation.warn_at = warn_at(reservation.start_at, end, settings.warn_before,
-                                      settings.warn_before_short)
+    reservation.warn_at = warn_at(reservation.start_at, end, settings.warn_before, settings.warn_before_short)
     booking.kind = "reservation"
     if why is not None:
         activity.record(uow, None, now, "reservation", reservation.id, "shortened", "duration",
@@ -392,11 +389,11 @@ def cancel(uow, actor: Actor, now: datetime, job_id: int) -> dict:
     if not (actor.is_admin or job.owner_id == actor.id):
         raise Forbidden(f"only the owner of job {job_id} (or an admin) may cancel it")
     for recipe_set in job.recipe_sets:
-        cancel_set(uow, actor, now, recipe_set, uow.settings)
+        cancel_set(uow, actor, now, recipe_set)
     return show(uow, actor, now, job_id)
 
 
-def cancel_set(uow, actor: Actor, now: datetime, recipe_set: RecipeSet, settings) -> None:
+def cancel_set(uow, actor: Actor, now: datetime, recipe_set: RecipeSet) -> None:
     """Cancel a recipe set's unfinished recipes (their guests with them); the caller checked who may."""
     for recipe in recipe_set.recipes:
         if recipe.status not in rules.FINISHED:

@@ -17,10 +17,10 @@ from ...store import paging
 from ...store.paging import Order
 from ...store.tables import Loan, Recipe, Reservation, System, User
 from ..booking import endings, holds
-from ..booking.placement import refresh_rollups, release
 from ..catalog import systems as system_service
 from ..messages import notices
 from ..provisioning import guests
+from ..queue.placement import refresh_rollups, release
 from ..records import activity, due
 from .jobs import finish
 
@@ -55,15 +55,13 @@ def _held(uow, system) -> list[rules.Held]:
     return [rules.Held(r.id, r.user_id, r.user.name, r.start_at, r.end_at) for r in open_]
 
 
-def _return_for_loan(uow, actor: Actor, now: datetime, blocking: list[rules.Held], recipient: str,
-                     settings) -> None:
+def _return_for_loan(uow, actor: Actor, now: datetime, blocking: list[rules.Held], recipient: str) -> None:
     """Forced: the reservations in the way are returned (a recipe on one is aborted); holders are told."""
     _take_back(uow, actor, now, [uow.session.get(Reservation, held.reservation) for held in blocking], "lent_away",
-               f"its system was lent to {recipient}", settings)
+               f"its system was lent to {recipient}")
 
 
-def _take_back(uow, actor: Actor, now: datetime, reservations: list[Reservation], reason: str, why: str,
-               settings) -> None:
+def _take_back(uow, actor: Actor, now: datetime, reservations: list[Reservation], reason: str, why: str) -> None:
     """Forced: reservations returned with `reason` (a recipe on one is aborted, saying `why`); holders are told."""
     for reservation in reservations:
         recipe = uow.session.execute(select(Recipe).where(Recipe.reservation_id == reservation.id,
@@ -86,7 +84,7 @@ def on_system_removed(uow, event: SystemRemoved) -> None:
     open_ = session.execute(select(Reservation).where(Reservation.system_id == event.system_id,
                                                       Reservation.returned_at.is_(None))
                             .order_by(Reservation.id)).unique().scalars().all()
-    _take_back(uow, event.actor, event.now, list(open_), "removed", "its system was removed", uow.settings)
+    _take_back(uow, event.actor, event.now, list(open_), "removed", "its system was removed")
     loan = session.execute(select(Loan).where(Loan.system_id == event.system_id,
                                               Loan.returned_at.is_(None))).unique().scalar_one_or_none()
     if loan is not None:
@@ -124,7 +122,7 @@ def grant(uow, actor: Actor, now: datetime, asked: rules.LoanRequest) -> dict:
     session.refresh(loan)
     activity.record(uow, actor, now, "system", system.fqdn, "lent", "loan", None,
                     f"{user.name} until {format_time(loan.end_at) or 'no limit'}")
-    _return_for_loan(uow, actor, now, blocking, user.name, uow.settings)
+    _return_for_loan(uow, actor, now, blocking, user.name)
     uow.wake_worker()
     return as_dict(loan, system.fqdn)
 

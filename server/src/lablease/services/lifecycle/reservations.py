@@ -1,12 +1,12 @@
-"""Reservations of systems: list, extend, return, heartbeat, and the worker's expiry (reserving: reserve.py)."""
+"""Reservations of systems: list, extend, return, heartbeat, and the worker's expiry (reserving: booking/reserve.py)."""
 from __future__ import annotations
 
 from datetime import datetime, timedelta
 
 from sqlalchemy import select
 
-from ...domain import reservations as rules
 from ...domain import holds as rules_holds
+from ...domain import reservations as rules
 from ...domain.errors import Conflict, Forbidden, Invalid, NotFound
 from ...domain.lease import refuse_returned
 from ...domain.notices import warn_at
@@ -19,10 +19,11 @@ from ...store import calendar
 from ...store import paging
 from ...store.paging import Order
 from ...store.tables import Booking, Loan, Reservation, User
-from ..booking import endings, holds, waitline
+from ..booking import endings, holds
 from ..calendar import advance_work
 from ..catalog import systems as system_service
 from ..messages import notices
+from ..queue import waitline
 from ..records import activity, due
 
 

@@ -20,10 +20,6 @@ from ...store.tables import Group, GroupMember, Outbox, User
 from ..records import feed
 
 
-def destinations(uow, user: User, settings: Settings) -> list[tuple[str, str]]:
-    return _destinations(user, settings, _group_webhooks(uow, [user.id]).get(user.id, []))
-
-
 def _destinations(user: User, settings: Settings, groups: list[int]) -> list[tuple[str, str]]:
     found = []
     if user.email and settings.smtp_host:

@@ -9,7 +9,7 @@ with the user and the stored argon2id hash it passed against:
   slows guessing is untouched);
 - the stored hash is read on every sign-in and is part of the entry: a changed or removed password
   (on any host) is never matched by an entry made for the old one;
-- a disabled user is refused after the check, cached or not (services/access/signin.py);
+- a disabled user is refused after the check, cached or not (services/auth/signin.py);
 - what is in memory is no password and no hash of one anybody else can compute without the key.
 """
 from __future__ import annotations

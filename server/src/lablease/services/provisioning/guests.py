@@ -2,7 +2,7 @@
 
 A guest recipe is a Recipe row whose host_recipe_id names its host, in the
 same recipe set. It never enters the scheduler's queue: when its host's set
-starts (services/booking/placement.py) each guest gets a guest system record of its
+starts (services/queue/placement.py) each guest gets a guest system record of its
 own (System.guest: never scheduled, reserved, lent or picked for an advance
 reservation) and a booking on it; once the host recipe runs, each guest gets
 its own installation (kickstart, token, callbacks), which the host's harness

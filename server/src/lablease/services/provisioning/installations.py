@@ -34,8 +34,7 @@ from ...domain.guests import guest_mac
 from ...domain.paging import Page, PageRequest
 from ...domain.permissions import Actor, may_see_installation
 from ...domain.returns import RELEASED, UNFINISHED_INSTALLATION, SystemAtEnd, release, resets_usage
-from ...domain.times import format_human
-from ...domain.times import format_time
+from ...domain.times import format_human, format_time
 from ...domain.variables import masked_ks_meta, masked_text, secret_values
 from ...provision.kickstart import KickstartError, KickstartRenderer
 from ...provision.netboot import BootImage
@@ -53,7 +52,6 @@ from . import commands
 EVENTS = ("install_start", "install_done", "postinstall_done", "install_fail")
 # running: the system runs it now; completed: it did, until its reservation ended or it was replaced.
 TOKEN_MARK = "@@installation-token@@"  # stands for the token in the stored kickstart
-
 
 
 # --- tokens ---------------------------------------------------------------------------------------
@@ -281,7 +279,7 @@ def for_recipe(uow, settings, recipe: Recipe, system: System, now: datetime) -> 
             tree, recipe.recipe_set.job.owner_id, recipe.reservation_id, recipe, recipe.spec.get("ks_meta", ""),
             recipe.spec.get("kernel_options", "")), now)
     except (Conflict, Invalid) as error:
-        _abort_recipe(uow, settings, recipe, now, f"cannot provision {system.fqdn}: {error}")
+        _abort_recipe(uow, recipe, now, f"cannot provision {system.fqdn}: {error}")
 
 
 def _check_own_kickstart(settings, recipe: Recipe, system: System) -> None:
@@ -400,7 +398,7 @@ def fail(uow, settings, installation: Installation, now: datetime, why: str) -> 
         commands.enqueue(uow, installation.system, "netboot_clear", now)
     recipe = recipe_of(uow, installation)
     if recipe is not None and recipe.status not in ("completed", "cancelled", "aborted"):
-        _abort_recipe(uow, settings, recipe, now, f"installation {installation.id} failed: {why}")
+        _abort_recipe(uow, recipe, now, f"installation {installation.id} failed: {why}")
     elif resets_usage(installation.system.usage):
         usage.set_usage(uow, installation.system, "idle", now)
     health_state.install_failed(uow, installation.system, now)
@@ -409,7 +407,7 @@ def fail(uow, settings, installation: Installation, now: datetime, why: str) -> 
                                     installation.id, why, now)
 
 
-def _abort_recipe(uow, settings, recipe: Recipe, now: datetime, why: str) -> None:
+def _abort_recipe(uow, recipe: Recipe, now: datetime, why: str) -> None:
     uow.emit(RecipeAborted(recipe.id, now, why))  # jobs finishes it and refreshes its set
 
 

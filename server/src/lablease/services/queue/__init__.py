@@ -1,2 +1,2 @@
-"""The scheduler's queue: placing recipe sets when they arrive and when systems free up, why work waits,
-and joining the waiting line."""
+"""Work that waits for systems: the scheduler placing recipe sets and booking their systems, why work waits,
+and the waiting line for people (joining it, granting from it)."""

@@ -36,11 +36,11 @@ from ...scheduler.planner import (Need, candidates, offer_order, place, place_pa
 from ...store import calendar
 from ...store.queries import host
 from ...store.tables import ClassCandidate, Recipe, RecipeSet, RequirementClass, System, User
-from ..booking import waitline
-from ..booking.placement import WAITING, held_by, hold, release, runtime_of, start
 from ..catalog import health_state
 from ..catalog import systems as system_service
 from ..people.users import actor_for
+from . import waitline
+from .placement import WAITING, held_by, hold, release, runtime_of, start
 
 # autopick random="true": each process its own generator, seeded by the system (the order need not repeat).
 AUTOPICK_RANDOM = random.Random()
@@ -61,7 +61,7 @@ def usable_by(owner):
 
 def reservable_by(owner):
     """A waiting reservation's candidates: systems its owner may reserve, condition and loans aside (both are
-    checked when one is offered: services/booking/waitline.py try_grant)."""
+    checked when one is offered: services/queue/waitline.py try_grant)."""
     def usable(h: Host, systems: dict) -> tuple[bool, str | None]:
         access = system_service.access_of(systems[h.id])
         decision = decide(owner, Permission.RESERVE, access.__class__(access.owner_id, "manual", access.rules))
@@ -433,7 +433,7 @@ def on_system_freed(uow, system_id: int, now: datetime) -> None:
 def offer_to_waits(uow, systems: list[System], now: datetime) -> None:
     """Offer free systems to the waiting reservations that could take them, in line order. A floored pool's
     system freed (or its floor lowered, services/catalog/pools.py): a wait the floor held back on another of the
-    pool's systems may be granted now (services/booking/waitline.py try_grant checks the floor again, under its lock)."""
+    pool's systems may be granted now (services/queue/waitline.py try_grant checks the floor again, under its lock)."""
     for system in sorted(systems, key=lambda s: s.fqdn):
         if system.condition not in ("automated", "manual"):
             continue

@@ -1,8 +1,8 @@
 """Joining the waiting line (`POST /reservations` with `wait`): what the request asks for, checked now,
 and the waiting reservation queued in the scheduler's requirement class (services/queue/scheduling.py), then
-offered at once what is free (services/booking/waitline.py `try_grant`). docs/scheduler.md, "People in the queue".
+offered at once what is free (services/queue/waitline.py `try_grant`). docs/scheduler.md, "People in the queue".
 
-Apart from services/booking/waitline.py because it needs the scheduler's classes, while the scheduler needs
+Apart from services/queue/waitline.py because it needs the scheduler's classes, while the scheduler needs
 the line: this module depends on both, neither depends on it.
 """
 from __future__ import annotations
@@ -22,11 +22,11 @@ from ...scheduler.filters import LIVE_FIELDS, is_live
 from ...store.tables import ClassCandidate, Loan, Pool, RequirementClass, Reservation, System, User
 from ...store.waitline_tables import ReservationWait
 from ..booking import holds
-from ..booking.waitline import WAITING, try_grant
 from ..catalog import systems as system_service
 from ..provisioning import guests
 from ..records import activity
 from .scheduling import requirement_class
+from .waitline import WAITING, try_grant
 
 
 @dataclass(frozen=True)

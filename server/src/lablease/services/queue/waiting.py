@@ -22,10 +22,10 @@ from ...store.advance_tables import AdvanceReservation
 from ...store.paging import Order
 from ...store.tables import (AccessRule, Booking, ClassCandidate, Loan, Pool, PoolAccessRule, PoolSystem, Recipe,
                              RecipeSet, Reservation, System, User)
-from ..booking import placement
 from ..catalog import health_state
 from ..catalog import systems as system_service
 from ..people.users import actor_for
+from . import placement
 
 
 @dataclass

@@ -1,7 +1,7 @@
 """Signing in and out."""
 from ...domain.errors import DirectoryUnavailable, Unauthenticated
 from ...domain.signin import safe_next
-from ...services.access import signin
+from ...services.auth import signin
 from ..context import PageContext, Redirect
 
 

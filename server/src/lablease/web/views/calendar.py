@@ -3,7 +3,7 @@ from werkzeug.wrappers import Response
 
 from ...domain.paging import MAX_LIMIT, PageRequest
 from ...services.lifecycle import loans, reservations
-from ...services.access import signin
+from ...services.auth import signin
 from ..context import PageContext, Redirect
 from ..ical import feed as build_feed
 

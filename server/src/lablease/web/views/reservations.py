@@ -5,7 +5,7 @@ from ...domain.paging import MAX_LIMIT, PageRequest
 from ...domain.reserve import ReserveRequest
 from ...services.lifecycle import lease, loans, reservations
 from ...services.booking import reserve
-from ...services.access import signin
+from ...services.auth import signin
 from ..context import PageContext, Redirect
 from ..render import when
 from . import forms

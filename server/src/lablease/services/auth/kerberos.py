@@ -4,8 +4,8 @@ The token is checked by MIT Kerberos' GSS-API with the keys of `kerberos_keytab`
 `HTTP/<host>@REALM`): a ticket for another service, an expired one, a replayed or forged token all fail
 there and are refused (401) with one line saying why. The client's principal becomes a lablease user name
 by domain/directory.principal_user (the `kerberos_principals` map, then the realm rule); a name lablease does
-not know yet is made from the site's directory when there is one (services/access/directory.py), as at a password
-sign-in. Beaker's auth.login_krbv sends a bare AP-REQ instead (accept_request, services/access/krb5_request.py),
+not know yet is made from the site's directory when there is one (services/auth/directory.py), as at a password
+sign-in. Beaker's auth.login_krbv sends a bare AP-REQ instead (accept_request, services/auth/krb5_request.py),
 mapped the same way. docs/access.md, "Directory and Kerberos sign-in".
 """
 from __future__ import annotations
@@ -73,7 +73,7 @@ def accept(settings, token: str) -> Accepted:
 
 def accept_request(settings, request: str) -> Accepted:
     """Check Beaker's auth.login_krbv request: a bare KRB_AP_REQ (bkr's DCE-style first token), base64 with
-    the line breaks of Python's encodebytes, for a principal of the server's keytab (services/access/krb5_request.py)."""
+    the line breaks of Python's encodebytes, for a principal of the server's keytab (services/auth/krb5_request.py)."""
     if not configured(settings):
         raise Unauthenticated("this server takes no Kerberos login (kerberos_keytab is not set): log in with "
                               "a password or an API token")

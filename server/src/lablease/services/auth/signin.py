@@ -57,7 +57,7 @@ def check_password(uow, name: str, password: str, now: datetime | None = None) -
 
     The one password check of every way in (the web form, Beaker's auth.login_password...): a user with a
     password set in lablease is checked against it only; anyone else, when the site has a directory
-    (`ldap_url`), against the directory's, and made a user on their first sign-in (services/access/directory.py).
+    (`ldap_url`), against the directory's, and made a user on their first sign-in (services/auth/directory.py).
     A directory that does not answer is DirectoryUnavailable (503), so local users still sign in."""
     session = uow.session
     if not is_name(name):  # no user has it (nor a directory filter or PostgreSQL text a NUL): not even looked up

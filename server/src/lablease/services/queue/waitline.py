@@ -24,12 +24,12 @@ from ...scheduler.planner import queue_key
 from ...store import calendar
 from ...store.tables import Booking, ClassCandidate, Recipe, RequirementClass, Reservation, System
 from ...store.waitline_tables import ReservationWait
+from ..booking import holds
 from ..catalog import health_state
 from ..catalog import systems as system_service
 from ..messages import notices
 from ..people.users import actor_for
 from ..records import activity
-from . import holds
 
 WAITING = "waiting"
 

@@ -30,7 +30,7 @@ from ..records import activity
 
 log = logging.getLogger("lablease.directory")
 
-REFUSED = "unknown user name or wrong password"  # the one message of every failed sign-in (services/access/signin.py)
+REFUSED = "unknown user name or wrong password"  # the one message of every failed sign-in (services/auth/signin.py)
 _PERSON_ATTRIBUTES = ["mail", "displayName", "cn"]
 
 

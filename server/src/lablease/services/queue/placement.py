@@ -14,10 +14,10 @@ from ...domain.windows import Window
 from ...store import calendar
 from ...store.queries import load_guests
 from ...store.tables import Booking, Recipe, RecipeSet, Reservation, System
+from ..booking.endings import close_reservation
 from ..messages import notices
 from ..provisioning import guests, installations
 from ..records import usage
-from .endings import close_reservation
 
 WAITING = ("queued", "assigned")
 

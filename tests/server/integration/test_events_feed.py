@@ -152,9 +152,9 @@ def test_an_event_of_a_rolled_back_step_is_never_written(lab):
         with pytest.raises(RuntimeError):
             with uow.step():
                 undone = notices.Notice(alice, "loan.returned", "rolled-back", "s", "undone", {})
-                notices.queue(uow, lab.settings, undone, START)
+                notices.queue(uow, undone, START)
                 raise RuntimeError("this step fails")
-        notices.queue(uow, lab.settings, notices.Notice(alice, "loan.returned", "kept", "s", "kept", {}), START)
+        notices.queue(uow, notices.Notice(alice, "loan.returned", "kept", "s", "kept", {}), START)
         uow.commit()
     _, answer = lab.alice.get("/events")
     assert [e["message"] for e in answer["events"]] == ["kept"]

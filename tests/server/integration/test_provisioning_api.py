@@ -281,8 +281,8 @@ def test_install_fail_aborts_the_recipe_and_frees_the_system(lab):
 
 def _boot_image(lab, installation_id):
     """What the worker writes into the netboot config for the installation."""
-    with UnitOfWork(lab.db, write=False) as uow:
-        return boot_image(uow, lab.settings, uow.session.get(Installation, installation_id))
+    with UnitOfWork(lab.db, write=False, settings=lab.settings) as uow:
+        return boot_image(uow, uow.session.get(Installation, installation_id))
 
 
 def _token_for(lab, installation_id):

@@ -196,14 +196,18 @@ def test_services_parts_import_only_the_parts_below_them():
 
 def test_use_cases_take_the_unit_of_work_and_never_read_it_from_the_session():
     """One calling convention in services/: a function's first parameter is the unit of work, never a bare
-    session, and nothing takes the unit of work or the settings back out of `session.info` (the event feed
-    keeps its own pending rows there, for its rollback listener: services/records/feed.py)."""
+    session; its settings are the unit of work's, never a parameter beside it; and nothing takes the unit of
+    work or the settings back out of `session.info` (the event feed keeps its own pending rows there, for its
+    rollback listener: services/records/feed.py)."""
     import lablease.services
 
     root = Path(lablease.services.__file__).parent
-    sessions, lookups = [], []
+    sessions, lookups, twice = [], [], []
     for path in sorted(root.rglob("*.py")):
         tree = ast.parse(path.read_text())
+        twice += [f"{path.relative_to(root)}:{node.lineno} {node.name}" for node in ast.walk(tree)
+                  if isinstance(node, ast.FunctionDef) and node.args.args and node.args.args[0].arg == "uow"
+                  and "settings" in [a.arg for a in node.args.args]]  # the settings are the unit of work's
         sessions += [f"{path.relative_to(root)}:{node.lineno} {node.name}" for node in ast.walk(tree)
                      if isinstance(node, ast.FunctionDef) and node.args.args and node.args.args[0].arg == "session"
                      and node.name != "_drop_rolled_back"]  # SQLAlchemy calls that listener with its session
@@ -211,7 +215,7 @@ def test_use_cases_take_the_unit_of_work_and_never_read_it_from_the_session():
                     if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
                     and ast.unparse(node.func).endswith("session.info.get")
                     and ast.unparse(node.args[0]) in ("'uow'", "'settings'")]
-    assert len(list(root.rglob("*.py"))) > 50 and sessions == [] and lookups == []
+    assert len(list(root.rglob("*.py"))) > 50 and sessions == [] and lookups == [] and twice == []
 
 # A parent that has imported only what lablease imports from outside itself (the standard library and the
 # third-party libraries, named on its command line) forks one child per cycle, which imports what the cycle's

@@ -98,8 +98,7 @@ class CommandRunner:
         with unit_of_work(self.db, self.settings, write=False) as uow:
             interrupted = commands.interrupted(uow, now, everything)
         for ident in interrupted:
-            self._record(ident, lambda uow: commands.record_failure(uow, ident, now, commands.INTERRUPTED,
-                                                                    self.settings))
+            self._record(ident, lambda uow: commands.record_failure(uow, ident, now, commands.INTERRUPTED))
             log.info("command %s was interrupted by a stop; retried or failed", ident)
 
     def start_due(self) -> int:
@@ -114,13 +113,13 @@ class CommandRunner:
             now = self.clock()
             try:
                 claimed = alone(self.db, self.settings, lambda uow: commands.claim_next(
-                    uow, now, timeout, lambda uow, inst: installations.boot_image(uow, self.settings, inst)))
+                    uow, now, timeout, lambda uow, inst: installations.boot_image(uow, inst)))
             except commands.Unrunnable as bad:
                 if bad.command_id in unrecorded:
                     break  # its failure could not be recorded: leave it to the next pass, do not spin
                 unrecorded.add(bad.command_id)
                 failed(self.db, self.settings, "command", bad.command_id, bad.__cause__ or bad,
-                       lambda uow: commands.fail_unrunnable(uow, bad.command_id, now, bad.error, self.settings),
+                       lambda uow: commands.fail_unrunnable(uow, bad.command_id, now, bad.error),
                        lambda uow: commands.fail_bare(uow, bad.command_id, now, bad.error), waker=self.waker)
                 continue
             if claimed is None:
@@ -163,8 +162,7 @@ class CommandRunner:
         if error is None:
             self._record(claimed.id, lambda uow: commands.record_success(uow, claimed.id, self.clock(), state))
         else:
-            self._record(claimed.id, lambda uow: commands.record_failure(uow, claimed.id, self.clock(), error,
-                                                                         self.settings))
+            self._record(claimed.id, lambda uow: commands.record_failure(uow, claimed.id, self.clock(), error))
 
     def stop(self) -> None:
         """Stop taking work; commands still running are recovered when a worker starts again."""

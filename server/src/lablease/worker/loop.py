@@ -154,7 +154,7 @@ def _deliver(db: Database, now: datetime, settings: Settings, senders: dict, ide
         message = alone(db, settings, lambda uow: outbox.claim(uow, ident, now))
     except Exception as error:  # e.g. a destination naming no user: an attempt that failed
         failed(db, settings, "notice", ident, error,
-               lambda uow: outbox.attempt_failed(uow, ident, now, describe(error), settings),
+               lambda uow: outbox.attempt_failed(uow, ident, now, describe(error)),
                lambda uow: outbox.fail_bare(uow, ident, now, describe(error)))
         return 0
     if message is None:
@@ -176,7 +176,7 @@ def _deliver(db: Database, now: datetime, settings: Settings, senders: dict, ide
         if error is None:
             alone(db, settings, lambda uow: outbox.mark_sent(uow, ident, now))
             return 1
-        alone(db, settings, lambda uow: outbox.mark_failed(uow, ident, now, error, settings))
+        alone(db, settings, lambda uow: outbox.mark_failed(uow, ident, now, error))
     except Exception as failure:
         failed(db, settings, "notice", ident, failure,
                lambda uow: outbox.fail_bare(uow, ident, now, describe(failure)))

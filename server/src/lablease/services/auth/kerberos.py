@@ -124,10 +124,10 @@ def admit_from_directory(db, settings, name: str, now: datetime) -> None:
         uow.commit()
 
 
-def admit_here(uow, settings, name: str, now: datetime) -> None:
+def admit_here(uow, name: str, now: datetime) -> None:
     """admit_from_directory inside a unit of work already open (Beaker's hub): its transaction, having only
     read so far, is ended first, so that no database lock is held while the directory answers."""
-    session = uow.session
+    session, settings = uow.session, uow.settings
     if not directory.configured(settings) or session.execute(select(User.id).where(User.name == name)).first():
         return
     if not (session.new or session.dirty or session.deleted):
@@ -162,7 +162,7 @@ def beaker_session(uow, now: datetime, request: str, lifetime) -> tuple[str, str
     and a session opened as by auth.login_password: (session secret, user name)."""
     accepted = accept_request(uow.settings, request)
     name = user_name(uow.settings, accepted)
-    admit_here(uow, uow.settings, name, now)
+    admit_here(uow, name, now)
     log.info("Kerberos principal %s logged in to the Beaker hub as %s", accepted.principal, name)
     return web_session(uow, now, accepted, name, lifetime), name
 

@@ -67,7 +67,7 @@ def check_password(uow, name: str, password: str, now: datetime | None = None) -
     stored = login.password_hash if login is not None else None
     settings = uow.settings
     if stored is None and directory.configured(settings):
-        return _directory_sign_in(uow, settings, name, password, now or datetime.now(timezone.utc))
+        return _directory_sign_in(uow, name, password, now or datetime.now(timezone.utc))
     lifetime = settings.password_cache_seconds
     if stored is None or not _VERIFIED.knows(user.id, stored, password, lifetime):
         try:
@@ -83,10 +83,10 @@ def check_password(uow, name: str, password: str, now: datetime | None = None) -
     return user
 
 
-def _directory_sign_in(uow, settings, name: str, password: str, now: datetime) -> User:
+def _directory_sign_in(uow, name: str, password: str, now: datetime) -> User:
     # The directory may take up to ldap_timeout: a transaction that has only read so far is ended first,
     # so that no database lock (SQLite's writer) is held while it answers.
-    session = uow.session
+    session, settings = uow.session, uow.settings
     if not (session.new or session.dirty or session.deleted):
         session.rollback()
     person = directory.Directory(settings).sign_in(name, password)

@@ -56,7 +56,7 @@ def close_reservation(uow, reservation: Reservation, now: datetime, reason: str,
     activity.record(uow, actor, now, "system", reservation.system.fqdn, reason, "reservation", reservation.id, None)
     uow.emit(ReservationClosed(reservation.id, now, reason))  # its installation stops, the release action runs
     if tells_holder(reason, actor is not None and actor.id == reservation.user_id):
-        notices.reservation_returned(uow, uow.settings, reservation, now, WHY.get(reason, reason))
+        notices.reservation_returned(uow, reservation, now, WHY.get(reason, reason))
     if reservation.return_loan and reason != "loan_ended":
         loan = _holder_loan(uow, reservation)
         if loan is not None:
@@ -101,7 +101,7 @@ def close_loan(uow, loan: Loan, now: datetime, reason: str, actor: Actor | None)
                     f"{loan.recipient.name} until {format_time(loan.end_at) or 'no limit'}",
                     reason)
     if actor is None or actor.id != loan.recipient_id:
-        notices.loan_returned(uow, uow.settings, loan, system.fqdn, now, WHY.get(reason, reason))
+        notices.loan_returned(uow, loan, system.fqdn, now, WHY.get(reason, reason))
     session.flush()
     uow.emit(SystemFreed(system.id, now))  # others' recipes may use it again
     return _return_reservations_without_access(uow, system, now, actor)

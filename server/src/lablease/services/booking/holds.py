@@ -89,10 +89,11 @@ def current_hold(uow, user_id: int, now: datetime, exclude: int | None = None) -
     return rules.total_hold([rules.remaining(start, end, now) for start, end in uow.session.execute(query)])
 
 
-def keep_max_hold(uow, settings, user_id: int, now: datetime, asked: timedelta | None,
+def keep_max_hold(uow, user_id: int, now: datetime, asked: timedelta | None,
                   exclude: int | None = None) -> None:
     """HOOK (max hold): refuse a reservation (or an extension: pass the reservation as `exclude` and
     its new remaining time as `asked`) that would take the user's total hold past max_hold_per_user."""
+    settings = uow.settings
     limit = getattr(settings, "max_hold_per_user", None)
     if limit is None:
         return

@@ -71,7 +71,7 @@ def _keep_holds(uow, actor: Actor, planned: decide.Planned, advance_reservation:
     if planned.system.floored and advance_reservation is None:
         holds.keep_floor(uow, actor, uow.session.get(System, planned.system.id), now, force)
     window = planned.window
-    holds.keep_max_hold(uow, uow.settings, actor.id, now, hold_rules.remaining(window.start, window.end, now))
+    holds.keep_max_hold(uow, actor.id, now, hold_rules.remaining(window.start, window.end, now))
 
 
 def read_facts(conn, actor: Actor, asked: decide.Asked) -> decide.ReserveFacts:

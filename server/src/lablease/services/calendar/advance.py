@@ -179,9 +179,9 @@ def parse_change(data: dict) -> AdvanceChange:
 
 
 def create(uow, actor: Actor, now: datetime, asked: AdvanceRequest) -> tuple[dict, int]:
-    session, settings = uow.session, uow.settings
+    session = uow.session
     _may_create(uow, actor)
-    _within_limit(uow, settings)
+    _within_limit(uow)
     start, end, tree, hosts, pools, count = (asked.start, asked.end, asked.requires, asked.hosts, asked.pools,
                                              asked.count)
     members = acl_actors(uow, asked.acl)
@@ -204,7 +204,7 @@ def create(uow, actor: Actor, now: datetime, asked: AdvanceRequest) -> tuple[dic
     session.flush()
     session.refresh(ar, ["systems", "owner"])
     activity.record(uow, actor, now, "advance_reservation", ar.id, "created", "state", None, ar.state)
-    publish(uow, settings, ar, now, "created", f"advance reservation {ar.id} was granted: "
+    publish(uow, ar, now, "created", f"advance reservation {ar.id} was granted: "
              f"{', '.join(s.system.fqdn for s in ar.systems)} from {format_time(start)} to {format_time(end)}")
     uow.wake_worker()
     if asked.validate_only:
@@ -229,7 +229,8 @@ def _may_create(uow, actor: Actor) -> None:
         raise Forbidden(f"only administrators and members of the {ARUSERS} group may create advance reservations")
 
 
-def _within_limit(uow, settings) -> None:
+def _within_limit(uow) -> None:
+    settings = uow.settings
     limit = settings.max_advance_reservations
     if limit <= 0:
         raise LimitReached("advance reservations are switched off on this server (max_advance_reservations: 0)")
@@ -343,7 +344,6 @@ def _may_manage(actor: Actor, ar: AdvanceReservation) -> None:
 
 
 def modify(uow, actor: Actor, now: datetime, ident, change: AdvanceChange) -> dict:
-    settings = uow.settings
     ar = find(uow, actor, ident)
     _may_manage(actor, ar)
     if ar.state in rules.FINAL:
@@ -375,7 +375,7 @@ def modify(uow, actor: Actor, now: datetime, ident, change: AdvanceChange) -> di
     ar.changed_at = now
     activity.record_changes(uow, actor, now, "advance_reservation", ar.id,
                             {k: (str(a), str(b)) for k, (a, b) in changes.items()})
-    publish(uow, settings, ar, now, "modified", f"advance reservation {ar.id} was changed: "
+    publish(uow, ar, now, "modified", f"advance reservation {ar.id} was changed: "
              f"{', '.join(changes) or 'nothing'}")
     return as_dict(ar)
 

@@ -8,12 +8,12 @@ from ...store.advance_tables import AdvanceReservation
 from ..messages import notices
 
 
-def publish(uow, settings, ar: AdvanceReservation, now: datetime, event: str, text: str,
+def publish(uow, ar: AdvanceReservation, now: datetime, event: str, text: str,
              mail_kind: str | None = None, extra: dict | None = None) -> None:
     """Webhooks of the owner (and their groups) for every event; mail only for the AR's -m flags."""
     mail = bool(mail_kind) and rules.wants_mail(ar.mail_events, mail_kind)
     data = {"advance_reservation": ar.id, "name": ar.name, "state": ar.state, **(extra or {})}
     key = f"{ar.id}:{event}:{ar.state}:{now.isoformat()}"
-    notices.queue(uow, settings, notices.Notice(
+    notices.queue(uow, notices.Notice(
         ar.owner, f"ar.{event}", key, f"[lablease] advance reservation {ar.id}: {event.replace('_', ' ')}", text, data,
         channels=None if mail else ("webhook",), extra_mail=tuple(ar.mail_to or ()) if mail else ()), now)

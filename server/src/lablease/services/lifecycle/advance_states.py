@@ -25,11 +25,11 @@ from .jobs import finish as finish_recipe
 
 def on_ended(uow, event: AdvanceReservationEnded) -> None:
     """An AR was deleted (or ended otherwise than by the clock)."""
-    finish(uow, uow.settings, uow.session.get(AdvanceReservation, event.ar_id), event.now, event.state,
+    finish(uow, uow.session.get(AdvanceReservation, event.ar_id), event.now, event.state,
            event.actor, event.why)
 
 
-def finish(uow, settings, ar: AdvanceReservation, now: datetime, state: str, actor: Actor | None,
+def finish(uow, ar: AdvanceReservation, now: datetime, state: str, actor: Actor | None,
             why: str) -> None:
     """End the AR (x at its end, d when deleted): bound work is aborted, nested reservations returned,
     the systems' bookings released from now."""
@@ -47,11 +47,11 @@ def finish(uow, settings, ar: AdvanceReservation, now: datetime, state: str, act
         if held.booking_id is not None and state == "d":
             calendar.release(session, session.get(Booking, held.booking_id), now)
         uow.emit(SystemFreed(held.system_id, now))
-    _move(uow, settings, ar, state, now, actor, why)
+    _move(uow, ar, state, now, actor, why)
     ar.due_at = None
 
 
-def _move(uow, settings, ar: AdvanceReservation, state: str, now: datetime, actor: Actor | None,
+def _move(uow, ar: AdvanceReservation, state: str, now: datetime, actor: Actor | None,
           why: str) -> None:
     rules.check_transition(ar.state, state)
     old, ar.state, ar.changed_at = ar.state, state, now
@@ -59,7 +59,7 @@ def _move(uow, settings, ar: AdvanceReservation, state: str, now: datetime, acto
     activity.record(uow, actor, now, "advance_reservation", ar.id, "state_changed", "state", old,
                     f"{state} ({why})")
     kind = {"r": "b", "x": "e", "d": "e", "E": "a"}.get(state, "a")
-    publish(uow, settings, ar, now, "state_changed", f"advance reservation {ar.id}: {old} -> {state} ({why})",
+    publish(uow, ar, now, "state_changed", f"advance reservation {ar.id}: {old} -> {state} ({why})",
              mail_kind=kind, extra={"old": old, "new": state})
 
 
@@ -70,13 +70,13 @@ def _transition(uow, ar: AdvanceReservation, now: datetime) -> None:
     worker was stopped through the whole window) still starts before it exits: its holders hear of both, and
     w -> x, which the states do not allow, is never tried (it failed the step again at every turn)."""
     if ar.state == "w":
-        _move(uow, uow.settings, ar, "r", now, None, "its start was reached")
+        _move(uow, ar, "r", now, None, "its start was reached")
         if now < ar.end_at:
             ar.due_at = rules.next_transition("r", ar.start_at, ar.end_at, now)
             place_bound(uow, ar, now)
             return
     if now >= ar.end_at:
-        finish(uow, uow.settings, ar, now, "x", None, "its end was reached")
+        finish(uow, ar, now, "x", None, "its end was reached")
     else:
         ar.due_at = rules.next_transition(ar.state, ar.start_at, ar.end_at, now)
 
@@ -99,7 +99,7 @@ def problems(uow, ar: AdvanceReservation) -> list[tuple[str, str]]:
     return rules.problems(held, ar.pools or [])
 
 
-def recheck(uow, settings, ar: AdvanceReservation, now: datetime, actor: Actor | None = None,
+def recheck(uow, ar: AdvanceReservation, now: datetime, actor: Actor | None = None,
             force: bool | None = None) -> None:
     """Into E when a held system is no longer usable; out of it (by time) once all are again.
 
@@ -119,16 +119,16 @@ def recheck(uow, settings, ar: AdvanceReservation, now: datetime, actor: Actor |
     reasons = [text for _, text in found]
     ar.error_reasons = reasons
     if reasons and ar.state in ("w", "r"):
-        _move(uow, settings, ar, "E", now, actor, "; ".join(reasons))
+        _move(uow, ar, "E", now, actor, "; ".join(reasons))
     elif not reasons and ar.state == "E":
-        _move(uow, settings, ar, rules.state_by_time(ar.start_at, ar.end_at, now), now, actor,
+        _move(uow, ar, rules.state_by_time(ar.start_at, ar.end_at, now), now, actor,
               "its systems are usable again")
         place_bound(uow, ar, now)
 
 
 def on_system_changed(uow, event: SystemChanged) -> None:
     for ar in holding(uow, event.system_id):
-        recheck(uow, uow.settings, ar, event.now, force=event.force)
+        recheck(uow, ar, event.now, force=event.force)
 
 
 def on_system_freed(uow, event: SystemFreed) -> None:

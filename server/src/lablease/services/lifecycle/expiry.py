@@ -78,7 +78,7 @@ def return_plain(uow, ids: list[int], now: datetime) -> list[tuple[int, datetime
     write(insert(Activity), entries)
     users = {u.id: u for u in session.execute(select(User).where(
         User.id.in_({row.user_id for row in plain}))).unique().scalars()}
-    notices.queue_many(uow, uow.settings, [
+    notices.queue_many(uow, [
         notices.returned_notice(row.id, systems[row.system_id].fqdn, users[row.user_id], WHY[reasons[row.id]])
         for row in plain], now)
     _offer(uow, [systems[row.system_id] for row in plain], now)

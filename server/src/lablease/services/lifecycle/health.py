@@ -97,17 +97,17 @@ def request(uow, actor: Actor, now: datetime, fqdn: str) -> dict:
 def on_recipe_finished(uow, event: RecipeFinished) -> None:
     """A recipe ended (jobs.finish): a check's outcome sets the health; other recipes count towards the next."""
     session, now, status = uow.session, event.now, event.status
-    recipe, settings = session.get(Recipe, event.recipe_id), uow.settings
+    recipe = session.get(Recipe, event.recipe_id)
     row = session.execute(select(SystemHealth).where(SystemHealth.recipe_id == recipe.id)).scalar_one_or_none()
     if row is not None:
-        _check_ended(uow, row, recipe, status, now, settings)
+        _check_ended(uow, row, recipe, status, now)
     elif recipe.system_id is not None and recipe.started_at is not None and recipe.host_recipe_id is None:
         system = session.get(System, recipe.system_id)
         standing(uow, system, now).recipes_since += 1
         refresh(uow, system, now)
 
 
-def _check_ended(uow, row: SystemHealth, recipe: Recipe, status: str, now: datetime, settings) -> None:
+def _check_ended(uow, row: SystemHealth, recipe: Recipe, status: str, now: datetime) -> None:
     system = uow.session.get(System, row.system_id)
     name = row.check.name if row.check else "(deleted)"
     verdict = rules.passed(status, recipe.result)
@@ -125,7 +125,7 @@ def _check_ended(uow, row: SystemHealth, recipe: Recipe, status: str, now: datet
             row.passed_at = now
     activity.record(uow, None, now, "system", system.fqdn, "health", "health", None, row.result)
     if verdict is False:
-        _broken(uow, system, row.result, now, settings)
+        _broken(uow, system, row.result, now)
     refresh(uow, system, now)
     _retry_waiting(uow, system, now)
 
@@ -141,7 +141,7 @@ def _abort_reason(uow, recipe: Recipe) -> str | None:
         .order_by(Activity.id.desc()).limit(1)).scalar_one_or_none()
 
 
-def _broken(uow, system: System, reason: str, now: datetime, settings) -> None:
+def _broken(uow, system: System, reason: str, now: datetime) -> None:
     """A failed check: an Automated system leaves the scheduler's hands; its owner is told."""
     if system.condition == "automated":
         old, system.condition = system.condition, "broken"
@@ -149,7 +149,7 @@ def _broken(uow, system: System, reason: str, now: datetime, settings) -> None:
         activity.record(uow, None, now, "system", system.fqdn, "broken", "condition", old, "broken")
         uow.emit(SystemChanged(system.id, now))
     if system.owner is not None:
-        notices.queue(uow, settings, notices.Notice(
+        notices.queue(uow, notices.Notice(
             system.owner, "system.health_failed", f"{system.id}:{format_time(now)}",
             f"[lablease] {system.fqdn}: health check failed, now {system.condition}",
             f"The health check of {system.fqdn}, which you own, failed: {reason}. "

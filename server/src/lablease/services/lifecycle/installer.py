@@ -51,7 +51,7 @@ def callback(uow, now: datetime, installation_id: int, token: str | None, event:
     activity.record(uow, None, now, "system", installation.system.fqdn, event, "installation",
                     installation.status, target)
     if event == "install_fail":
-        installations.fail(uow, settings, installation, now, "the installer reported a failure (install_fail)")
+        installations.fail(uow, installation, now, "the installer reported a failure (install_fail)")
         return
     installation.status = target
     installation.watchdog_at = now + settings.install_timeout

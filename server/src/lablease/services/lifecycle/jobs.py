@@ -35,7 +35,8 @@ from ..records import activity, due, usage
 from .reservations import loan_end_of
 
 
-def _check_bound_sets(uow, actor: Actor, job: dict, now: datetime, settings) -> None:
+def _check_bound_sets(uow, actor: Actor, job: dict, now: datetime) -> None:
+    settings = uow.settings
     offset = settings.ar_duration_offset
     for index, recipe_set in enumerate(job["recipe_sets"]):
         if recipe_set.get("ar") is not None:
@@ -129,7 +130,7 @@ def queue_job(uow, actor: Actor, now: datetime, job: dict, request_id: str | Non
     _check_reservesys(job, uow.settings)
     _check_own_kickstarts(job, uow.settings)
     _check_references(uow, job)
-    _check_bound_sets(uow, actor, job, now, uow.settings)
+    _check_bound_sets(uow, actor, job, now)
     row = Job(owner_id=actor.id, group_id=_group(uow, actor, job.get("group")),
               whiteboard=job.get("whiteboard", ""), status="queued", submitted_at=now, request_id=request_id,
               request_document=job if request_id else None, document=job, warnings=list(warnings or []))
@@ -335,7 +336,7 @@ def update_recipe(uow, actor: Actor, now: datetime, recipe_id: int, data: dict) 
 
 def finish(uow, recipe: Recipe, status: str, now: datetime, actor: Actor | None) -> None:
     """End a recipe; its system is kept for the owner (reservesys) or freed for the queue."""
-    session, settings = uow.session, uow.settings
+    session = uow.session
     rules.check_transition(recipe.status, status)
     was = recipe.status
     recipe.status, recipe.finished_at, recipe.watchdog_at = status, now, None
@@ -351,21 +352,20 @@ def finish(uow, recipe: Recipe, status: str, now: datetime, actor: Actor | None)
     usage.set_usage(uow, system, "idle", now)
     reservesys = recipe.spec.get("reservesys")
     if was != "assigned" and not system.guest and rules.keeps_system(reservesys, status, recipe.result):
-        _keep_for_owner(uow, reservation, system, now, timedelta(seconds=reservesys.get("duration", 86400)),
-                        settings)
-        notices.recipe_reserved(uow, settings, recipe, reservation, system.fqdn, now)
+        _keep_for_owner(uow, reservation, system, now, timedelta(seconds=reservesys.get("duration", 86400)))
+        notices.recipe_reserved(uow, recipe, reservation, system.fqdn, now)
     else:
         close_reservation(uow, reservation, now, "recipe_finished", actor)
     if system.guest:
         guests.retire(uow, system, now)
 
 
-def _keep_for_owner(uow, reservation: Reservation, system: System, now: datetime, asked: timedelta,
-                    settings) -> None:
+def _keep_for_owner(uow, reservation: Reservation, system: System, now: datetime, asked: timedelta) -> None:
     """reservesys: the recipe's booking becomes the owner's reservation until now + duration, within the
     site's maximum as it is now and the owner's loan, shortened to the next booking if one comes sooner."""
     session = uow.session
     booking = session.get(Booking, reservation.booking_id)
+    settings = uow.settings
     resource = calendar.lock_resource(uow, system.resource_id)
     following = session.execute(select(Booking.start_at).where(
         Booking.resource_id == resource.id, Booking.id != booking.id, Booking.start_at >= now)

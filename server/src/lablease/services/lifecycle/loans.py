@@ -181,7 +181,7 @@ def _expire(uow, loan: Loan, now: datetime) -> None:
 
 def _warn(uow, loan: Loan, now: datetime) -> None:
     loan.warn_at = None
-    notices.loan_ending(uow, uow.settings, loan, system_service.fqdn_of(uow, loan.system_id), now)
+    notices.loan_ending(uow, loan, system_service.fqdn_of(uow, loan.system_id), now)
 
 
 EXPIRY = due.Step("loan_expiry", "returned loan", Loan, Loan.end_at, Loan.returned_at.is_(None), _expire)

@@ -122,7 +122,7 @@ def extend(uow, actor: Actor, now: datetime, policy: rules.ReservationPolicy, re
         advance_work.check_end_inside(uow, reservation.ar_id, new_end, "extend_by" if extend_by is not None else "end")
     resource = calendar.lock_resource(uow, reservation.system.resource_id)
     if reservation.kind == "manual" and reservation.end_at and new_end > reservation.end_at:  # HOOK (max hold): only a longer hold
-        holds.keep_max_hold(uow, uow.settings, reservation.user_id, now,
+        holds.keep_max_hold(uow, reservation.user_id, now,
                             rules_holds.remaining(reservation.start_at, new_end, now), exclude=reservation.id)
     booking = session.get(Booking, reservation.booking_id)
     calendar.change_end(session, resource, booking, new_end)
@@ -195,7 +195,7 @@ def _expire(uow, reservation: Reservation, now: datetime) -> None:
 def _warn(uow, reservation: Reservation, now: datetime) -> None:
     """Queue the before-the-end warning."""
     reservation.warn_at = None
-    notices.reservation_ending(uow, uow.settings, reservation, now)
+    notices.reservation_ending(uow, reservation, now)
 
 
 EXPIRY = due.Step("reservation_expiry", "returned reservation", Reservation, Reservation.due_at,

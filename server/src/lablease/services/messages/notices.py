@@ -53,16 +53,16 @@ class Notice:
     extra_mail: tuple = ()
 
 
-def queue(uow, settings: Settings, notice: Notice, now: datetime) -> int:
+def queue(uow, notice: Notice, now: datetime) -> int:
     """Queue one notice to every destination of its user (only its `channels` when given, plus mail to its
     `extra_mail` addresses); returns how many were new."""
-    return queue_many(uow, settings, [notice], now)
+    return queue_many(uow, [notice], now)
 
 
-def queue_many(uow, settings: Settings, found: list[Notice], now: datetime) -> int:
+def queue_many(uow, found: list[Notice], now: datetime) -> int:
     """Queue notices in one statement (a user's destinations are read once); returns how many were new.
     Each is also an event of the feed (services/records/feed.py), whether or not its user has a destination."""
-    session = uow.session
+    session, settings = uow.session, uow.settings
     if not found:
         return 0
     feed.record(uow, [{"kind": notice.event, "user_id": notice.user.id, "payload": _payload(notice, now),
@@ -95,18 +95,18 @@ def _payload(notice: Notice, now: datetime) -> dict:
             **notice.data}
 
 
-def reservation_ending(uow, settings, reservation, now: datetime) -> None:
+def reservation_ending(uow, reservation, now: datetime) -> None:
     end = format_time(reservation.end_at)
     text = (f"Your reservation {reservation.id} of {reservation.system.fqdn} ends at {end}. "
             f"Extend it with: lablease extend {reservation.id} --by 4h")
-    queue(uow, settings, Notice(
+    queue(uow, Notice(
         reservation.user, "reservation.ending", f"{reservation.id}:{end}",
         f"[lablease] {reservation.system.fqdn}: your reservation ends at {end}", text,
         {"reservation": reservation.id, "system": reservation.system.fqdn, "end": end}), now)
 
 
-def reservation_returned(uow, settings, reservation, now: datetime, why: str) -> None:
-    queue_many(uow, settings, [returned_notice(reservation.id, reservation.system.fqdn, reservation.user, why)],
+def reservation_returned(uow, reservation, now: datetime, why: str) -> None:
+    queue_many(uow, [returned_notice(reservation.id, reservation.system.fqdn, reservation.user, why)],
                now)
 
 
@@ -117,53 +117,53 @@ def returned_notice(reservation_id: int, fqdn: str, user: User, why: str) -> Not
                   {"reservation": reservation_id, "system": fqdn, "reason": why})
 
 
-def loan_ending(uow, settings, loan, fqdn: str, now: datetime) -> None:
+def loan_ending(uow, loan, fqdn: str, now: datetime) -> None:
     end = format_time(loan.end_at)
     text = f"Your loan of {fqdn} ends at {end}. Ask someone with loan_any on it to extend it."
-    queue(uow, settings, Notice(
+    queue(uow, Notice(
         loan.recipient, "loan.ending", f"{loan.id}:{end}", f"[lablease] {fqdn}: your loan ends at {end}", text,
         {"loan": loan.id, "system": fqdn, "end": end}), now)
 
 
-def loan_returned(uow, settings, loan, fqdn: str, now: datetime, why: str) -> None:
+def loan_returned(uow, loan, fqdn: str, now: datetime, why: str) -> None:
     text = f"Your loan of {fqdn} was returned: {why}."
-    queue(uow, settings, Notice(
+    queue(uow, Notice(
         loan.recipient, "loan.returned", str(loan.id), f"[lablease] {fqdn}: your loan was returned", text,
         {"loan": loan.id, "system": fqdn, "reason": why}), now)
 
 
-def job_finished(uow, settings, job, now: datetime) -> None:
+def job_finished(uow, job, now: datetime) -> None:
     """Beaker's job completion mail: to the owner's destinations and the job's <notify><cc> addresses."""
     cc = ((job.document or {}).get("notify") or {}).get("cc", [])
     systems = sorted({r.system.fqdn for rs in job.recipe_sets for r in rs.recipes if r.system is not None})
     text = (f"Job {job.id} ({job.whiteboard or 'no whiteboard'}) finished: {job.status}, result {job.result}. "
             f"Systems: {', '.join(systems) or 'none'}. See it with: lablease job show {job.id}")
-    queue(uow, settings, Notice(
+    queue(uow, Notice(
         job.owner, "job.finished", str(job.id), f"[lablease] job {job.id} {job.status}: {job.result}", text,
         {"job": job.id, "status": job.status, "result": job.result, "cc": list(cc)}, extra_mail=tuple(cc)), now)
 
 
-def recipe_reserved(uow, settings, recipe, reservation, fqdn: str, now: datetime) -> None:
+def recipe_reserved(uow, recipe, reservation, fqdn: str, now: datetime) -> None:
     """reservesys: a finished recipe's system is kept for the job's owner (Beaker's "reserved" mail)."""
     end, job_id = format_time(reservation.end_at), recipe.recipe_set.job_id
     text = (f"Recipe {recipe.id} of job {job_id} finished {recipe.status} ({recipe.result}); {fqdn} is kept for you "
             f"until {end} as reservation {reservation.id}. Return it with: lablease return {reservation.id}")
-    queue(uow, settings, Notice(
+    queue(uow, Notice(
         reservation.user, "recipe.reserved", str(recipe.id),
         f"[lablease] {fqdn}: reserved for you after recipe {recipe.id}", text,
         {"recipe": recipe.id, "job": job_id, "reservation": reservation.id, "system": fqdn, "end": end,
          "status": recipe.status, "result": recipe.result}), now)
 
 
-def installation_failed(uow, settings, user, fqdn: str, installation_id: int, why: str, now: datetime) -> None:
+def installation_failed(uow, user, fqdn: str, installation_id: int, why: str, now: datetime) -> None:
     text = f"Installation {installation_id} on {fqdn} failed: {why}."
-    queue(uow, settings, Notice(
+    queue(uow, Notice(
         user, "installation.failed", str(installation_id), f"[lablease] {fqdn}: installation {installation_id} failed",
         text, {"installation": installation_id, "system": fqdn, "reason": why}), now)
 
 
-def command_failed(uow, settings, user, fqdn: str, command_id: int, why: str, now: datetime) -> None:
+def command_failed(uow, user, fqdn: str, command_id: int, why: str, now: datetime) -> None:
     text = f"A command on {fqdn}, which you hold, failed for good: {why}."
-    queue(uow, settings, Notice(
+    queue(uow, Notice(
         user, "command.failed", str(command_id), f"[lablease] {fqdn}: {why.split(':')[0]}", text,
         {"command": command_id, "system": fqdn, "reason": why}), now)

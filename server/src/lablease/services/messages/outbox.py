@@ -66,7 +66,8 @@ def mark_sent(uow, message_id: int, now: datetime) -> None:
     row.status, row.sent_at, row.next_attempt_at, row.last_error = "sent", now, None, None
 
 
-def mark_failed(uow, message_id: int, now: datetime, error: str, settings) -> None:
+def mark_failed(uow, message_id: int, now: datetime, error: str) -> None:
+    settings = uow.settings
     row = uow.session.get(Outbox, message_id)
     row.last_error = error[:2000]
     if row.attempts >= settings.outbox_max_attempts:
@@ -76,12 +77,12 @@ def mark_failed(uow, message_id: int, now: datetime, error: str, settings) -> No
         row.next_attempt_at = retry_at(now, row.attempts, settings.outbox_retry_delay)
 
 
-def attempt_failed(uow, message_id: int, now: datetime, error: str, settings) -> None:
+def attempt_failed(uow, message_id: int, now: datetime, error: str) -> None:
     """Claiming the message raised (its transaction rolled back): that counts as an attempt too."""
     row = uow.session.get(Outbox, message_id)
     if row is not None and row.status == "pending":
         row.attempts += 1
-        mark_failed(uow, message_id, now, error, settings)
+        mark_failed(uow, message_id, now, error)
 
 
 def fail_bare(uow, message_id: int, now: datetime, error: str) -> None:

@@ -285,8 +285,9 @@ def record_success(uow, command_id: int, now: datetime, state: str | None = None
     uow.wake_worker()  # the system's next command may run now
 
 
-def record_failure(uow, command_id: int, now: datetime, error: str, settings) -> bool:
+def record_failure(uow, command_id: int, now: datetime, error: str) -> bool:
     """One attempt failed: retry later, or fail for good (True) with what follows from it."""
+    settings = uow.settings
     command = uow.session.get(Command, command_id)
     if command is None or command.status != "running":
         return False
@@ -300,11 +301,11 @@ def record_failure(uow, command_id: int, now: datetime, error: str, settings) ->
         return False
     _move(command, "failed")
     command.finished_at = now
-    _failed_for_good(uow, command, now, settings)
+    _failed_for_good(uow, command, now)
     return True
 
 
-def _failed_for_good(uow, command: Command, now: datetime, settings) -> None:
+def _failed_for_good(uow, command: Command, now: datetime) -> None:
     system = command.system
     why = f"{command.action} failed after {command.attempts} attempt(s): {command.error}"
     activity.record(uow, None, now, "system", system.fqdn, "command_failed", "command", None, why)
@@ -320,13 +321,13 @@ def _failed_for_good(uow, command: Command, now: datetime, settings) -> None:
         uow.emit(SystemChanged(system.id, now))  # e.g. an advance reservation holding it
     holder = current_reservations(uow, [system.id], now).get(system.id)
     if holder is not None:
-        notices.command_failed(uow, settings, holder.user, system.fqdn, command.id, why, now)
+        notices.command_failed(uow, holder.user, system.fqdn, command.id, why, now)
 
 
 INTERRUPTED = "interrupted: the worker running it stopped"
 
 
-def fail_unrunnable(uow, command_id: int, now: datetime, error: str, settings) -> None:
+def fail_unrunnable(uow, command_id: int, now: datetime, error: str) -> None:
     """A command that could not be prepared fails for good at once (trying again would fail the same
     way), with the usual consequences for its system and installation."""
     command = uow.session.get(Command, command_id)
@@ -337,7 +338,7 @@ def fail_unrunnable(uow, command_id: int, now: datetime, error: str, settings) -
     _move(command, "failed")
     command.finished_at = now
     uow.wake_worker()
-    _failed_for_good(uow, command, now, settings)
+    _failed_for_good(uow, command, now)
 
 
 def fail_bare(uow, command_id: int, now: datetime, error: str) -> None:
@@ -367,7 +368,7 @@ def interrupted(uow, now: datetime, everything: bool = False) -> list[int]:
 
 
 def _recover(uow, command: Command, now: datetime) -> None:
-    record_failure(uow, command.id, now, INTERRUPTED, uow.settings)
+    record_failure(uow, command.id, now, INTERRUPTED)
 
 
 # Running commands whose lease ran out (their worker died): retried or failed.

@@ -48,14 +48,13 @@ def new_system(uow, guest: Recipe, host_system: System, now: datetime) -> System
 
 def start_installs(uow, host: Recipe, now: datetime) -> None:
     """The host runs: its harness can start the guests now, so each gets its installation."""
-    settings = uow.settings
     for guest in host.guests:
         if guest.status != "scheduled":
             continue
         system = uow.session.get(System, guest.system_id)
         guest.status = "waiting"
         usage.set_usage(uow, system, "waiting", now)
-        installations.for_recipe(uow, settings, guest, system, now)
+        installations.for_recipe(uow, guest, system, now)
 
 
 def retire(uow, system: System, now: datetime) -> None:
@@ -92,7 +91,7 @@ def _installation(uow, guest: Recipe) -> dict | None:
     if installation is None:
         return None
     links = installations.urls(settings, installation, installations.token_for(settings, installation))
-    image = installations.boot_image(uow, settings, installation)  # what a netboot config would boot
+    image = installations.boot_image(uow, installation)  # what a netboot config would boot
     return {"id": installation.id, "status": installation.status, "kickstart_url": links.pop("kickstart"),
             "callbacks": links, "tree_url": installation.distro.get("url"), "kernel_url": image.kernel_url,
             "initrd_url": image.initrd_url, "kernel_options": image.kernel_options}

@@ -153,7 +153,7 @@ def provision(uow, actor: Actor, now: datetime, fqdn: str, data: dict) -> dict:
     own = {key: data[key] for key in ("kickstart", "kernel_options_post") if data.get(key)}
     if "kickstart" in own:
         _may_bring_kickstart(settings, actor.is_admin, actor.id, system)
-    installation = start(uow, settings, system, Install(
+    installation = start(uow, system, Install(
         tree, actor.id, reservation.id, ks_meta=data.get("ks_meta", ""), kernel_options=data.get("kernel_options", ""),
         own=own or None), now)
     usage.set_usage(uow, system, "waiting", now)
@@ -210,10 +210,10 @@ class Install:
     own: dict | None = None  # a reserved system's holder's kickstart template and kernel_options_post
 
 
-def start(uow, settings, system: System, what: Install, now: datetime) -> Installation:
+def start(uow, system: System, what: Install, now: datetime) -> Installation:
     """Create the installation, render and store its kickstart, and queue netboot + reboot (a guest recipe's
     virtual machine has neither: its host's harness boots it with the kickstart URL, services/provisioning/guests.py)."""
-    session = uow.session
+    session, settings = uow.session, uow.settings
     tree, recipe = what.tree, what.recipe
     if not system.guest:
         _check_installable(system)
@@ -242,7 +242,7 @@ def start(uow, settings, system: System, what: Install, now: datetime) -> Instal
     except KickstartError as error:
         raise Invalid("kickstart", str(error)) from None
     installation.kickstart = rendered.replace(token, TOKEN_MARK)
-    _check_boot_image(uow, settings, installation)
+    _check_boot_image(uow, installation)
     if not system.guest:
         commands.enqueue(uow, system, "netboot_install", now, what.user_id, installation.id)
         commands.enqueue(uow, system, "reboot", now, what.user_id, installation.id)
@@ -261,21 +261,22 @@ def _merged(merge, what: str, sources: tuple):
     return merge(*(text for _, text in reversed(sources)))
 
 
-def _check_boot_image(uow, settings, installation: Installation) -> None:
+def _check_boot_image(uow, installation: Installation) -> None:
     """What the netboot writer will be given passes its rule now, or the request is refused."""
     try:
-        boot_image(uow, settings, installation)
+        boot_image(uow, installation)
     except ValueError as error:
         raise Invalid("kernel_options" if str(error).startswith("kernel_options") else "distro_tree",
                       str(error)) from None
 
 
-def for_recipe(uow, settings, recipe: Recipe, system: System, now: datetime) -> None:
+def for_recipe(uow, recipe: Recipe, system: System, now: datetime) -> None:
     """A recipe with a distro reached its system: install it, or abort the recipe saying why."""
+    settings = uow.settings
     try:
         _check_own_kickstart(settings, recipe, system)
         tree = _recipe_tree(uow, recipe, system)
-        start(uow, settings, system, Install(
+        start(uow, system, Install(
             tree, recipe.recipe_set.job.owner_id, recipe.reservation_id, recipe, recipe.spec.get("ks_meta", ""),
             recipe.spec.get("kernel_options", "")), now)
     except (Conflict, Invalid) as error:
@@ -359,8 +360,9 @@ def _join(base: str, path: str) -> str:
     return path if "://" in path else f"{base.rstrip('/')}/{path.lstrip('/')}"
 
 
-def boot_image(uow, settings, installation: Installation) -> BootImage:
+def boot_image(uow, installation: Installation) -> BootImage:
     """What the netboot config of this installation boots: its tree's kernel, with the kickstart URL."""
+    settings = uow.settings
     distro = installation.distro
     kickstart = urls(settings, installation, token_for(settings, installation))["kickstart"]
     options = " ".join(filter(None, (distro.get("boot_options"), f"inst.ks={kickstart}")))
@@ -390,7 +392,7 @@ def _end(uow, installation: Installation, now: datetime, status: str, why: str) 
                     "installation", installation.id, why)
 
 
-def fail(uow, settings, installation: Installation, now: datetime, why: str) -> None:
+def fail(uow, installation: Installation, now: datetime, why: str) -> None:
     """An installation failed: the recipe is aborted, a manual holder keeps the system (idle) and is told."""
     _end(uow, installation, now, "failed", why)
     if (installation.system.netboot or {}).get("mac"):
@@ -403,7 +405,7 @@ def fail(uow, settings, installation: Installation, now: datetime, why: str) -> 
         usage.set_usage(uow, installation.system, "idle", now)
     health_state.install_failed(uow, installation.system, now)
     if installation.user is not None:
-        notices.installation_failed(uow, settings, installation.user, installation.system.fqdn,
+        notices.installation_failed(uow, installation.user, installation.system.fqdn,
                                     installation.id, why, now)
 
 
@@ -411,15 +413,15 @@ def _abort_recipe(uow, recipe: Recipe, now: datetime, why: str) -> None:
     uow.emit(RecipeAborted(recipe.id, now, why))  # jobs finishes it and refreshes its set
 
 
-def fail_current(uow, system: System, now: datetime, why: str, settings) -> None:
+def fail_current(uow, system: System, now: datetime, why: str) -> None:
     for installation in _unfinished(uow, system):
-        fail(uow, settings, installation, now, why)
+        fail(uow, installation, now, why)
 
 
 def _abort_stalled(uow, installation: Installation, now: datetime) -> None:
     """The install watchdog: no callback within install_timeout fails the installation."""
     waited = format_human(uow.settings.install_timeout)
-    fail(uow, uow.settings, installation, now,
+    fail(uow, installation, now,
          f"no progress from the installer for {waited} (still {installation.status})")
 
 
@@ -432,16 +434,16 @@ def on_command_failed(uow, event: InstallationCommandFailed) -> None:
     served none, whatever the system was installing)."""
     session = uow.session
     if event.installation_id is None:
-        fail_current(uow, session.get(System, event.system_id), event.now, event.why, uow.settings)
+        fail_current(uow, session.get(System, event.system_id), event.now, event.why)
         return
     installation = session.get(Installation, event.installation_id)
     if installation is not None and installation.status in UNFINISHED_INSTALLATION:
-        fail(uow, uow.settings, installation, event.now, event.why)
+        fail(uow, installation, event.now, event.why)
 
 
 def on_reservation_closed(uow, event: ReservationClosed) -> None:
     """A reservation ended: its unfinished install stops, netboot is cleared, the release action runs."""
-    session, settings, now, reason = uow.session, uow.settings, event.now, event.reason
+    session, now, reason = uow.session, event.now, event.reason
     reservation = session.get(Reservation, event.reservation_id)
     system = session.get(System, reservation.system_id)
     for installation in _unfinished(uow, system):
@@ -457,7 +459,7 @@ def on_reservation_closed(uow, event: ReservationClosed) -> None:
         usage.set_usage(uow, system, "idle", now)
     if at.netboot_mac:
         commands.enqueue(uow, system, "netboot_clear", now)
-    release_action(uow, settings, system, now)
+    release_action(uow, system, now)
 
 
 def at_end(system) -> SystemAtEnd:
@@ -466,14 +468,14 @@ def at_end(system) -> SystemAtEnd:
                        bool((system.netboot or {}).get("mac")), system.reprovision_distro_tree_id is not None)
 
 
-def release_action(uow, settings, system: System, now: datetime) -> None:
+def release_action(uow, system: System, now: datetime) -> None:
     action = release(at_end(system))
     if action == "off":
         commands.enqueue(uow, system, "off", now)
     elif action == "reprovision":
         tree = uow.session.get(DistroTree, system.reprovision_distro_tree_id)
         try:
-            start(uow, settings, system, Install(tree, None, None), now)
+            start(uow, system, Install(tree, None, None), now)
         except (Conflict, Invalid) as error:
             activity.record(uow, None, now, "system", system.fqdn, "reprovision_failed", "reason", None,
                             str(error))

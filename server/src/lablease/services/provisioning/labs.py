@@ -93,7 +93,7 @@ def take(uow, lab: Lab, now: datetime, limit: int) -> list[dict]:
     """Claim up to `limit` of the lab's runnable commands for its agent, as it needs them to run each."""
     settings = uow.settings
     claimed = commands.claim(uow, now, limit, settings.command_timeout,
-                             lambda uow, inst: installations.boot_image(uow, settings, inst), lab.name)
+                             lambda uow, inst: installations.boot_image(uow, inst), lab.name)
     if claimed:
         uow.wake_worker()  # its recovery step takes each back when its lease runs out: a new deadline
     return [_wire(c, settings.command_timeout) for c in claimed]
@@ -127,7 +127,7 @@ def report(uow, lab: Lab, now: datetime, command_id: int, attempt: int, outcome:
     if outcome == "completed":
         commands.record_success(uow, command_id, now, state)
     else:
-        commands.record_failure(uow, command_id, now, error or "failed", uow.settings)
+        commands.record_failure(uow, command_id, now, error or "failed")
     return commands.as_dict(command)
 
 

@@ -115,7 +115,7 @@ def start(uow, recipe_set: RecipeSet, plan: dict[int, int], now: datetime, resou
         if recipe.spec.get("distro_requires"):
             recipe.status = "waiting"  # provisioning takes it from here
             usage.set_usage(uow, system, "waiting", now)
-            installations.for_recipe(uow, uow.settings, recipe, system, now)
+            installations.for_recipe(uow, recipe, system, now)
         else:
             begin_running(uow, recipe, now)
     refresh_rollups(uow, recipe_set, now)
@@ -186,4 +186,4 @@ def refresh_rollups(uow, recipe_set: RecipeSet, now: datetime) -> None:
     job.result = rules.worst_result(rs.result for rs in job.recipe_sets)
     if job.status in rules.FINISHED and job.finished_at is None:
         job.finished_at = now
-        notices.job_finished(uow, uow.settings, job, now)
+        notices.job_finished(uow, job, now)

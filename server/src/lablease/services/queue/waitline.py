@@ -99,16 +99,16 @@ def _granted(uow, wait: ReservationWait, system: System, booking: Booking, now: 
     activity.record(uow, None, now, "reservation", reservation.id, "granted", "system", None, system.fqdn)
     activity.record(uow, None, now, "system", system.fqdn, "reserved", "reservation", None,
                     f"{reservation.id} until {format_time(reservation.end_at) or 'no limit'}")
-    _tell_started(uow, settings, reservation, wait, now)
+    _tell_started(uow, reservation, wait, now)
     uow.wake_worker()
 
 
-def _tell_started(uow, settings, reservation: Reservation, wait: ReservationWait, now: datetime) -> None:
+def _tell_started(uow, reservation: Reservation, wait: ReservationWait, now: datetime) -> None:
     fqdn, end = reservation.system.fqdn, format_time(reservation.end_at)
     confirm = (f" Confirm it by {format_time(now + timedelta(seconds=wait.take_by_seconds))} "
                f"(lablease heartbeat {reservation.id}) or it is returned.") if wait.take_by_seconds else ""
     text = f"Your reservation {reservation.id} of {fqdn} started; it ends at {end or 'no set time'}.{confirm}"
-    notices.queue(uow, settings, notices.Notice(
+    notices.queue(uow, notices.Notice(
         reservation.user, "reservation.started", str(reservation.id), f"[lablease] your reservation of {fqdn} started",
         text, {"reservation": reservation.id, "system": fqdn, "start": format_time(reservation.start_at), "end": end}),
         now)
